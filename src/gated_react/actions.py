@@ -1,0 +1,101 @@
+"""The action contract: a reply becomes exactly one tool call or one final answer, or is rejected.
+
+Everything here is pure and never raises anything but ``ActionError``, whose ``why`` becomes the
+stop reason ``invalid_action:<why>``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gated_react.state import FinalAction, ToolAction
+
+_FINAL_KEYS = frozenset({"kind", "answer"})
+_TOOL_KEYS = frozenset({"kind", "name", "args"})
+
+
+class ActionError(Exception):
+    """A reply broke the contract; ``why`` is the short code, the message says what was wrong."""
+
+    def __init__(self, why: str, message: str) -> None:
+        super().__init__(message)
+        self.why = why
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(keys) != len(set(keys)):
+        dupes = sorted({key for key in keys if keys.count(key) > 1})
+        raise ActionError("bad_json", f"duplicate keys in JSON object: {dupes[:5]}")
+    return dict(pairs)
+
+
+def strip_fence(text: str) -> str:
+    """Remove one surrounding Markdown code fence, the one wrapper models add unasked."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and len(body) >= 6:
+        body = body[3:-3]
+        first, _, rest = body.partition("\n")
+        body = rest if first.strip().isalpha() or not first.strip() else body
+    return body.strip()
+
+
+def load_json(text: str) -> Any:
+    """Parse JSON strictly: duplicate keys, NaN and anything but one value are rejected."""
+    try:
+        return json.loads(
+            strip_fence(text),
+            object_pairs_hook=_reject_duplicates,
+            parse_constant=_no_constants,
+        )
+    except ActionError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise ActionError("bad_json", f"not valid JSON: {str(exc)[:200]}") from None
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_contract(candidate: Any) -> ToolAction | FinalAction:
+    """Apply the contract to a parsed object: ``{"kind": "tool", "name", "args"}`` or
+    ``{"kind": "final", "answer"}`` and nothing else."""
+    if not isinstance(candidate, dict):
+        raise ActionError("not_object", f"expected a JSON object, got {type(candidate).__name__}")
+    kind = candidate.get("kind")
+    if kind == "final":
+        return _final(candidate)
+    if kind == "tool":
+        return _tool(candidate)
+    raise ActionError("bad_kind", f"kind must be 'tool' or 'final', got {str(kind)[:50]!r}")
+
+
+def _final(candidate: dict[Any, Any]) -> FinalAction:
+    extra = set(candidate) - _FINAL_KEYS
+    if extra:
+        raise ActionError("extra_keys", f"unexpected keys for a final answer: {_names(extra)}")
+    answer = candidate.get("answer")
+    if not isinstance(answer, str) or not answer.strip():
+        raise ActionError("missing_answer", "a final answer needs a non-blank 'answer' string")
+    return FinalAction(answer=answer.strip())
+
+
+def _tool(candidate: dict[Any, Any]) -> ToolAction:
+    extra = set(candidate) - _TOOL_KEYS
+    if extra:
+        raise ActionError("extra_keys", f"unexpected keys for a tool call: {_names(extra)}")
+    name = candidate.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ActionError("missing_tool_name", "a tool call needs a non-empty 'name' string")
+    args = candidate.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict) or not all(isinstance(key, str) for key in args):
+        raise ActionError("bad_args", f"'args' must be a JSON object, got {type(args).__name__}")
+    return ToolAction(name=name.strip(), args=args)
+
+
+def _names(keys: set[Any]) -> list[str]:
+    return sorted(str(key)[:40] for key in keys)[:5]

@@ -1,0 +1,64 @@
+"""The parts a graph's nodes share: model, tools and policy, prepared once at build time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from gated_react.policy import Policy
+from gated_react.prompt import system_prompt
+from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
+from gated_react.toolcall import accepts_key
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """Everything a node needs besides the state; built by ``build_graph``, never mutated."""
+
+    model: BaseChatModel
+    bound: BoundModel
+    tools: Mapping[str, BaseTool]
+    allowed: frozenset[str]
+    keyed: frozenset[str]
+    policy: Policy
+    protocol: ActionProtocol
+    system: str
+
+    @classmethod
+    def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> Agent:
+        registry = _registry(tools)
+        allowed = policy.allowed(frozenset(registry))
+        visible = [tool for name, tool in registry.items() if name in allowed]
+        protocol = PROTOCOLS[policy.protocol]
+        return cls(
+            model=model,
+            bound=protocol.bind(model, visible, policy),
+            tools=registry,
+            allowed=allowed,
+            keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
+            policy=policy,
+            protocol=protocol,
+            system=system_prompt(protocol.instructions(visible)),
+        )
+
+    def idempotent(self, tool: str) -> bool:
+        """Whether a tool declared itself safe to run twice (``metadata={"idempotent": True}``)."""
+        found = self.tools.get(tool)
+        return bool(found is not None and (found.metadata or {}).get("idempotent") is True)
+
+
+def _registry(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:
+    registry: dict[str, BaseTool] = {}
+    for tool in tools:
+        if not isinstance(tool, BaseTool):
+            raise TypeError(
+                "tools must be LangChain tools (@tool functions or BaseTool), "
+                f"got {type(tool).__name__}"
+            )
+        if tool.name in registry:
+            raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+        registry[tool.name] = tool
+    return registry

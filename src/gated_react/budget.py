@@ -1,0 +1,48 @@
+"""Budget checks, named for when they run. Each returns a Stop whose message carries the numbers."""
+
+from __future__ import annotations
+
+from gated_react.policy import Budget
+from gated_react.state import Usage
+from gated_react.stops import Stop, StopReason
+
+
+def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
+    """Run before every model decision: steps, active seconds, tokens."""
+    if usage.steps >= budget.max_steps:
+        return Stop(
+            StopReason.MAX_STEPS,
+            message=f"max_steps {budget.max_steps} reached ({usage.steps + 1} requested)",
+        )
+    if usage.seconds >= budget.max_seconds:
+        return Stop(
+            StopReason.MAX_SECONDS,
+            message=f"max_seconds {budget.max_seconds:g} reached "
+            f"({usage.seconds:.2f} active seconds spent)",
+        )
+    if budget.max_tokens is not None and usage.tokens >= budget.max_tokens:
+        return Stop(
+            StopReason.MAX_TOKENS,
+            message=f"max_tokens {budget.max_tokens} reached ({usage.tokens} spent)",
+        )
+    return None
+
+
+def check_before_tool(budget: Budget, tool: str, calls: int, calls_of_tool: int) -> Stop | None:
+    """Run in the gate before a call: the run's total and the tool's own cap.
+
+    ``calls`` and ``calls_of_tool`` count the calls already made, so the proposed one is ``+ 1``.
+    """
+    if calls + 1 > budget.max_tool_calls:
+        return Stop(
+            StopReason.MAX_TOOL_CALLS,
+            message=f"max_tool_calls {budget.max_tool_calls} reached ({calls + 1} requested)",
+        )
+    cap = budget.tool_limits.get(tool)
+    if cap is not None and calls_of_tool + 1 > cap:
+        return Stop(
+            StopReason.TOOL_LIMIT,
+            tool,
+            message=f"tool_limit {tool} {cap} reached ({calls_of_tool + 1} requested)",
+        )
+    return None

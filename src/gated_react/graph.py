@@ -1,0 +1,76 @@
+"""The gated ReAct graph, assembled in one straight line.
+
+START -> decide -> validate -> gate -> execute -> observe -> decide ...
+validate -> finish (final answer) | decide (retry) ; every other end -> stop
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from gated_react import routing
+from gated_react._lg import CONFIG_KEY_DURABILITY, node
+from gated_react.agent import Agent
+from gated_react.nodes.decide import adecide, decide
+from gated_react.nodes.execute import aexecute, execute
+from gated_react.nodes.finish import finish
+from gated_react.nodes.gate import gate
+from gated_react.nodes.observe import observe
+from gated_react.nodes.stop import stop
+from gated_react.nodes.validate import validate
+from gated_react.policy import Policy
+from gated_react.state import RunInput, RunResult, State
+
+# Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
+_NODES_PER_STEP = 5
+
+
+def build_graph(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    *,
+    policy: Policy | None = None,
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+) -> CompiledStateGraph[State, None, RunInput, RunResult]:
+    """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
+
+    Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
+    """
+    policy = policy or Policy()
+    agent = Agent.build(model, tools, policy)
+    graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
+    graph.add_node("decide", node(decide, adecide, agent=agent))
+    graph.add_node("validate", node(validate, agent=agent))
+    graph.add_node("gate", node(gate, agent=agent))
+    graph.add_node("execute", node(execute, aexecute, agent=agent))
+    graph.add_node("observe", node(observe, agent=agent))
+    graph.add_node("finish", finish)
+    graph.add_node("stop", stop)
+    graph.add_edge(START, "decide")
+    graph.add_conditional_edges("decide", routing.after_decide, routing.AFTER_DECIDE)
+    graph.add_conditional_edges("validate", routing.after_validate, routing.AFTER_VALIDATE)
+    graph.add_conditional_edges("gate", routing.after_gate, routing.AFTER_GATE)
+    graph.add_edge("execute", "observe")
+    graph.add_conditional_edges("observe", routing.after_observe, routing.AFTER_OBSERVE)
+    graph.add_edge("finish", END)
+    graph.add_edge("stop", END)
+    compiled = graph.compile(checkpointer=checkpointer, name="gated-react")
+    return compiled.with_config(
+        recursion_limit=_NODES_PER_STEP * policy.budget.max_steps + 5,
+        configurable=_durability(agent, checkpointer),
+    )
+
+
+def _durability(agent: Agent, checkpointer: BaseCheckpointSaver[str] | None) -> dict[str, str]:
+    """Non-idempotent tools need each checkpoint on disk before the next node starts, so a
+    crash can never leave a side effect without its record; LangGraph's default is async.
+    (A server that brings its own checkpointer takes ``durability`` per run instead.)"""
+    if checkpointer is None or all(agent.idempotent(name) for name in agent.allowed):
+        return {}
+    return {CONFIG_KEY_DURABILITY: "sync"}

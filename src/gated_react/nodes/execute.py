@@ -1,0 +1,125 @@
+"""execute: run the approved call with its argument check, timeout and retries.
+
+If this node is the first thing a resumed run does, an earlier attempt may have run the tool
+before the process died. Only an idempotent tool is run again; any other stops the run with
+``tool_outcome_unknown`` (or asks a human, when the policy puts the tool under approval).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from gated_react import toolcall
+from gated_react._lg import is_resuming
+from gated_react.agent import Agent
+from gated_react.approval import ask
+from gated_react.state import Call, Outcome, State, dump
+from gated_react.stops import Stop, StopReason
+
+
+def execute(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+    """Sync body."""
+    call, early = prepare(state, config, agent)
+    if early is not None:
+        return early
+    tool = agent.tools[call.tool]
+    started = time.monotonic()
+    try:
+        value = toolcall.invoke(tool, _args(agent, call), config, *_limits(agent, call))
+    except Exception as exc:
+        return finished(state, agent, call, exc, started)
+    return finished(state, agent, call, value, started)
+
+
+async def aexecute(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+    """Async body."""
+    call, early = prepare(state, config, agent)
+    if early is not None:
+        return early
+    tool = agent.tools[call.tool]
+    started = time.monotonic()
+    try:
+        value = await toolcall.ainvoke(tool, _args(agent, call), config, *_limits(agent, call))
+    except Exception as exc:
+        return finished(state, agent, call, exc, started)
+    return finished(state, agent, call, value, started)
+
+
+def prepare(
+    state: State, config: RunnableConfig, agent: Agent
+) -> tuple[Call, dict[str, Any] | None]:
+    """The call to run, or an update that settles it without running the tool."""
+    call = state.call
+    if call is None or call.outcome is not None:
+        raise TypeError("execute runs only after gate recorded a call without an outcome")
+    if is_resuming(config) and not agent.idempotent(call.tool):
+        unknown = _outcome_unknown(agent, call)
+        if unknown is not None:
+            return call, unknown
+    problem = toolcall.check_args(agent.tools[call.tool], call.args)
+    if problem is not None:
+        why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
+        return call, settle(
+            agent, call, Outcome(ok=False, observation=problem, error=str(why)), why
+        )
+    return call, None
+
+
+def _outcome_unknown(agent: Agent, call: Call) -> dict[str, Any] | None:
+    question = (
+        f"{call.tool} may already have run before the process stopped; its outcome is unknown"
+    )
+    if call.tool in agent.policy.require_approval:
+        decision = ask(
+            {
+                "kind": "outcome_unknown",
+                "tool": call.tool,
+                "args": call.args,
+                "step": call.step,
+                "why": question + ". Approve to run it again.",
+            }
+        )
+        if decision.approved:
+            return None
+    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, question)
+    return {
+        **stop.update(),
+        "call": dump(call.model_copy(update={"outcome": Outcome(ok=False, error=str(stop))})),
+    }
+
+
+def _args(agent: Agent, call: Call) -> dict[str, Any]:
+    return {**call.args, toolcall.KEY_PARAM: call.key} if call.tool in agent.keyed else call.args
+
+
+def _limits(agent: Agent, call: Call) -> tuple[float, int]:
+    retries = agent.policy.tool_retries if agent.idempotent(call.tool) else 0
+    return agent.policy.timeout_for(call.tool), retries
+
+
+def finished(state: State, agent: Agent, call: Call, result: Any, started: float) -> dict[str, Any]:
+    """Record the outcome (a value, a timeout or an error) and the seconds it took."""
+    seconds = time.monotonic() - started
+    usage = dump(state.usage.model_copy(update={"seconds": state.usage.seconds + seconds}))
+    limit = agent.policy.max_observation_chars
+    if isinstance(result, toolcall.ToolTimeout):
+        why = Stop(StopReason.TOOL_TIMEOUT, call.tool, str(result))
+    elif isinstance(result, Exception):
+        text = f"{type(result).__name__}: {result}"[:500]
+        why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
+    else:
+        outcome = Outcome(ok=True, observation=toolcall.to_observation(result, limit))
+        return {"call": dump(call.model_copy(update={"outcome": outcome})), "usage": usage}
+    outcome = Outcome(ok=False, observation=why.message, error=str(why))
+    return {**settle(agent, call, outcome, why), "usage": usage}
+
+
+def settle(agent: Agent, call: Call, outcome: Outcome, why: Stop) -> dict[str, Any]:
+    """A failed call: the run stops, or (``on_tool_error="observe"``) the model sees the error."""
+    update: dict[str, Any] = {"call": dump(call.model_copy(update={"outcome": outcome}))}
+    if agent.policy.on_tool_error == "stop":
+        update.update(why.update())
+    return update

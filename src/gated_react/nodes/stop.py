@@ -1,0 +1,14 @@
+"""stop: the one exit for every end that is not a final answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gated_react.state import State
+
+
+def stop(state: State) -> dict[str, Any]:
+    """Write the stopped end. The node that detected the stop already named its reason."""
+    if not state.stop_reason:
+        raise TypeError("stop runs only after a node recorded a stop_reason")
+    return {"status": "stopped", "answer": None, "message": state.message or state.stop_reason}

@@ -1,0 +1,39 @@
+"""validate: the action contract. One tool call or one final answer; anything else is rejected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gated_react.actions import ActionError, check_contract
+from gated_react.agent import Agent
+from gated_react.budget import check_before_step
+from gated_react.state import Retry, State, dump
+from gated_react.stops import Stop, StopReason
+
+
+def validate(state: State, *, agent: Agent) -> dict[str, Any]:
+    """Parse the reply with the policy's protocol and apply the contract."""
+    if state.reply is None:
+        return rejected(
+            state, ActionError("bad_json", "there is no model reply to validate"), agent
+        )
+    try:
+        candidate = agent.protocol.candidate(state.reply, agent.tools)
+        action = check_contract(candidate)
+    except ActionError as err:
+        return rejected(state, err, agent)
+    return {"action": dump(action), "retry": None}
+
+
+def rejected(state: State, err: ActionError, agent: Agent) -> dict[str, Any]:
+    """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left."""
+    policy = agent.policy
+    streak = state.retry.count if state.retry else 0
+    if policy.on_invalid_action == "retry" and streak < policy.max_invalid_retries:
+        over = check_before_step(state.usage, policy.budget)
+        if over is not None:
+            return {**over.update(), "action": None}
+        retry = Retry(why=err.why, message=str(err), count=streak + 1)
+        return {"retry": dump(retry), "action": None}
+    stop = Stop(StopReason.INVALID_ACTION, err.why, message=f"invalid action ({err.why}): {err}")
+    return {**stop.update(), "action": None}

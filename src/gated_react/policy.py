@@ -1,0 +1,84 @@
+"""What a run may do: budgets and the rules the gate enforces. Frozen: a run cannot change them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Protocol = Literal["tools", "json", "text"]
+LoopMode = Literal["exact", "normalized", "off"]
+OnError = Literal["stop", "observe"]
+OnInvalid = Literal["stop", "retry"]
+
+
+class Budget(BaseModel):
+    """Hard limits for one run. They are checked by the graph, never left to the model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    max_steps: int = Field(default=8, ge=1)
+    """How many times the model may be asked for an action (the last ask may still answer)."""
+    max_tool_calls: int = Field(default=6, ge=0)
+    """How many tool calls the run may make in total."""
+    max_seconds: float = Field(default=20.0, gt=0)
+    """Active seconds (model and tool time) the run may spend; paused or crashed time is free."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Total model tokens (as reported by the model) the run may spend; None means unlimited."""
+    tool_limits: dict[str, int] = Field(default_factory=dict)
+    """Per-tool caps on calls, e.g. ``{"search_policy": 2}``."""
+
+    @field_validator("tool_limits")
+    @classmethod
+    def _non_negative(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = {name: cap for name, cap in value.items() if cap < 0}
+        if bad:
+            raise ValueError(f"tool limits must be >= 0, got {bad}")
+        return value
+
+
+class Policy(BaseModel):
+    """The rules the gate applies to every proposed action. Defaults are the safe choice."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    budget: Budget = Field(default_factory=Budget)
+    """The run's hard limits."""
+    allow: frozenset[str] | None = None
+    """Tools the model may call; None allows exactly the tools given to ``build_graph``."""
+    require_approval: frozenset[str] = frozenset()
+    """Tools whose calls pause for a human decision before they run."""
+    protocol: Protocol = "tools"
+    """How the model states its action: native tool calls, one JSON object, or ReAct text."""
+    json_schema: bool = True
+    """JSON protocol: request a schema built from the allowed tools (else plain json_object)."""
+    schema_max_string: int | None = Field(default=None, ge=1)
+    """Caps string lengths in that schema so small models cannot run out of tokens mid-object."""
+    schema_max_integer: int | None = Field(default=None, ge=1)
+    """Caps integer magnitudes in that schema, for the same reason."""
+    loop_detection: LoopMode = "exact"
+    """Stop on a repeated call: same tool and arguments, compared exactly or normalized."""
+    context_steps: int | None = Field(default=3, ge=0)
+    """How many recent steps the model sees in full; None sends the whole history."""
+    max_observation_chars: int = Field(default=4000, ge=100)
+    """Longer tool results are cut to this many characters with a visible marker."""
+    tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Default time a tool call may take."""
+    tool_timeouts: dict[str, float] = Field(default_factory=dict)
+    """Per-tool timeouts that override the default."""
+    tool_retries: int = Field(default=0, ge=0, le=10)
+    """Extra attempts for a failing idempotent tool (exponential backoff with jitter)."""
+    on_tool_error: OnError = "stop"
+    """What a refused, failed or timed-out call does: end the run, or become an observation."""
+    on_invalid_action: OnInvalid = "stop"
+    """What a malformed model reply does: end the run, or get a format reminder and another try."""
+    max_invalid_retries: int = Field(default=2, ge=0, le=10)
+    """How many reminders in a row a malformed reply may get before the run stops."""
+
+    def allowed(self, registered: frozenset[str]) -> frozenset[str]:
+        """The names the gate lets through: the allowlist narrowed to what is registered."""
+        return registered if self.allow is None else self.allow & registered
+
+    def timeout_for(self, tool: str) -> float:
+        """The timeout for one tool."""
+        return self.tool_timeouts.get(tool, self.tool_timeout_seconds)

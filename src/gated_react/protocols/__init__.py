@@ -1,0 +1,45 @@
+"""How the model states its action. Each protocol binds the model and turns a reply into a
+candidate object for the action contract; everything after ``validate`` is shared."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from gated_react.policy import Policy
+from gated_react.protocols.jsonmode import JsonProtocol
+from gated_react.protocols.native import ToolsProtocol
+from gated_react.protocols.text import TextProtocol
+from gated_react.state import Reply
+
+BoundModel = Runnable[LanguageModelInput, BaseMessage]
+
+
+class ActionProtocol(Protocol):
+    """The three operations a protocol provides."""
+
+    def bind(self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> BoundModel:
+        """The model as it is called for every decision (tools bound, output format requested)."""
+        ...
+
+    def instructions(self, tools: Sequence[BaseTool]) -> str:
+        """The part of the system prompt that teaches the reply format."""
+        ...
+
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+        """A parsed object for ``check_contract``; raises ``ActionError`` when parsing fails."""
+        ...
+
+
+PROTOCOLS: dict[str, ActionProtocol] = {
+    "json": JsonProtocol(),
+    "text": TextProtocol(),
+    "tools": ToolsProtocol(),
+}
+
+__all__ = ["PROTOCOLS", "ActionProtocol", "BoundModel"]

@@ -1,0 +1,87 @@
+"""JSON protocol: the reply is one JSON object; servers that support it are held to a schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from gated_react.actions import load_json
+from gated_react.policy import Policy
+from gated_react.protocols.catalog import args_schema, describe
+from gated_react.state import Reply
+
+_INSTRUCTIONS = """\
+Reply with exactly one JSON object and nothing else, in one of two shapes:
+1) {{"kind": "tool", "name": "<tool name>", "args": {{...}}}}
+2) {{"kind": "final", "answer": "<short final answer>"}}
+No Markdown, no extra keys. The tools you may call:
+{catalog}"""
+
+
+def _cap(schema: Any, max_string: int | None, max_integer: int | None) -> Any:
+    """Bound every string and integer so a constrained decoder cannot run past max_tokens."""
+    if isinstance(schema, list):
+        return [_cap(item, max_string, max_integer) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _cap(value, max_string, max_integer) for key, value in schema.items()}
+    if out.get("type") == "string" and max_string and "enum" not in out and "const" not in out:
+        out["maxLength"] = min(out.get("maxLength", max_string), max_string)
+    if out.get("type") == "integer" and max_integer:
+        out["minimum"] = max(out.get("minimum", -max_integer), -max_integer)
+        out["maximum"] = min(out.get("maximum", max_integer), max_integer)
+    return out
+
+
+def action_schema(tools: Sequence[BaseTool], policy: Policy) -> dict[str, Any]:
+    """A JSON schema that admits exactly the contract's actions for the given tools."""
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["tool"]},
+                "name": {"type": "string", "enum": [tool.name]},
+                "args": args_schema(tool),
+            },
+            "required": ["kind", "name", "args"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    branches.append(
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["final"]},
+                "answer": {"type": "string", "minLength": 1},
+            },
+            "required": ["kind", "answer"],
+            "additionalProperties": False,
+        }
+    )
+    schema = {"anyOf": branches}
+    return _cap(schema, policy.schema_max_string, policy.schema_max_integer)  # type: ignore[no-any-return]
+
+
+class JsonProtocol:
+    """Seed 000's contract: the reply text is the action object."""
+
+    def bind(
+        self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        if not policy.json_schema:
+            return model.bind(response_format={"type": "json_object"})
+        schema = {"name": "action", "schema": action_schema(tools, policy), "strict": False}
+        return model.bind(response_format={"type": "json_schema", "json_schema": schema})
+
+    def instructions(self, tools: Sequence[BaseTool]) -> str:
+        return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
+
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+        return load_json(reply.text)

@@ -1,0 +1,57 @@
+"""Native tool calling: the model is bound to the tool schemas and answers with tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from gated_react.actions import ActionError
+from gated_react.policy import Policy
+from gated_react.state import Reply
+
+_INSTRUCTIONS = """\
+Reply in one of two ways:
+- call exactly one of the provided tools (one tool call per reply, never several), or
+- when the facts suffice, reply with your final answer as plain text and no tool call."""
+
+
+class ToolsProtocol:
+    """A reply with one tool call is a tool action; a reply with text and no call is final."""
+
+    def bind(
+        self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        if not tools:
+            return model
+        try:
+            return model.bind_tools(list(tools))
+        except NotImplementedError:
+            raise ValueError(
+                f"{type(model).__name__} does not support native tool calls; "
+                "use Policy(protocol='json') or Policy(protocol='text')"
+            ) from None
+
+    def instructions(self, tools: Sequence[BaseTool]) -> str:
+        return _INSTRUCTIONS
+
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+        calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
+        if calls > 1:
+            raise ActionError(
+                "multiple_actions", f"{calls} tool calls in one reply; one is allowed"
+            )
+        if reply.invalid_tool_calls:
+            bad = reply.invalid_tool_calls[0]
+            raise ActionError(
+                "bad_json",
+                f"arguments of tool call {str(bad.get('name'))[:60]!r} are not valid JSON",
+            )
+        if reply.tool_calls:
+            call = reply.tool_calls[0]
+            return {"kind": "tool", "name": call.get("name"), "args": call.get("args")}
+        return {"kind": "final", "answer": reply.text}

@@ -1,0 +1,24 @@
+"""Secrets never leave the process in results, logs or messages."""
+
+from __future__ import annotations
+
+import re
+
+_RULES = (
+    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***"),
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-~+/=]{6,}"), r"\1 ***"),
+    (re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\"\n,}]+"), r"\1***"),
+    (re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}]+"), r"\1***"),
+    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+(@)"), r"\1***\2"),
+    (re.compile(r"(?i)(password['\"]?\s*[:=]\s*['\"]?)[^'\"\s,}&]+"), r"\1***"),
+)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with the given secrets and anything shaped like a key, token or password masked."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text

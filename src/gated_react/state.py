@@ -1,0 +1,203 @@
+"""The run's state as the checkpointer stores it.
+
+Channels hold plain JSON values only (nodes write ``model_dump()`` output), so any checkpointer,
+the LangGraph server and Studio can store and show them without importing this package.
+``history`` and ``trace`` are append-only ``DeltaChannel``s: a checkpoint stores the new entries,
+not the whole list again, so storage grows linearly with the run instead of quadratically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from langgraph.channels import DeltaChannel
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["ok", "stopped"]
+
+
+def _append(current: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]:
+    """Reducer for append-only logs; batching-invariant as DeltaChannel requires."""
+    out = list(current or ())
+    for batch in writes:
+        out.extend(batch)
+    return out
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ToolAction(_Strict):
+    """The model asks to call one tool."""
+
+    kind: Literal["tool"] = "tool"
+    """Always ``"tool"``."""
+    name: str
+    """The tool's registered name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the tool."""
+
+
+class FinalAction(_Strict):
+    """The model gives its final answer."""
+
+    kind: Literal["final"] = "final"
+    """Always ``"final"``."""
+    answer: str
+    """The answer, non-blank."""
+
+
+Action = Annotated[ToolAction | FinalAction, Field(discriminator="kind")]
+
+
+class Reply(_Strict):
+    """What the model said, before the action contract is applied."""
+
+    text: str = ""
+    """The reply's text content."""
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    """Native tool calls as ``{"name", "args"}``."""
+    invalid_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    """Native tool calls whose arguments were not valid JSON."""
+
+
+class Outcome(_Strict):
+    """What came of an approved call."""
+
+    ok: bool
+    """True when the tool ran and returned."""
+    observation: Any = None
+    """The tool's result (JSON), or the error text the model is shown."""
+    error: str | None = None
+    """A stop-reason string when the call failed or was refused, e.g. ``tool_timeout:search``."""
+
+
+class Call(_Strict):
+    """A call the gate let through, recorded before it runs so a crash cannot repeat it blindly."""
+
+    step: int
+    """The step that proposed it."""
+    tool: str
+    """The tool's name."""
+    args: dict[str, Any]
+    """The arguments it runs with (a human may have edited them)."""
+    key: str
+    """Idempotency key: stable for this thread, step, tool and arguments."""
+    outcome: Outcome | None = None
+    """Filled in by ``execute`` (or by the gate for a refusal the model is shown)."""
+
+
+class HistoryEntry(_Strict):
+    """One completed tool step, as the model will see it again."""
+
+    step: int
+    """The step number (1-based)."""
+    action: ToolAction
+    """The call that ran."""
+    observation: Any
+    """What it returned, cut to ``Policy.max_observation_chars``."""
+
+
+class TraceEntry(_Strict):
+    """One tool call that reached the gate: the audit log."""
+
+    step: int
+    """The step number (1-based)."""
+    tool: str
+    """The tool's name."""
+    args_hash: str
+    """Short stable hash of the arguments' canonical JSON."""
+    ok: bool
+    """True when the call ran and returned."""
+    error: str | None = None
+    """Why a call that did not stop the run failed (``Policy.on_tool_error="observe"``)."""
+    stop_reason: str | None = None
+    """Set on the entry of the call that ended the run."""
+
+
+class Usage(_Strict):
+    """Budget consumption that is not derivable from the logs."""
+
+    steps: int = 0
+    """Model decisions requested so far."""
+    tokens: int = 0
+    """Model tokens spent (reported by the model, else estimated)."""
+    seconds: float = 0.0
+    """Active seconds spent in model and tool calls; paused or crashed time is not counted."""
+
+
+class Retry(_Strict):
+    """A malformed reply that earned a format reminder."""
+
+    why: str
+    """The contract violation, e.g. ``no_action``."""
+    message: str
+    """What was wrong, shown to the model in the reminder."""
+    count: int
+    """Reminders given in a row."""
+
+
+class RunInput(_Strict):
+    """What starts a run."""
+
+    goal: str = Field(min_length=1)
+    """The task, in the user's words."""
+
+
+class RunResult(BaseModel):
+    """The shape ``invoke`` returns."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    status: Status | None = None
+    """``ok`` after a final answer, ``stopped`` after any other end, None while unfinished."""
+    stop_reason: str | None = None
+    """Why the run ended, e.g. ``success`` or ``tool_denied:refund``."""
+    message: str | None = None
+    """A human sentence about the end, with numbers."""
+    answer: str | None = None
+    """The final answer; None unless status is ``ok``."""
+    history: list[HistoryEntry] = Field(default_factory=list)
+    """Completed tool steps."""
+    trace: list[TraceEntry] = Field(default_factory=list)
+    """Every call that reached the gate."""
+    usage: Usage = Field(default_factory=Usage)
+    """Budget consumption."""
+
+
+class State(_Strict):
+    """Everything a run knows; the checkpointer saves it after every node."""
+
+    goal: str = Field(min_length=1)
+    """The task, in the user's words."""
+    reply: Reply | None = None
+    """The model's latest raw reply."""
+    action: Action | None = None
+    """The latest reply after the action contract: one tool call or a final answer."""
+    call: Call | None = None
+    """The call between gate and observe; its outcome is None while it has not finished."""
+    retry: Retry | None = None
+    """Set while a malformed reply is being retried with a reminder."""
+    usage: Usage = Field(default_factory=Usage)
+    """Budget consumption."""
+    history: Annotated[list[HistoryEntry], DeltaChannel(_append)] = Field(default_factory=list)
+    """Completed tool steps (append-only)."""
+    trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
+    """Every call that reached the gate (append-only)."""
+    status: Status | None = None
+    """``ok`` or ``stopped`` once the run has ended."""
+    stop_reason: str | None = None
+    """Why the run ended (or is ending)."""
+    message: str | None = None
+    """A human sentence about the end."""
+    answer: str | None = None
+    """The final answer after success."""
+
+
+def dump(model: BaseModel | None) -> dict[str, Any] | None:
+    """Plain JSON for a channel write; log entries leave out their unset optional fields."""
+    if model is None:
+        return None
+    return model.model_dump(mode="json", exclude_none=isinstance(model, TraceEntry))

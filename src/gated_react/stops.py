@@ -1,0 +1,72 @@
+"""Why a run ended: a closed set of reasons, each optionally refined by a detail.
+
+A stop is data written into the run's state (``stop_reason`` and ``message``), never only an
+exception. ``str(stop)`` is the machine-readable form users match on, e.g. ``tool_denied:refund``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StopReason(StrEnum):
+    """Every way a run can end. Reasons marked ``:<detail>`` carry a tool name or a cause."""
+
+    SUCCESS = "success"
+    MAX_STEPS = "max_steps"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_SECONDS = "max_seconds"
+    MAX_TOKENS = "max_tokens"
+    LOOP_DETECTED = "loop_detected"
+    TOOL_LIMIT = "tool_limit"  # :<tool>
+    TOOL_MISSING = "tool_missing"  # :<tool>
+    TOOL_DENIED = "tool_denied"  # :<tool>
+    TOOL_REJECTED = "tool_rejected"  # :<tool>
+    TOOL_BAD_ARGS = "tool_bad_args"  # :<tool>
+    TOOL_TIMEOUT = "tool_timeout"  # :<tool>
+    TOOL_ERROR = "tool_error"  # :<tool>
+    TOOL_OUTCOME_UNKNOWN = "tool_outcome_unknown"  # :<tool>
+    INVALID_ACTION = "invalid_action"  # :<why>
+    LLM_TIMEOUT = "llm_timeout"
+    LLM_ERROR = "llm_error"  # :<kind>
+
+
+# Stops caused by something failing (model, tool, crash) rather than by the policy refusing.
+_FAILURES = frozenset(
+    {
+        StopReason.LLM_TIMEOUT,
+        StopReason.LLM_ERROR,
+        StopReason.TOOL_ERROR,
+        StopReason.TOOL_TIMEOUT,
+        StopReason.TOOL_OUTCOME_UNKNOWN,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A decision to end the run: a reason, an optional detail and a message with numbers."""
+
+    reason: StopReason
+    detail: str | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason}:{self.detail}" if self.detail else str(self.reason)
+
+    def update(self) -> dict[str, str]:
+        """The state update that records this stop."""
+        return {"stop_reason": str(self), "message": self.message or str(self)}
+
+
+def parse_stop_reason(value: str) -> tuple[StopReason, str | None]:
+    """Split ``"tool_denied:refund"`` into member and detail; ValueError if unknown."""
+    head, _, detail = value.partition(":")
+    return StopReason(head), detail or None
+
+
+def is_failure(stop_reason: str) -> bool:
+    """True when a stop means a model or tool failed, False for success and policy stops."""
+    reason, _ = parse_stop_reason(stop_reason)
+    return reason in _FAILURES

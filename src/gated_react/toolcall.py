@@ -1,0 +1,183 @@
+"""Running one tool call: argument check, timeout, retries, and a JSON-safe, bounded result.
+
+Sync tools run on a daemon thread so a call that hangs past its timeout is abandoned without
+keeping the process alive at exit (a thread pool would be joined at exit and block it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, ValidationError
+
+KEY_PARAM = "idempotency_key"
+
+
+class ToolTimeout(Exception):
+    """The tool did not return within its timeout."""
+
+
+def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the tool's schema (unknown keys included), or None when they do."""
+    schema = tool.tool_call_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        known = set(schema.model_fields)
+        unknown = sorted(set(args) - known)
+        if unknown:
+            return f"unknown arguments {unknown[:5]}; {tool.name} takes {sorted(known)}"
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            return f"invalid arguments for {tool.name}: {problems}"
+        return None
+    required = schema.get("required", []) if isinstance(schema, dict) else []
+    missing = [name for name in required if name not in args]
+    if missing:
+        return f"missing arguments {missing[:5]} for {tool.name}"
+    return None
+
+
+def accepts_key(tool: BaseTool) -> bool:
+    """Whether the tool declares an ``idempotency_key`` parameter (usually an InjectedToolArg)."""
+    schema = tool.get_input_schema()
+    if hasattr(schema, "model_fields"):
+        return KEY_PARAM in schema.model_fields
+    return KEY_PARAM in getattr(schema, "__fields__", {})  # pydantic v1 argument schemas
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based): exponential with full jitter."""
+    base: float = min(0.1 * 2 ** (attempt - 1), 5.0)
+    return base / 2 + random.uniform(0, base / 2)
+
+
+def invoke(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
+) -> Any:
+    """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error."""
+    for attempt in range(retries + 1):
+        try:
+            return _invoke_once(tool, args, config, timeout)
+        except Exception:
+            if attempt == retries:
+                raise
+            time.sleep(backoff(attempt + 1))
+    raise AssertionError("unreachable")
+
+
+async def ainvoke(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
+) -> Any:
+    """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
+    for attempt in range(retries + 1):
+        try:
+            return await _ainvoke_once(tool, args, config, timeout)
+        except Exception:
+            if attempt == retries:
+                raise
+            await asyncio.sleep(backoff(attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _invoke_once(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
+) -> Any:
+    done = threading.Event()
+    box = _start(tool, args, config, done.set)
+    if not done.wait(timeout):
+        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
+    return _unbox(box)
+
+
+async def _ainvoke_once(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
+) -> Any:
+    try:
+        if _is_async(tool):
+            return await asyncio.wait_for(tool.ainvoke(args, config), timeout)
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not finished.done():
+                finished.set_result(None)
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # loop closed: nobody waits any more
+                loop.call_soon_threadsafe(resolve)
+
+        box = _start(tool, args, config, wake)
+        await asyncio.wait_for(finished, timeout)
+        return _unbox(box)
+    except TimeoutError:
+        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+
+
+def _start(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, on_done: Callable[[], None]
+) -> list[tuple[bool, Any]]:
+    box: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box.append((True, context.run(tool.invoke, args, config)))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            box.append((False, exc))
+        finally:
+            on_done()
+
+    threading.Thread(target=work, name=f"tool:{tool.name}", daemon=True).start()
+    return box
+
+
+def _unbox(box: list[tuple[bool, Any]]) -> Any:
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _is_async(tool: BaseTool) -> bool:
+    if isinstance(tool, StructuredTool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+def to_observation(value: Any, limit: int) -> Any:
+    """The tool's result as JSON data, cut with a visible marker when its text exceeds ``limit``."""
+    try:
+        data = json.loads(json.dumps(value, default=_jsonable, ensure_ascii=False))
+    except (ValueError, TypeError, RecursionError):  # circular or otherwise unencodable
+        data = repr(value)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    if len(text) <= limit:
+        return data
+    marker = f" ...[cut: {len(text)} chars, first {limit} shown]"
+    return text[:limit] + marker
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return repr(value)[:1000]

@@ -1,0 +1,49 @@
+"""Deterministic toolkits that reproduce the seed scenarios. Each tool checks its own arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.tools import BaseTool
+
+TOOLKITS = ("support", "calculator", "sql", "workspace")
+
+
+def load_toolkit(
+    name: str, *, root: Path | None = None, database: Path | None = None
+) -> list[BaseTool]:
+    """The tools of one shipped toolkit; ``root``/``database`` configure workspace and sql."""
+    factories: dict[str, Callable[[], list[BaseTool]]] = {
+        "support": _support,
+        "calculator": _calculator,
+        "sql": lambda: _sql(database),
+        "workspace": lambda: _workspace(root),
+    }
+    if name not in factories:
+        raise ValueError(f"unknown toolkit {name!r}; choose from {', '.join(TOOLKITS)}")
+    return factories[name]()
+
+
+def _support() -> list[BaseTool]:
+    from gated_react.tools.support import SUPPORT_TOOLS
+
+    return list(SUPPORT_TOOLS)
+
+
+def _calculator() -> list[BaseTool]:
+    from gated_react.tools.calculator import calculate
+
+    return [calculate]
+
+
+def _sql(database: Path | None) -> list[BaseTool]:
+    from gated_react.tools.sql import sql_tools
+
+    return sql_tools(database)
+
+
+def _workspace(root: Path | None) -> list[BaseTool]:
+    from gated_react.tools.workspace import workspace_tools
+
+    return workspace_tools(root or Path.cwd())

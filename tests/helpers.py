@@ -1,0 +1,63 @@
+"""Shared builders for tests: hand-made states, scripted runs, the support toolkit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from gated_react import Budget, Policy, build_graph
+from gated_react.agent import Agent
+from gated_react.state import State
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+REFUND_GOAL = (
+    "User 42 asked: can I get a refund for my subscription now? "
+    "Check profile, billing and policy; answer with the USD amount and the reason."
+)
+REFUND_42 = [
+    call("get_user_profile", user_id=42),
+    call("get_user_billing", user_id=42),
+    call("search_policy", query="refund pro monthly"),
+    "Yes. Anna's Pro monthly plan was first paid 10 days ago, within the 14-day window: "
+    "a refund of USD 49.00 goes back to the original payment method.",
+]
+
+
+def policy(**fields: Any) -> Policy:
+    """A Policy; budget fields (max_steps, ...) may be given at top level."""
+    budget_keys = set(Budget.model_fields)
+    budget = {k: fields.pop(k) for k in list(fields) if k in budget_keys}
+    return Policy(budget=Budget(**budget), **fields)
+
+
+def agent(
+    replies: Sequence[Any] = (), tools: Sequence[BaseTool] = SUPPORT_TOOLS, **fields: Any
+) -> Agent:
+    return Agent.build(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
+
+
+def state(**fields: Any) -> State:
+    """A hand-built state; goal defaults to the refund goal."""
+    return State.model_validate({"goal": REFUND_GOAL, **fields})
+
+
+def run(
+    replies: Sequence[Any],
+    tools: Sequence[BaseTool] = SUPPORT_TOOLS,
+    goal: str = REFUND_GOAL,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Run a whole graph with a scripted model and return invoke's result."""
+    graph = build_graph(ScriptedChatModel(replies=list(replies)), tools, policy=policy(**fields))
+    return graph.invoke({"goal": goal})
+
+
+def history_entry(step: int, tool: str, observation: Any = "ok", **args: Any) -> dict[str, Any]:
+    return {
+        "step": step,
+        "action": {"kind": "tool", "name": tool, "args": args},
+        "observation": observation,
+    }

@@ -1,0 +1,87 @@
+"""decide on hand-built state: bounded prompt, usage, and model failures as stop reasons."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from langchain_core.messages import AIMessage
+
+from gated_react.nodes.decide import adecide, decide
+
+from ..helpers import agent, history_entry, state
+
+
+def _payload(messages: list) -> dict:  # type: ignore[type-arg]
+    return json.loads(messages[1].content)
+
+
+def test_prompt_holds_goal_summary_and_only_the_last_steps() -> None:
+    parts = agent(["ok"], context_steps=2)
+    history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 11)]
+    update = decide(state(history=history, usage={"steps": 10}), {}, agent=parts)
+    payload = _payload(parts.model.requests[0])  # type: ignore[attr-defined]
+    assert payload["goal"].startswith("User 42")
+    assert [s["step"] for s in payload["recent_steps"]] == [9, 10]
+    assert payload["state_summary"]["tools_used"] == {"search_policy": 10}
+    assert payload["state_summary"]["steps_done"] == 10
+    assert update["usage"]["steps"] == 11
+    assert update["usage"]["tokens"] > 0
+    assert update["reply"]["text"] == "ok"
+
+
+def test_context_steps_none_sends_everything_and_zero_sends_last_observation() -> None:
+    history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 6)]
+    full = agent(["ok"], context_steps=None)
+    decide(state(history=history), {}, agent=full)
+    assert len(_payload(full.model.requests[0])["recent_steps"]) == 5  # type: ignore[attr-defined]
+    none = agent(["ok"], context_steps=0)
+    decide(state(history=history), {}, agent=none)
+    payload = _payload(none.model.requests[0])  # type: ignore[attr-defined]
+    assert payload["recent_steps"] == []
+    assert payload["state_summary"]["last_observation"] == "obs 5"
+
+
+def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
+    message = AIMessage(
+        "",
+        tool_calls=[{"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}],
+        usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
+    )
+    parts = agent([lambda _: message])
+    update = decide(state(), {}, agent=parts)
+    assert update["reply"]["tool_calls"] == [{"name": "get_user_profile", "args": {"user_id": 42}}]
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (TimeoutError("slow"), "llm_timeout"),
+        (httpx.ReadTimeout("read timed out"), "llm_timeout"),
+        (ValueError("boom"), "llm_error:ValueError"),
+    ],
+)
+def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reason: str) -> None:
+    update = decide(state(usage={"steps": 2, "seconds": 1.0}), {}, agent=agent([error]))
+    assert update["stop_reason"] == reason
+    assert update["message"]
+    assert update["usage"]["steps"] == 3
+    assert update["usage"]["seconds"] >= 1.0
+
+
+def test_async_body_gives_the_same_update() -> None:
+    sync = decide(state(), {}, agent=agent(["same"]))
+    async_ = asyncio.run(adecide(state(), {}, agent=agent(["same"])))
+    assert sync["reply"] == async_["reply"]
+    assert sync["usage"]["tokens"] == async_["usage"]["tokens"]
+
+
+def test_retry_adds_a_format_reminder() -> None:
+    parts = agent(["again"], protocol="text")
+    retry = {"why": "no_action", "message": "no Action line", "count": 1}
+    decide(state(retry=retry), {}, agent=parts)
+    last = parts.model.requests[0][-1]  # type: ignore[attr-defined]
+    assert "no_action" in last.content
+    assert "format" in last.content

@@ -1,0 +1,149 @@
+"""execute on hand-built state: argument checks, timeouts, errors, retries, keys, resume safety."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.tools import InjectedToolArg, tool
+
+from gated_react._lg import CONFIG_KEY_RESUMING
+from gated_react.nodes.execute import aexecute, execute
+from gated_react.tools._meta import idempotent
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..helpers import agent, state
+
+SENT: list[dict[str, Any]] = []
+FLAKY: list[int] = []
+
+
+@tool
+def send_email(to: str, idempotency_key: Annotated[str, InjectedToolArg]) -> str:
+    """Send an email (not idempotent)."""
+    SENT.append({"to": to, "key": idempotency_key})
+    return f"sent to {to}"
+
+
+@tool
+def slow(seconds: float) -> str:
+    """Sleep."""
+    time.sleep(seconds)
+    return "woke"
+
+
+@tool
+def broken() -> str:
+    """Always fails."""
+    raise RuntimeError("disk on fire")
+
+
+@idempotent
+@tool
+def flaky() -> str:
+    """Fails twice, then works."""
+    FLAKY.append(1)
+    if len(FLAKY) < 3:
+        raise ConnectionError("try again")
+    return "finally"
+
+
+TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
+
+
+def _run(tool_name: str, args: dict[str, Any], config: Any = None, **fields: Any) -> dict[str, Any]:
+    call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
+    return execute(state(call=call), config or {}, agent=agent(tools=TOOLS, **fields))
+
+
+def test_success_records_a_json_observation_and_time() -> None:
+    update = _run("get_user_profile", {"user_id": 42})
+    assert update["call"]["outcome"] == {
+        "ok": True,
+        "observation": {"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}},
+        "error": None,
+    }
+    assert update["usage"]["seconds"] >= 0
+    assert "stop_reason" not in update
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"user_id": "forty-two"}, {}, {"user_id": 42, "admin": True}, {"user_id": -1}],
+)
+def test_bad_args_stop_before_the_tool_runs(args: dict[str, Any]) -> None:
+    update = _run("get_user_profile", args)
+    assert update["stop_reason"] == "tool_bad_args:get_user_profile"
+    assert update["call"]["outcome"]["ok"] is False
+
+
+def test_timeout_and_error() -> None:
+    started = time.monotonic()
+    timed_out = _run("slow", {"seconds": 5}, tool_timeouts={"slow": 0.2})
+    assert time.monotonic() - started < 3
+    assert timed_out["stop_reason"] == "tool_timeout:slow"
+    failed = _run("broken", {})
+    assert failed["stop_reason"] == "tool_error:broken"
+    assert "disk on fire" in failed["message"]
+
+
+def test_observe_mode_keeps_going_with_the_error_as_observation() -> None:
+    update = _run("broken", {}, on_tool_error="observe")
+    assert "stop_reason" not in update
+    outcome = update["call"]["outcome"]
+    assert outcome["error"] == "tool_error:broken"
+    assert "disk on fire" in outcome["observation"]
+
+
+def test_idempotent_tools_are_retried_and_others_are_not() -> None:
+    FLAKY.clear()
+    assert _run("flaky", {}, tool_retries=2)["call"]["outcome"]["observation"] == "finally"
+    FLAKY.clear()
+    assert _run("flaky", {}, tool_retries=1)["stop_reason"] == "tool_error:flaky"
+
+
+def test_the_idempotency_key_reaches_tools_that_declare_it() -> None:
+    SENT.clear()
+    _run("send_email", {"to": "anna@example.com"})
+    assert SENT == [{"to": "anna@example.com", "key": "k" * 24}]
+
+
+def test_on_resume_a_non_idempotent_call_is_not_run_again() -> None:
+    SENT.clear()
+    resumed = {"configurable": {CONFIG_KEY_RESUMING: True}}
+    update = _run("send_email", {"to": "anna@example.com"}, resumed)
+    assert update["stop_reason"] == "tool_outcome_unknown:send_email"
+    assert SENT == []
+    again = _run("get_user_profile", {"user_id": 42}, resumed)
+    assert again["call"]["outcome"]["ok"] is True
+
+
+def test_long_output_is_cut_with_a_marker() -> None:
+    @tool
+    def big() -> str:
+        """Returns a lot."""
+        return "x" * 50_000
+
+    call = {"step": 1, "tool": "big", "args": {}, "key": "k"}
+    update = execute(state(call=call), {}, agent=agent(tools=[big], max_observation_chars=1000))
+    observation = update["call"]["outcome"]["observation"]
+    assert observation.startswith("x" * 1000)
+    assert "[cut: 50000 chars, first 1000 shown]" in observation
+
+
+def test_async_body_times_out_sync_and_async_tools() -> None:
+    @tool
+    async def slow_async(seconds: float) -> str:
+        """Async sleep."""
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    parts = agent(tools=[slow, slow_async], tool_timeout_seconds=0.2)
+    for name in ("slow", "slow_async"):
+        call = {"step": 1, "tool": name, "args": {"seconds": 5}, "key": "k"}
+        update = asyncio.run(aexecute(state(call=call), {}, agent=parts))
+        assert update["stop_reason"] == f"tool_timeout:{name}"
+    call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
+    assert asyncio.run(aexecute(state(call=call), {}, agent=parts))["call"]["outcome"]["ok"]

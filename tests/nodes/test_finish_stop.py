@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+
+from gated_react.nodes.finish import finish
+from gated_react.nodes.stop import stop
+
+from ..helpers import state
+
+
+def test_finish_writes_success_and_the_answer() -> None:
+    update = finish(state(action={"kind": "final", "answer": "USD 49"}, usage={"steps": 4}))
+    assert update == {
+        "status": "ok",
+        "stop_reason": "success",
+        "message": "final answer after 4 steps",
+        "answer": "USD 49",
+    }
+
+
+def test_stop_writes_stopped_and_no_answer() -> None:
+    update = stop(state(stop_reason="max_steps", message="max_steps 8 reached (9 requested)"))
+    assert update == {
+        "status": "stopped",
+        "answer": None,
+        "message": "max_steps 8 reached (9 requested)",
+    }
+
+
+def test_both_refuse_to_run_out_of_place() -> None:
+    with pytest.raises(TypeError):
+        finish(state())
+    with pytest.raises(TypeError):
+        stop(state())

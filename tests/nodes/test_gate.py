@@ -1,0 +1,97 @@
+"""gate on hand-built state: each check in its documented order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.tools import tool
+
+from gated_react.nodes.gate import gate
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..helpers import agent, history_entry, state
+
+CONFIG: Any = {"configurable": {"thread_id": "t1"}}
+
+
+@tool
+def unused(x: int) -> int:
+    """Registered but not allowed."""
+    return x
+
+
+def _gate(
+    action: dict[str, Any], history: list[dict[str, Any]] | None = None, **fields: Any
+) -> dict[str, Any]:
+    parts = agent(tools=[*SUPPORT_TOOLS, unused], **fields)
+    current = state(action={"kind": "tool", **action}, history=history or [], usage={"steps": 3})
+    return gate(current, CONFIG, agent=parts)
+
+
+def test_allowed_call_is_recorded_with_a_stable_key_before_it_runs() -> None:
+    first = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
+    again = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
+    call = first["call"]
+    assert call["tool"] == "get_user_profile"
+    assert call["step"] == 3
+    assert call["outcome"] is None
+    assert len(call["key"]) == 24
+    assert call["key"] == again["call"]["key"]
+    assert "stop_reason" not in first
+
+
+def test_budget_is_checked_first() -> None:
+    history = [history_entry(i, "search_policy", query=str(i)) for i in range(1, 3)]
+    update = _gate({"name": "no_such_tool"}, history, max_tool_calls=2)
+    assert update["stop_reason"] == "max_tool_calls"
+    assert update["message"] == "max_tool_calls 2 reached (3 requested)"
+    assert update["trace"][0]["ok"] is False
+    assert update["trace"][0]["stop_reason"] == "max_tool_calls"
+
+
+def test_per_tool_limit() -> None:
+    history = [history_entry(1, "search_policy", query="a")]
+    update = _gate(
+        {"name": "search_policy", "args": {"query": "b"}}, history, tool_limits={"search_policy": 1}
+    )
+    assert update["stop_reason"] == "tool_limit:search_policy"
+
+
+def test_missing_before_denied_and_denied_by_default() -> None:
+    assert _gate({"name": "nope"})["stop_reason"] == "tool_missing:nope"
+    narrowed = frozenset({"get_user_profile"})
+    assert _gate({"name": "unused"}, allow=narrowed)["stop_reason"] == "tool_denied:unused"
+    assert (
+        _gate({"name": "search_policy"}, allow=narrowed)["stop_reason"]
+        == "tool_denied:search_policy"
+    )
+
+
+def test_loop_detected_in_exact_and_normalized_modes() -> None:
+    history = [history_entry(1, "search_policy", query="Refund policy")]
+    same = {"name": "search_policy", "args": {"query": "Refund policy"}}
+    spaced = {"name": "search_policy", "args": {"query": "  refund   POLICY"}}
+    assert _gate(same, history)["stop_reason"] == "loop_detected"
+    assert "stop_reason" not in _gate(spaced, history)
+    assert _gate(spaced, history, loop_detection="normalized")["stop_reason"] == "loop_detected"
+    assert "stop_reason" not in _gate(same, history, loop_detection="off")
+
+
+def test_observe_mode_turns_refusals_into_observations_naming_allowed_tools() -> None:
+    update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
+    assert "stop_reason" not in update
+    outcome = update["call"]["outcome"]
+    assert outcome["ok"] is False
+    assert outcome["error"] == "tool_missing:nope"
+    assert "get_user_profile" in outcome["observation"]
+    assert "unused" not in outcome["observation"]
+
+
+def test_observe_mode_still_stops_on_budgets_and_loops() -> None:
+    history = [history_entry(1, "search_policy", query="x")]
+    loop = _gate(
+        {"name": "search_policy", "args": {"query": "x"}}, history, on_tool_error="observe"
+    )
+    assert loop["stop_reason"] == "loop_detected"
+    over = _gate({"name": "nope"}, history, on_tool_error="observe", max_tool_calls=1)
+    assert over["stop_reason"] == "max_tool_calls"

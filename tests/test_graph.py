@@ -1,0 +1,96 @@
+"""The graph's shape: the nodes and labelled edges Studio draws, pinned by a Mermaid snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import Policy, build_graph
+from gated_react._lg import CONFIG_KEY_DURABILITY
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .nodes.test_execute import send_email
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+EDGES = {
+    ("__start__", "decide", None),
+    ("decide", "validate", "reply"),
+    ("decide", "stop", None),
+    ("validate", "gate", "tool"),
+    ("validate", "finish", "final"),
+    ("validate", "decide", "retry"),
+    ("validate", "stop", None),
+    ("gate", "execute", "allowed"),
+    ("gate", "observe", "refused"),
+    ("gate", "stop", None),
+    ("execute", "observe", None),
+    ("observe", "decide", "next"),
+    ("observe", "stop", None),
+    ("finish", "__end__", None),
+    ("stop", "__end__", None),
+}
+
+
+def _graph(**kwargs: object):  # type: ignore[no-untyped-def]
+    return build_graph(ScriptedChatModel(replies=[]), SUPPORT_TOOLS, **kwargs)  # type: ignore[arg-type]
+
+
+def test_nodes_and_edges_are_the_real_ones() -> None:
+    drawn = _graph().get_graph()
+    assert set(drawn.nodes) == {
+        "__start__",
+        "decide",
+        "validate",
+        "gate",
+        "execute",
+        "observe",
+        "finish",
+        "stop",
+        "__end__",
+    }
+    edges = {(e.source, e.target, e.data) for e in drawn.edges}
+    assert edges == EDGES
+    conditional = {(e.source, e.target) for e in drawn.edges if e.conditional}
+    assert conditional == {
+        (s, t) for s, t, _ in EDGES if s in {"decide", "validate", "gate", "observe"}
+    }
+
+
+def test_mermaid_snapshot() -> None:
+    text = _graph().get_graph().draw_mermaid()
+    if not SNAPSHOT.exists():  # first run writes it; review and commit
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(text)
+    assert text == SNAPSHOT.read_text()
+
+
+def test_the_same_graph_whatever_the_policy() -> None:
+    plain = _graph().get_graph().draw_mermaid()
+    other = (
+        _graph(policy=Policy(protocol="text", on_tool_error="observe")).get_graph().draw_mermaid()
+    )
+    assert plain == other
+
+
+def test_recursion_limit_comes_from_the_budget_and_no_checkpointer_by_default() -> None:
+    graph = _graph(policy=Policy(budget={"max_steps": 12}))  # type: ignore[arg-type]
+    assert graph.config["recursion_limit"] == 5 * 12 + 5  # type: ignore[index]
+    assert graph.checkpointer is None
+
+
+def test_sync_durability_only_when_a_side_effecting_tool_is_allowed() -> None:
+    assert CONFIG_KEY_DURABILITY not in _graph().config.get("configurable", {})  # type: ignore[union-attr]
+    tools = [*SUPPORT_TOOLS, send_email]
+    risky = build_graph(ScriptedChatModel(replies=[]), tools, checkpointer=InMemorySaver())
+    assert risky.config["configurable"][CONFIG_KEY_DURABILITY] == "sync"  # type: ignore[index]
+    no_store = build_graph(ScriptedChatModel(replies=[]), tools)
+    assert CONFIG_KEY_DURABILITY not in no_store.config.get("configurable", {})  # type: ignore[union-attr]
+    narrowed = build_graph(
+        ScriptedChatModel(replies=[]),
+        tools,
+        policy=Policy(allow=frozenset({"get_user_profile"})),
+        checkpointer=InMemorySaver(),
+    )
+    assert CONFIG_KEY_DURABILITY not in narrowed.config.get("configurable", {})  # type: ignore[union-attr]

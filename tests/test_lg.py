@@ -1,0 +1,64 @@
+"""Pins the LangGraph internals that gated_react._lg relies on: an upgrade that changes them
+fails here."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from gated_react._lg import is_resuming, node
+
+
+class S(TypedDict, total=False):
+    seen: list[Any]
+
+
+def test_node_binds_keywords_and_runs_sync_bodies_inline_under_ainvoke() -> None:
+    threads: list[int] = []
+
+    def body(state: S, config: RunnableConfig, *, tag: str) -> S:
+        threads.append(threading.get_ident())
+        return {"seen": [tag, bool(config)]}
+
+    graph = StateGraph(S)
+    graph.add_node("n", node(body, tag="bound"))
+    graph.add_edge(START, "n")
+    graph.add_edge("n", END)
+
+    async def main() -> Any:
+        threads.append(threading.get_ident())
+        return await graph.compile().ainvoke({})
+
+    assert asyncio.run(main())["seen"] == ["bound", True]
+    assert threads[0] == threads[1]
+
+
+def test_resuming_is_true_only_in_the_first_node_of_a_resumed_invocation() -> None:
+    flags: list[tuple[str, bool]] = []
+
+    def first(state: S, config: RunnableConfig) -> S:
+        flags.append(("first", is_resuming(config)))
+        interrupt("pause")
+        return {}
+
+    def second(state: S, config: RunnableConfig) -> S:
+        flags.append(("second", is_resuming(config)))
+        return {}
+
+    graph = StateGraph(S)
+    graph.add_node("first", first)
+    graph.add_node("second", second)
+    graph.add_edge(START, "first")
+    graph.add_edge("first", "second")
+    graph.add_edge("second", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "x"}}
+    app.invoke({}, config)
+    app.invoke(Command(resume=True), config)
+    assert flags == [("first", False), ("first", True), ("second", False)]

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from gated_react.llm_errors import classify
+
+REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
+def _status(code: int, body: dict | None = None) -> openai.APIStatusError:  # type: ignore[type-arg]
+    response = httpx.Response(code, request=REQUEST, json=body or {"error": {"message": "nope"}})
+    return openai.OpenAI(
+        api_key="sk-test", base_url="http://127.0.0.1/v1"
+    )._make_status_error_from_response(response)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (openai.APITimeoutError(request=REQUEST), "llm_timeout"),
+        (TimeoutError(), "llm_timeout"),
+        (_status(429), "llm_error:rate_limited"),
+        (_status(401), "llm_error:auth"),
+        (_status(403), "llm_error:auth"),
+        (_status(404), "llm_error:not_found"),
+        (_status(500), "llm_error:server_error"),
+        (_status(503), "llm_error:server_error"),
+        (
+            _status(400, {"error": {"message": "x", "code": "context_length_exceeded"}}),
+            "llm_error:context_length",
+        ),
+        (_status(400), "llm_error:bad_request"),
+        (openai.APIConnectionError(request=REQUEST), "llm_error:connection"),
+        (KeyError("choices"), "llm_error:KeyError"),
+    ],
+)
+def test_classification(error: Exception, reason: str) -> None:
+    stop = classify(error)
+    assert str(stop) == reason
+    assert stop.message
+
+
+def test_messages_never_carry_secrets() -> None:
+    error = _status(
+        401, {"error": {"message": "Incorrect API key provided: sk-live-1234567890abcdef"}}
+    )
+    assert "1234567890abcdef" not in classify(error).message

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from gated_react import Budget, Policy
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    policy = Policy()
+    assert policy.budget == Budget(max_steps=8, max_tool_calls=6, max_seconds=20)
+    assert policy.allow is None
+    assert policy.protocol == "tools"
+    assert policy.loop_detection == "exact"
+    assert policy.context_steps == 3
+    assert policy.max_observation_chars == 4000
+    assert policy.tool_timeout_seconds == 30
+    assert policy.on_tool_error == "stop"
+    assert policy.on_invalid_action == "stop"
+    assert policy.max_invalid_retries == 2
+
+
+def test_frozen_and_strict() -> None:
+    policy = Policy()
+    with pytest.raises(ValidationError):
+        policy.protocol = "json"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="extra"):
+        Policy(allowlist={"x"})  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        Budget(max_steps=0)
+    with pytest.raises(ValidationError, match=">= 0"):
+        Budget(tool_limits={"x": -1})
+    with pytest.raises(ValidationError):
+        Policy(protocol="xml")  # type: ignore[arg-type]
+
+
+def test_allowlist_narrows_registered_tools() -> None:
+    registered = frozenset({"a", "b"})
+    assert Policy().allowed(registered) == registered
+    assert Policy(allow=frozenset({"a", "zzz"})).allowed(registered) == {"a"}
+    assert Policy(tool_timeouts={"a": 1.5}).timeout_for("a") == 1.5
+    assert Policy().timeout_for("a") == 30
+
+
+def test_every_field_has_a_docstring() -> None:
+    for model in (Policy, Budget):
+        for name, field in model.model_fields.items():
+            assert field.description, f"{model.__name__}.{name} has no docstring"

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+
+from gated_react.stops import Stop, StopReason, is_failure, parse_stop_reason
+
+
+def test_str_joins_reason_and_detail() -> None:
+    assert str(Stop(StopReason.TOOL_DENIED, "refund")) == "tool_denied:refund"
+    assert str(Stop(StopReason.MAX_STEPS)) == "max_steps"
+    assert Stop(StopReason.SUCCESS).update() == {"stop_reason": "success", "message": "success"}
+
+
+def test_parse_round_trips_and_rejects_unknown() -> None:
+    assert parse_stop_reason("invalid_action:bad_json") == (StopReason.INVALID_ACTION, "bad_json")
+    assert parse_stop_reason("success") == (StopReason.SUCCESS, None)
+    with pytest.raises(ValueError, match="nope"):
+        parse_stop_reason("nope:x")
+
+
+@pytest.mark.parametrize(
+    ("reason", "failure"),
+    [
+        ("success", False),
+        ("max_steps", False),
+        ("tool_denied:x", False),
+        ("invalid_action:bad_json", False),
+        ("llm_timeout", True),
+        ("llm_error:rate_limited", True),
+        ("tool_error:x", True),
+        ("tool_timeout:x", True),
+        ("tool_outcome_unknown:x", True),
+    ],
+)
+def test_failures_are_model_or_tool_failures(reason: str, failure: bool) -> None:
+    assert is_failure(reason) is failure

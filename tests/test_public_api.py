@@ -12,7 +12,18 @@ PUBLIC = [
     "State",
     "Stop",
     "StopReason",
+    "StoreError",
+    "ThreadBusy",
+    "ThreadExists",
+    "UnknownThread",
+    "aopen_checkpointer",
+    "aresume",
+    "arun",
     "build_graph",
+    "open_checkpointer",
+    "read",
+    "resume",
+    "run",
 ]
 
 

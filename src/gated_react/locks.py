@@ -1,0 +1,175 @@
+"""One advancer per thread: two workers must never run the same thread at once, as that forks
+its checkpoint history and can repeat side effects.
+
+The lock is taken without waiting; a second advancer gets ``ThreadBusy`` and changes nothing.
+Across processes it is a Postgres session advisory lock, or for SQLite a byte-range lock in a
+sidecar file (``runs.sqlite.locks``); the kernel or the server drops either when its holder dies,
+so a crashed worker never leaves a thread locked. Within a process a registry does the same job.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+class ThreadBusy(RuntimeError):
+    """Another run is advancing this thread right now."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is being advanced by another run; nothing was changed"
+        )
+        self.thread_id = thread_id
+
+
+_held: set[tuple[str, str]] = set()
+_held_guard = threading.Lock()
+_lock_files: dict[str, int] = {}  # one descriptor per sidecar, kept open: closing drops POSIX locks
+
+
+def lock_key(thread_id: str) -> int:
+    """A stable signed 63-bit number for the thread (Postgres advisory key, file offset)."""
+    return int(hashlib.sha256(thread_id.encode()).hexdigest()[:15], 16)
+
+
+@contextmanager
+def thread_lock(saver: BaseCheckpointSaver[Any] | None, thread_id: str) -> Iterator[None]:
+    """Hold the thread for the duration of the block, or raise ``ThreadBusy`` at once."""
+    conn = getattr(saver, "conn", None)
+    cross: AbstractContextManager[None] = nullcontext()
+    scope = _scope(saver)
+    if _is_sqlite(conn):
+        path = conn.execute("PRAGMA database_list").fetchone()[2]  # type: ignore[union-attr]
+        scope, cross = f"sqlite:{path}", _file_lock(path, thread_id)
+    elif _is_postgres(saver):
+        cross = _pg_lock(saver, thread_id)
+    with _in_process(scope, thread_id), cross:
+        yield
+
+
+@asynccontextmanager
+async def athread_lock(
+    saver: BaseCheckpointSaver[Any] | None, thread_id: str
+) -> AsyncIterator[None]:
+    """The async twin of ``thread_lock`` for async savers."""
+    conn = getattr(saver, "conn", None)
+    cross: AbstractAsyncContextManager[None] = nullcontext()
+    scope = _scope(saver)
+    if type(conn).__module__.startswith("aiosqlite"):
+        async with conn.execute("PRAGMA database_list") as cursor:  # type: ignore[union-attr]
+            path = (await cursor.fetchone())[2]
+        scope, cross = f"sqlite:{path}", _afile_lock(path, thread_id)
+    elif _is_postgres(saver):
+        cross = _apg_lock(saver, thread_id)
+    with _in_process(scope, thread_id):
+        async with cross:
+            yield
+
+
+def _scope(saver: BaseCheckpointSaver[Any] | None) -> str:
+    return f"{type(saver).__name__}:{id(saver)}"
+
+
+def _is_sqlite(conn: Any) -> bool:
+    return type(conn).__module__ == "sqlite3"
+
+
+def _is_postgres(saver: BaseCheckpointSaver[Any] | None) -> bool:
+    return type(saver).__module__.startswith("langgraph.checkpoint.postgres")
+
+
+@contextmanager
+def _in_process(scope: str, thread_id: str) -> Iterator[None]:
+    key = (scope, thread_id)
+    with _held_guard:
+        if key in _held:
+            raise ThreadBusy(thread_id)
+        _held.add(key)
+    try:
+        yield
+    finally:
+        with _held_guard:
+            _held.discard(key)
+
+
+@contextmanager
+def _file_lock(db_path: str, thread_id: str) -> Iterator[None]:
+    if not db_path:  # an in-memory SQLite database is private to this process
+        yield
+        return
+    sidecar = f"{db_path}.locks"
+    with _held_guard:
+        if sidecar not in _lock_files:
+            _lock_files[sidecar] = os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _lock_files[sidecar]
+    offset = lock_key(thread_id)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            raise ThreadBusy(thread_id) from None
+        raise
+    try:
+        yield
+    finally:
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+
+
+@asynccontextmanager
+async def _afile_lock(db_path: str, thread_id: str) -> AsyncIterator[None]:
+    with _file_lock(db_path, thread_id):  # non-blocking: safe on the event loop
+        yield
+
+
+_TRY = "SELECT pg_try_advisory_lock(%s) AS ok"
+_UNLOCK = "SELECT pg_advisory_unlock(%s) AS ok"
+
+
+@contextmanager
+def _pg_lock(saver: Any, thread_id: str) -> Iterator[None]:
+    key = lock_key(thread_id)
+    pool = saver.conn if hasattr(saver.conn, "getconn") else None
+    conn = pool.getconn() if pool is not None else saver.conn
+    try:
+        with saver.lock:
+            got = conn.execute(_TRY, (key,)).fetchone()["ok"]
+        if not got:
+            raise ThreadBusy(thread_id)
+        try:
+            yield
+        finally:
+            with saver.lock:
+                conn.execute(_UNLOCK, (key,))
+    finally:
+        if pool is not None:
+            pool.putconn(conn)
+
+
+@asynccontextmanager
+async def _apg_lock(saver: Any, thread_id: str) -> AsyncIterator[None]:
+    key = lock_key(thread_id)
+    conn = saver.conn
+    async with saver.lock:
+        got = (await (await conn.execute(_TRY, (key,))).fetchone())["ok"]
+    if not got:
+        raise ThreadBusy(thread_id)
+    try:
+        yield
+    finally:
+        async with saver.lock:
+            await conn.execute(_UNLOCK, (key,))

@@ -1,0 +1,135 @@
+"""Start, resume and read runs by thread id, one advancer per thread.
+
+Every function returns the same shape: the graph's result (``status``, ``stop_reason``,
+``message``, ``answer``, ``history``, ``trace``, ``usage``) plus ``thread_id`` and ``pending``,
+the questions a paused run waits on (empty unless a human must answer).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+
+from gated_react.locks import athread_lock, thread_lock
+from gated_react.state import RunResult
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+_NO_ANSWER: Any = object()
+RESULT_KEYS = tuple(RunResult.model_fields)
+
+
+class UnknownThread(LookupError):
+    """No run is stored under this thread id."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"no run is stored under thread {thread_id!r}")
+
+
+class ThreadExists(ValueError):
+    """A new run was asked for on a thread that already holds one."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"thread {thread_id!r} already holds a run; resume it instead")
+
+
+def saver_of(graph: Graph) -> BaseCheckpointSaver[Any] | None:
+    """The graph's checkpointer, if it was compiled with one."""
+    saver = graph.checkpointer
+    return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def config_for(thread_id: str) -> RunnableConfig:
+    """The config that addresses one thread."""
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> dict[str, Any]:
+    """The result shape from a state's values and its open interrupts."""
+    empty = RunResult().model_dump(mode="json")
+    out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
+    return {**out, "thread_id": thread_id, "pending": pending}
+
+
+def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> dict[str, Any]:
+    """The result shape of a stored thread."""
+    return shape(snapshot.values, thread_id, [i.value for i in snapshot.interrupts])
+
+
+def _from_output(output: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    return shape(output, thread_id, [i.value for i in output.get("__interrupt__", ())])
+
+
+def finished(snapshot: StateSnapshot) -> bool:
+    """A thread whose run ended: nothing left to run and a status recorded."""
+    return not snapshot.next and bool(snapshot.values.get("status"))
+
+
+def _resume_input(answer: Any) -> Command[Any] | None:
+    return None if answer is _NO_ANSWER else Command(resume=answer)
+
+
+def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any) -> dict[str, Any] | None:
+    """The result when resuming would run nothing: the run ended, or it waits for an answer."""
+    if not snapshot.values:
+        raise UnknownThread(thread_id)
+    if finished(snapshot) or (snapshot.interrupts and answer is _NO_ANSWER):
+        return from_snapshot(snapshot, thread_id)
+    return None
+
+
+def _check_new(graph: Graph, snapshot: StateSnapshot | None, thread_id: str) -> None:
+    if saver_of(graph) is not None and snapshot is not None and snapshot.values:
+        raise ThreadExists(thread_id)
+
+
+def run(graph: Graph, goal: str, *, thread_id: str | None = None) -> dict[str, Any]:
+    """Start a run on a new thread (a fresh id unless given) and return its result."""
+    thread_id = thread_id or uuid.uuid4().hex
+    config = config_for(thread_id)
+    with thread_lock(saver_of(graph), thread_id):
+        _check_new(graph, graph.get_state(config) if saver_of(graph) else None, thread_id)
+        return _from_output(graph.invoke({"goal": goal}, config), thread_id)
+
+
+def resume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, Any]:
+    """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to a
+    pending approval. A finished run is returned unchanged and nothing runs."""
+    config = config_for(thread_id)
+    with thread_lock(saver_of(graph), thread_id):
+        settled = _settled(graph.get_state(config), thread_id, answer)
+        if settled is not None:
+            return settled
+        return _from_output(graph.invoke(_resume_input(answer), config), thread_id)
+
+
+async def arun(graph: Graph, goal: str, *, thread_id: str | None = None) -> dict[str, Any]:
+    """Async ``run``."""
+    thread_id = thread_id or uuid.uuid4().hex
+    config = config_for(thread_id)
+    async with athread_lock(saver_of(graph), thread_id):
+        snapshot = await graph.aget_state(config) if saver_of(graph) else None
+        _check_new(graph, snapshot, thread_id)
+        return _from_output(await graph.ainvoke({"goal": goal}, config), thread_id)
+
+
+async def aresume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, Any]:
+    """Async ``resume``."""
+    config = config_for(thread_id)
+    async with athread_lock(saver_of(graph), thread_id):
+        settled = _settled(await graph.aget_state(config), thread_id, answer)
+        if settled is not None:
+            return settled
+        return _from_output(await graph.ainvoke(_resume_input(answer), config), thread_id)
+
+
+def read(graph: Graph, thread_id: str) -> dict[str, Any]:
+    """The stored result of a thread, finished or not, without running anything."""
+    snapshot = graph.get_state(config_for(thread_id))
+    if not snapshot.values:
+        raise UnknownThread(thread_id)
+    return from_snapshot(snapshot, thread_id)

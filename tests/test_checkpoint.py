@@ -1,0 +1,70 @@
+"""Opening stores from URLs: each kind, folders created, one-line errors without passwords."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, open_checkpointer
+
+
+@pytest.mark.parametrize(
+    ("url", "kind", "target"),
+    [
+        ("memory", "memory", ""),
+        ("sqlite:///runs/a.sqlite", "sqlite", "runs/a.sqlite"),
+        ("sqlite:////var/lib/a.sqlite", "sqlite", "/var/lib/a.sqlite"),
+        ("runs.sqlite", "sqlite", "runs.sqlite"),
+        ("postgresql://u:p@h/db", "postgres", "postgresql://u:p@h/db"),
+        ("postgres://u@h/db", "postgres", "postgres://u@h/db"),
+    ],
+)
+def test_parse(url: str, kind: str, target: str) -> None:
+    store = StoreURL.parse(url)
+    assert (store.kind, store.target) == (kind, target)
+
+
+def test_sqlite_is_created_with_its_folders(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "runs.sqlite"
+    with open_checkpointer(f"sqlite:///{path}") as saver:
+        assert isinstance(saver, SqliteSaver)
+    assert path.exists()
+    with open_checkpointer("memory") as memory:
+        assert isinstance(memory, InMemorySaver)
+
+    async def opened() -> type:
+        async with aopen_checkpointer(str(tmp_path / "async.sqlite")) as saver:
+            return type(saver)
+
+    assert asyncio.run(opened()) is AsyncSqliteSaver
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("", "empty store URL"),
+        ("ftp://host/x", "unknown scheme 'ftp'"),
+        ("sqlite:///", "no file path"),
+        ("/proc/no/such/dir/runs.sqlite", "cannot create"),
+        ("postgresql://app:hunter22@127.0.0.1:1/runs", "app:***@127.0.0.1:1/runs"),
+    ],
+)
+def test_errors_are_one_line_and_mask_passwords(url: str, says: str) -> None:
+    with pytest.raises(StoreError) as err, open_checkpointer(url):
+        pass
+    message = str(err.value)
+    assert says in message
+    assert "hunter22" not in message
+    assert "\n" not in message
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.sqlite"
+    bogus.write_text("this is not sqlite " * 100)
+    with pytest.raises(StoreError, match="not a database"), open_checkpointer(str(bogus)):
+        pass

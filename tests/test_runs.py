@@ -1,0 +1,101 @@
+"""run / resume / read on a real SQLite store, and the per-thread lock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gated_react import (
+    Policy,
+    ThreadBusy,
+    ThreadExists,
+    UnknownThread,
+    aresume,
+    arun,
+    build_graph,
+    open_checkpointer,
+    read,
+    resume,
+    run,
+)
+from gated_react.checkpoint import aopen_checkpointer
+from gated_react.locks import thread_lock
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .helpers import REFUND_42
+
+APPROVAL = Policy(require_approval=frozenset({"get_user_billing"}))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Any]:
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        yield saver
+
+
+def _graph(saver: Any, replies: list[Any], policy: Policy = APPROVAL) -> Any:
+    return build_graph(
+        ScriptedChatModel(replies=replies), SUPPORT_TOOLS, policy=policy, checkpointer=saver
+    )
+
+
+def test_run_returns_the_result_shape_with_thread_id(store: Any) -> None:
+    out = run(_graph(store, REFUND_42, Policy()), "refund?", thread_id="t-1")
+    assert out["thread_id"] == "t-1"
+    assert out["pending"] == []
+    assert out["stop_reason"] == "success"
+    assert read(_graph(store, []), "t-1") == out
+
+
+def test_a_paused_run_waits_and_resumes_with_the_answer(store: Any) -> None:
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    paused = run(graph, "refund?")
+    assert paused["status"] is None
+    assert paused["pending"][0]["tool"] == "get_user_billing"
+    assert resume(graph, paused["thread_id"]) == paused  # no answer: nothing runs
+    done = resume(graph, paused["thread_id"], {"approved": True})
+    assert done["stop_reason"] == "success"
+    assert done["pending"] == []
+
+
+def test_resuming_a_finished_run_runs_nothing(store: Any) -> None:
+    out = run(_graph(store, REFUND_42, Policy()), "refund?")
+    idle = ScriptedChatModel(replies=[])
+    graph = build_graph(idle, SUPPORT_TOOLS, checkpointer=store)
+    assert resume(graph, out["thread_id"]) == out
+    assert idle.requests == []
+
+
+def test_unknown_and_existing_threads_are_clear_errors(store: Any) -> None:
+    graph = _graph(store, REFUND_42, Policy())
+    with pytest.raises(UnknownThread, match="nope"):
+        resume(graph, "nope")
+    with pytest.raises(UnknownThread):
+        read(graph, "nope")
+    run(graph, "refund?", thread_id="taken")
+    with pytest.raises(ThreadExists, match="taken"):
+        run(graph, "again", thread_id="taken")
+
+
+def test_a_second_advancer_gets_thread_busy_and_changes_nothing(store: Any) -> None:
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    paused = run(graph, "refund?")
+    before = read(graph, paused["thread_id"])
+    with thread_lock(store, paused["thread_id"]), pytest.raises(ThreadBusy):
+        resume(graph, paused["thread_id"], {"approved": True})
+    assert read(graph, paused["thread_id"]) == before
+
+
+def test_async_twins(tmp_path: Path) -> None:
+    async def main() -> dict[str, Any]:
+        async with aopen_checkpointer(str(tmp_path / "a.sqlite")) as saver:
+            graph = _graph(saver, [call("get_user_billing", user_id=42), "USD 49"])
+            paused = await arun(graph, "refund?")
+            return await aresume(graph, paused["thread_id"], {"approved": True})
+
+    assert asyncio.run(main())["stop_reason"] == "success"

@@ -1,0 +1,63 @@
+"""The real ChatOpenAI client against a local chat-completions server: a normal run in every
+protocol and the basic failure mapping (the CLI's fault matrix extends this)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gated_react import Policy, build_graph
+from gated_react.models import ModelNotConfigured, chat_model
+from gated_react.settings import Settings
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .openai_server import FakeOpenAI, Status, reply, tool_call
+
+
+def _settings(server: FakeOpenAI, **env: Any) -> Settings:
+    return Settings(OPENAI_BASE_URL=server.base_url, OPENAI_MAX_RETRIES=0, **env)  # type: ignore[call-arg]
+
+
+def test_tools_protocol_over_http() -> None:
+    script = [tool_call("get_user_billing", user_id=42), reply("USD 49")]
+    with FakeOpenAI(script) as server:
+        graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS)
+        out = graph.invoke({"goal": "refund?"})
+    assert out["stop_reason"] == "success"
+    assert out["usage"]["tokens"] == 36  # the server's reported usage, twice
+    first = server.requests[0]
+    assert first["temperature"] == 0
+    assert {t["function"]["name"] for t in first["tools"]} == {t.name for t in SUPPORT_TOOLS}
+
+
+def test_json_protocol_sends_the_action_schema() -> None:
+    action = {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
+    script = [reply(json.dumps(action)), reply('{"kind": "final", "answer": "Anna"}')]
+    with FakeOpenAI(script) as server:
+        graph = build_graph(
+            chat_model(_settings(server)), SUPPORT_TOOLS, policy=Policy(protocol="json")
+        )
+        out = graph.invoke({"goal": "who is 42?"})
+    assert out["answer"] == "Anna"
+    fmt = server.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["schema"]["anyOf"]
+
+
+def test_auth_failure_is_a_stop_reason() -> None:
+    with FakeOpenAI([Status(401, "Incorrect API key provided: sk-abc123456789")]) as server:
+        graph = build_graph(
+            chat_model(_settings(server, OPENAI_API_KEY="sk-abc123456789")), SUPPORT_TOOLS
+        )
+        out = graph.invoke({"goal": "x"})
+    assert out["stop_reason"] == "llm_error:auth"
+    assert "abc123456789" not in out["message"]
+
+
+def test_no_model_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ModelNotConfigured, match="OPENAI_API_KEY"):
+        chat_model(Settings())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,8 @@ from langchain_core.tools import BaseTool
 
 from gated_react import Budget, Policy, build_graph
 from gated_react.agent import Agent
+from gated_react.canonical import args_hash
+from gated_react.loops import loop_key
 from gated_react.state import State
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -53,6 +56,22 @@ def run(
     """Run a whole graph with a scripted model and return invoke's result."""
     graph = build_graph(ScriptedChatModel(replies=list(replies)), tools, policy=policy(**fields))
     return graph.invoke({"goal": goal})
+
+
+def logs(history: list[dict[str, Any]], steps: int | None = None) -> dict[str, Any]:
+    """History with the matching trace, usage and loop keys, as a live run has them."""
+    actions = [h["action"] for h in history]
+    trace = [
+        {"step": h["step"], "tool": a["name"], "args_hash": args_hash(a["args"]), "ok": True}
+        for h, a in zip(history, actions, strict=True)
+    ]
+    usage = {
+        "steps": len(history) if steps is None else steps,
+        "tool_calls": len(history),
+        "per_tool": dict(Counter(a["name"] for a in actions)),
+    }
+    seen = [loop_key(a["name"], a["args"]) for a in actions]
+    return {"history": history, "trace": trace, "usage": usage, "seen": seen}
 
 
 def history_entry(step: int, tool: str, observation: Any = "ok", **args: Any) -> dict[str, Any]:

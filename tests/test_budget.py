@@ -31,12 +31,12 @@ def test_seconds_and_tokens() -> None:
 
 def test_tool_budgets() -> None:
     budget = Budget(max_tool_calls=5, tool_limits={"search": 2})
-    assert check_before_tool(budget, "search", 4, 1) is None
-    total = check_before_tool(budget, "other", 5, 0)
+    assert check_before_tool(Usage(tool_calls=4, per_tool={"search": 1}), budget, "search") is None
+    total = check_before_tool(Usage(tool_calls=5), budget, "other")
     assert total is not None
     assert str(total) == "max_tool_calls"
     assert total.message == "max_tool_calls 5 reached (6 requested)"
-    per_tool = check_before_tool(budget, "search", 2, 2)
+    per_tool = check_before_tool(Usage(tool_calls=2, per_tool={"search": 2}), budget, "search")
     assert per_tool is not None
     assert str(per_tool) == "tool_limit:search"
     assert per_tool.message == "tool_limit search 2 reached (3 requested)"

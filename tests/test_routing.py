@@ -36,7 +36,8 @@ CALL = {"step": 1, "tool": "t", "args": {}, "key": "k"}
     ],
 )
 def test_branches(router: Any, fields: dict[str, Any], branch: str) -> None:
-    assert router(state(**fields)) == branch
+    assert router(state(**fields).model_dump(mode="json")) == branch
+    assert router(fields) == branch
 
 
 @pytest.mark.parametrize(

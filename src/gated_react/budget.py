@@ -28,11 +28,9 @@ def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
     return None
 
 
-def check_before_tool(budget: Budget, tool: str, calls: int, calls_of_tool: int) -> Stop | None:
-    """Run in the gate before a call: the run's total and the tool's own cap.
-
-    ``calls`` and ``calls_of_tool`` count the calls already made, so the proposed one is ``+ 1``.
-    """
+def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
+    """Run in the gate before a call: the run's total and the tool's own cap."""
+    calls, calls_of_tool = usage.tool_calls, usage.per_tool.get(tool, 0)
     if calls + 1 > budget.max_tool_calls:
         return Stop(
             StopReason.MAX_TOOL_CALLS,

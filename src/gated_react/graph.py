@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from gated_react import routing
-from gated_react._lg import CONFIG_KEY_DURABILITY, node
+from gated_react._lg import CONFIG_KEY_DURABILITY, node, route
 from gated_react.agent import Agent
 from gated_react.nodes.decide import adecide, decide
 from gated_react.nodes.execute import aexecute, execute
@@ -25,7 +25,7 @@ from gated_react.nodes.observe import observe
 from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
 from gated_react.policy import Policy
-from gated_react.state import RunInput, RunResult, State
+from gated_react.state import RunInput, RunResult, State, Step
 
 # Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
 _NODES_PER_STEP = 5
@@ -46,18 +46,18 @@ def build_graph(
     agent = Agent.build(model, tools, policy)
     graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, agent=agent))
-    graph.add_node("validate", node(validate, agent=agent))
-    graph.add_node("gate", node(gate, agent=agent))
-    graph.add_node("execute", node(execute, aexecute, agent=agent))
-    graph.add_node("observe", node(observe, agent=agent))
-    graph.add_node("finish", finish)
-    graph.add_node("stop", stop)
+    graph.add_node("validate", node(validate, agent=agent), input_schema=Step)
+    graph.add_node("gate", node(gate, agent=agent), input_schema=Step)
+    graph.add_node("execute", node(execute, aexecute, agent=agent), input_schema=Step)
+    graph.add_node("observe", node(observe, agent=agent), input_schema=Step)
+    graph.add_node("finish", finish, input_schema=Step)
+    graph.add_node("stop", stop, input_schema=Step)
     graph.add_edge(START, "decide")
-    graph.add_conditional_edges("decide", routing.after_decide, routing.AFTER_DECIDE)
-    graph.add_conditional_edges("validate", routing.after_validate, routing.AFTER_VALIDATE)
-    graph.add_conditional_edges("gate", routing.after_gate, routing.AFTER_GATE)
+    graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
+    graph.add_conditional_edges("validate", route(routing.after_validate), routing.AFTER_VALIDATE)
+    graph.add_conditional_edges("gate", route(routing.after_gate), routing.AFTER_GATE)
     graph.add_edge("execute", "observe")
-    graph.add_conditional_edges("observe", routing.after_observe, routing.AFTER_OBSERVE)
+    graph.add_conditional_edges("observe", route(routing.after_observe), routing.AFTER_OBSERVE)
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, name="gated-react")

@@ -6,7 +6,6 @@ The prompt stays the same size however long the run gets (``Policy.context_steps
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -48,14 +47,13 @@ def build_messages(state: State, system: str, policy: Policy) -> list[BaseMessag
 
 
 def _payload(state: State, policy: Policy) -> dict[str, Any]:
-    history = state.history
-    budget = policy.budget
+    history, usage, budget = state.history, state.usage, policy.budget
     summary: dict[str, Any] = {
-        "steps_done": state.usage.steps,
-        "tool_calls_done": len(history),
-        "tools_used": dict(Counter(entry.action.name for entry in history)),
-        "steps_left": budget.max_steps - state.usage.steps,
-        "tool_calls_left": budget.max_tool_calls - len(history),
+        "steps_done": usage.steps,
+        "tool_calls_done": usage.tool_calls,
+        "tools_used": usage.per_tool,
+        "steps_left": budget.max_steps - usage.steps,
+        "tool_calls_left": budget.max_tool_calls - usage.tool_calls,
     }
     keep = len(history) if policy.context_steps is None else policy.context_steps
     recent = history[-keep:] if keep else []

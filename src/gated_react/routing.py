@@ -1,12 +1,14 @@
 """Routers: pure functions of the state that name a branch. Each path map sends branches to nodes,
-so ``draw_mermaid()`` and Studio draw every edge with its label."""
+so ``draw_mermaid()`` and Studio draw every edge with its label.
+
+Routers read the raw channel values through ``Route`` (a TypedDict), so routing validates nothing
+and costs the same at every step.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Literal
-
-from gated_react.state import FinalAction, State, ToolAction
+from typing import Any, Literal, TypedDict
 
 AfterDecide = Literal["reply", "stop"]
 AfterValidate = Literal["tool", "final", "retry", "stop"]
@@ -24,31 +26,37 @@ AFTER_GATE: dict[Hashable, str] = {"allowed": "execute", "refused": "observe", "
 AFTER_OBSERVE: dict[Hashable, str] = {"next": "decide", "stop": "stop"}
 
 
-def after_decide(state: State) -> AfterDecide:
+class Route(TypedDict, total=False):
+    """The channels routers read, as stored (plain JSON)."""
+
+    stop_reason: str | None
+    action: dict[str, Any] | None
+    call: dict[str, Any] | None
+
+
+def after_decide(state: Route) -> AfterDecide:
     """A failed model call stops; a reply goes to validation."""
-    return "stop" if state.stop_reason else "reply"
+    return "stop" if state.get("stop_reason") else "reply"
 
 
-def after_validate(state: State) -> AfterValidate:
+def after_validate(state: Route) -> AfterValidate:
     """Tool calls go to the gate, final answers finish, malformed replies retry or stop."""
-    if state.stop_reason:
+    if state.get("stop_reason"):
         return "stop"
-    if isinstance(state.action, ToolAction):
-        return "tool"
-    if isinstance(state.action, FinalAction):
-        return "final"
-    return "retry"
+    action = state.get("action")
+    if action is None:
+        return "retry"
+    return "tool" if action["kind"] == "tool" else "final"
 
 
-def after_gate(state: State) -> AfterGate:
+def after_gate(state: Route) -> AfterGate:
     """Allowed calls run; refusals the model may see go straight to observe."""
-    if state.stop_reason:
+    if state.get("stop_reason"):
         return "stop"
-    if state.call is not None and state.call.outcome is not None:
-        return "refused"
-    return "allowed"
+    call = state.get("call")
+    return "refused" if call is not None and call.get("outcome") is not None else "allowed"
 
 
-def after_observe(state: State) -> AfterObserve:
+def after_observe(state: Route) -> AfterObserve:
     """Stop when the call stopped the run or a budget is spent; else decide again."""
-    return "stop" if state.stop_reason else "next"
+    return "stop" if state.get("stop_reason") else "next"

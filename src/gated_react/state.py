@@ -118,10 +118,15 @@ class TraceEntry(_Strict):
 
 
 class Usage(_Strict):
-    """Budget consumption that is not derivable from the logs."""
+    """Budget consumption. The call counts could be recounted from the history, but the gate
+    checks them before every call: kept here they cost the same at step 1 and at step 1,000."""
 
     steps: int = 0
     """Model decisions requested so far."""
+    tool_calls: int = 0
+    """Tool calls let through or shown to the model as refused (both count)."""
+    per_tool: dict[str, int] = Field(default_factory=dict)
+    """The same, per tool name."""
     tokens: int = 0
     """Model tokens spent (reported by the model, else estimated)."""
     seconds: float = 0.0
@@ -167,8 +172,9 @@ class RunResult(BaseModel):
     """Budget consumption."""
 
 
-class State(_Strict):
-    """Everything a run knows; the checkpointer saves it after every node."""
+class Step(_Strict):
+    """The state without its logs: what most nodes read. Validating it costs the same at step 1
+    and at step 1,000, so only the nodes that need the logs pay for them (decide, gate)."""
 
     goal: str = Field(min_length=1)
     """The task, in the user's words."""
@@ -182,10 +188,8 @@ class State(_Strict):
     """Set while a malformed reply is being retried with a reminder."""
     usage: Usage = Field(default_factory=Usage)
     """Budget consumption."""
-    history: Annotated[list[HistoryEntry], DeltaChannel(_append)] = Field(default_factory=list)
-    """Completed tool steps (append-only)."""
-    trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
-    """Every call that reached the gate (append-only)."""
+    seen: Annotated[list[str], DeltaChannel(_append)] = Field(default_factory=list)
+    """Loop keys of the calls made so far: tool, exact and normalized argument hashes."""
     status: Status | None = None
     """``ok`` or ``stopped`` once the run has ended."""
     stop_reason: str | None = None
@@ -194,6 +198,15 @@ class State(_Strict):
     """A human sentence about the end."""
     answer: str | None = None
     """The final answer after success."""
+
+
+class State(Step):
+    """Everything a run knows; the checkpointer saves it after every node."""
+
+    history: Annotated[list[HistoryEntry], DeltaChannel(_append)] = Field(default_factory=list)
+    """Completed tool steps (append-only)."""
+    trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
+    """Every call that reached the gate (append-only)."""
 
 
 def dump(model: BaseModel | None) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """Running one tool call: argument check, timeout, retries, and a JSON-safe, bounded result.
 
-Sync tools run on a daemon thread so a call that hangs past its timeout is abandoned without
-keeping the process alive at exit (a thread pool would be joined at exit and block it).
+Sync tools run on reusable daemon threads, so a call that hangs past its timeout is abandoned
+without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
+quick call pays no thread start.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import contextvars
 import dataclasses
 import json
+import queue
 import random
 import threading
 import time
@@ -26,6 +28,46 @@ KEY_PARAM = "idempotency_key"
 
 class ToolTimeout(Exception):
     """The tool did not return within its timeout."""
+
+
+class _DaemonThreads:
+    """Daemon worker threads, started on demand, reused, and retired after a minute idle."""
+
+    def __init__(self, idle_seconds: float = 60.0) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._idle_seconds = idle_seconds
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            reuse = self._idle > 0
+            if reuse:
+                self._idle -= 1  # claim an idle worker; it takes the job from the queue
+        if reuse:
+            self._jobs.put(job)
+        else:
+            threading.Thread(
+                target=self._work, args=(job,), name="gated-react-tool", daemon=True
+            ).start()
+
+    def _work(self, job: Callable[[], None]) -> None:
+        while True:
+            job()
+            with self._lock:
+                self._idle += 1
+            while True:
+                try:
+                    job = self._jobs.get(timeout=self._idle_seconds)
+                    break
+                except queue.Empty:
+                    with self._lock:
+                        if self._idle > 0:  # no claim is waiting for this worker: retire
+                            self._idle -= 1
+                            return
+
+
+_THREADS = _DaemonThreads()
 
 
 def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
@@ -141,7 +183,7 @@ def _start(
         finally:
             on_done()
 
-    threading.Thread(target=work, name=f"tool:{tool.name}", daemon=True).start()
+    _THREADS.submit(work)
     return box
 
 

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from gated_react.nodes.decide import adecide, decide
 
-from ..helpers import agent, history_entry, state
+from ..helpers import agent, history_entry, logs, state
 
 
 def _payload(messages: list) -> dict:  # type: ignore[type-arg]
@@ -21,7 +21,7 @@ def _payload(messages: list) -> dict:  # type: ignore[type-arg]
 def test_prompt_holds_goal_summary_and_only_the_last_steps() -> None:
     parts = agent(["ok"], context_steps=2)
     history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 11)]
-    update = decide(state(history=history, usage={"steps": 10}), {}, agent=parts)
+    update = decide(state(**logs(history)), {}, agent=parts)
     payload = _payload(parts.model.requests[0])  # type: ignore[attr-defined]
     assert payload["goal"].startswith("User 42")
     assert [s["step"] for s in payload["recent_steps"]] == [9, 10]

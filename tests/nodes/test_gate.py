@@ -9,7 +9,7 @@ from langchain_core.tools import tool
 from gated_react.nodes.gate import gate
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..helpers import agent, history_entry, state
+from ..helpers import agent, history_entry, logs, state
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
@@ -24,7 +24,7 @@ def _gate(
     action: dict[str, Any], history: list[dict[str, Any]] | None = None, **fields: Any
 ) -> dict[str, Any]:
     parts = agent(tools=[*SUPPORT_TOOLS, unused], **fields)
-    current = state(action={"kind": "tool", **action}, history=history or [], usage={"steps": 3})
+    current = state(action={"kind": "tool", **action}, **logs(history or [], steps=3))
     return gate(current, CONFIG, agent=parts)
 
 

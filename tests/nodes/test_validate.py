@@ -10,8 +10,14 @@ from ..helpers import agent, state
 def test_valid_json_action_is_recorded() -> None:
     reply = {"text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'}
     update = validate(state(reply=reply), agent=agent(protocol="json"))
-    assert update["action"] == {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
-    assert update["retry"] is None
+    assert update == {
+        "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
+    }
+    retried = validate(
+        state(reply=reply, retry={"why": "bad_json", "message": "m", "count": 1}),
+        agent=agent(protocol="json"),
+    )
+    assert retried["retry"] is None  # a valid reply ends the reminders
 
 
 def test_invalid_reply_stops_by_default() -> None:

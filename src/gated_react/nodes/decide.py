@@ -61,7 +61,7 @@ def decided(
             for c in getattr(message, "invalid_tool_calls", [])
         ],
     )
-    return {"reply": dump(reply), "usage": dump(usage), "action": None}
+    return {"reply": dump(reply), "usage": dump(usage)}
 
 
 def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )
-    return {**classify(exc).update(), "usage": dump(usage), "reply": None, "action": None}
+    return {**classify(exc).update(), "usage": dump(usage), "reply": None}
 
 
 def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:

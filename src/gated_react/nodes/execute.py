@@ -16,11 +16,11 @@ from gated_react import toolcall
 from gated_react._lg import is_resuming
 from gated_react.agent import Agent
 from gated_react.approval import ask
-from gated_react.state import Call, Outcome, State, dump
+from gated_react.state import Call, Outcome, Step, dump
 from gated_react.stops import Stop, StopReason
 
 
-def execute(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+def execute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
     """Sync body."""
     call, early = prepare(state, config, agent)
     if early is not None:
@@ -34,7 +34,7 @@ def execute(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, 
     return finished(state, agent, call, value, started)
 
 
-async def aexecute(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+async def aexecute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
     """Async body."""
     call, early = prepare(state, config, agent)
     if early is not None:
@@ -49,7 +49,7 @@ async def aexecute(state: State, config: RunnableConfig, *, agent: Agent) -> dic
 
 
 def prepare(
-    state: State, config: RunnableConfig, agent: Agent
+    state: Step, config: RunnableConfig, agent: Agent
 ) -> tuple[Call, dict[str, Any] | None]:
     """The call to run, or an update that settles it without running the tool."""
     call = state.call
@@ -100,7 +100,7 @@ def _limits(agent: Agent, call: Call) -> tuple[float, int]:
     return agent.policy.timeout_for(call.tool), retries
 
 
-def finished(state: State, agent: Agent, call: Call, result: Any, started: float) -> dict[str, Any]:
+def finished(state: Step, agent: Agent, call: Call, result: Any, started: float) -> dict[str, Any]:
     """Record the outcome (a value, a timeout or an error) and the seconds it took."""
     seconds = time.monotonic() - started
     usage = dump(state.usage.model_copy(update={"seconds": state.usage.seconds + seconds}))

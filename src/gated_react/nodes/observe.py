@@ -8,10 +8,10 @@ from typing import Any
 from gated_react.agent import Agent
 from gated_react.budget import check_before_step
 from gated_react.canonical import args_hash
-from gated_react.state import HistoryEntry, State, ToolAction, TraceEntry, dump
+from gated_react.state import HistoryEntry, Step, ToolAction, TraceEntry, dump
 
 
-def observe(state: State, *, agent: Agent) -> dict[str, Any]:
+def observe(state: Step, *, agent: Agent) -> dict[str, Any]:
     """Append the step; a call that stopped the run is traced but not added to the history."""
     call = state.call
     if call is None or call.outcome is None:

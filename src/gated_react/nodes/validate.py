@@ -7,11 +7,11 @@ from typing import Any
 from gated_react.actions import ActionError, check_contract
 from gated_react.agent import Agent
 from gated_react.budget import check_before_step
-from gated_react.state import Retry, State, dump
+from gated_react.state import Retry, Step, dump
 from gated_react.stops import Stop, StopReason
 
 
-def validate(state: State, *, agent: Agent) -> dict[str, Any]:
+def validate(state: Step, *, agent: Agent) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract."""
     if state.reply is None:
         return rejected(
@@ -22,10 +22,11 @@ def validate(state: State, *, agent: Agent) -> dict[str, Any]:
         action = check_contract(candidate)
     except ActionError as err:
         return rejected(state, err, agent)
-    return {"action": dump(action), "retry": None}
+    # Each written channel is a row in the store: clear the retry note only when one is set.
+    return {"action": dump(action)} | ({"retry": None} if state.retry else {})
 
 
-def rejected(state: State, err: ActionError, agent: Agent) -> dict[str, Any]:
+def rejected(state: Step, err: ActionError, agent: Agent) -> dict[str, Any]:
     """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left."""
     policy = agent.policy
     streak = state.retry.count if state.retry else 0

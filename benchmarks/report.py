@@ -1,0 +1,165 @@
+"""One plain-text table per comparison, from the results JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells[1:]]
+    return "\n".join(lines)
+
+
+def _med(entry: dict[str, Any], key: str) -> str:
+    return f"{entry[key]['median']:.2f}" if entry else "-"
+
+
+def step_time(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for row in rows:
+        ours = row["ours"]
+        ca = row["create_agent"]
+        out.append(
+            [
+                row["store"],
+                row["durability"],
+                row["steps"],
+                _med(ours, "wall_ms_per_step"),
+                _med(ca, "wall_ms_per_step"),
+                _med(row["create_react_agent"], "wall_ms_per_step"),
+                _med(row.get("plain_loop", {}), "wall_ms_per_step"),
+                row["ratio_vs_create_agent"]["wall"],
+                row["ratio_vs_create_agent"]["cpu"],
+            ]
+        )
+    header = [
+        "store",
+        "durability",
+        "steps",
+        "ours ms",
+        "create_agent ms",
+        "react_agent ms",
+        "plain ms",
+        "ours/ca wall",
+        "ours/ca cpu",
+    ]
+    return _table(
+        "1. Framework time per ReAct step (median wall ms; ratios wall and CPU)", header, out
+    )
+
+
+def tokens(rows: list[dict[str, Any]]) -> str:
+    out = [
+        [
+            r["steps"],
+            r["ours"]["total"],
+            r["create_agent"]["total"],
+            r["create_react_agent"]["total"],
+            r["plain_loop"]["total"],
+            r["ours"]["last_step"],
+            r["create_agent"]["last_step"],
+            r["ratio_vs_create_agent"],
+        ]
+        for r in rows
+    ]
+    header = [
+        "steps",
+        "ours total",
+        "create_agent",
+        "react_agent",
+        "plain loop",
+        "ours last step",
+        "ca last step",
+        "ours/ca",
+    ]
+    return _table("2. Prompt tokens over a whole run (approximate)", header, out)
+
+
+def storage(rows: list[dict[str, Any]]) -> str:
+    out = [
+        [
+            r["steps"],
+            r["ours"]["bytes"],
+            r["create_agent"]["bytes"],
+            r["create_react_agent"]["bytes"],
+            r["ours"]["bytes_per_step"],
+            r["ratio_vs_create_agent"],
+            r["ratio_vs_create_react_agent"],
+        ]
+        for r in rows
+    ]
+    header = [
+        "steps",
+        "ours bytes",
+        "create_agent",
+        "react_agent",
+        "ours/step",
+        "ours/ca",
+        "ours/react",
+    ]
+    return _table("3. SQLite file size after one run", header, out)
+
+
+def concurrency(rows: list[dict[str, Any]]) -> str:
+    out = []
+    for r in rows:
+        for peer in ("ours", "create_agent", "create_react_agent"):
+            m = r[peer]
+            out.append(
+                [
+                    r["store"],
+                    f"{r['runs']}x{r['steps']}",
+                    peer,
+                    m.get("runs_per_second", m.get("error")),
+                    m.get("peak_rss_mb", "-"),
+                ]
+            )
+    return _table(
+        "4. Concurrent runs with ainvoke (runs/s, peak RSS MB)",
+        ["store", "runs", "runtime", "runs/s", "peak MB"],
+        out,
+    )
+
+
+def resume(result: dict[str, Any]) -> str:
+    rows = [
+        [
+            result["checkpoints"],
+            result["first_node"],
+            result["to_first_node_s"]["median"],
+            result["imports_s"]["median"],
+            result["beyond_imports_s"]["median"],
+        ]
+    ]
+    header = ["checkpoints", "first node", "to first node s", "imports s", "beyond imports s"]
+    return _table("5. Resume a crashed run from a new process", header, rows)
+
+
+def cli_start(result: dict[str, Any]) -> str:
+    rows = [
+        ["--help", result["help_s"]["median"]],
+        [f"runs ({result['store_runs']} in store)", result["runs_s"]["median"]],
+    ]
+    return _table("6. CLI start (median wall s)", ["command", "seconds"], rows)
+
+
+RENDER = {
+    "step_time": step_time,
+    "tokens": tokens,
+    "storage": storage,
+    "concurrency": concurrency,
+    "resume": resume,
+    "cli_start": cli_start,
+}
+
+
+def render(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    load = m["load_average_at_start"]
+    parts = [f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, load {load}"]
+    parts += [RENDER[name](results[name]) for name in RENDER if name in results]
+    return "\n\n".join(parts)

@@ -16,7 +16,13 @@ def two_args(a: str, b: int) -> str:
     return a * b
 
 
-TOOLS: dict[str, Any] = {t.name: t for t in [*SUPPORT_TOOLS, two_args]}
+@tool
+def no_args() -> str:
+    """Takes nothing."""
+    return "ok"
+
+
+TOOLS: dict[str, Any] = {t.name: t for t in [*SUPPORT_TOOLS, two_args, no_args]}
 
 
 @pytest.mark.parametrize(
@@ -50,6 +56,20 @@ TOOLS: dict[str, Any] = {t.name: t for t in [*SUPPORT_TOOLS, two_args]}
             {"kind": "final", "answer": "The test fails: off by one"},
         ),
         ("Action: no_such_tool[x]", {"kind": "tool", "name": "no_such_tool", "args": {}}),
+        (
+            "Thought: run it\nAction: search_policy[refund]\nI will wait for the result.",
+            {"kind": "tool", "name": "search_policy", "args": {"query": "refund"}},
+        ),
+        (
+            "Action: `get_user_billing[7]`",
+            {"kind": "tool", "name": "get_user_billing", "args": {"user_id": 7}},
+        ),
+        (
+            "Action: finish[Line one\nline two]",
+            {"kind": "final", "answer": "Line one\nline two"},
+        ),
+        ("Action: finish[No refund.]\nThanks!", {"kind": "final", "answer": "No refund."}),
+        ("Action: no_args[]", {"kind": "tool", "name": "no_args", "args": {}}),
     ],
 )
 def test_parses(text: str, expected: dict[str, Any]) -> None:

@@ -71,7 +71,10 @@ def parse_text(text: str, tools: Mapping[str, BaseTool]) -> dict[str, Any]:
 
 
 def _action(body: str, raw_input: str | None, tools: Mapping[str, BaseTool]) -> dict[str, Any]:
-    bracket = _BRACKET.match(body)
+    body = body.strip("`* \t")
+    # The whole body first (a multi-line finish[...]), then the first line alone, so a remark
+    # written after the closing bracket does not hide the action.
+    bracket = _BRACKET.match(body) or _BRACKET.match(body.split("\n", 1)[0].rstrip("`* \t"))
     if bracket:
         name, argument = bracket.group(1), bracket.group(2).strip()
         if name.lower() == "finish":
@@ -91,6 +94,8 @@ def _bracket_args(name: str, argument: str, tools: Mapping[str, BaseTool]) -> di
         return {}  # the gate reports tool_missing:<name>, the more useful reason
     required = required_params(tool)
     params = required or all_params(tool)
+    if not params and not argument:
+        return {}  # ``describe_database[]``: a tool without parameters
     if len(params) != 1 or len(required) > 1:
         raise ActionError(
             "bad_args", f"{name}[...] takes one argument, but {name} has parameters {params[:5]}"

@@ -71,25 +71,32 @@ _THREADS = _DaemonThreads()
 
 
 def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
-    """Why ``args`` do not fit the tool's schema (unknown keys included), or None when they do."""
-    schema = tool.tool_call_schema
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        known = set(schema.model_fields)
-        unknown = sorted(set(args) - known)
-        if unknown:
-            return f"unknown arguments {unknown[:5]}; {tool.name} takes {sorted(known)}"
-        try:
-            schema.model_validate(args)
-        except ValidationError as exc:
+    """Why ``args`` do not fit the tool's schema (unknown keys included), or None when they do.
+
+    The model-facing schema names the allowed keys; the full argument model (with its field
+    validators) checks the values, except for injected arguments the model never supplies.
+    """
+    visible = tool.tool_call_schema
+    if not (isinstance(visible, type) and issubclass(visible, BaseModel)):
+        required = visible.get("required", []) if isinstance(visible, dict) else []
+        missing = [name for name in required if name not in args]
+        return f"missing arguments {missing[:5]} for {tool.name}" if missing else None
+    known = set(visible.model_fields)
+    unknown = sorted(set(args) - known)
+    if unknown:
+        return f"unknown arguments {unknown[:5]}; {tool.name} takes {sorted(known)}"
+    full = tool.args_schema if isinstance(tool.args_schema, type) else visible
+    try:
+        full.model_validate(args)  # type: ignore[union-attr]
+    except ValidationError as exc:
+        errors = [
+            e for e in exc.errors() if not (e["type"] == "missing" and e["loc"][0] not in known)
+        ]
+        if errors:
             problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:3]
+                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in errors[:3]
             )
             return f"invalid arguments for {tool.name}: {problems}"
-        return None
-    required = schema.get("required", []) if isinstance(schema, dict) else []
-    missing = [name for name in required if name not in args]
-    if missing:
-        return f"missing arguments {missing[:5]} for {tool.name}"
     return None
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.tools import InjectedToolArg, tool
+from pydantic import BaseModel, field_validator
 
 from gated_react._lg import CONFIG_KEY_RESUMING
 from gated_react.nodes.execute import aexecute, execute
@@ -77,6 +78,31 @@ def test_bad_args_stop_before_the_tool_runs(args: dict[str, Any]) -> None:
     update = _run("get_user_profile", args)
     assert update["stop_reason"] == "tool_bad_args:get_user_profile"
     assert update["call"]["outcome"]["ok"] is False
+
+
+def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
+    class Amount(BaseModel):
+        cents: int
+        idempotency_key: Annotated[str, InjectedToolArg] = ""
+
+        @field_validator("cents")
+        @classmethod
+        def _positive(cls, value: int) -> int:
+            if value <= 0:
+                raise ValueError("must be positive")
+            return value
+
+    @tool(args_schema=Amount)
+    def refund(cents: int, idempotency_key: str = "") -> str:
+        """Refund an amount."""
+        return f"refunded {cents}"
+
+    call = {"step": 1, "tool": "refund", "args": {"cents": -5}, "key": "k"}
+    update = execute(state(call=call), {}, agent=agent(tools=[refund]))
+    assert update["stop_reason"] == "tool_bad_args:refund"
+    assert "must be positive" in update["message"]
+    call = {"step": 1, "tool": "refund", "args": {"cents": 5}, "key": "k"}
+    assert execute(state(call=call), {}, agent=agent(tools=[refund]))["call"]["outcome"]["ok"]
 
 
 def test_timeout_and_error() -> None:

@@ -54,5 +54,11 @@ demo: local
 	$(BIN)/gated-react run --toolkit support \
 		"User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount."
 
+bench: setup
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+bench-quick: setup
+	$(BIN)/python -m benchmarks --quick --out benchmarks/results/quick.json
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.sqlite import SqliteSaver
-
 from benchmarks.common import build, ratio, run_input
 from benchmarks.stores import sqlite_bytes
+from gated_react.checkpoint import open_checkpointer
 
 PEERS = ("ours", "create_agent", "create_react_agent")
 
@@ -19,13 +17,10 @@ def file_bytes(peer: str, steps: int) -> int:
     """Size of a fresh SQLite store after one run of ``steps`` steps."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "runs.sqlite"
-        conn = sqlite3.connect(path, check_same_thread=False)
-        try:
-            runnable = build(peer, steps, SqliteSaver(conn))
+        with open_checkpointer(str(path)) as saver:
+            runnable = build(peer, steps, saver)
             config = {"configurable": {"thread_id": "t"}, "recursion_limit": 100_000}
             runnable.invoke(run_input(peer), config, durability="sync")
-        finally:
-            conn.close()
         return sqlite_bytes(path)
 
 

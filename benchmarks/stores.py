@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
+
+from gated_react.checkpoint import open_checkpointer
 
 POSTGRES_ENV = "GATED_REACT_BENCH_POSTGRES_URL"
 
@@ -23,13 +24,12 @@ def saver(kind: str, folder: Path | None = None) -> Iterator[Any]:
         yield None
     elif kind == "memory":
         yield InMemorySaver()
-    elif kind == "sqlite":
-        with tempfile.TemporaryDirectory(dir=folder) as tmp:
-            conn = sqlite3.connect(Path(tmp) / "runs.sqlite", check_same_thread=False)
-            try:
-                yield SqliteSaver(conn)
-            finally:
-                conn.close()
+    elif kind == "sqlite":  # configured as gated-react opens it (WAL, synchronous=NORMAL)
+        with (
+            tempfile.TemporaryDirectory(dir=folder) as tmp,
+            open_checkpointer(str(Path(tmp) / "runs.sqlite")) as sqlite_saver,
+        ):
+            yield sqlite_saver
     else:
         raise ValueError(kind)
 

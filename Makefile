@@ -37,8 +37,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
 
 typecheck: setup
 	$(BIN)/mypy src
@@ -47,8 +47,8 @@ pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 format: setup
-	$(BIN)/ruff format src tests examples
-	$(BIN)/ruff check --fix src tests examples
+	$(BIN)/ruff format src tests examples benchmarks
+	$(BIN)/ruff check --fix src tests examples benchmarks
 
 demo: local
 	$(BIN)/gated-react run --toolkit support \

@@ -1,0 +1,103 @@
+"""The real local model (llama.cpp + SmolLM2-135M): structure only, never answer quality."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gated_react import build_graph
+from gated_react.local import (
+    LocalModelUnavailable,
+    default_model_file,
+    local_chat_model,
+    local_policy,
+    local_server,
+)
+from gated_react.stops import StopReason, parse_stop_reason
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .helpers import REFUND_GOAL
+
+try:
+    default_model_file()
+    from gated_react.local import binary_path
+
+    binary_path()
+    MISSING = ""
+except LocalModelUnavailable as exc:
+    MISSING = str(exc)
+
+needs_model = pytest.mark.skipif(bool(MISSING), reason=f"local model not installed: {MISSING}")
+pytestmark = pytest.mark.local_model
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+@needs_model
+def test_three_refund_runs_end_with_documented_stops_and_the_gate_holds() -> None:
+    with local_server() as server:
+        pid = server.pid
+        graph = build_graph(local_chat_model(server), SUPPORT_TOOLS, policy=local_policy())
+        outcomes = [graph.invoke({"goal": REFUND_GOAL}) for _ in range(3)]
+    for out in outcomes:
+        reason, _ = parse_stop_reason(out["stop_reason"])
+        assert reason in StopReason
+        assert out["status"] in ("ok", "stopped")
+        ran = [h["action"]["name"] for h in out["history"]]
+        assert set(ran) <= {t.name for t in SUPPORT_TOOLS}
+        assert [t["tool"] for t in out["trace"]][: len(ran)] == ran
+        assert len(out["trace"]) - len(ran) <= 1
+        assert out["usage"]["tool_calls"] <= local_policy().budget.max_tool_calls
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "llama-server outlived its with-block"
+
+
+@needs_model
+def test_a_killed_parent_leaves_no_server_behind(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from gated_react.local import local_server
+        with local_server() as server:
+            print(server.pid, flush=True)
+            time.sleep(600)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    ) as parent:
+        try:
+            server_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+            assert _alive(server_pid)
+            parent.send_signal(signal.SIGKILL)
+            parent.wait(timeout=10)
+            deadline = time.monotonic() + 10
+            while _alive(server_pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not _alive(server_pid), "the server outlived its killed parent"
+        finally:
+            parent.kill()
+
+
+def test_a_missing_model_file_is_one_clear_error(tmp_path: Path) -> None:
+    with (
+        pytest.raises(LocalModelUnavailable, match=r"does not exist|not installed"),
+        local_server(tmp_path / "nope.gguf"),
+    ):
+        pass

@@ -1,0 +1,341 @@
+"""A real ``langgraph dev`` with the repository's ``langgraph.json``, driven by ``langgraph-sdk``
+(the client Studio uses); the server's model is a local chat-completions server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from gated_react.studio_context import RefundContext, WorkbenchContext
+
+from .helpers import REFUND_GOAL
+from .openai_server import Delay, FakeOpenAI, reply, tool_call
+from .studio_server import DevServer
+from .test_graph import EDGES
+
+pytestmark = pytest.mark.studio
+
+NODES = {
+    "__start__",
+    "decide",
+    "validate",
+    "gate",
+    "execute",
+    "observe",
+    "finish",
+    "stop",
+    "__end__",
+}
+BILLING_NEEDS_A_HUMAN = {"require_approval": ["get_user_billing"], "max_steps": 6}
+REFUND_SCRIPT = [
+    tool_call("get_user_profile", user_id=42),
+    tool_call("get_user_billing", user_id=42),
+    tool_call("search_policy", query="refund pro monthly"),
+    reply("Yes: Anna's Pro monthly plan is within the 14-day window, USD 49.00 goes back."),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    server = _server(tmp_path_factory.mktemp("studio"), model)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+    assert not (server.workdir / ".langgraph_api").exists()
+
+
+def _server(workdir: Path, model: FakeOpenAI) -> DevServer:
+    env = {
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_MAX_RETRIES": "0",
+        "GATED_REACT_DB": str(workdir / "runs.sqlite"),
+    }
+    return DevServer(workdir, env)
+
+
+def _drive(server: DevServer, scenario: Callable[[LangGraphClient], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        client = get_client(url=server.url)
+        try:
+            return await scenario(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+async def _system_assistant(client: LangGraphClient, graph_id: str) -> str:
+    found = await client.assistants.search(graph_id=graph_id, metadata={"created_by": "system"})
+    return str(found[0]["assistant_id"])
+
+
+def test_the_drawing_shows_every_node_and_labelled_branch(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> None:
+        for graph_id in ("refund", "workbench"):
+            drawn = await client.assistants.get_graph(await _system_assistant(client, graph_id))
+            assert {node["id"] for node in drawn["nodes"]} == NODES
+            edges = {(e["source"], e["target"], e.get("data")) for e in drawn["edges"]}
+            assert edges == EDGES
+            conditional = {
+                (e["source"], e["target"]) for e in drawn["edges"] if e.get("conditional")
+            }
+            assert conditional == {
+                (s, t) for s, t, _ in EDGES if s in {"decide", "validate", "gate", "observe"}
+            }
+
+    _drive(dev, scenario)
+
+
+def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> None:
+        for graph_id, schema in (("refund", RefundContext), ("workbench", WorkbenchContext)):
+            shown = await client.assistants.get_schemas(await _system_assistant(client, graph_id))
+            form = shown["context_schema"]
+            assert form == schema.model_json_schema()
+            assert set(form["properties"]) == set(schema.model_fields)
+            assert all(field["description"] for field in form["properties"].values())
+            assert shown["input_schema"]["required"] == ["goal"]
+
+    _drive(dev, scenario)
+
+
+def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(*REFUND_SCRIPT)
+
+    async def scenario(client: LangGraphClient) -> None:
+        assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
+        aid, tid = assistant["assistant_id"], (await client.threads.create())["thread_id"]
+        updates = [
+            part.data
+            async for part in client.runs.stream(
+                tid, aid, input={"goal": REFUND_GOAL}, stream_mode="updates"
+            )
+            if part.event == "updates"
+        ]
+        nodes = [name for update in updates for name in update]
+        assert nodes == [
+            *("decide", "validate", "gate", "execute", "observe"),
+            *("decide", "validate", "__interrupt__"),
+        ]
+        question = updates[-1]["__interrupt__"][0]["value"]
+        assert (question["kind"], question["tool"], question["args"]) == (
+            "approval",
+            "get_user_billing",
+            {"user_id": 42},
+        )
+
+        paused = await client.threads.get_state(tid)
+        assert paused["next"] == ["gate"]
+        assert "status" not in paused["values"]  # unset until the run ends
+        assert paused["values"]["action"]["name"] == "get_user_billing"
+        assert [step["action"]["name"] for step in paused["values"]["history"]] == [
+            "get_user_profile"
+        ]
+        history = await client.threads.get_history(tid, limit=50)
+        assert history[0]["checkpoint"] == paused["checkpoint"]  # newest first
+        assert [snap["values"].get("usage", {}).get("steps") for snap in history[:3]] == [2, 2, 1]
+
+        done = await client.runs.wait(tid, aid, command={"resume": {"approved": True}})
+        assert isinstance(done, dict)
+        final = (await client.threads.get_state(tid))["values"]
+        assert final == done | {k: final[k] for k in final.keys() - done.keys()}
+        assert (final["status"], final["stop_reason"]) == ("ok", "success")
+        assert "USD 49.00" in final["answer"]
+        assert [entry["tool"] for entry in final["trace"]] == [
+            "get_user_profile",
+            "get_user_billing",
+            "search_policy",
+        ]
+
+    _drive(dev, scenario)
+    requests = model.requests[-4:]
+    assert [r["model"] for r in requests] == ["gpt-4.1-mini"] * 4
+    tools = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert tools == {"get_user_profile", "get_user_billing", "search_policy"}
+
+
+def test_a_rejected_call_is_the_stop_reason_of_the_thread(
+    dev: DevServer, model: FakeOpenAI
+) -> None:
+    model.push(tool_call("get_user_billing", user_id=42))
+
+    async def scenario(client: LangGraphClient) -> None:
+        assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
+        aid, tid = assistant["assistant_id"], (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, aid, input={"goal": REFUND_GOAL})
+        reject = {"resume": {"approved": False, "reason": "billing data stays private"}}
+        await client.runs.wait(tid, aid, command=reject)
+        final = (await client.threads.get_state(tid))["values"]
+        assert (final["status"], final["stop_reason"]) == (
+            "stopped",
+            "tool_rejected:get_user_billing",
+        )
+        assert "billing data stays private" in final["message"]
+        assert final["trace"][-1]["stop_reason"] == "tool_rejected:get_user_billing"
+
+    _drive(dev, scenario)
+
+
+def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(tool_call("get_user_billing", user_id=42))
+    context = {"model": "local-7b", "allow": ["get_user_profile"], "max_tool_calls": 1}
+
+    async def scenario(client: LangGraphClient) -> dict[str, Any]:
+        assistant = await client.assistants.create(graph_id="refund", context=context)
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(tid, assistant["assistant_id"], input={"goal": "refund?"})
+        assert isinstance(out, dict)
+        return out
+
+    out = _drive(dev, scenario)
+    assert (out["status"], out["stop_reason"]) == ("stopped", "tool_denied:get_user_billing")
+    request = model.requests[-1]
+    assert request["model"] == "local-7b"
+    assert [t["function"]["name"] for t in request["tools"]] == ["get_user_profile"]
+
+
+def test_an_invalid_context_is_one_clear_error(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> list[Any]:
+        bad = {"max_steps": 0, "protocl": "json"}
+        assistant = await client.assistants.create(graph_id="refund", context=bad)
+        tid = (await client.threads.create())["thread_id"]
+        stream = client.runs.stream(tid, assistant["assistant_id"], input={"goal": "x"})
+        return [part.data async for part in stream if part.event == "error"]
+
+    errors = _drive(dev, scenario)
+    assert errors == [
+        {
+            "error": "ContextError",
+            "message": "invalid context: max_steps: Input should be greater than or equal to 1 "
+            "(got 0); protocl: Extra inputs are not permitted (got 'json')",
+        }
+    ]
+
+
+def test_the_workbench_calculates_and_reads_its_workspace(
+    dev: DevServer, model: FakeOpenAI, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.md").write_text("Order 17: 3 items at USD 12.50\n")
+    model.push(
+        tool_call("read_file", path="notes.md"),
+        tool_call("calculate", expression="3 * 12.50"),
+        reply("USD 37.50"),
+    )
+
+    async def scenario(client: LangGraphClient) -> dict[str, Any]:
+        context = {"workspace_root": str(tmp_path)}
+        assistant = await client.assistants.create(graph_id="workbench", context=context)
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(tid, assistant["assistant_id"], input={"goal": "total?"})
+        assert isinstance(out, dict)
+        return out
+
+    out = _drive(dev, scenario)
+    assert out["answer"] == "USD 37.50", json.dumps(out)[:500]
+    assert [step["observation"] for step in out["history"]] == [
+        "Order 17: 3 items at USD 12.50\n",
+        {"expression": "3 * 12.50", "result": 37.5},
+    ]
+
+
+def _respond(request: dict[str, Any], first_seen: set[str]) -> Any:
+    """A model that answers from the prompt, not from a script order: the server may replay a
+    request after a restart. Holds the first 'second decision' of the mid-run thread for 60 s,
+    long enough for the test to kill the server while the call is in flight."""
+    payload = json.loads(request["messages"][1]["content"])
+    done = [step["tool"] for step in payload["recent_steps"]]
+    if payload["goal"] == PAUSED_GOAL:
+        return tool_call("get_user_billing", user_id=42) if not done else reply("USD 49")
+    if not done:
+        return tool_call("get_user_profile", user_id=42)
+    if "held" not in first_seen:
+        first_seen.add("held")
+        return Delay(60, reply("too late"))
+    return reply("Anna")
+
+
+PAUSED_GOAL = "User 42: refund amount?"
+MIDRUN_GOAL = "Who is user 42?"
+
+
+async def _reattach(client: LangGraphClient, assistant: dict[str, Any], tids: list[str]) -> None:
+    """The dev server keeps its list of assistants and threads in .langgraph_api/, flushed every
+    10 s; their runs live in our store. Re-register the ids (a no-op when the list survived)."""
+    await client.assistants.create(
+        graph_id="refund",
+        assistant_id=assistant["assistant_id"],
+        context=assistant["context"],
+        if_exists="do_nothing",
+    )
+    for tid in tids:
+        await client.threads.create(thread_id=tid, graph_id="refund", if_exists="do_nothing")
+
+
+def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
+    seen: set[str] = set()
+    with FakeOpenAI(default=lambda request: _respond(request, seen)) as model:
+        server = _server(tmp_path, model)
+        try:
+            server.start()
+
+            async def before(client: LangGraphClient) -> tuple[dict[str, Any], str, str]:
+                assistant = await client.assistants.create(
+                    graph_id="refund", context=BILLING_NEEDS_A_HUMAN
+                )
+                aid = assistant["assistant_id"]
+                paused = (await client.threads.create())["thread_id"]
+                await client.runs.wait(paused, aid, input={"goal": PAUSED_GOAL})
+                midrun = (await client.threads.create())["thread_id"]
+                await client.runs.create(midrun, aid, input={"goal": MIDRUN_GOAL})
+                while "held" not in seen:  # the second model call of that run is in flight
+                    await asyncio.sleep(0.05)
+                return assistant, paused, midrun
+
+            assistant, paused, midrun = _drive(server, before)
+            server.kill()
+            server.start()
+
+            async def after(client: LangGraphClient) -> None:
+                await _reattach(client, assistant, [paused, midrun])
+                aid = assistant["assistant_id"]
+
+                waiting = await client.threads.get_state(paused)
+                assert waiting["next"] == ["gate"]
+                assert waiting["interrupts"][0]["value"]["tool"] == "get_user_billing"
+                await client.runs.wait(paused, aid, command={"resume": {"approved": True}})
+                final = (await client.threads.get_state(paused))["values"]
+                assert (final["stop_reason"], final["answer"]) == ("success", "USD 49")
+
+                cut = await client.threads.get_state(midrun)
+                assert cut["next"] == ["decide"]
+                assert cut["values"]["usage"]["steps"] == 1  # the killed decision never counted
+                runs = await client.runs.list(midrun)
+                active = [r for r in runs if r["status"] in ("pending", "running")]
+                if active:  # the server's own retry of a run it had recorded as running
+                    await client.runs.join(midrun, active[0]["run_id"])
+                else:
+                    await client.runs.wait(midrun, aid, input=None)
+                final = (await client.threads.get_state(midrun))["values"]
+                assert (final["stop_reason"], final["answer"]) == ("success", "Anna")
+                assert [step["action"]["name"] for step in final["history"]] == ["get_user_profile"]
+                assert final["usage"]["steps"] == 2
+
+            _drive(server, after)
+        finally:
+            server.cleanup()
+    assert len(server.startup_seconds) == 2

@@ -54,5 +54,13 @@ demo: local
 	$(BIN)/gated-react run --toolkit support \
 		"User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount."
 
+# The dev server moves silently to a random port when its port is taken: pick a free one first.
+FREE_PORT := import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])
+STORE := from gated_react.checkpoint import mask; from gated_react.settings import Settings; print(mask(Settings().store_url()))
+studio: setup
+	@port=$${STUDIO_PORT:-$$($(BIN)/python -c '$(FREE_PORT)')}; \
+	echo "langgraph dev on http://127.0.0.1:$$port, runs stored in $$($(BIN)/python -c '$(STORE)')"; \
+	$(OFFLINE_ENV) $(BIN)/langgraph dev --no-browser --no-reload --host 127.0.0.1 --port $$port
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api

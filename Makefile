@@ -37,8 +37,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests docs/examples
+	$(BIN)/ruff format --check src tests docs/examples
 
 typecheck: setup
 	$(BIN)/mypy src
@@ -47,8 +47,8 @@ pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 format: setup
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests docs/examples
+	$(BIN)/ruff check --fix src tests docs/examples
 
 demo: local
 	$(BIN)/gated-react run --toolkit support \

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from gated_react.studio_context import RefundContext, WorkbenchContext
 
 from .helpers import REFUND_GOAL
 from .openai_server import Delay, FakeOpenAI, reply, tool_call
-from .studio_server import DevServer
+from .studio_server import REPO, DevServer
 from .test_graph import EDGES
 
 pytestmark = pytest.mark.studio
@@ -339,3 +341,22 @@ def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
         finally:
             server.cleanup()
     assert len(server.startup_seconds) == 2
+
+
+def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(*REFUND_SCRIPT)
+    example = REPO / "docs" / "examples" / "studio_client.py"
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(example), dev.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:5] == [
+        f"node: {name}" for name in ("decide", "validate", "gate", "execute", "observe")
+    ]
+    assert "waiting at ['gate'] for: get_user_billing {'user_id': 42}" in lines
+    assert "stop_reason: success" in lines

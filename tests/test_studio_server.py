@@ -303,9 +303,16 @@ def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
                 paused = (await client.threads.create())["thread_id"]
                 await client.runs.wait(paused, aid, input={"goal": PAUSED_GOAL})
                 midrun = (await client.threads.create())["thread_id"]
-                await client.runs.create(midrun, aid, input={"goal": MIDRUN_GOAL})
-                while "held" not in seen:  # the second model call of that run is in flight
+                # "sync": each checkpoint is on disk before the next node starts, so the kill
+                # point is exact (the server's default, "async", may redo a node or two).
+                await client.runs.create(
+                    midrun, aid, input={"goal": MIDRUN_GOAL}, durability="sync"
+                )
+                for _ in range(1200):  # until its second model call is in flight (60 s at most)
+                    if "held" in seen:
+                        break
                     await asyncio.sleep(0.05)
+                assert "held" in seen, server.tail()
                 return assistant, paused, midrun
 
             assistant, paused, midrun = _drive(server, before)
@@ -323,14 +330,14 @@ def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
                 final = (await client.threads.get_state(paused))["values"]
                 assert (final["stop_reason"], final["answer"]) == ("success", "USD 49")
 
-                cut = await client.threads.get_state(midrun)
-                assert cut["next"] == ["decide"]
-                assert cut["values"]["usage"]["steps"] == 1  # the killed decision never counted
                 runs = await client.runs.list(midrun)
                 active = [r for r in runs if r["status"] in ("pending", "running")]
-                if active:  # the server's own retry of a run it had recorded as running
+                if active:  # the server's own retry of a run its list had recorded as running
                     await client.runs.join(midrun, active[0]["run_id"])
                 else:
+                    cut = await client.threads.get_state(midrun)
+                    assert cut["next"] == ["decide"]  # saved before the killed call began
+                    assert cut["values"]["usage"]["steps"] == 1  # the killed call never counted
                     await client.runs.wait(midrun, aid, input=None)
                 final = (await client.threads.get_state(midrun))["values"]
                 assert (final["stop_reason"], final["answer"]) == ("success", "Anna")

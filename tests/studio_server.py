@@ -6,6 +6,7 @@ The server runs in a scratch folder (its ``.langgraph_api/`` lands there) with t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -15,7 +16,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from .openai_server import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
@@ -123,3 +131,26 @@ class DevServer:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def dev_server(workdir: Path, model: FakeOpenAI) -> DevServer:
+    """A dev server whose model is ``model`` and whose store is a SQLite file in ``workdir``."""
+    env = {
+        "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_MAX_RETRIES": "0",
+        "GATED_REACT_DB": str(workdir / "runs.sqlite"),
+    }
+    return DevServer(workdir, env)
+
+
+def drive(server: DevServer, scenario: Callable[[LangGraphClient], Awaitable[Any]]) -> Any:
+    """Run an async SDK scenario against the server (a fresh client, closed after)."""
+
+    async def main() -> Any:
+        client = get_client(url=server.url)
+        try:
+            return await scenario(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())

@@ -3,23 +3,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from gated_react.studio_context import RefundContext, WorkbenchContext
 
 from .helpers import REFUND_GOAL
-from .openai_server import Delay, FakeOpenAI, reply, tool_call
-from .studio_server import REPO, DevServer
+from .openai_server import FakeOpenAI, reply, tool_call
+from .studio_server import REPO, DevServer, dev_server, drive
 from .test_graph import EDGES
 
 pytestmark = pytest.mark.studio
@@ -52,33 +50,13 @@ def model() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    server = _server(tmp_path_factory.mktemp("studio"), model)
+    server = dev_server(tmp_path_factory.mktemp("studio"), model)
     try:
         server.start()
         yield server
     finally:
         server.cleanup()
     assert not (server.workdir / ".langgraph_api").exists()
-
-
-def _server(workdir: Path, model: FakeOpenAI) -> DevServer:
-    env = {
-        "OPENAI_BASE_URL": model.base_url,
-        "OPENAI_MAX_RETRIES": "0",
-        "GATED_REACT_DB": str(workdir / "runs.sqlite"),
-    }
-    return DevServer(workdir, env)
-
-
-def _drive(server: DevServer, scenario: Callable[[LangGraphClient], Awaitable[Any]]) -> Any:
-    async def main() -> Any:
-        client = get_client(url=server.url)
-        try:
-            return await scenario(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(main())
 
 
 async def _system_assistant(client: LangGraphClient, graph_id: str) -> str:
@@ -100,7 +78,7 @@ def test_the_drawing_shows_every_node_and_labelled_branch(dev: DevServer) -> Non
                 (s, t) for s, t, _ in EDGES if s in {"decide", "validate", "gate", "observe"}
             }
 
-    _drive(dev, scenario)
+    drive(dev, scenario)
 
 
 def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
@@ -113,7 +91,7 @@ def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
             assert all(field["description"] for field in form["properties"].values())
             assert shown["input_schema"]["required"] == ["goal"]
 
-    _drive(dev, scenario)
+    drive(dev, scenario)
 
 
 def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeOpenAI) -> None:
@@ -164,7 +142,7 @@ def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeO
             "search_policy",
         ]
 
-    _drive(dev, scenario)
+    drive(dev, scenario)
     requests = model.requests[-4:]
     assert [r["model"] for r in requests] == ["gpt-4.1-mini"] * 4
     tools = {t["function"]["name"] for t in requests[0]["tools"]}
@@ -190,7 +168,7 @@ def test_a_rejected_call_is_the_stop_reason_of_the_thread(
         assert "billing data stays private" in final["message"]
         assert final["trace"][-1]["stop_reason"] == "tool_rejected:get_user_billing"
 
-    _drive(dev, scenario)
+    drive(dev, scenario)
 
 
 def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: FakeOpenAI) -> None:
@@ -204,7 +182,7 @@ def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: Fake
         assert isinstance(out, dict)
         return out
 
-    out = _drive(dev, scenario)
+    out = drive(dev, scenario)
     assert (out["status"], out["stop_reason"]) == ("stopped", "tool_denied:get_user_billing")
     request = model.requests[-1]
     assert request["model"] == "local-7b"
@@ -219,7 +197,7 @@ def test_an_invalid_context_is_one_clear_error(dev: DevServer) -> None:
         stream = client.runs.stream(tid, assistant["assistant_id"], input={"goal": "x"})
         return [part.data async for part in stream if part.event == "error"]
 
-    errors = _drive(dev, scenario)
+    errors = drive(dev, scenario)
     assert errors == [
         {
             "error": "ContextError",
@@ -247,107 +225,12 @@ def test_the_workbench_calculates_and_reads_its_workspace(
         assert isinstance(out, dict)
         return out
 
-    out = _drive(dev, scenario)
+    out = drive(dev, scenario)
     assert out["answer"] == "USD 37.50", json.dumps(out)[:500]
     assert [step["observation"] for step in out["history"]] == [
         "Order 17: 3 items at USD 12.50\n",
         {"expression": "3 * 12.50", "result": 37.5},
     ]
-
-
-def _respond(request: dict[str, Any], first_seen: set[str]) -> Any:
-    """A model that answers from the prompt, not from a script order: the server may replay a
-    request after a restart. Holds the first 'second decision' of the mid-run thread for 60 s,
-    long enough for the test to kill the server while the call is in flight."""
-    payload = json.loads(request["messages"][1]["content"])
-    done = [step["tool"] for step in payload["recent_steps"]]
-    if payload["goal"] == PAUSED_GOAL:
-        return tool_call("get_user_billing", user_id=42) if not done else reply("USD 49")
-    if not done:
-        return tool_call("get_user_profile", user_id=42)
-    if "held" not in first_seen:
-        first_seen.add("held")
-        return Delay(60, reply("too late"))
-    return reply("Anna")
-
-
-PAUSED_GOAL = "User 42: refund amount?"
-MIDRUN_GOAL = "Who is user 42?"
-
-
-async def _reattach(client: LangGraphClient, assistant: dict[str, Any], tids: list[str]) -> None:
-    """The dev server keeps its list of assistants and threads in .langgraph_api/, flushed every
-    10 s; their runs live in our store. Re-register the ids (a no-op when the list survived)."""
-    await client.assistants.create(
-        graph_id="refund",
-        assistant_id=assistant["assistant_id"],
-        context=assistant["context"],
-        if_exists="do_nothing",
-    )
-    for tid in tids:
-        await client.threads.create(thread_id=tid, graph_id="refund", if_exists="do_nothing")
-
-
-def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
-    seen: set[str] = set()
-    with FakeOpenAI(default=lambda request: _respond(request, seen)) as model:
-        server = _server(tmp_path, model)
-        try:
-            server.start()
-
-            async def before(client: LangGraphClient) -> tuple[dict[str, Any], str, str]:
-                assistant = await client.assistants.create(
-                    graph_id="refund", context=BILLING_NEEDS_A_HUMAN
-                )
-                aid = assistant["assistant_id"]
-                paused = (await client.threads.create())["thread_id"]
-                await client.runs.wait(paused, aid, input={"goal": PAUSED_GOAL})
-                midrun = (await client.threads.create())["thread_id"]
-                # "sync": each checkpoint is on disk before the next node starts, so the kill
-                # point is exact (the server's default, "async", may redo a node or two).
-                await client.runs.create(
-                    midrun, aid, input={"goal": MIDRUN_GOAL}, durability="sync"
-                )
-                for _ in range(1200):  # until its second model call is in flight (60 s at most)
-                    if "held" in seen:
-                        break
-                    await asyncio.sleep(0.05)
-                assert "held" in seen, server.tail()
-                return assistant, paused, midrun
-
-            assistant, paused, midrun = _drive(server, before)
-            server.kill()
-            server.start()
-
-            async def after(client: LangGraphClient) -> None:
-                await _reattach(client, assistant, [paused, midrun])
-                aid = assistant["assistant_id"]
-
-                waiting = await client.threads.get_state(paused)
-                assert waiting["next"] == ["gate"]
-                assert waiting["interrupts"][0]["value"]["tool"] == "get_user_billing"
-                await client.runs.wait(paused, aid, command={"resume": {"approved": True}})
-                final = (await client.threads.get_state(paused))["values"]
-                assert (final["stop_reason"], final["answer"]) == ("success", "USD 49")
-
-                runs = await client.runs.list(midrun)
-                active = [r for r in runs if r["status"] in ("pending", "running")]
-                if active:  # the server's own retry of a run its list had recorded as running
-                    await client.runs.join(midrun, active[0]["run_id"])
-                else:
-                    cut = await client.threads.get_state(midrun)
-                    assert cut["next"] == ["decide"]  # saved before the killed call began
-                    assert cut["values"]["usage"]["steps"] == 1  # the killed call never counted
-                    await client.runs.wait(midrun, aid, input=None)
-                final = (await client.threads.get_state(midrun))["values"]
-                assert (final["stop_reason"], final["answer"]) == ("success", "Anna")
-                assert [step["action"]["name"] for step in final["history"]] == ["get_user_profile"]
-                assert final["usage"]["steps"] == 2
-
-            _drive(server, after)
-        finally:
-            server.cleanup()
-    assert len(server.startup_seconds) == 2
 
 
 def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) -> None:

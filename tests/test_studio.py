@@ -25,6 +25,8 @@ from gated_react.studio_context import RefundContext, StudioContext, WorkbenchCo
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from .openai_server import FakeOpenAI, reply, tool_call
+
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY_FIELDS = (set(Policy.model_fields) - {"budget", "answer_schema"}) | set(Budget.model_fields)
 
@@ -157,10 +159,17 @@ def test_the_workbench_is_confined_to_its_folder(
         workbench_graph(WorkbenchContext(workspace_root=str(tmp_path / "missing")))
 
 
-def test_the_shipped_workspace_has_a_failing_test_to_debug() -> None:
-    root = REPO / "docs" / "studio-workspace"
-    assert (root / "test_cart.py").is_file()
-    assert (root / "src" / "cart.py").is_file()
+def test_the_shipped_workspace_has_a_failing_test_to_debug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = [tool_call("run_tests", path="test_cart.py"), reply("The discount starts one late.")]
+    with FakeOpenAI(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.chdir(REPO)
+        out = workbench_graph(WorkbenchContext()).invoke({"goal": "Why does test_cart fail?"})
+    result = out["history"][0]["observation"]
+    assert result["passed"] is False
+    assert "assert 30.0 == 27.0" in result["output"]
 
 
 def test_the_checkpointer_opens_the_configured_store(

@@ -37,8 +37,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples benchmarks
-	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/ruff check src tests examples benchmarks docs/examples
+	$(BIN)/ruff format --check src tests examples benchmarks docs/examples
 
 typecheck: setup
 	$(BIN)/mypy src
@@ -47,8 +47,8 @@ pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 format: setup
-	$(BIN)/ruff format src tests examples benchmarks
-	$(BIN)/ruff check --fix src tests examples benchmarks
+	$(BIN)/ruff format src tests examples benchmarks docs/examples
+	$(BIN)/ruff check --fix src tests examples benchmarks docs/examples
 
 demo: local
 	$(BIN)/gated-react run --toolkit support \
@@ -59,6 +59,14 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m benchmarks --quick --out benchmarks/results/quick.json
+
+# The dev server moves silently to a random port when its port is taken: pick a free one first.
+FREE_PORT := import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])
+STORE := from gated_react.checkpoint import mask; from gated_react.settings import Settings; print(mask(Settings().store_url()))
+studio: setup
+	@port=$${STUDIO_PORT:-$$($(BIN)/python -c '$(FREE_PORT)')}; \
+	echo "langgraph dev on http://127.0.0.1:$$port, runs stored in $$($(BIN)/python -c '$(STORE)')"; \
+	$(OFFLINE_ENV) $(BIN)/langgraph dev --no-browser --no-reload --host 127.0.0.1 --port $$port
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api

@@ -19,6 +19,7 @@ PUBLIC = [
     "aopen_checkpointer",
     "aresume",
     "arun",
+    "as_tool",
     "build_graph",
     "open_checkpointer",
     "read",

@@ -5,6 +5,7 @@ The model proposes; the policy decides.
 
 from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
 from gated_react.graph import build_graph
+from gated_react.interop import as_tool
 from gated_react.locks import ThreadBusy
 from gated_react.policy import Budget, Policy
 from gated_react.runs import ThreadExists, UnknownThread, aresume, arun, read, resume, run
@@ -26,6 +27,7 @@ __all__ = [
     "aopen_checkpointer",
     "aresume",
     "arun",
+    "as_tool",
     "build_graph",
     "open_checkpointer",
     "read",

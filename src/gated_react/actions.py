@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from gated_react.state import FinalAction, ToolAction
 
 _FINAL_KEYS = frozenset({"kind", "answer"})
@@ -99,3 +101,24 @@ def _tool(candidate: dict[Any, Any]) -> ToolAction:
 
 def _names(keys: set[Any]) -> list[str]:
     return sorted(str(key)[:40] for key in keys)[:5]
+
+
+def check_answer(action: FinalAction, schema: type[BaseModel]) -> FinalAction:
+    """A final answer whose text is one JSON object fitting ``schema``, rewritten as that
+    object's canonical JSON; anything else is ``answer_schema``."""
+    try:
+        data = load_json(action.answer)
+    except ActionError as err:
+        raise ActionError(
+            "answer_schema", f"the answer must be one JSON object fitting {schema.__name__}: {err}"
+        ) from None
+    try:
+        fitted = schema.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise ActionError(
+            "answer_schema", f"the answer does not fit {schema.__name__}: {problems}"
+        ) from None
+    return FinalAction(answer=fitted.model_dump_json())

@@ -41,7 +41,7 @@ class Agent:
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
             policy=policy,
             protocol=protocol,
-            system=system_prompt(protocol.instructions(visible)),
+            system=system_prompt(protocol.instructions(visible), policy.answer_schema),
         )
 
     def idempotent(self, tool: str) -> bool:

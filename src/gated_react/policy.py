@@ -74,6 +74,8 @@ class Policy(BaseModel):
     """What a malformed model reply does: end the run, or get a format reminder and another try."""
     max_invalid_retries: int = Field(default=2, ge=0, le=10)
     """How many reminders in a row a malformed reply may get before the run stops."""
+    answer_schema: type[BaseModel] | None = None
+    """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
 
     def allowed(self, registered: frozenset[str]) -> frozenset[str]:
         """The names the gate lets through: the allowlist narrowed to what is registered."""

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
 
 from gated_react.policy import Policy
 from gated_react.state import State
@@ -25,9 +26,18 @@ Rules:
 {instructions}"""
 
 
-def system_prompt(instructions: str) -> str:
-    """The fixed part of every request."""
-    return _SYSTEM.format(instructions=instructions)
+_ANSWER = """
+
+The text of your final answer must be one JSON object, and nothing else, fitting this JSON schema:
+{schema}"""
+
+
+def system_prompt(instructions: str, answer_schema: type[BaseModel] | None = None) -> str:
+    """The fixed part of every request; it shows the answer's JSON schema when there is one."""
+    text = _SYSTEM.format(instructions=instructions)
+    if answer_schema is None:
+        return text
+    return text + _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
 
 
 def build_messages(state: State, system: str, policy: Policy) -> list[BaseMessage]:

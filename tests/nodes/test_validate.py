@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from gated_react.nodes.validate import validate
 
 from ..helpers import agent, state
@@ -43,3 +45,52 @@ def test_a_retry_never_exceeds_max_steps() -> None:
     parts = agent(protocol="text", on_invalid_action="retry", max_steps=3)
     update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), agent=parts)
     assert update["stop_reason"] == "max_steps"
+
+
+class Refund(BaseModel):
+    """The structured answer the refund tests ask for."""
+
+    model_config = ConfigDict(extra="forbid")
+    eligible: bool
+    amount_usd: float
+
+
+def test_an_answer_fitting_the_schema_is_stored_as_its_canonical_json() -> None:
+    parts = agent(answer_schema=Refund)
+    reply = {"text": '```json\n{"amount_usd": 49, "eligible": true}\n```'}
+    update = validate(state(reply=reply), agent=parts)
+    assert update["action"] == {"kind": "final", "answer": '{"eligible":true,"amount_usd":49.0}'}
+    assert "retry" not in update  # nothing to clear: no reminder was pending
+
+
+def test_an_answer_missing_the_schema_gets_one_reminder_with_the_error() -> None:
+    parts = agent(answer_schema=Refund)  # on_invalid_action="stop" (the default)
+    first = validate(state(reply={"text": '{"eligible": true}'}), agent=parts)
+    assert "stop_reason" not in first
+    assert first["retry"] == {
+        "why": "answer_schema",
+        "message": "the answer does not fit Refund: amount_usd: Field required",
+        "count": 1,
+    }
+    second = validate(
+        state(reply={"text": "Yes, USD 49."}, retry=first["retry"], usage={"steps": 2}),
+        agent=parts,
+    )
+    assert second["stop_reason"] == "invalid_action:answer_schema"
+    assert "must be one JSON object fitting Refund: not valid JSON" in second["message"]
+
+
+def test_retry_mode_may_give_a_schema_miss_more_reminders() -> None:
+    parts = agent(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=2)
+    missed = {"why": "answer_schema", "message": "m", "count": 1}
+    update = validate(state(reply={"text": "[]"}, retry=missed), agent=parts)
+    assert update["retry"]["count"] == 2
+    assert "Input should be a valid dictionary" in update["retry"]["message"]
+
+
+def test_the_schema_leaves_tool_calls_and_other_violations_alone() -> None:
+    parts = agent(answer_schema=Refund, protocol="json")
+    call = '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'
+    assert validate(state(reply={"text": call}), agent=parts)["action"]["kind"] == "tool"
+    broken = validate(state(reply={"text": '{"kind": "final"}'}), agent=parts)
+    assert broken["stop_reason"] == "invalid_action:missing_answer"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gated_react.actions import ActionError, check_contract
+from gated_react.actions import ActionError, check_answer, check_contract
 from gated_react.agent import Agent
 from gated_react.budget import check_before_step
-from gated_react.state import Retry, Step, dump
+from gated_react.state import FinalAction, Retry, Step, dump
 from gated_react.stops import Stop, StopReason
 
 
@@ -20,6 +20,9 @@ def validate(state: Step, *, agent: Agent) -> dict[str, Any]:
     try:
         candidate = agent.protocol.candidate(state.reply, agent.tools)
         action = check_contract(candidate)
+        schema = agent.policy.answer_schema
+        if isinstance(action, FinalAction) and schema is not None:
+            action = check_answer(action, schema)
     except ActionError as err:
         return rejected(state, err, agent)
     # Each written channel is a row in the store: clear the retry note only when one is set.
@@ -27,10 +30,16 @@ def validate(state: Step, *, agent: Agent) -> dict[str, Any]:
 
 
 def rejected(state: Step, err: ActionError, agent: Agent) -> dict[str, Any]:
-    """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left."""
+    """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left.
+
+    An answer that misses ``answer_schema`` always gets at least one reminder: the model did
+    answer, and the validation error tells it exactly what to fix."""
     policy = agent.policy
     streak = state.retry.count if state.retry else 0
-    if policy.on_invalid_action == "retry" and streak < policy.max_invalid_retries:
+    allowed = policy.max_invalid_retries if policy.on_invalid_action == "retry" else 0
+    if err.why == "answer_schema":
+        allowed = max(allowed, 1)
+    if streak < allowed:
         over = check_before_step(state.usage, policy.budget)
         if over is not None:
             return {**over.update(), "action": None}

@@ -1,0 +1,87 @@
+"""A gated-react agent as a LangChain tool, so another agent (gated or not) can delegate to it.
+
+The inner agent runs as a run of its own: a fresh thread, none of the caller's graph internals,
+only its callbacks (so traces nest). Its end, success or stop, comes back as the tool's result;
+a stopped inner run is data for the caller, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field
+
+from gated_react.runs import Graph
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+RESULT_KEYS = ("status", "stop_reason", "message", "answer")
+
+
+class AgentTask(BaseModel):
+    """What the calling agent sends."""
+
+    goal: str = Field(min_length=1, max_length=4000, description="The task, in plain words")
+
+
+class AgentTool(BaseTool):
+    """Runs a compiled gated-react graph for one goal and returns how it ended."""
+
+    graph: Any
+    args_schema: type[BaseModel] = AgentTask
+
+    def _run(
+        self, goal: str, run_manager: CallbackManagerForToolRun | None = None, **_: Any
+    ) -> dict[str, Any]:
+        child = run_manager.get_child() if run_manager else None
+        return outcome(self.graph.invoke({"goal": goal}, _own_run(child)))
+
+    async def _arun(
+        self, goal: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **_: Any
+    ) -> dict[str, Any]:
+        child = run_manager.get_child() if run_manager else None
+        return outcome(await self.graph.ainvoke({"goal": goal}, _own_run(child)))
+
+
+def as_tool(graph: Graph, name: str, description: str, *, idempotent: bool = False) -> BaseTool:
+    """``graph`` (from ``build_graph``) as a tool taking ``{"goal": str}``.
+
+    The result is ``{"status", "stop_reason", "message", "answer"}``; a run that pauses for a
+    human approval comes back with ``status="paused"`` and the question under ``pending``
+    (a tool call cannot answer it: put the tool itself under the caller's ``require_approval``).
+    Mark the tool ``idempotent`` only when the inner agent's tools are all safe to repeat.
+    """
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"tool name {name[:80]!r} must be 1-64 letters, digits, '_' or '-'")
+    if not description.strip():
+        raise ValueError("a tool needs a description: the calling model chooses tools by it")
+    return AgentTool(
+        graph=graph,
+        name=name,
+        description=description.strip(),
+        metadata={"idempotent": idempotent},
+    )
+
+
+def outcome(result: dict[str, Any]) -> dict[str, Any]:
+    """The part of a run's result the calling agent needs."""
+    pending = [getattr(item, "value", item) for item in result.get("__interrupt__", ())]
+    if pending:
+        return {
+            "status": "paused",
+            "stop_reason": None,
+            "message": "the agent waits for a human decision, which a tool call cannot give",
+            "answer": None,
+            "pending": pending,
+        }
+    return {key: result.get(key) for key in RESULT_KEYS}
+
+
+def _own_run(callbacks: Any) -> RunnableConfig:
+    """A config that makes the inner graph a run of its own: replacing ``configurable`` drops the
+    caller's task, checkpointer and stream hooks, which would otherwise make it a subgraph."""
+    return {"callbacks": callbacks, "configurable": {"thread_id": uuid.uuid4().hex}}

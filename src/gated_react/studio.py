@@ -1,0 +1,140 @@
+"""Graph factories and the durable checkpointer for ``langgraph dev`` (see ``langgraph.json``).
+
+The server calls a factory whenever it needs the graph: to run it (``threads.create_run``,
+where ``runtime.execution_runtime.context`` holds the assistant's context merged with the run's),
+and to draw it or read a thread (no context). Runs are built from the validated context; every
+other use gets the same shape with nothing that could run, so drawing never needs a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph_sdk.runtime import ServerRuntime
+from pydantic import ValidationError
+
+from gated_react.checkpoint import aopen_checkpointer
+from gated_react.graph import build_graph
+from gated_react.models import chat_model
+from gated_react.policy import Policy
+from gated_react.settings import Settings
+from gated_react.studio_context import RefundContext, StudioContext, WorkbenchContext
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools import load_toolkit
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+C = TypeVar("C", bound=StudioContext)
+
+# Keys LangGraph itself may mirror from a run's ``configurable`` into its context.
+_RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
+_RESERVED = frozenset({"thread_id", "run_id", "assistant_id", "graph_id", "user_id"})
+
+
+class ContextError(ValueError):
+    """The assistant's context does not validate; the message is one line naming each field."""
+
+
+async def refund_agent(runtime: ServerRuntime[Any]) -> Graph:
+    """Studio's ``refund`` graph: the support toolkit under the assistant's policy."""
+    context = read_context(runtime, RefundContext)
+    if context is None:
+        return shape(RefundContext)
+    # Building touches the disk (imports, the workspace folder): off the server's event loop.
+    return await asyncio.to_thread(refund_graph, context)
+
+
+async def workbench_agent(runtime: ServerRuntime[Any]) -> Graph:
+    """Studio's ``workbench`` graph: calculator and workspace tools."""
+    context = read_context(runtime, WorkbenchContext)
+    if context is None:
+        return shape(WorkbenchContext)
+    return await asyncio.to_thread(workbench_graph, context)
+
+
+def refund_graph(context: RefundContext) -> Graph:
+    """The refund agent a context describes (usable without the server too)."""
+    return _agent(context, load_toolkit("support"))
+
+
+def workbench_graph(context: WorkbenchContext) -> Graph:
+    """The workbench agent a context describes; the workspace confined to its folder."""
+    try:
+        workspace = load_toolkit("workspace", root=context.workspace_path())
+    except ValueError as exc:
+        raise ContextError(f"invalid context: workspace_root: {exc}") from None
+    return _agent(context, [*load_toolkit("calculator"), *workspace])
+
+
+def shape(schema: type[StudioContext]) -> Graph:
+    """The graph the server draws and reads threads with: the same nodes and edges, no tools,
+    and a model that is never called (no node runs outside ``threads.create_run``)."""
+    graph = build_graph(ScriptedChatModel(replies=[]), [], policy=Policy())
+    return graph.copy(update={"context_schema": schema})
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The dev server's store: ``GATED_REACT_DB``, else the SQLite file in the state folder."""
+    async with aopen_checkpointer(Settings().store_url()) as saver:
+        yield saver
+
+
+def read_context(runtime: ServerRuntime[Any], schema: type[C]) -> C | None:
+    """The validated context of a run, or None when the server is not about to run the graph."""
+    execution = runtime.execution_runtime
+    if execution is None:
+        return None
+    raw: Any = execution.context
+    if isinstance(raw, schema):
+        return raw
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ContextError(f"context must be an object, got {type(raw).__name__}")
+    data = {key: value for key, value in (raw or {}).items() if not _reserved(str(key))}
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise ContextError(f"invalid context: {explain(exc)}") from None
+
+
+def explain(exc: ValidationError) -> str:
+    """A validation error as one line: ``field: problem (got value)``, at most five."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "context"
+        got = "" if error["type"] == "missing" else f" (got {_short(error.get('input'))})"
+        parts.append(f"{where}: {error['msg']}{got}")
+    return "; ".join(parts)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _reserved(key: str) -> bool:
+    return key in _RESERVED or key.startswith(_RESERVED_PREFIXES)
+
+
+def _agent(context: StudioContext, tools: list[BaseTool]) -> Graph:
+    model = chat_model(Settings(), model=context.model, base_url=context.base_url)
+    graph = build_graph(model, tools, policy=context.policy())
+    return graph.copy(update={"context_schema": type(context)})
+
+
+__all__ = [
+    "ContextError",
+    "checkpointer",
+    "explain",
+    "read_context",
+    "refund_agent",
+    "refund_graph",
+    "shape",
+    "workbench_agent",
+    "workbench_graph",
+]

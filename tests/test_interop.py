@@ -1,0 +1,258 @@
+"""The compiled graph inside LangChain and LangGraph apps: a Runnable with the same result shape
+through every entry point, a subgraph node, and an agent other agents call as a tool."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+
+from gated_react import Policy, as_tool, build_graph, open_checkpointer
+from gated_react.state import RunResult
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .helpers import REFUND_42, REFUND_GOAL
+
+RESULT = set(RunResult.model_fields)
+
+
+def _agent(replies: list[Any] = REFUND_42, **policy: Any) -> Any:
+    return build_graph(
+        ScriptedChatModel(replies=list(replies)), SUPPORT_TOOLS, policy=Policy(**policy)
+    )
+
+
+def _reference() -> dict[str, Any]:
+    out: dict[str, Any] = _agent().invoke({"goal": REFUND_GOAL})
+    assert set(out) == RESULT
+    return out
+
+
+def _same(out: dict[str, Any], reference: dict[str, Any]) -> None:
+    """The result's keys with equal values, but for the measured seconds. (Streams of values
+    carry the whole state: every channel, the result's keys among them.)"""
+    assert set(out) >= RESULT
+    strip = {key: out[key] for key in RESULT} | {"usage": {**out["usage"], "seconds": 0}}
+    assert strip == {**reference, "usage": {**reference["usage"], "seconds": 0}}
+
+
+def test_sync_and_async_invoke_and_batch_return_the_same_shape() -> None:
+    reference = _reference()
+    out = asyncio.run(_agent().ainvoke({"goal": REFUND_GOAL}))
+    assert set(out) == RESULT
+    _same(out, reference)
+    batch = _agent().batch([{"goal": REFUND_GOAL}])
+    assert set(batch[0]) == RESULT
+    _same(batch[0], reference)
+
+
+def test_stream_and_astream_end_with_the_result() -> None:
+    reference = _reference()
+    chunks = list(_agent().stream({"goal": REFUND_GOAL}, stream_mode="values"))
+    _same(chunks[-1], reference)
+
+    async def collect() -> list[dict[str, Any]]:
+        return [part async for part in _agent().astream({"goal": REFUND_GOAL})]
+
+    updates = asyncio.run(collect())  # default: one update per node
+    assert [next(iter(u)) for u in updates][:5] == [
+        "decide",
+        "validate",
+        "gate",
+        "execute",
+        "observe",
+    ]
+    assert updates[-1]["finish"]["stop_reason"] == "success"
+
+
+def test_astream_events_reports_the_model_the_nodes_and_the_result() -> None:
+    reference = _reference()
+
+    async def collect() -> list[dict[str, Any]]:
+        stream = _agent().astream_events({"goal": REFUND_GOAL}, version="v2")
+        return [event async for event in stream]
+
+    events = asyncio.run(collect())
+    assert sum(e["event"] == "on_chat_model_end" for e in events) == 4
+    assert [e["name"] for e in events if e["event"] == "on_tool_end"] == [
+        "get_user_profile",
+        "get_user_billing",
+        "search_policy",
+    ]
+    _same(events[-1]["data"]["output"], reference)
+    assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "gated-react")
+
+
+class Desk(TypedDict, total=False):
+    """A user's support desk: only refund questions go to the agent."""
+
+    question: str
+    goal: str
+    answer: str | None
+    stop_reason: str | None
+    reply: str
+    handled_by: Annotated[list[str], operator.add]
+
+
+def _route(state: Desk) -> dict[str, Any]:
+    return {"goal": state["question"], "handled_by": ["route"]}
+
+
+def _pick(state: Desk) -> Literal["refunds", "faq"]:
+    return "refunds" if "refund" in state["question"].lower() else "faq"
+
+
+def _faq(state: Desk) -> dict[str, Any]:
+    return {"reply": "See the FAQ.", "handled_by": ["faq"]}
+
+
+def _post(state: Desk) -> dict[str, Any]:
+    if state["stop_reason"] != "success":
+        return {"reply": f"Escalated to a human ({state['stop_reason']}).", "handled_by": ["post"]}
+    return {"reply": f"{state['answer']} (checked by policy)", "handled_by": ["post"]}
+
+
+def _desk(agent: Any) -> Any:
+    desk = StateGraph(Desk)
+    desk.add_node("route", _route)
+    desk.add_node("refunds", agent)  # the compiled gated-react graph is the node
+    desk.add_node("faq", _faq)
+    desk.add_node("post", _post)
+    desk.add_edge(START, "route")
+    desk.add_conditional_edges("route", _pick)
+    desk.add_edge("refunds", "post")
+    desk.add_edge("faq", END)
+    desk.add_edge("post", END)
+    return desk.compile(checkpointer=InMemorySaver())
+
+
+def test_a_parent_graph_routes_into_the_agent_and_post_processes_its_answer() -> None:
+    desk = _desk(_agent())
+    out = desk.invoke({"question": REFUND_GOAL}, {"configurable": {"thread_id": "d1"}})
+    assert out["handled_by"] == ["route", "post"]
+    assert out["stop_reason"] == "success"
+    assert out["reply"].startswith("Yes.")
+    assert out["reply"].endswith("(checked by policy)")
+    assert "USD 49.00" in out["reply"]
+    faq = desk.invoke({"question": "Opening hours?"}, {"configurable": {"thread_id": "d2"}})
+    assert (faq["reply"], faq["handled_by"]) == ("See the FAQ.", ["route", "faq"])
+    drawn = desk.get_graph(xray=True)
+    assert {"refunds:decide", "refunds:gate", "refunds:stop"} <= set(drawn.nodes)
+
+
+def test_a_stopped_agent_inside_the_parent_is_a_branch_not_an_exception() -> None:
+    replies = [call("get_user_billing", user_id=42)]
+    desk = _desk(_agent(replies, allow=frozenset({"get_user_profile"})))
+    out = desk.invoke({"question": REFUND_GOAL}, {"configurable": {"thread_id": "d3"}})
+    assert out["reply"] == "Escalated to a human (tool_denied:get_user_billing)."
+
+
+def test_an_approval_inside_the_subgraph_pauses_the_parent_and_resumes() -> None:
+    replies = [call("get_user_billing", user_id=42), "USD 49"]
+    desk = _desk(_agent(replies, require_approval=frozenset({"get_user_billing"})))
+    config: Any = {"configurable": {"thread_id": "d4"}}
+    paused = desk.invoke({"question": REFUND_GOAL}, config)
+    assert paused["__interrupt__"][0].value["tool"] == "get_user_billing"
+    done = desk.invoke(Command(resume={"approved": True}), config)
+    assert done["reply"] == "USD 49 (checked by policy)"
+
+
+def _refund_desk(replies: list[Any] = REFUND_42, **policy: Any) -> Any:
+    return as_tool(
+        _agent(replies, **policy),
+        "refund_desk",
+        "Decides refund questions for one user; send the whole question as the goal.",
+    )
+
+
+def _outer(tool: Any, replies: list[Any], **policy: Any) -> Any:
+    model = ScriptedChatModel(replies=replies)
+    return build_graph(model, [tool], policy=Policy(**policy)), model
+
+
+def test_another_gated_agent_calls_the_agent_as_a_tool() -> None:
+    outer, model = _outer(
+        _refund_desk(),
+        [call("refund_desk", goal=REFUND_GOAL), "Refund approved: USD 49.00."],
+    )
+    out = outer.invoke({"goal": "Handle ticket 1: " + REFUND_GOAL})
+    assert (out["stop_reason"], out["answer"]) == ("success", "Refund approved: USD 49.00.")
+    seen = out["history"][0]["observation"]
+    assert set(seen) == {"status", "stop_reason", "message", "answer"}
+    assert (seen["status"], seen["stop_reason"]) == ("ok", "success")
+    assert "USD 49.00" in seen["answer"]
+    bound = model.requests[0]  # the outer model saw the tool's schema: one goal string
+    assert isinstance(bound[0].content, str)
+
+
+def test_a_stopped_inner_run_is_an_observation_not_an_exception() -> None:
+    inner = [call("get_user_billing", user_id=42)]
+    tool = _refund_desk(inner, allow=frozenset({"get_user_profile"}))
+    outer, _ = _outer(tool, [call("refund_desk", goal="refund?"), "I could not decide it."])
+
+    async def go() -> dict[str, Any]:
+        result: dict[str, Any] = await outer.ainvoke({"goal": "ticket 2"})  # async path
+        return result
+
+    out = asyncio.run(go())
+    assert out["stop_reason"] == "success"
+    seen = out["history"][0]["observation"]
+    assert (seen["status"], seen["stop_reason"]) == ("stopped", "tool_denied:get_user_billing")
+    assert seen["answer"] is None
+    assert out["trace"][0]["ok"] is True
+
+
+def test_an_inner_approval_comes_back_as_paused() -> None:
+    inner = [call("get_user_billing", user_id=42)]
+    tool = _refund_desk(inner, require_approval=frozenset({"get_user_billing"}))
+    seen = tool.invoke({"goal": "refund?"})
+    assert (seen["status"], seen["stop_reason"]) == ("paused", None)
+    assert seen["pending"][0]["tool"] == "get_user_billing"
+
+
+def test_the_inner_run_writes_nothing_into_the_callers_store(tmp_path: Path) -> None:
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("refund_desk", goal=REFUND_GOAL), "done"])
+        outer = build_graph(model, [_refund_desk()], checkpointer=saver)
+        out = outer.invoke({"goal": "ticket 3"}, {"configurable": {"thread_id": "outer"}})
+        assert out["history"][0]["observation"]["stop_reason"] == "success"
+        stored = list(saver.list(None))
+        assert {c.config["configurable"]["thread_id"] for c in stored} == {"outer"}
+        assert {c.config["configurable"]["checkpoint_ns"] for c in stored} == {""}
+
+
+def test_a_langchain_agent_calls_it_too() -> None:
+    model = ScriptedChatModel(replies=[call("refund_desk", goal=REFUND_GOAL), "USD 49, approved."])
+    app = create_agent(model, tools=[_refund_desk()])
+    out = app.invoke({"messages": [HumanMessage("ticket 4: " + REFUND_GOAL)]})
+    result = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert '"stop_reason": "success"' in str(result.content)
+    assert out["messages"][-1].content == "USD 49, approved."
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "error"),
+    [
+        ("refund desk", "d", "must be 1-64 letters"),
+        ("", "d", "must be 1-64 letters"),
+        ("desk", "  ", "needs a description"),
+    ],
+)
+def test_bad_tool_definitions_are_clear_errors(name: str, description: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        as_tool(_agent(), name, description)
+
+
+def test_idempotent_is_opt_in() -> None:
+    assert _refund_desk().metadata == {"idempotent": False}
+    flagged = as_tool(_agent(), "desk", "d", idempotent=True)
+    assert flagged.metadata == {"idempotent": True}

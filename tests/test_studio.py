@@ -1,0 +1,198 @@
+"""The Studio factories and context schema, without a server (tests/test_studio_server.py runs
+them under ``langgraph dev``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk.runtime import _ExecutionRuntime, _ReadRuntime
+
+from gated_react import Budget, Policy, build_graph
+from gated_react.studio import (
+    ContextError,
+    checkpointer,
+    read_context,
+    refund_agent,
+    refund_graph,
+    workbench_agent,
+    workbench_graph,
+)
+from gated_react.studio_context import RefundContext, StudioContext, WorkbenchContext
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .openai_server import FakeOpenAI, reply, tool_call
+
+REPO = Path(__file__).resolve().parents[1]
+LIBRARY_FIELDS = (set(Policy.model_fields) - {"budget", "answer_schema"}) | set(Budget.model_fields)
+
+
+def _running(context: Any) -> Any:
+    return _ExecutionRuntime(access_context="threads.create_run", store=None, context=context)
+
+
+def _reading() -> Any:
+    return _ReadRuntime(access_context="assistants.read", store=None)
+
+
+def _agent(graph: Any) -> Any:
+    """The Agent the graph's nodes were built with."""
+    return graph.nodes["decide"].bound.kwargs["agent"]
+
+
+def test_an_empty_context_is_the_library_default_policy() -> None:
+    assert StudioContext().policy() == Policy()
+    assert WorkbenchContext().policy() == Policy()
+
+
+def test_every_policy_and_budget_field_is_offered_with_the_library_schema() -> None:
+    assert set(StudioContext.model_fields) == LIBRARY_FIELDS | {"model", "base_url"}
+    ours = StudioContext.model_json_schema()["properties"]
+    theirs = {
+        **Policy.model_json_schema()["properties"],
+        **Budget.model_json_schema()["properties"],
+    }
+    for name in LIBRARY_FIELDS:
+        strip = {"title", "description"}
+        mine = {k: v for k, v in ours[name].items() if k not in strip}
+        library = {k: v for k, v in theirs[name].items() if k not in strip}
+        assert mine == library, name
+
+
+def test_every_field_has_a_description() -> None:
+    for schema in (RefundContext, WorkbenchContext):
+        for name, field in schema.model_fields.items():
+            assert field.description, f"{schema.__name__}.{name}"
+
+
+def test_the_context_becomes_the_policy() -> None:
+    context = RefundContext(
+        require_approval=frozenset({"get_user_billing"}),
+        max_steps=3,
+        tool_limits={"search_policy": 1},
+        protocol="json",
+    )
+    policy = context.policy()
+    assert policy.require_approval == {"get_user_billing"}
+    assert policy.budget == Budget(max_steps=3, tool_limits={"search_policy": 1})
+    assert policy.protocol == "json"
+
+
+def test_read_contexts_get_the_defaults_free_shape() -> None:
+    assert read_context(_reading(), RefundContext) is None
+    graph = asyncio.run(refund_agent(_reading()))
+    plain = build_graph(ScriptedChatModel(replies=[]), SUPPORT_TOOLS)
+    assert graph.get_graph().draw_mermaid() == plain.get_graph().draw_mermaid()
+    assert graph.get_context_jsonschema() == RefundContext.model_json_schema()
+    shape = asyncio.run(workbench_agent(_reading()))
+    assert shape.get_context_jsonschema() == WorkbenchContext.model_json_schema()
+
+
+def test_a_run_context_is_validated_and_server_keys_are_ignored() -> None:
+    raw = {"max_steps": 4, "thread_id": "t", "langgraph_request_id": "r", "__after_seconds__": 0}
+    context = read_context(_running(raw), RefundContext)
+    assert context == RefundContext(max_steps=4)
+    assert read_context(_running(None), RefundContext) == RefundContext()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"max_steps": 0},
+            "invalid context: max_steps: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            {"require_aproval": ["x"]},
+            "invalid context: require_aproval: Extra inputs are not permitted (got ['x'])",
+        ),
+        (
+            {"protocol": "xml"},
+            "invalid context: protocol: Input should be 'tools', 'json' or 'text' (got 'xml')",
+        ),
+        (["max_steps"], "context must be an object, got list"),
+    ],
+)
+def test_bad_contexts_are_one_line(raw: Any, message: str) -> None:
+    with pytest.raises(ContextError) as caught:
+        read_context(_running(raw), RefundContext)
+    assert str(caught.value) == message
+
+
+def test_a_run_builds_the_model_and_policy_from_the_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    context = {"model": "m-1", "base_url": "http://127.0.0.1:9/v1", "max_steps": 2}
+    graph = asyncio.run(refund_agent(_running(context)))
+    assert graph.config["recursion_limit"] == 5 * 2 + 5  # type: ignore[index]
+    agent = _agent(graph)
+    assert agent.policy == Policy(budget=Budget(max_steps=2))
+    assert (agent.model.model_name, str(agent.model.openai_api_base)) == (
+        "m-1",
+        "http://127.0.0.1:9/v1",
+    )
+
+
+def test_no_model_configured_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(Exception, match="no model configured: set OPENAI_API_KEY"):
+        refund_graph(RefundContext())
+
+
+def test_the_workbench_is_confined_to_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.chdir(REPO)
+    assert WorkbenchContext().workspace_path() == REPO / "docs" / "studio-workspace"
+    graph = workbench_graph(WorkbenchContext(workspace_root=str(tmp_path)))
+    agent = _agent(graph)
+    assert set(agent.tools) == {"calculate", "read_file", "list_files", "run_tests"}
+    assert agent.tools["read_file"].root == tmp_path.resolve()
+    with pytest.raises(ContextError, match=r"workspace_root: workspace root .* is not a folder"):
+        workbench_graph(WorkbenchContext(workspace_root=str(tmp_path / "missing")))
+
+
+def test_the_shipped_workspace_has_a_failing_test_to_debug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = [tool_call("run_tests", path="test_cart.py"), reply("The discount starts one late.")]
+    with FakeOpenAI(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.chdir(REPO)
+        out = workbench_graph(WorkbenchContext()).invoke({"goal": "Why does test_cart fail?"})
+    result = out["history"][0]["observation"]
+    assert result["passed"] is False
+    assert "assert 30.0 == 27.0" in result["output"]
+
+
+def test_the_checkpointer_opens_the_configured_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATED_REACT_DB", str(tmp_path / "studio.sqlite"))
+
+    async def open_it() -> str:
+        async with checkpointer() as saver:
+            return type(saver).__name__
+
+    assert asyncio.run(open_it()) == "AsyncSqliteSaver"
+    assert (tmp_path / "studio.sqlite").is_file()
+
+
+def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
+    config = json.loads((REPO / "langgraph.json").read_text())
+    assert {name: spec["path"] for name, spec in config["graphs"].items()} == {
+        "refund": "gated_react.studio:refund_agent",
+        "workbench": "gated_react.studio:workbench_agent",
+    }
+    # langgraph-api 0.16.7 loads a module-style checkpointer path as "module.attribute".
+    assert config["checkpointer"] == {
+        "backend": "custom",
+        "path": "gated_react.studio.checkpointer",
+    }

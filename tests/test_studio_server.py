@@ -1,0 +1,252 @@
+"""A real ``langgraph dev`` with the repository's ``langgraph.json``, driven by ``langgraph-sdk``
+(the client Studio uses); the server's model is a local chat-completions server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk.client import LangGraphClient
+
+from gated_react.studio_context import RefundContext, WorkbenchContext
+
+from .helpers import REFUND_GOAL
+from .openai_server import FakeOpenAI, reply, tool_call
+from .studio_server import REPO, DevServer, dev_server, drive
+from .test_graph import EDGES
+
+pytestmark = pytest.mark.studio
+
+NODES = {
+    "__start__",
+    "decide",
+    "validate",
+    "gate",
+    "execute",
+    "observe",
+    "finish",
+    "stop",
+    "__end__",
+}
+BILLING_NEEDS_A_HUMAN = {"require_approval": ["get_user_billing"], "max_steps": 6}
+REFUND_SCRIPT = [
+    tool_call("get_user_profile", user_id=42),
+    tool_call("get_user_billing", user_id=42),
+    tool_call("search_policy", query="refund pro monthly"),
+    reply("Yes: Anna's Pro monthly plan is within the 14-day window, USD 49.00 goes back."),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    server = dev_server(tmp_path_factory.mktemp("studio"), model)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+    assert not (server.workdir / ".langgraph_api").exists()
+
+
+async def _system_assistant(client: LangGraphClient, graph_id: str) -> str:
+    found = await client.assistants.search(graph_id=graph_id, metadata={"created_by": "system"})
+    return str(found[0]["assistant_id"])
+
+
+def test_the_drawing_shows_every_node_and_labelled_branch(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> None:
+        for graph_id in ("refund", "workbench"):
+            drawn = await client.assistants.get_graph(await _system_assistant(client, graph_id))
+            assert {node["id"] for node in drawn["nodes"]} == NODES
+            edges = {(e["source"], e["target"], e.get("data")) for e in drawn["edges"]}
+            assert edges == EDGES
+            conditional = {
+                (e["source"], e["target"]) for e in drawn["edges"] if e.get("conditional")
+            }
+            assert conditional == {
+                (s, t) for s, t, _ in EDGES if s in {"decide", "validate", "gate", "observe"}
+            }
+
+    drive(dev, scenario)
+
+
+def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> None:
+        for graph_id, schema in (("refund", RefundContext), ("workbench", WorkbenchContext)):
+            shown = await client.assistants.get_schemas(await _system_assistant(client, graph_id))
+            form = shown["context_schema"]
+            assert form == schema.model_json_schema()
+            assert set(form["properties"]) == set(schema.model_fields)
+            assert all(field["description"] for field in form["properties"].values())
+            assert shown["input_schema"]["required"] == ["goal"]
+
+    drive(dev, scenario)
+
+
+def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(*REFUND_SCRIPT)
+
+    async def scenario(client: LangGraphClient) -> None:
+        assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
+        aid, tid = assistant["assistant_id"], (await client.threads.create())["thread_id"]
+        updates = [
+            part.data
+            async for part in client.runs.stream(
+                tid, aid, input={"goal": REFUND_GOAL}, stream_mode="updates"
+            )
+            if part.event == "updates"
+        ]
+        nodes = [name for update in updates for name in update]
+        assert nodes == [
+            *("decide", "validate", "gate", "execute", "observe"),
+            *("decide", "validate", "__interrupt__"),
+        ]
+        question = updates[-1]["__interrupt__"][0]["value"]
+        assert (question["kind"], question["tool"], question["args"]) == (
+            "approval",
+            "get_user_billing",
+            {"user_id": 42},
+        )
+
+        paused = await client.threads.get_state(tid)
+        assert paused["next"] == ["gate"]
+        assert "status" not in paused["values"]  # unset until the run ends
+        assert paused["values"]["action"]["name"] == "get_user_billing"
+        assert [step["action"]["name"] for step in paused["values"]["history"]] == [
+            "get_user_profile"
+        ]
+        history = await client.threads.get_history(tid, limit=50)
+        assert history[0]["checkpoint"] == paused["checkpoint"]  # newest first
+        assert [snap["values"].get("usage", {}).get("steps") for snap in history[:3]] == [2, 2, 1]
+
+        done = await client.runs.wait(tid, aid, command={"resume": {"approved": True}})
+        assert isinstance(done, dict)
+        final = (await client.threads.get_state(tid))["values"]
+        assert final == done | {k: final[k] for k in final.keys() - done.keys()}
+        assert (final["status"], final["stop_reason"]) == ("ok", "success")
+        assert "USD 49.00" in final["answer"]
+        assert [entry["tool"] for entry in final["trace"]] == [
+            "get_user_profile",
+            "get_user_billing",
+            "search_policy",
+        ]
+
+    drive(dev, scenario)
+    requests = model.requests[-4:]
+    assert [r["model"] for r in requests] == ["gpt-4.1-mini"] * 4
+    tools = {t["function"]["name"] for t in requests[0]["tools"]}
+    assert tools == {"get_user_profile", "get_user_billing", "search_policy"}
+
+
+def test_a_rejected_call_is_the_stop_reason_of_the_thread(
+    dev: DevServer, model: FakeOpenAI
+) -> None:
+    model.push(tool_call("get_user_billing", user_id=42))
+
+    async def scenario(client: LangGraphClient) -> None:
+        assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
+        aid, tid = assistant["assistant_id"], (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, aid, input={"goal": REFUND_GOAL})
+        reject = {"resume": {"approved": False, "reason": "billing data stays private"}}
+        await client.runs.wait(tid, aid, command=reject)
+        final = (await client.threads.get_state(tid))["values"]
+        assert (final["status"], final["stop_reason"]) == (
+            "stopped",
+            "tool_rejected:get_user_billing",
+        )
+        assert "billing data stays private" in final["message"]
+        assert final["trace"][-1]["stop_reason"] == "tool_rejected:get_user_billing"
+
+    drive(dev, scenario)
+
+
+def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(tool_call("get_user_billing", user_id=42))
+    context = {"model": "local-7b", "allow": ["get_user_profile"], "max_tool_calls": 1}
+
+    async def scenario(client: LangGraphClient) -> dict[str, Any]:
+        assistant = await client.assistants.create(graph_id="refund", context=context)
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(tid, assistant["assistant_id"], input={"goal": "refund?"})
+        assert isinstance(out, dict)
+        return out
+
+    out = drive(dev, scenario)
+    assert (out["status"], out["stop_reason"]) == ("stopped", "tool_denied:get_user_billing")
+    request = model.requests[-1]
+    assert request["model"] == "local-7b"
+    assert [t["function"]["name"] for t in request["tools"]] == ["get_user_profile"]
+
+
+def test_an_invalid_context_is_one_clear_error(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> list[Any]:
+        bad = {"max_steps": 0, "protocl": "json"}
+        assistant = await client.assistants.create(graph_id="refund", context=bad)
+        tid = (await client.threads.create())["thread_id"]
+        stream = client.runs.stream(tid, assistant["assistant_id"], input={"goal": "x"})
+        return [part.data async for part in stream if part.event == "error"]
+
+    errors = drive(dev, scenario)
+    assert errors == [
+        {
+            "error": "ContextError",
+            "message": "invalid context: max_steps: Input should be greater than or equal to 1 "
+            "(got 0); protocl: Extra inputs are not permitted (got 'json')",
+        }
+    ]
+
+
+def test_the_workbench_calculates_and_reads_its_workspace(
+    dev: DevServer, model: FakeOpenAI, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.md").write_text("Order 17: 3 items at USD 12.50\n")
+    model.push(
+        tool_call("read_file", path="notes.md"),
+        tool_call("calculate", expression="3 * 12.50"),
+        reply("USD 37.50"),
+    )
+
+    async def scenario(client: LangGraphClient) -> dict[str, Any]:
+        context = {"workspace_root": str(tmp_path)}
+        assistant = await client.assistants.create(graph_id="workbench", context=context)
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(tid, assistant["assistant_id"], input={"goal": "total?"})
+        assert isinstance(out, dict)
+        return out
+
+    out = drive(dev, scenario)
+    assert out["answer"] == "USD 37.50", json.dumps(out)[:500]
+    assert [step["observation"] for step in out["history"]] == [
+        "Order 17: 3 items at USD 12.50\n",
+        {"expression": "3 * 12.50", "result": 37.5},
+    ]
+
+
+def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) -> None:
+    model.push(*REFUND_SCRIPT)
+    example = REPO / "docs" / "examples" / "studio_client.py"
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(example), dev.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:5] == [
+        f"node: {name}" for name in ("decide", "validate", "gate", "execute", "observe")
+    ]
+    assert "waiting at ['gate'] for: get_user_billing {'user_id': 42}" in lines
+    assert "stop_reason: success" in lines

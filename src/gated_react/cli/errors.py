@@ -52,7 +52,6 @@ _USER_ERRORS = frozenset(
         "UnknownThread",
         "ThreadExists",
         "ThreadBusy",
-        "ValidationError",
     }
 )
 
@@ -69,13 +68,4 @@ def user_errors() -> Iterator[None]:
             raise
         from gated_react.redact import redact
 
-        raise CliError(redact(_message(exc))) from None
-
-
-def _message(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if type(exc).__name__ == "ValidationError" and callable(errors):
-        first = errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return f"{where}: {first.get('msg', exc)}" if where else str(first.get("msg", exc))
-    return str(exc)
+        raise CliError(redact(str(exc))) from None

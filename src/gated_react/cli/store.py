@@ -7,7 +7,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gated_react.cli.errors import user_errors
+from gated_react.cli.errors import CliError, user_errors
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -19,11 +19,17 @@ if TYPE_CHECKING:
 
 
 def settings() -> Settings:
-    """Settings from the environment; a bad value is a one-line error."""
-    with user_errors():
-        from gated_react.settings import Settings
+    """Settings from the environment; a bad value is a one-line error naming the variable."""
+    from pydantic import ValidationError
 
+    from gated_react.settings import Settings
+
+    try:
         return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise CliError(f"{where}: {first['msg']}") from None
 
 
 def store_url(config: Settings, db: str | None) -> str:

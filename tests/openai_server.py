@@ -10,7 +10,11 @@ bodies are exercised exactly as in production. Script items, served one per requ
     Delay(5.0, reply("late"))      answer after a pause (the client may time out first)
     Raw(b"{not json")              a body that is not what the client expects
     Drop()                         headers promise more body than is sent, then the socket closes
+    empty_choices()                a 200 completion whose ``choices`` list is empty
     callable(request_json) -> item
+
+``server.wait_for_requests(n)`` blocks until ``n`` requests arrived (e.g. the slow one a test
+is about to interrupt).
 
 Streaming requests (``"stream": true``) get server-sent events built from the same items.
 """
@@ -77,6 +81,12 @@ def tool_call(name: str, /, **args: Any) -> Reply:
     return Reply(tool_calls=[(name, args)])
 
 
+def empty_choices() -> Raw:
+    """A well-formed completion without any choice, as some proxies send on errors."""
+    body = {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0, "model": "fake"}
+    return Raw(json.dumps({**body, "choices": []}).encode())
+
+
 Item = Reply | Status | Delay | Raw | Drop | Callable[[dict[str, Any]], Any]
 
 
@@ -95,6 +105,16 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def wait_for_requests(self, count: int, timeout: float = 30.0) -> bool:
+        """Wait until ``count`` requests have arrived; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.requests) >= count:
+                    return True
+            time.sleep(0.02)
+        return False
 
     def push(self, *items: Item) -> None:
         with self._lock:

@@ -47,3 +47,9 @@ def test_messages_never_carry_secrets() -> None:
         401, {"error": {"message": "Incorrect API key provided: sk-live-1234567890abcdef"}}
     )
     assert "1234567890abcdef" not in classify(error).message
+
+
+def test_data_errors_outside_a_provider_client_keep_their_name() -> None:
+    """``bad_response`` is only for a reply the client could not parse (see test_faults)."""
+    assert str(classify(ValueError("x"))) == "llm_error:ValueError"
+    assert str(classify(IndexError("x"))) == "llm_error:IndexError"

@@ -99,3 +99,35 @@ def test_async_twins(tmp_path: Path) -> None:
             return await aresume(graph, paused["thread_id"], {"approved": True})
 
     assert asyncio.run(main())["stop_reason"] == "success"
+
+
+def test_on_update_streams_every_node_and_returns_the_same_result(store: Any) -> None:
+    seen: list[str] = []
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    paused = run(graph, "refund?", thread_id="s", on_update=lambda node, _: seen.append(node))
+    assert seen == ["decide", "validate", "__interrupt__"]
+    assert paused == read(graph, "s")
+    done = resume(graph, "s", {"approved": True}, on_update=lambda node, _: seen.append(node))
+    assert seen[3:] == ["gate", "execute", "observe", "decide", "validate", "finish"]
+    assert done == read(graph, "s")
+    assert done["stop_reason"] == "success"
+
+
+def test_async_on_update(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def main() -> dict[str, Any]:
+        async with aopen_checkpointer(str(tmp_path / "a.sqlite")) as saver:
+            graph = _graph(saver, [call("get_user_billing", user_id=42), "USD 49"])
+            paused = await arun(graph, "refund?", on_update=lambda n, _: seen.append(n))
+            assert paused["pending"]
+            return await aresume(
+                graph,
+                paused["thread_id"],
+                {"approved": True},
+                on_update=lambda n, _: seen.append(n),
+            )
+
+    assert asyncio.run(main())["answer"] == "USD 49"
+    assert seen[-3:] == ["decide", "validate", "finish"]
+    assert "__interrupt__" in seen

@@ -1,16 +1,48 @@
 """gated-react: a ReAct agent as a LangGraph state machine.
 
 The model proposes; the policy decides.
+
+Names are imported on first use (PEP 562), so ``import gated_react.settings`` or the CLI's
+``--help`` do not pay for LangGraph and LangChain (about a second) until they need them.
 """
 
-from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
-from gated_react.graph import build_graph
-from gated_react.interop import as_tool
-from gated_react.locks import ThreadBusy
-from gated_react.policy import Budget, Policy
-from gated_react.runs import ThreadExists, UnknownThread, aresume, arun, read, resume, run
-from gated_react.state import RunInput, RunResult, State
-from gated_react.stops import Stop, StopReason
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
+    from gated_react.graph import build_graph
+    from gated_react.interop import as_tool
+    from gated_react.locks import ThreadBusy
+    from gated_react.policy import Budget, Policy
+    from gated_react.runs import ThreadExists, UnknownThread, aresume, arun, read, resume, run
+    from gated_react.state import RunInput, RunResult, State
+    from gated_react.stops import Stop, StopReason
+
+_HOMES = {
+    "Budget": "policy",
+    "Policy": "policy",
+    "RunInput": "state",
+    "RunResult": "state",
+    "State": "state",
+    "Stop": "stops",
+    "StopReason": "stops",
+    "StoreError": "checkpoint",
+    "ThreadBusy": "locks",
+    "ThreadExists": "runs",
+    "UnknownThread": "runs",
+    "aopen_checkpointer": "checkpoint",
+    "aresume": "runs",
+    "arun": "runs",
+    "as_tool": "interop",
+    "build_graph": "graph",
+    "open_checkpointer": "checkpoint",
+    "read": "runs",
+    "resume": "runs",
+    "run": "runs",
+}
 
 __all__ = [
     "Budget",
@@ -34,3 +66,16 @@ __all__ = [
     "resume",
     "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gated_react' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"gated_react.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -29,6 +29,12 @@ _KINDS_BY_STATUS = {
     404: "not_found",
     429: "rate_limited",
 }
+# Data errors raised while a provider client parsed a reply (a body that is not JSON, empty or
+# null ``choices``, a non-dict payload): the server answered, but not with a chat completion.
+_PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+_CLIENT_PACKAGES = frozenset({"openai", "langchain_openai"})
+# An empty ``choices`` list becomes a result without generations, which LangChain then indexes.
+_NO_GENERATION = "langchain_core.language_models"
 _CONTEXT_HINTS = (
     "context_length_exceeded",
     "maximum context length",
@@ -46,6 +52,8 @@ def classify(exc: BaseException) -> Stop:
     kind = _kind(exc, names, text)
     status = getattr(exc, "status_code", None)
     where = f"HTTP {status}: " if isinstance(status, int) else ""
+    if kind == "bad_response":
+        where = "the reply is not a valid chat completion: "
     return Stop(StopReason.LLM_ERROR, kind, message=f"model call failed ({kind}): {where}{text}")
 
 
@@ -56,7 +64,23 @@ def _kind(exc: BaseException, names: list[str], text: str) -> str:
         return "context_length"
     if status in _KINDS_BY_STATUS:
         return _KINDS_BY_STATUS[status]
+    if "APIResponseValidationError" in names or _raised_parsing_a_reply(exc):
+        return "bad_response"
     named = [_KINDS_BY_NAME[name] for name in names if name in _KINDS_BY_NAME]
     if named:
         return named[0]
     return "server_error" if isinstance(status, int) and status >= 500 else names[0]
+
+
+def _raised_parsing_a_reply(exc: BaseException) -> bool:
+    """A data error whose traceback passes through the provider's client code."""
+    if not isinstance(exc, _PARSE_ERRORS):
+        return False
+    tb = exc.__traceback__
+    module = ""
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] in _CLIENT_PACKAGES:
+            return True
+        tb = tb.tb_next
+    return isinstance(exc, IndexError) and module.startswith(_NO_GENERATION)

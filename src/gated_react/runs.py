@@ -8,6 +8,7 @@ the questions a paused run waits on (empty unless a human must answer).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -19,6 +20,8 @@ from gated_react.locks import athread_lock, thread_lock
 from gated_react.state import RunResult
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
+OnUpdate = Callable[[str, Any], None]
+"""Called with ``(node, update)`` after every node, and ``("__interrupt__", interrupts)``."""
 _NO_ANSWER: Any = object()
 RESULT_KEYS = tuple(RunResult.model_fields)
 
@@ -69,6 +72,58 @@ def finished(snapshot: StateSnapshot) -> bool:
     return not snapshot.next and bool(snapshot.values.get("status"))
 
 
+class _Watch:
+    """A streamed run: passes each node's update on and keeps what ``invoke`` would return."""
+
+    def __init__(self, on_update: OnUpdate) -> None:
+        self.on_update = on_update
+        self.latest: dict[str, Any] = {}
+        self.interrupts: list[Any] = []
+
+    def take(self, mode: str, chunk: Any) -> None:
+        if mode == "values":
+            self.latest = chunk
+            return
+        for node, update in chunk.items():
+            if node == "__interrupt__":
+                self.interrupts.extend(update)
+            self.on_update(node, update)
+
+    def output(self) -> dict[str, Any]:
+        if self.interrupts:
+            return {**self.latest, "__interrupt__": self.interrupts}
+        return self.latest
+
+
+_MODES: list[Any] = ["updates", "values"]
+
+
+def _advance(
+    graph: Graph, value: Any, config: RunnableConfig, on_update: OnUpdate | None
+) -> dict[str, Any]:
+    """``invoke``, or the same run streamed so a caller can watch every node as it finishes."""
+    if on_update is None:
+        output: dict[str, Any] = graph.invoke(value, config)
+        return output
+    watch = _Watch(on_update)
+    for mode, chunk in graph.stream(value, config, stream_mode=_MODES):
+        watch.take(mode, chunk)
+    return watch.output()
+
+
+async def _aadvance(
+    graph: Graph, value: Any, config: RunnableConfig, on_update: OnUpdate | None
+) -> dict[str, Any]:
+    """Async ``_advance``."""
+    if on_update is None:
+        output: dict[str, Any] = await graph.ainvoke(value, config)
+        return output
+    watch = _Watch(on_update)
+    async for mode, chunk in graph.astream(value, config, stream_mode=_MODES):
+        watch.take(mode, chunk)
+    return watch.output()
+
+
 def _resume_input(answer: Any) -> Command[Any] | None:
     return None if answer is _NO_ANSWER else Command(resume=answer)
 
@@ -87,16 +142,25 @@ def _check_new(graph: Graph, snapshot: StateSnapshot | None, thread_id: str) -> 
         raise ThreadExists(thread_id)
 
 
-def run(graph: Graph, goal: str, *, thread_id: str | None = None) -> dict[str, Any]:
-    """Start a run on a new thread (a fresh id unless given) and return its result."""
+def run(
+    graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
+) -> dict[str, Any]:
+    """Start a run on a new thread (a fresh id unless given) and return its result.
+    ``on_update`` sees every node's update as it happens (the run is streamed)."""
     thread_id = thread_id or uuid.uuid4().hex
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
         _check_new(graph, graph.get_state(config) if saver_of(graph) else None, thread_id)
-        return _from_output(graph.invoke({"goal": goal}, config), thread_id)
+        return _from_output(_advance(graph, {"goal": goal}, config, on_update), thread_id)
 
 
-def resume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, Any]:
+def resume(
+    graph: Graph,
+    thread_id: str,
+    answer: Any = _NO_ANSWER,
+    *,
+    on_update: OnUpdate | None = None,
+) -> dict[str, Any]:
     """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to a
     pending approval. A finished run is returned unchanged and nothing runs."""
     config = config_for(thread_id)
@@ -104,27 +168,38 @@ def resume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, 
         settled = _settled(graph.get_state(config), thread_id, answer)
         if settled is not None:
             return settled
-        return _from_output(graph.invoke(_resume_input(answer), config), thread_id)
+        output = _advance(graph, _resume_input(answer), config, on_update)
+        return _from_output(output, thread_id)
 
 
-async def arun(graph: Graph, goal: str, *, thread_id: str | None = None) -> dict[str, Any]:
+async def arun(
+    graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
+) -> dict[str, Any]:
     """Async ``run``."""
     thread_id = thread_id or uuid.uuid4().hex
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
         snapshot = await graph.aget_state(config) if saver_of(graph) else None
         _check_new(graph, snapshot, thread_id)
-        return _from_output(await graph.ainvoke({"goal": goal}, config), thread_id)
+        output = await _aadvance(graph, {"goal": goal}, config, on_update)
+        return _from_output(output, thread_id)
 
 
-async def aresume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, Any]:
+async def aresume(
+    graph: Graph,
+    thread_id: str,
+    answer: Any = _NO_ANSWER,
+    *,
+    on_update: OnUpdate | None = None,
+) -> dict[str, Any]:
     """Async ``resume``."""
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
         settled = _settled(await graph.aget_state(config), thread_id, answer)
         if settled is not None:
             return settled
-        return _from_output(await graph.ainvoke(_resume_input(answer), config), thread_id)
+        output = await _aadvance(graph, _resume_input(answer), config, on_update)
+        return _from_output(output, thread_id)
 
 
 def read(graph: Graph, thread_id: str) -> dict[str, Any]:

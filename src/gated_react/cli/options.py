@@ -1,0 +1,108 @@
+"""What a CLI run was started with, recorded in its checkpoints so ``resume`` rebuilds the same
+tools and policy. Never holds a secret: no API key, and no URL that carries credentials."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from gated_react.cli.errors import CliError
+from gated_react.policy import Protocol
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+    from gated_react.policy import Policy
+
+METADATA_KEY = "gated_react_run"
+"""Checkpoint metadata key; LangGraph stores only scalar metadata, so the value is JSON text."""
+
+
+class RunOptions(BaseModel):
+    """The choices that shape a run: toolkits, policy and the model named on the command line."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    toolkits: list[str] = ["support"]
+    """Shipped toolkits to load."""
+    allow: list[str] | None = None
+    """Tools the model may call; None: every tool of the toolkits."""
+    approve: list[str] = []
+    """Tools whose calls wait for a human."""
+    protocol: Protocol = "tools"
+    """How the model states its action: tools, json or text."""
+    max_steps: int | None = None
+    """Budget overrides; None keeps the policy default."""
+    max_tool_calls: int | None = None
+    """See ``Budget.max_tool_calls``."""
+    max_seconds: float | None = None
+    """See ``Budget.max_seconds``."""
+    max_tokens: int | None = None
+    """See ``Budget.max_tokens``."""
+    workspace: str | None = None
+    """Root folder of the workspace toolkit."""
+    database: str | None = None
+    """SQLite file of the sql toolkit."""
+    model: str | None = None
+    """``--model`` as given."""
+    base_url: str | None = None
+    """``--base-url`` as given (left out when it carries credentials)."""
+
+    def policy(self) -> Policy:
+        from gated_react.policy import Budget, Policy
+
+        limits = {
+            "max_steps": self.max_steps,
+            "max_tool_calls": self.max_tool_calls,
+            "max_seconds": self.max_seconds,
+            "max_tokens": self.max_tokens,
+        }
+        return Policy(
+            budget=Budget(**{k: v for k, v in limits.items() if v is not None}),
+            allow=None if self.allow is None else frozenset(self.allow),
+            require_approval=frozenset(self.approve),
+            protocol=self.protocol,
+        )
+
+    def tools(self) -> list[BaseTool]:
+        """The tools of every toolkit; unknown toolkits or tool names are a ``CliError``."""
+        from gated_react.tools import load_toolkit
+
+        tools: list[BaseTool] = []
+        for name in dict.fromkeys(self.toolkits):
+            try:
+                tools.extend(
+                    load_toolkit(
+                        name,
+                        root=Path(self.workspace) if self.workspace else None,
+                        database=Path(self.database) if self.database else None,
+                    )
+                )
+            except (ValueError, OSError) as exc:
+                raise CliError(str(exc)) from None
+        known = {tool.name for tool in tools}
+        for flag, names in (("--allow", self.allow or []), ("--approve-tool", self.approve)):
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise CliError(
+                    f"{flag}: no tool named {', '.join(unknown)} in toolkit(s) "
+                    f"{', '.join(self.toolkits)}; tools: {', '.join(sorted(known))}"
+                )
+        return tools
+
+    def metadata(self) -> dict[str, str]:
+        return {METADATA_KEY: self.model_dump_json(exclude_defaults=True)}
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunOptions | None:
+        raw = (metadata or {}).get(METADATA_KEY)
+        if not isinstance(raw, str):
+            return None
+        try:
+            return cls.model_validate(json.loads(raw))
+        except ValueError:
+            return None

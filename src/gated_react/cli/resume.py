@@ -1,0 +1,162 @@
+"""``gated-react resume THREAD``: continue a paused, interrupted or crashed run."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gated_react.cli import flags, store
+from gated_react.cli.errors import CliError, Exit, user_errors
+from gated_react.cli.events import Tracker
+from gated_react.cli.model import model_for_run, model_name
+from gated_react.cli.session import Place, Session, exit_code, logged, show
+
+if TYPE_CHECKING:
+    from gated_react.cli.options import RunOptions
+
+
+def resume_command(
+    thread: Annotated[
+        str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
+    ],
+    *,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve the call the run waits on.")
+    ] = False,
+    reject: Annotated[
+        str | None,
+        typer.Option(
+            "--reject", metavar="WHY", help="Reject the call, with the reason.", show_default=False
+        ),
+    ] = None,
+    args: Annotated[
+        str | None,
+        typer.Option(
+            "--args", help="Approve with these arguments instead (a JSON object).", metavar="JSON"
+        ),
+    ] = None,
+    db: flags.Db = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    json_out: flags.Json = False,
+    log: flags.Log = None,
+    no_log: flags.NoLog = False,
+) -> None:
+    """Continue a run where it stopped; answer a pending approval. Same exit codes as run."""
+    answer = parse_answer(approve, reject, args)
+    place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
+    code = _resume(thread, answer, place, model=model, base_url=base_url)
+    if code:
+        raise typer.Exit(int(code))
+
+
+def _resume(
+    thread: str,
+    answer: dict[str, Any] | None,
+    place: Place,
+    *,
+    model: str | None,
+    base_url: str | None,
+) -> Exit:
+    config = store.settings()
+    url = store.store_url(config, place.db)
+    with store.opened(url) as saver:
+        options = recorded_options(saver, thread)
+        current = _current(saver, thread)
+        budget = options.policy().budget
+        early = _settled(current, answer, thread)
+        if early is not None:  # nothing to run: show what is stored
+            show(Console(highlight=False), current, budget, config.secrets(), place)
+            return early
+        model, base_url = model or options.model, base_url or options.base_url
+        with user_errors():
+            chat = model_for_run(config, model=model, base_url=base_url)
+        graph = store.graph_for(options, chat, saver)
+        with logged(url, place, config) as runlog:
+            done = len(current.get("history") or ())
+            tracker = Tracker(thread, usage=current.get("usage") or {}, tool_calls=done)
+            session = Session(tracker, budget, runlog, config.secrets(), place)
+            where = base_url or config.openai_base_url or "OpenAI"
+            session.header(f"{model_name(config, model)} at {where}", url)
+            session.note("resumed", action=None if answer is None else {"answer": answer})
+            from gated_react.runs import resume
+
+            result = session.drive(
+                lambda watch: resume(graph, thread, *_answer(answer), on_update=watch)
+            )
+            return session.finish(result)
+
+
+def parse_answer(approve: bool, reject: str | None, args: str | None) -> dict[str, Any] | None:
+    """The approval answer from the flags; at most one of them."""
+    given = [
+        name
+        for name, on in (
+            ("--approve", approve),
+            ("--reject", reject is not None),
+            ("--args", args is not None),
+        )
+        if on
+    ]
+    if len(given) > 1:
+        raise CliError(f"use only one of {', '.join(given)}")
+    if reject is not None:
+        return {"approved": False, "reason": reject}
+    if args is not None:
+        try:
+            value = json.loads(args)
+        except ValueError as exc:
+            raise CliError(f"--args is not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise CliError(f"--args must be a JSON object, got {type(value).__name__}")
+        return {"approved": True, "args": value}
+    return {"approved": True} if approve else None
+
+
+def recorded_options(saver: Any, thread: str) -> RunOptions:
+    """The options the thread's run was started with."""
+    from gated_react.cli.options import RunOptions
+    from gated_react.runs import UnknownThread, config_for
+
+    found = saver.get_tuple(config_for(thread))
+    if found is None:
+        raise CliError(str(UnknownThread(thread)))
+    options = RunOptions.from_metadata(found.metadata)
+    if options is None:
+        raise CliError(
+            f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
+            "program that started it (gated_react.resume)"
+        )
+    return options
+
+
+def _current(saver: Any, thread: str) -> dict[str, Any]:
+    from gated_react.runs import read
+
+    with user_errors():
+        return read(store.reader_graph(saver), thread)
+
+
+def _settled(current: dict[str, Any], answer: Any, thread: str) -> Exit | None:
+    """The exit code when nothing should run: finished, or waiting and no answer given."""
+    if current.get("status"):
+        if answer is not None:
+            raise CliError(
+                f"thread {thread!r} has ended ({current.get('stop_reason')}); nothing to approve"
+            )
+        return exit_code(current)
+    if current.get("pending"):
+        return Exit.PAUSED if answer is None else None
+    if answer is not None:
+        raise CliError(
+            f"thread {thread!r} is not waiting for an approval; "
+            f"resume it without --approve/--reject/--args"
+        )
+    return None
+
+
+def _answer(answer: dict[str, Any] | None) -> tuple[Any, ...]:
+    return () if answer is None else (answer,)

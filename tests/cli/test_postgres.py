@@ -1,0 +1,64 @@
+"""``gated-react`` on a PostgreSQL store: runs, listing by one SQL query, show and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from gated_react import open_checkpointer
+from gated_react.cli.listing import latest_runs
+
+from ..openai_server import FakeOpenAI, reply, tool_call
+from .conftest import invoke
+from .test_runs_show import Counting
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh database on the test server, dropped afterwards."""
+    base = os.environ.get("GATED_REACT_TEST_POSTGRES_URL")
+    if not base:
+        if os.environ.get("GATED_REACT_REQUIRE_POSTGRES") == "1":
+            pytest.fail("GATED_REACT_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL server (set GATED_REACT_TEST_POSTGRES_URL)")
+    import psycopg
+
+    name = f"gr_cli_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlsplit(base)._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_runs_on_postgres(server: FakeOpenAI, pg_url: str) -> None:
+    for i in range(4):
+        server.push(reply(f"answer {i}"))
+        assert invoke("run", f"goal {i}", "--db", pg_url, "--thread", f"pg-{i}").exit_code == 0
+    server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
+    paused = invoke(
+        "run", "x", "--db", pg_url, "--thread", "pg-p", "--approve-tool", "get_user_billing"
+    )
+    assert paused.exit_code == 4
+    listed = json.loads(invoke("runs", "--db", pg_url, "--json", "--limit", "3").stdout)
+    assert listed["total"] == 5
+    assert [r["thread_id"] for r in listed["runs"]] == ["pg-p", "pg-3", "pg-2"]
+    assert [r["status"] for r in listed["runs"]] == ["paused", "ok", "ok"]
+    with open_checkpointer(pg_url) as saver:
+        counting = Counting(saver)
+        rows, total = latest_runs(counting, 2)
+        assert (counting.loads, total, len(rows)) == (2, 5, 2)
+    done = invoke("resume", "pg-p", "--db", pg_url, "--approve", "--json")
+    assert done.exit_code == 0
+    shown = json.loads(invoke("show", "pg-p", "--db", pg_url, "--json").stdout)
+    assert shown["answer"] == "USD 49"
+    assert [e["node"] for e in shown["events"]][-1] == "finish"

@@ -1,0 +1,144 @@
+"""The installed ``gated-react`` script as a real process: exit codes, a pure --json stdout,
+Ctrl-C in the middle of a slow model reply or a slow tool and then resume, a busy thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gated_react import open_checkpointer
+from gated_react.locks import thread_lock
+
+from ..openai_server import Delay, FakeOpenAI, Status, reply, tool_call
+from .conftest import REFUND, cli, invoke, spawn
+
+
+@pytest.mark.parametrize(
+    ("flags", "script", "code"),
+    [
+        ([], REFUND, 0),
+        (["--max-steps", "1"], REFUND[:1], 2),
+        ([], [Status(500)], 3),
+        (["--approve-tool", "get_user_billing"], [tool_call("get_user_billing", user_id=42)], 4),
+    ],
+)
+def test_exit_codes_and_a_pure_json_stdout(
+    server: FakeOpenAI, flags: list[str], script: list[object], code: int
+) -> None:
+    server.push(*script)  # type: ignore[arg-type]
+    done = cli("run", "refund for 42?", "--json", *flags)
+    assert done.returncode == code, done.stderr
+    assert done.stderr == ""
+    result = json.loads(done.stdout)  # stdout is exactly one JSON document
+    assert {"status", "stop_reason", "answer", "trace", "history", "thread_id"} <= set(result)
+
+
+def test_a_user_error_is_one_line_and_exit_1(state: Path) -> None:
+    done = cli("run", "refund?")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith("gated-react: error: no model configured")
+    assert done.stderr.count("\n") == 1
+
+
+def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state: Path) -> None:
+    server.push(tool_call("get_user_billing", user_id=42), Delay(60, reply("late")))
+    proc = spawn("run", "refund?", "--thread", "cc")
+    assert server.wait_for_requests(2)  # the slow second model call is under way
+    logged = (state / "runs.sqlite.log").read_text().splitlines()
+    assert [json.loads(line)["node"] for line in logged][-1] == "observe"  # flushed per line
+    out, err = _interrupt(proc)
+    assert proc.returncode == 130
+    assert "interrupted: the run is saved; continue it with: gated-react resume cc" in err
+    assert "Traceback" not in err
+    assert "observe" in out  # the live view had shown the first step
+    server.push(reply("USD 49"))
+    done = cli("resume", "cc", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["answer"] == "USD 49"
+    assert [h["action"]["name"] for h in result["history"]] == ["get_user_billing"]
+    assert len(server.requests) == 3  # the tool step was not asked for again
+    log = (state / "runs.sqlite.log").read_text().splitlines()
+    nodes = [json.loads(line)["decision"] for line in log]
+    assert "interrupted" in nodes
+    assert "resumed" in nodes
+
+
+def test_ctrl_c_during_a_slow_tool_then_resume(
+    server: FakeOpenAI, state: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "runs.txt"
+    (work / "test_slow.py").write_text(
+        "import time\n"
+        f"def test_slow():\n    open({str(marker)!r}, 'a').write('x')\n    time.sleep(3)\n"
+    )
+    server.push(tool_call("run_tests", path="test_slow.py"))
+    proc = spawn(
+        "run", "run the tests", "-t", "workspace", "--workspace", str(work), "--thread", "tt"
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists()  # the tool is running
+    _, err = _interrupt(proc)
+    assert proc.returncode == 130
+    assert "gated-react resume tt" in err
+    server.push(reply("the tests pass"))
+    done = cli("resume", "tt", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["history"][0]["action"]["name"] == "run_tests"
+    assert result["history"][0]["observation"]["passed"] is True
+    assert len(marker.read_text()) == 2  # run_tests is idempotent: it ran again on resume
+
+
+def test_a_busy_thread_is_refused(server: FakeOpenAI, state: Path) -> None:
+    server.push(tool_call("get_user_billing", user_id=42))
+    assert (
+        invoke("run", "x", "--thread", "busy", "--approve-tool", "get_user_billing").exit_code == 4
+    )
+    with open_checkpointer(str(state / "runs.sqlite")) as saver, thread_lock(saver, "busy"):
+        done = cli("resume", "busy", "--approve")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "gated-react: error: thread 'busy' is being advanced by another run; nothing was changed\n"
+    )
+    assert len(server.requests) == 1
+
+
+def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
+    code = (
+        "import sys\n"
+        "from gated_react.cli.app import app\n"
+        "from gated_react.cli import store\n"
+        "from gated_react.cli.listing import latest_runs\n"
+        "with store.opened(store.store_url(store.settings(), None)) as saver:\n"
+        "    latest_runs(saver, 20)\n"
+        "heavy = ('langchain_openai', 'openai', 'langgraph.graph', 'langgraph.pregel')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+    assert cli("--help").stdout.startswith("Usage: gated-react")

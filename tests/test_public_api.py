@@ -6,6 +6,7 @@ import gated_react
 
 PUBLIC = [
     "Budget",
+    "NotWaiting",
     "Policy",
     "RunInput",
     "RunResult",

@@ -30,6 +30,16 @@ class UnknownThread(LookupError):
         super().__init__(f"no run is stored under thread {thread_id!r}")
 
 
+class NotWaiting(ValueError):
+    """An answer was given for a thread that is not waiting for one."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is not waiting for an answer; resume it without one "
+            "and answer the question it asks"
+        )
+
+
 class ThreadExists(ValueError):
     """A new run was asked for on a thread that already holds one."""
 
@@ -79,6 +89,10 @@ def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any) -> dict[str, 
         raise UnknownThread(thread_id)
     if finished(snapshot) or (snapshot.interrupts and answer is _NO_ANSWER):
         return from_snapshot(snapshot, thread_id)
+    if not snapshot.interrupts and answer is not _NO_ANSWER:
+        # LangGraph would keep the answer for the next question the run asks, e.g. whether to
+        # repeat a payment after a crash: a stale or repeated approval must not answer that.
+        raise NotWaiting(thread_id)
     return None
 
 
@@ -97,8 +111,9 @@ def run(graph: Graph, goal: str, *, thread_id: str | None = None) -> dict[str, A
 
 
 def resume(graph: Graph, thread_id: str, answer: Any = _NO_ANSWER) -> dict[str, Any]:
-    """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to a
-    pending approval. A finished run is returned unchanged and nothing runs."""
+    """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to the
+    question a paused run waits on (``NotWaiting`` if it waits on none). A finished run is
+    returned unchanged and nothing runs."""
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
         settled = _settled(graph.get_state(config), thread_id, answer)

@@ -1,0 +1,349 @@
+"""Real processes for durability tests: children that run or resume a thread and can be stopped
+inside any node, so a test can SIGKILL them there.
+
+"Inside a node" is made deterministic from test code only: a LangChain callback handler sees
+the node's run start (``entered``) or its body and router finish before LangGraph stores the
+node's writes (``finished``), waits until the checkpoint before the node is stored, writes a
+marker file and then sleeps until it is killed (or, with ``hold``, until a release file
+appears). Nothing in ``gated_react`` knows about it.
+
+Children are forked from a forkserver that imported this module once, so a child starts in
+milliseconds instead of paying the imports again; each is still its own OS process with its
+own store connections.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from multiprocessing.context import ForkServerContext
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Annotated, Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.tools import InjectedToolArg, tool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from gated_react import (
+    Policy,
+    ThreadBusy,
+    build_graph,
+    open_checkpointer,
+    resume,
+    run,
+)
+from gated_react._lg import CONFIG_KEY_DURABILITY
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools._meta import idempotent
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .helpers import REFUND_42, REFUND_GOAL
+
+WAIT = 60.0  # seconds a test waits for a child before it gives up (never reached when healthy)
+
+
+# --- a scripted model that answers from what it sees, so a new process picks up mid-run -----
+
+
+def progress(messages: list[BaseMessage]) -> int:
+    """Tool calls done so far, read from the prompt's state summary."""
+    payload = json.loads(str(messages[1].content))
+    return int(payload["state_summary"]["tool_calls_done"])
+
+
+def by_progress(script: list[Any]) -> ScriptedChatModel:
+    """A model whose reply is ``script[tool calls done]``: like a deterministic LLM, the same
+    prompt gets the same answer in any process, so a resumed run continues the script."""
+
+    def reply(messages: list[BaseMessage]) -> Any:
+        return script[min(progress(messages), len(script) - 1)]
+
+    return ScriptedChatModel(replies=[reply], cycle=True)
+
+
+# --- tools with side effects ---------------------------------------------------------------
+
+
+@tool
+def append_line(path: str, text: str, idempotency_key: Annotated[str, InjectedToolArg] = "") -> str:
+    """Append one line to a file (a stand-in for sending a payment)."""
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{text} key={idempotency_key}\n")
+    return "appended"
+
+
+@idempotent
+@tool
+def record_line(path: str, text: str, idempotency_key: Annotated[str, InjectedToolArg] = "") -> str:
+    """Append one line to a file; declared idempotent, so a resumed run may repeat it."""
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{text} key={idempotency_key}\n")
+    return "recorded"
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+TOOLS = {"support": SUPPORT_TOOLS, "append": [append_line, record_line]}
+
+
+def scripts(spec: dict[str, Any]) -> list[Any]:
+    """The named script; file tools write to ``spec["file"]``."""
+    name, file = spec.get("script", "refund"), spec.get("file", "")
+    found: dict[str, list[Any]] = {
+        "refund": REFUND_42,
+        "append": [call("append_line", path=file, text="refund 42: USD 49"), "sent"],
+        "record": [call("record_line", path=file, text="refund 42: USD 49"), "sent"],
+        "search": [
+            call("search_policy", query="refund"),
+            call("search_policy", query="pro monthly"),
+            call("get_user_profile", user_id=42),
+            "USD 49",
+        ],
+    }
+    return found[name]
+
+
+def graph_for(spec: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> Any:
+    """The graph a child runs: scenario, policy and, for tests, callbacks and durability."""
+    policy = Policy.model_validate(spec.get("policy", {}))
+    graph = build_graph(
+        by_progress(scripts(spec)),
+        TOOLS[spec.get("tools", "support")],
+        policy=policy,
+        checkpointer=saver,
+    )
+    if spec.get("block"):
+        graph = graph.with_config(callbacks=[Blocker(saver, **spec["block"])])
+    if spec.get("durability"):
+        graph = graph.with_config(configurable={CONFIG_KEY_DURABILITY: spec["durability"]})
+    return graph
+
+
+# --- stopping inside a node ----------------------------------------------------------------
+
+
+class Blocker(BaseCallbackHandler):
+    """Stops the process inside ``node`` (its ``occurrence``-th run in this process)."""
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        *,
+        node: str,
+        marker: str,
+        phase: str = "entered",
+        occurrence: int = 1,
+        release: str | None = None,
+    ) -> None:
+        self.saver, self.node, self.phase = saver, node, phase
+        self.marker, self.release, self.occurrence = marker, release, occurrence
+        self.seen = 0
+        self.runs: dict[UUID, tuple[str, int]] = {}
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        meta = metadata or {}
+        if kwargs.get("name") != self.node or meta.get("langgraph_node") != self.node:
+            return
+        self.seen += 1
+        if self.seen != self.occurrence:
+            return
+        where = (str(meta.get("thread_id")), int(meta["langgraph_step"]))
+        if self.phase == "entered":
+            self.stop(*where)
+        self.runs[run_id] = where
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if self.phase == "finished" and run_id in self.runs:
+            self.stop(*self.runs[run_id])
+
+    def stop(self, thread_id: str, step: int) -> None:
+        # "Inside node N" means every node before it is stored, whatever the durability mode.
+        config: Any = {"configurable": {"thread_id": thread_id}}
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            stored = self.saver.get_tuple(config)
+            if stored is not None and stored.metadata.get("step", -2) >= step - 1:
+                break
+            time.sleep(0.005)
+        touch(self.marker)
+        while self.release is None or not os.path.exists(self.release):
+            time.sleep(0.01)
+
+
+def slow_gate_checkpoints(saver: BaseCheckpointSaver[Any], marker: str) -> None:
+    """Make the store hang on the checkpoint that records the gate's approved call."""
+    put = saver.put
+
+    def hanging(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        call_value = checkpoint["channel_values"].get("call")
+        if "branch:to:execute" in new_versions and call_value and not call_value["outcome"]:
+            touch(marker)
+            while True:
+                time.sleep(1)
+        return put(config, checkpoint, metadata, new_versions)
+
+    saver.put = hanging  # type: ignore[method-assign]
+
+
+def touch(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+
+
+# --- the child process ---------------------------------------------------------------------
+
+
+def child(spec: dict[str, Any]) -> None:
+    """Run or resume one thread as ``spec`` says; write the result (or ``busy``) as JSON."""
+    log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if spec.get("go"):
+        while not os.path.exists(spec["go"]):
+            time.sleep(0.002)
+    with open_checkpointer(spec["url"]) as saver:
+        if spec.get("slow_put"):
+            slow_gate_checkpoints(saver, spec["slow_put"])
+        graph = graph_for(spec, saver)
+        try:
+            if spec["op"] == "run":
+                out = run(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
+            elif "answer" in spec:
+                out = resume(graph, spec["thread"], spec["answer"])
+            else:
+                out = resume(graph, spec["thread"])
+        except ThreadBusy as exc:
+            out = {"busy": str(exc)}
+        except Exception as exc:
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+    tmp = spec["out"] + ".tmp"
+    Path(tmp).write_text(json.dumps(out))
+    os.replace(tmp, spec["out"])
+    sys.stdout.flush()
+
+
+@functools.cache
+def context() -> ForkServerContext:
+    """A forkserver that has imported this module (and so gated_react, LangGraph, psycopg)."""
+    made = multiprocessing.get_context("forkserver")
+    made.set_forkserver_preload([__name__, "psycopg", "langgraph.checkpoint.postgres"])
+    return made
+
+
+class Children:
+    """Starts children in a work folder, waits for their markers and results, kills them."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.procs: list[BaseProcess] = []
+        self.count = 0
+
+    def start(self, url: str, thread: str, op: str, **spec: Any) -> Child:
+        self.count += 1
+        name = f"{op}-{self.count}"
+        full = {
+            "url": url,
+            "thread": thread,
+            "op": op,
+            "out": str(self.folder / f"{name}.json"),
+            "log": str(self.folder / f"{name}.log"),
+            **spec,
+        }
+        proc = context().Process(target=child, args=(full,), name=name)
+        proc.start()
+        self.procs.append(proc)
+        return Child(proc, full)
+
+    def path(self, name: str) -> str:
+        return str(self.folder / name)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(WAIT)
+
+
+@contextmanager
+def children(folder: Path) -> Iterator[Children]:
+    made = Children(folder)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+class Child:
+    """One started child."""
+
+    def __init__(self, proc: BaseProcess, spec: dict[str, Any]) -> None:
+        self.proc, self.spec = proc, spec
+
+    def wait_for(self, marker: str) -> None:
+        """Until the child wrote ``marker``; fails if it ended first."""
+        deadline = time.monotonic() + WAIT
+        while not os.path.exists(marker):
+            if not self.proc.is_alive():
+                raise AssertionError(f"child ended before {marker}: {self.log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {marker} after {WAIT:g} s: {self.log()}")
+            time.sleep(0.005)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would do: no cleanup runs in the child."""
+        self.proc.kill()
+        self.proc.join(WAIT)
+        assert self.proc.exitcode == -9
+
+    def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Until ``condition()`` holds; fails if the child ended first."""
+        deadline = time.monotonic() + WAIT
+        while not condition():
+            if not self.proc.is_alive() or time.monotonic() > deadline:
+                raise AssertionError(f"condition not met: {self.log()}")
+            time.sleep(0.005)
+
+    def outcome(self) -> dict[str, Any]:
+        """The child's JSON output after it exits on its own: a result, ``busy`` or ``error``."""
+        self.proc.join(WAIT)
+        assert self.proc.exitcode == 0, self.log()
+        out: dict[str, Any] = json.loads(Path(self.spec["out"]).read_text())
+        return out
+
+    def result(self) -> dict[str, Any]:
+        """The child's result; fails on ``busy`` or ``error``."""
+        out = self.outcome()
+        assert "error" not in out, out
+        assert "busy" not in out, out
+        return out
+
+    def log(self) -> str:
+        path = Path(self.spec["log"])
+        return path.read_text()[-3000:] if path.exists() else "(no log)"
+
+
+def comparable(result: dict[str, Any]) -> dict[str, Any]:
+    """A result without what legitimately differs between runs: wall-clock seconds, thread id."""
+    usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
+    return {
+        **{k: v for k, v in result.items() if k not in ("usage", "thread_id")},
+        "usage": usage,
+    }

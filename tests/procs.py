@@ -321,6 +321,9 @@ class Child:
                 raise AssertionError(f"condition not met: {self.log()}")
             time.sleep(0.005)
 
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
     def outcome(self) -> dict[str, Any]:
         """The child's JSON output after it exits on its own: a result, ``busy`` or ``error``."""
         self.proc.join(WAIT)
@@ -340,6 +343,15 @@ class Child:
         return path.read_text()[-3000:] if path.exists() else "(no log)"
 
 
+def wait_until(condition: Callable[[], bool]) -> None:
+    """Until ``condition()`` holds (at most ``WAIT`` seconds)."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not true after {WAIT:g} s")
+        time.sleep(0.005)
+
+
 def comparable(result: dict[str, Any]) -> dict[str, Any]:
     """A result without what legitimately differs between runs: wall-clock seconds, thread id."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
@@ -347,3 +359,11 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
         **{k: v for k, v in result.items() if k not in ("usage", "thread_id")},
         "usage": usage,
     }
+
+
+def open_store(url: str, go: str) -> None:
+    """Open (and so set up) the store as soon as ``go`` exists; exit 0 on success."""
+    while not os.path.exists(go):
+        time.sleep(0.001)
+    with open_checkpointer(url):
+        pass

@@ -14,11 +14,11 @@ own store connections.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +36,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from gated_react import (
     Policy,
     ThreadBusy,
+    aopen_checkpointer,
+    aresume,
+    arun,
     build_graph,
     open_checkpointer,
     resume,
@@ -212,32 +215,45 @@ def touch(path: str) -> None:
 
 
 def child(spec: dict[str, Any]) -> None:
-    """Run or resume one thread as ``spec`` says; write the result (or ``busy``) as JSON."""
+    """Run or resume one thread as ``spec`` says (``"mode": "async"`` for the async API);
+    write the result, ``busy`` or ``error`` as JSON."""
     log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
     if spec.get("go"):
         while not os.path.exists(spec["go"]):
             time.sleep(0.002)
+    try:
+        out = asyncio.run(_aadvance(spec)) if spec.get("mode") == "async" else _advance(spec)
+    except ThreadBusy as exc:
+        out = {"busy": str(exc)}
+    except Exception as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    tmp = spec["out"] + ".tmp"
+    Path(tmp).write_text(json.dumps(out))
+    os.replace(tmp, spec["out"])
+
+
+def _advance(spec: dict[str, Any]) -> dict[str, Any]:
     with open_checkpointer(spec["url"]) as saver:
         if spec.get("slow_put"):
             slow_gate_checkpoints(saver, spec["slow_put"])
         graph = graph_for(spec, saver)
-        try:
-            if spec["op"] == "run":
-                out = run(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
-            elif "answer" in spec:
-                out = resume(graph, spec["thread"], spec["answer"])
-            else:
-                out = resume(graph, spec["thread"])
-        except ThreadBusy as exc:
-            out = {"busy": str(exc)}
-        except Exception as exc:
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-    tmp = spec["out"] + ".tmp"
-    Path(tmp).write_text(json.dumps(out))
-    os.replace(tmp, spec["out"])
-    sys.stdout.flush()
+        if spec["op"] == "run":
+            return run(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
+        if "answer" in spec:
+            return resume(graph, spec["thread"], spec["answer"])
+        return resume(graph, spec["thread"])
+
+
+async def _aadvance(spec: dict[str, Any]) -> dict[str, Any]:
+    async with aopen_checkpointer(spec["url"]) as saver:
+        graph = graph_for(spec, saver)
+        if spec["op"] == "run":
+            return await arun(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
+        if "answer" in spec:
+            return await aresume(graph, spec["thread"], spec["answer"])
+        return await aresume(graph, spec["thread"])
 
 
 @functools.cache

@@ -26,22 +26,26 @@ def stored(url: str, thread: str) -> dict[str, Any]:
         return read(graph_for({}, saver), thread)
 
 
-@pytest.mark.parametrize("phase", ["entered", "finished"])
+@pytest.mark.parametrize(
+    ("phase", "mode"), [("entered", "sync"), ("finished", "sync"), ("finished", "async")]
+)
 @pytest.mark.parametrize("node", NODES)
 def test_a_run_killed_inside_a_node_resumes_to_the_same_result(
-    store_url: str, tmp_path: Path, node: str, phase: str
+    store_url: str, tmp_path: Path, node: str, phase: str, mode: str
 ) -> None:
+    """``entered``: killed as the node starts; ``finished``: after its body and router ran
+    (model called, tool run) but before LangGraph stored what it wrote."""
     expected = uninterrupted()
     with children(tmp_path) as kids:
         marker = kids.path("inside")
         block = {"node": node, "phase": phase, "occurrence": 2, "marker": marker}
-        first = kids.start(store_url, "refund-42", "run", block=block)
+        first = kids.start(store_url, "refund-42", "run", block=block, mode=mode)
         first.wait_for(marker)
         first.kill()
         crashed = stored(store_url, "refund-42")
         assert crashed["status"] is None
         assert 1 <= len(crashed["history"]) <= 2
-        resumed = kids.start(store_url, "refund-42", "resume").result()
+        resumed = kids.start(store_url, "refund-42", "resume", mode=mode).result()
     assert expected["stop_reason"] == "success"
     assert comparable(resumed) == comparable(expected)
     assert [entry["step"] for entry in resumed["history"]] == [1, 2, 3]

@@ -115,16 +115,29 @@ def test_eight_workers_drain_200_queued_runs(pg_url: str, decisions: Path) -> No
 
 
 @pytest.mark.postgres
-def test_an_approval_travels_through_the_queue(pg_url: str, decisions: Path) -> None:
+def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> None:
+    """Two questions; the first answer is delivered twice (a double click). The repeat names
+    the question it answers, so it fails instead of approving the second question."""
     install_queue(pg_url)
     app = make_app(pg_url)
+
+    def asks(tool: str) -> Callable[[], bool]:
+        return lambda: _has(
+            pg_url, "ask", lambda out: [q["tool"] for q in out["pending"]] == [tool]
+        )
+
     with workers(pg_url, "tests.worker_graphs:refund_with_approval", 1), app.open():
         enqueue_run(app, REFUND_GOAL, thread_id="ask")
-        wait_until(lambda: _has(pg_url, "ask", lambda out: bool(out["pending"])))
-        assert stored(pg_url, "ask")["pending"][0]["tool"] == "get_user_billing"
-        enqueue_resume(app, "ask", {"approved": True})
-        enqueue_resume(app, "ask", {"approved": True})  # a double click changes nothing
-        wait_until(lambda: [status for _, status, _ in jobs(pg_url)] == ["succeeded"] * 3)
+        wait_until(asks("get_user_billing"))
+        first = stored(pg_url, "ask")["pending"][0]
+        enqueue_resume(app, "ask", {"approved": True}, question=first["id"])
+        enqueue_resume(app, "ask", {"approved": True}, question=first["id"])
+        wait_until(lambda: [status for _, status, _ in jobs(pg_url)][-1] == "failed")
+        assert [status for _, status, _ in jobs(pg_url)] == ["succeeded", "succeeded", "failed"]
+        second = stored(pg_url, "ask")["pending"][0]
+        assert second["tool"] == "search_policy"
+        enqueue_resume(app, "ask", {"approved": True}, question=second["id"])
+        wait_until(lambda: [status for _, status, _ in jobs(pg_url)][-1] == "succeeded")
     assert scripted(stored(pg_url, "ask"))
     assert len(decisions.read_text().splitlines()) == 1
 

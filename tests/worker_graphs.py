@@ -56,7 +56,8 @@ def refund(checkpointer: BaseCheckpointSaver[Any], policy: Policy | None = None)
 
 
 def refund_with_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
-    return refund(checkpointer, Policy(require_approval=frozenset({"get_user_billing"})))
+    approve = frozenset({"get_user_billing", "search_policy"})
+    return refund(checkpointer, Policy(require_approval=approve))
 
 
 def forgets_the_checkpointer(checkpointer: BaseCheckpointSaver[Any]) -> Any:

@@ -40,16 +40,18 @@ async def advance(
     thread_id: str,
     goal: str | None = None,
     answer: Any = _NO_ANSWER,
+    question: str | None = None,
 ) -> str:
     """The job: start the run on a new thread, else continue it (answering its question)."""
     graph: Graph = context.additional_context["graph"]
     if goal is not None:
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
             return _status(await arun(graph, goal, thread_id=thread_id))
-    # A retried job may have used its answer already: never let it answer a newer question.
-    if answer is _NO_ANSWER or context.job.attempts > 0:
+    # A retried job may have used its answer already: unless the answer names its question,
+    # never let it answer a newer one.
+    if answer is _NO_ANSWER or (question is None and context.job.attempts > 0):
         return _status(await aresume(graph, thread_id))
-    return _status(await aresume(graph, thread_id, answer))
+    return _status(await aresume(graph, thread_id, answer, question=question))
 
 
 def _status(result: dict[str, Any]) -> str:
@@ -106,11 +108,20 @@ def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = No
     return thread_id
 
 
-def enqueue_resume(app: procrastinate.App, thread_id: str, answer: Any = _NO_ANSWER) -> None:
-    """Queue a resume; ``answer`` replies to the question the paused run waits on."""
-    kwargs = {"thread_id": thread_id}
+def enqueue_resume(
+    app: procrastinate.App,
+    thread_id: str,
+    answer: Any = _NO_ANSWER,
+    *,
+    question: str | None = None,
+) -> None:
+    """Queue a resume; ``answer`` replies to the question the paused run waits on (only to the
+    one whose ``id`` is ``question``, if given: a repeated answer then never answers another)."""
+    kwargs: dict[str, Any] = {"thread_id": thread_id}
     if answer is not _NO_ANSWER:
         kwargs["answer"] = answer
+    if question is not None:
+        kwargs["question"] = question
     _deferrer(app, thread_id).defer(**kwargs)
 
 

@@ -25,112 +25,26 @@ from contextlib import contextmanager
 from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
-from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react import (
-    Policy,
     ThreadBusy,
     aopen_checkpointer,
     aresume,
     arun,
-    build_graph,
     open_checkpointer,
     resume,
     run,
 )
-from gated_react._lg import CONFIG_KEY_DURABILITY
-from gated_react.testing import ScriptedChatModel, call
-from gated_react.tools._meta import idempotent
-from gated_react.tools.support import SUPPORT_TOOLS
 
-from .helpers import REFUND_42, REFUND_GOAL
+from .helpers import REFUND_GOAL
+from .scenarios import graph_for
 
 WAIT = 60.0  # seconds a test waits for a child before it gives up (never reached when healthy)
-
-
-# --- a scripted model that answers from what it sees, so a new process picks up mid-run -----
-
-
-def progress(messages: list[BaseMessage]) -> int:
-    """Tool calls done so far, read from the prompt's state summary."""
-    payload = json.loads(str(messages[1].content))
-    return int(payload["state_summary"]["tool_calls_done"])
-
-
-def by_progress(script: list[Any]) -> ScriptedChatModel:
-    """A model whose reply is ``script[tool calls done]``: like a deterministic LLM, the same
-    prompt gets the same answer in any process, so a resumed run continues the script."""
-
-    def reply(messages: list[BaseMessage]) -> Any:
-        return script[min(progress(messages), len(script) - 1)]
-
-    return ScriptedChatModel(replies=[reply], cycle=True)
-
-
-# --- tools with side effects ---------------------------------------------------------------
-
-
-@tool
-def append_line(path: str, text: str, idempotency_key: Annotated[str, InjectedToolArg] = "") -> str:
-    """Append one line to a file (a stand-in for sending a payment)."""
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(f"{text} key={idempotency_key}\n")
-    return "appended"
-
-
-@idempotent
-@tool
-def record_line(path: str, text: str, idempotency_key: Annotated[str, InjectedToolArg] = "") -> str:
-    """Append one line to a file; declared idempotent, so a resumed run may repeat it."""
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(f"{text} key={idempotency_key}\n")
-    return "recorded"
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-TOOLS = {"support": SUPPORT_TOOLS, "append": [append_line, record_line]}
-
-
-def scripts(spec: dict[str, Any]) -> list[Any]:
-    """The named script; file tools write to ``spec["file"]``."""
-    name, file = spec.get("script", "refund"), spec.get("file", "")
-    found: dict[str, list[Any]] = {
-        "refund": REFUND_42,
-        "append": [call("append_line", path=file, text="refund 42: USD 49"), "sent"],
-        "record": [call("record_line", path=file, text="refund 42: USD 49"), "sent"],
-        "search": [
-            call("search_policy", query="refund"),
-            call("search_policy", query="pro monthly"),
-            call("get_user_profile", user_id=42),
-            "USD 49",
-        ],
-    }
-    return found[name]
-
-
-def graph_for(spec: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> Any:
-    """The graph a child runs: scenario, policy and, for tests, callbacks and durability."""
-    policy = Policy.model_validate(spec.get("policy", {}))
-    graph = build_graph(
-        by_progress(scripts(spec)),
-        TOOLS[spec.get("tools", "support")],
-        policy=policy,
-        checkpointer=saver,
-    )
-    if spec.get("block"):
-        graph = graph.with_config(callbacks=[Blocker(saver, **spec["block"])])
-    if spec.get("durability"):
-        graph = graph.with_config(configurable={CONFIG_KEY_DURABILITY: spec["durability"]})
-    return graph
 
 
 # --- stopping inside a node ----------------------------------------------------------------
@@ -192,6 +106,13 @@ class Blocker(BaseCallbackHandler):
             time.sleep(0.01)
 
 
+def with_blocker(graph: Any, spec: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> Any:
+    """The graph, stopping inside the node ``spec["block"]`` names (if any)."""
+    if not spec.get("block"):
+        return graph
+    return graph.with_config(callbacks=[Blocker(saver, **spec["block"])])
+
+
 def slow_gate_checkpoints(saver: BaseCheckpointSaver[Any], marker: str) -> None:
     """Make the store hang on the checkpoint that records the gate's approved call."""
     put = saver.put
@@ -238,7 +159,7 @@ def _advance(spec: dict[str, Any]) -> dict[str, Any]:
     with open_checkpointer(spec["url"]) as saver:
         if spec.get("slow_put"):
             slow_gate_checkpoints(saver, spec["slow_put"])
-        graph = graph_for(spec, saver)
+        graph = with_blocker(graph_for(spec, saver), spec, saver)
         if spec["op"] == "run":
             return run(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
         if "answer" in spec:
@@ -248,7 +169,7 @@ def _advance(spec: dict[str, Any]) -> dict[str, Any]:
 
 async def _aadvance(spec: dict[str, Any]) -> dict[str, Any]:
     async with aopen_checkpointer(spec["url"]) as saver:
-        graph = graph_for(spec, saver)
+        graph = with_blocker(graph_for(spec, saver), spec, saver)
         if spec["op"] == "run":
             return await arun(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])
         if "answer" in spec:
@@ -366,15 +287,6 @@ def wait_until(condition: Callable[[], bool]) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"still not true after {WAIT:g} s")
         time.sleep(0.005)
-
-
-def comparable(result: dict[str, Any]) -> dict[str, Any]:
-    """A result without what legitimately differs between runs: wall-clock seconds, thread id."""
-    usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
-    return {
-        **{k: v for k, v in result.items() if k not in ("usage", "thread_id")},
-        "usage": usage,
-    }
 
 
 def open_store(url: str, go: str) -> None:

@@ -12,7 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react import open_checkpointer, read, run
 
 from .helpers import REFUND_GOAL
-from .procs import children, comparable, graph_for
+from .procs import children
+from .scenarios import comparable, graph_for
 
 NODES = ["decide", "validate", "gate", "execute", "observe"]
 

@@ -10,7 +10,7 @@ import langchain_openai
 import pytest
 
 from .helpers import REFUND_42
-from .procs import by_progress
+from .scenarios import by_progress
 
 README = Path(__file__).parent.parent / "README.md"
 

@@ -13,7 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react import open_checkpointer, run
 
 from .helpers import REFUND_GOAL
-from .procs import children, comparable, graph_for, wait_until
+from .procs import children, wait_until
+from .scenarios import comparable, graph_for
 
 APPROVE_BILLING = {"require_approval": ["get_user_billing"]}
 

@@ -10,7 +10,8 @@ import pytest
 
 from gated_react.canonical import canonical_json, short_hash
 
-from .procs import children, lines
+from .procs import children
+from .scenarios import lines
 
 APPROVE_APPEND = {"require_approval": ["append_line"]}
 TEXT = "refund 42: USD 49"

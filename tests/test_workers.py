@@ -26,7 +26,8 @@ from gated_react.workers import (
 )
 
 from .helpers import REFUND_42, REFUND_GOAL
-from .procs import WAIT, graph_for, wait_until
+from .procs import WAIT, wait_until
+from .scenarios import graph_for
 from .worker_graphs import LOG_VAR, STALL_VAR
 
 RUNS, WORKERS = 200, 8

@@ -21,7 +21,7 @@ from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .helpers import REFUND_42
-from .procs import progress
+from .scenarios import progress
 
 LOG_VAR = "GATED_REACT_TEST_DECISIONS"
 STALL_VAR = "GATED_REACT_TEST_STALL_ONCE"  # a file: the first worker to take it hangs in decide

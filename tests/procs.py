@@ -19,6 +19,7 @@ import functools
 import json
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -121,11 +122,38 @@ def slow_gate_checkpoints(saver: BaseCheckpointSaver[Any], marker: str) -> None:
         call_value = checkpoint["channel_values"].get("call")
         if "branch:to:execute" in new_versions and call_value and not call_value["outcome"]:
             touch(marker)
-            while True:
-                time.sleep(1)
+            hang()
         return put(config, checkpoint, metadata, new_versions)
 
     saver.put = hanging  # type: ignore[method-assign]
+
+
+def hang_after_the_outcome(saver: BaseCheckpointSaver[Any], marker: str) -> None:
+    """Let the store save execute's writes (the outcome) as pending writes, but hang the
+    checkpoint that would include them: the process dies between the two."""
+    put, put_writes = saver.put, saver.put_writes
+    saved = threading.Event()
+
+    def writes(config: Any, items: Any, task_id: str, task_path: str = "") -> None:
+        put_writes(config, items, task_id, task_path)
+        if any(channel == "call" and value and value["outcome"] for channel, value in items):
+            saved.set()
+
+    def checkpoint(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        call_value = checkpoint["channel_values"].get("call")
+        if call_value and call_value["outcome"]:
+            saved.wait()
+            touch(marker)
+            hang()
+        return put(config, checkpoint, metadata, new_versions)
+
+    saver.put_writes = writes  # type: ignore[method-assign]
+    saver.put = checkpoint  # type: ignore[method-assign]
+
+
+def hang() -> None:
+    while True:
+        time.sleep(1)
 
 
 def touch(path: str) -> None:
@@ -159,6 +187,8 @@ def _advance(spec: dict[str, Any]) -> dict[str, Any]:
     with open_checkpointer(spec["url"]) as saver:
         if spec.get("slow_put"):
             slow_gate_checkpoints(saver, spec["slow_put"])
+        if spec.get("hang_after_outcome"):
+            hang_after_the_outcome(saver, spec["hang_after_outcome"])
         graph = with_blocker(graph_for(spec, saver), spec, saver)
         if spec["op"] == "run":
             return run(graph, spec.get("goal", REFUND_GOAL), thread_id=spec["thread"])

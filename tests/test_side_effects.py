@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gated_react import open_checkpointer
 from gated_react.canonical import canonical_json, short_hash
 
 from .procs import children
@@ -138,3 +139,25 @@ def test_sync_durability_closes_the_window_between_gate_and_execute(
         out = kids.start(store_url, "pay", "resume", **spec).result()
     assert out["stop_reason"] == "success"
     assert len(lines(file)) == count
+
+
+def test_an_outcome_stored_before_the_crash_is_not_unknown(store_url: str, tmp_path: Path) -> None:
+    """Killed after LangGraph stored execute's writes but before the next checkpoint: the
+    resumed run takes the stored outcome instead of calling it unknown or running it again."""
+    file = tmp_path / "payments.txt"
+    spec = {"tools": "append", "script": "append", "file": str(file)}
+    with children(tmp_path) as kids:
+        saved = kids.path("outcome-saved")
+        first = kids.start(store_url, "pay", "run", hang_after_outcome=saved, **spec)
+        first.wait_for(saved)
+        first.kill()
+        with open_checkpointer(store_url) as saver:
+            latest = saver.get_tuple({"configurable": {"thread_id": "pay"}})
+        assert latest is not None
+        assert latest.checkpoint["channel_values"]["call"]["outcome"] is None  # gate's record
+        outcomes = [v for _, ch, v in latest.pending_writes or () if ch == "call"]
+        assert [call["outcome"]["ok"] for call in outcomes] == [True]  # execute's, pending
+        out = kids.start(store_url, "pay", "resume", **spec).result()
+    assert out["stop_reason"] == "success"
+    assert [entry["observation"] for entry in out["history"]] == ["appended"]
+    assert len(lines(file)) == 1

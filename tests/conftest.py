@@ -1,9 +1,37 @@
-"""Test-wide settings."""
+"""Test-wide settings and fixtures."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from . import pg
 
 # Nothing in the test suite may reach a hosted API or send traces.
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ.pop("OPENAI_API_KEY", None)
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty Postgres database for this test (tests using it are marked ``postgres``)."""
+    if request.node.get_closest_marker("postgres") is None:
+        pytest.fail("a test that uses pg_url must be marked @pytest.mark.postgres", pytrace=False)
+    url = pg.server_url()
+    if url is None:
+        pg.unavailable(f"{pg.URL_VAR} is not set")
+        return
+    with pg.fresh_database(url) as fresh:
+        yield fresh
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The same test on a real SQLite file and on a fresh Postgres database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    else:
+        yield request.getfixturevalue("pg_url")

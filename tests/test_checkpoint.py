@@ -12,6 +12,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, open_checkpointer
 
+from .procs import context, open_store
+
 
 @pytest.mark.parametrize(
     ("url", "kind", "target"),
@@ -68,3 +70,18 @@ def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     bogus.write_text("this is not sqlite " * 100)
     with pytest.raises(StoreError, match="not a database"), open_checkpointer(str(bogus)):
         pass
+
+
+@pytest.mark.postgres
+def test_many_processes_can_open_a_fresh_postgres_store_at_once(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Workers starting together all set up the same new database; none may fail."""
+    go = tmp_path / "go"
+    opening = [context().Process(target=open_store, args=(pg_url, str(go))) for _ in range(8)]
+    for proc in opening:
+        proc.start()
+    go.touch()
+    for proc in opening:
+        proc.join(60)
+    assert [proc.exitcode for proc in opening] == [0] * 8

@@ -11,6 +11,7 @@ import gated_react
 
 PUBLIC = [
     "Budget",
+    "NotWaiting",
     "Policy",
     "RunInput",
     "RunResult",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gated_react import (
+    NotWaiting,
     Policy,
     ThreadBusy,
     ThreadExists,
@@ -24,6 +25,7 @@ from gated_react import (
 )
 from gated_react.checkpoint import aopen_checkpointer
 from gated_react.locks import thread_lock
+from gated_react.runs import config_for
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -131,3 +133,35 @@ def test_async_on_update(tmp_path: Path) -> None:
     assert asyncio.run(main())["answer"] == "USD 49"
     assert seen[-3:] == ["decide", "validate", "finish"]
     assert "__interrupt__" in seen
+
+
+def test_an_answer_naming_its_question_never_answers_the_next_one(store: Any) -> None:
+    policy = Policy(require_approval=frozenset({"get_user_billing", "search_policy"}))
+    replies = [call("get_user_billing", user_id=42), call("search_policy", query="refund"), "49"]
+    graph = _graph(store, replies, policy)
+    paused = run(graph, "refund?")
+    thread, first = paused["thread_id"], paused["pending"][0]
+    assert first["tool"] == "get_user_billing"
+    assert read(graph, thread)["pending"][0]["id"] == first["id"]
+    second = resume(graph, thread, {"approved": True}, question=first["id"])["pending"][0]
+    assert second["tool"] == "search_policy"
+    with pytest.raises(NotWaiting, match=first["id"]):  # the same answer, delivered twice
+        resume(graph, thread, {"approved": True}, question=first["id"])
+    assert read(graph, thread)["pending"] == [second]
+    done = resume(graph, thread, {"approved": True}, question=second["id"])
+    assert done["stop_reason"] == "success"
+
+
+def test_an_answer_for_a_run_that_waits_on_nothing_is_refused(store: Any) -> None:
+    graph = _graph(store, REFUND_42, Policy())
+    out = run(graph, "refund?")
+    assert resume(graph, out["thread_id"], {"approved": True}) == out  # finished: unchanged
+    with pytest.raises(NotWaiting, match="not waiting for an answer"):
+        _settled_on_a_crashed_thread(store)
+
+
+def _settled_on_a_crashed_thread(store: Any) -> None:
+    """A thread stopped between nodes, as a crash leaves it: next node known, no question."""
+    graph = _graph(store, [call("get_user_profile", user_id=42), "done"], Policy())
+    graph.update_state(config_for("crashed"), {"goal": "refund?"}, as_node="__start__")
+    resume(graph, "crashed", {"approved": True})

@@ -17,12 +17,22 @@ if TYPE_CHECKING:
     from gated_react.interop import as_tool
     from gated_react.locks import ThreadBusy
     from gated_react.policy import Budget, Policy
-    from gated_react.runs import ThreadExists, UnknownThread, aresume, arun, read, resume, run
+    from gated_react.runs import (
+        NotWaiting,
+        ThreadExists,
+        UnknownThread,
+        aresume,
+        arun,
+        read,
+        resume,
+        run,
+    )
     from gated_react.state import RunInput, RunResult, State
     from gated_react.stops import Stop, StopReason
 
 _HOMES = {
     "Budget": "policy",
+    "NotWaiting": "runs",
     "Policy": "policy",
     "RunInput": "state",
     "RunResult": "state",
@@ -46,6 +56,7 @@ _HOMES = {
 
 __all__ = [
     "Budget",
+    "NotWaiting",
     "Policy",
     "RunInput",
     "RunResult",

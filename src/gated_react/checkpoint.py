@@ -10,7 +10,9 @@ A malformed or unreachable URL raises ``StoreError`` with one line naming the UR
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -146,6 +148,46 @@ async def _asqlite(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]:
         await conn.close()
 
 
+# Many workers may open a fresh database at once; PostgresSaver.setup() is not safe to run
+# concurrently (duplicate-key errors on its migration table), so its callers take turns. They
+# poll with short statements: one blocked in pg_advisory_lock() would be an open transaction,
+# which the holder's CREATE INDEX CONCURRENTLY waits for (a deadlock). Two-key advisory locks
+# never collide with the one-key locks in ``locks.py``.
+SETUP_TRY = "SELECT pg_try_advisory_lock(1735549284, 1) AS ok"
+SETUP_UNLOCK = "SELECT pg_advisory_unlock(1735549284, 1)"
+SETUP_POLL_SECONDS = 0.05
+SETUP_WAIT_SECONDS = 120.0
+
+
+def _setup_turns() -> Iterator[float]:
+    """Pauses between tries for the setup lock; runs out after SETUP_WAIT_SECONDS."""
+    for _ in range(int(SETUP_WAIT_SECONDS / SETUP_POLL_SECONDS)):
+        yield SETUP_POLL_SECONDS
+    raise TimeoutError(f"another process held the setup lock for {SETUP_WAIT_SECONDS:g} s")
+
+
+def _pg_setup(conn: Any, saver: Any) -> None:
+    for pause in _setup_turns():
+        if conn.execute(SETUP_TRY).fetchone()["ok"]:
+            break
+        time.sleep(pause)
+    try:
+        saver.setup()
+    finally:
+        conn.execute(SETUP_UNLOCK)
+
+
+async def _apg_setup(conn: Any, saver: Any) -> None:
+    for pause in _setup_turns():
+        if (await (await conn.execute(SETUP_TRY)).fetchone())["ok"]:
+            break
+        await asyncio.sleep(pause)
+    try:
+        await saver.setup()
+    finally:
+        await conn.execute(SETUP_UNLOCK)
+
+
 def _pg_kwargs() -> dict[str, Any]:
     from psycopg.rows import dict_row
 
@@ -167,14 +209,15 @@ def _postgres(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
         raise StoreError(_PG_EXTRA) from None
     try:
         conn = psycopg.connect(store.target, **_pg_kwargs())
-        saver = PostgresSaver(conn)
-        saver.setup()
     except psycopg.Error as exc:
         raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
-    try:
+    with conn:  # closed on every exit, a failed setup included
+        saver = PostgresSaver(conn)
+        try:
+            _pg_setup(conn, saver)
+        except (psycopg.Error, TimeoutError) as exc:
+            raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
         yield saver
-    finally:
-        conn.close()
 
 
 @asynccontextmanager
@@ -186,14 +229,15 @@ async def _apostgres(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]
         raise StoreError(_PG_EXTRA) from None
     try:
         conn = await psycopg.AsyncConnection.connect(store.target, **_pg_kwargs())
-        saver = AsyncPostgresSaver(conn)
-        await saver.setup()
     except psycopg.Error as exc:
         raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
-    try:
+    async with conn:
+        saver = AsyncPostgresSaver(conn)
+        try:
+            await _apg_setup(conn, saver)
+        except (psycopg.Error, TimeoutError) as exc:
+            raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
         yield saver
-    finally:
-        await conn.close()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -2,19 +2,19 @@
 
 Every function returns the same shape: the graph's result (``status``, ``stop_reason``,
 ``message``, ``answer``, ``history``, ``trace``, ``usage``) plus ``thread_id`` and ``pending``,
-the questions a paused run waits on (empty unless a human must answer).
+the questions a paused run waits on (empty unless a human must answer), each with its ``id``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from gated_react.locks import athread_lock, thread_lock
 from gated_react.state import RunResult
@@ -31,6 +31,18 @@ class UnknownThread(LookupError):
 
     def __init__(self, thread_id: str) -> None:
         super().__init__(f"no run is stored under thread {thread_id!r}")
+
+
+class NotWaiting(ValueError):
+    """An answer was given for a thread that is not waiting for one (or not for that question)."""
+
+    def __init__(self, thread_id: str, question: str | None = None) -> None:
+        what = "an answer" if question is None else f"an answer to question {question!r}"
+        super().__init__(
+            f"thread {thread_id!r} is not waiting for {what}; resume it without one "
+            "and answer the question it asks"
+        )
+        self.thread_id, self.question = thread_id, question
 
 
 class ThreadExists(ValueError):
@@ -58,13 +70,18 @@ def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> dict[st
     return {**out, "thread_id": thread_id, "pending": pending}
 
 
+def questions(interrupts: Sequence[Interrupt]) -> list[Any]:
+    """The open questions, each with the id that an answer may name (``resume(question=)``)."""
+    return [{**i.value, "id": i.id} if isinstance(i.value, dict) else i.value for i in interrupts]
+
+
 def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> dict[str, Any]:
     """The result shape of a stored thread."""
-    return shape(snapshot.values, thread_id, [i.value for i in snapshot.interrupts])
+    return shape(snapshot.values, thread_id, questions(snapshot.interrupts))
 
 
 def _from_output(output: dict[str, Any], thread_id: str) -> dict[str, Any]:
-    return shape(output, thread_id, [i.value for i in output.get("__interrupt__", ())])
+    return shape(output, thread_id, questions(output.get("__interrupt__", ())))
 
 
 def finished(snapshot: StateSnapshot) -> bool:
@@ -128,12 +145,22 @@ def _resume_input(answer: Any) -> Command[Any] | None:
     return None if answer is _NO_ANSWER else Command(resume=answer)
 
 
-def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any) -> dict[str, Any] | None:
+def _settled(
+    snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None
+) -> dict[str, Any] | None:
     """The result when resuming would run nothing: the run ended, or it waits for an answer."""
     if not snapshot.values:
         raise UnknownThread(thread_id)
     if finished(snapshot) or (snapshot.interrupts and answer is _NO_ANSWER):
         return from_snapshot(snapshot, thread_id)
+    if answer is _NO_ANSWER:
+        return None
+    # LangGraph would keep an answer for the next question the run asks, e.g. whether to
+    # repeat a payment after a crash: a stale or repeated approval must not answer that.
+    if not snapshot.interrupts:
+        raise NotWaiting(thread_id)
+    if question is not None and question not in {i.id for i in snapshot.interrupts}:
+        raise NotWaiting(thread_id, question)
     return None
 
 
@@ -159,13 +186,15 @@ def resume(
     thread_id: str,
     answer: Any = _NO_ANSWER,
     *,
+    question: str | None = None,
     on_update: OnUpdate | None = None,
 ) -> dict[str, Any]:
-    """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to a
-    pending approval. A finished run is returned unchanged and nothing runs."""
+    """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to the
+    question a paused run waits on (``NotWaiting`` if it waits on none, or on another one than
+    the ``question`` id given). A finished run is returned unchanged and nothing runs."""
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
-        settled = _settled(graph.get_state(config), thread_id, answer)
+        settled = _settled(graph.get_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
         output = _advance(graph, _resume_input(answer), config, on_update)
@@ -190,12 +219,13 @@ async def aresume(
     thread_id: str,
     answer: Any = _NO_ANSWER,
     *,
+    question: str | None = None,
     on_update: OnUpdate | None = None,
 ) -> dict[str, Any]:
     """Async ``resume``."""
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
-        settled = _settled(await graph.aget_state(config), thread_id, answer)
+        settled = _settled(await graph.aget_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
         output = await _aadvance(graph, _resume_input(answer), config, on_update)

@@ -1,0 +1,235 @@
+"""Worker processes on a Postgres job queue (procrastinate): many runs, no run lost or run twice;
+approvals through the queue; a killed worker's run finishes on another worker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gated_react import open_checkpointer, read
+from gated_react.workers import (
+    enqueue_resume,
+    enqueue_run,
+    install_queue,
+    main,
+    make_app,
+    start_workers,
+)
+
+from .helpers import REFUND_42, REFUND_GOAL
+from .procs import WAIT, wait_until
+from .scenarios import graph_for
+from .worker_graphs import LOG_VAR, STALL_VAR
+
+RUNS, WORKERS = 200, 8
+SCRIPTED_TOOLS = [reply.tool_calls[0]["name"] for reply in REFUND_42[:-1]]
+
+
+@pytest.fixture
+def decisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "decisions.tsv"
+    monkeypatch.setenv(LOG_VAR, str(path))
+    return path
+
+
+@contextmanager
+def workers(url: str, factory: str, count: int, **options: Any) -> Iterator[list[Any]]:
+    procs = start_workers(url, factory, count, **options)
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            proc.wait(WAIT)
+
+
+def jobs(url: str) -> list[tuple[str, str, int]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT args->>'thread_id', status::text, attempts FROM procrastinate_jobs ORDER BY id"
+        ).fetchall()
+    return [(str(a), str(b), int(c)) for a, b, c in rows]
+
+
+def checkpoints_per_thread(url: str) -> Counter[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT thread_id, count(*) FROM checkpoints GROUP BY thread_id")
+        return Counter({str(thread): int(count) for thread, count in rows})
+
+
+def stored(url: str, thread: str) -> dict[str, Any]:
+    with open_checkpointer(url) as saver:
+        return read(graph_for({}, saver), thread)
+
+
+def scripted(result: dict[str, Any]) -> bool:
+    """The run went exactly as scripted: three tool steps, once each, then the answer."""
+    history = result["history"]
+    return (
+        result["stop_reason"] == "success"
+        and [entry["step"] for entry in history] == [1, 2, 3]
+        and [entry["action"]["name"] for entry in history] == SCRIPTED_TOOLS
+        and [entry["tool"] for entry in result["trace"]] == SCRIPTED_TOOLS
+        and result["answer"] == REFUND_42[-1]
+    )
+
+
+@pytest.mark.postgres
+def test_eight_workers_drain_200_queued_runs(pg_url: str, decisions: Path) -> None:
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        threads = [
+            enqueue_run(app, f"{REFUND_GOAL} (ticket {n})", thread_id=f"run-{n:03d}")
+            for n in range(RUNS)
+        ]
+    started = time.monotonic()
+    with workers(pg_url, "tests.worker_graphs:refund", WORKERS, burst=True) as procs:
+        codes = [proc.wait(600) for proc in procs]
+    elapsed = time.monotonic() - started
+    print(f"\n{WORKERS} workers drained {RUNS} runs in {elapsed:.1f} s ({_busy(pg_url)})")
+    assert codes == [0] * WORKERS
+    assert jobs(pg_url) == [(thread, "succeeded", 1) for thread in threads]
+    per_thread = checkpoints_per_thread(pg_url)
+    assert sorted(per_thread) == threads
+    assert len(set(per_thread.values())) == 1  # every run took the same checkpoints, once
+    with open_checkpointer(pg_url) as saver:
+        graph = graph_for({}, saver)
+        assert all(scripted(read(graph, thread)) for thread in threads)
+    finals = [line.split("\t") for line in decisions.read_text().splitlines()]
+    assert len(finals) == RUNS
+    assert len({goal for _, goal in finals}) == RUNS  # no run decided its answer twice
+    by_worker = Counter(pid for pid, _ in finals)
+    print(f"runs per worker process: {sorted(by_worker.values())}")
+    assert len(by_worker) >= 2
+
+
+@pytest.mark.postgres
+def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> None:
+    """Two questions; the first answer is delivered twice (a double click). The repeat names
+    the question it answers, so it fails instead of approving the second question."""
+    install_queue(pg_url)
+    app = make_app(pg_url)
+
+    def asks(tool: str) -> Callable[[], bool]:
+        return lambda: _has(
+            pg_url, "ask", lambda out: [q["tool"] for q in out["pending"]] == [tool]
+        )
+
+    with workers(pg_url, "tests.worker_graphs:refund_with_approval", 1), app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="ask")
+        wait_until(asks("get_user_billing"))
+        first = stored(pg_url, "ask")["pending"][0]
+        enqueue_resume(app, "ask", {"approved": True}, question=first["id"])
+        enqueue_resume(app, "ask", {"approved": True}, question=first["id"])
+        wait_until(lambda: [status for _, status, _ in jobs(pg_url)][-1] == "failed")
+        assert [status for _, status, _ in jobs(pg_url)] == ["succeeded", "succeeded", "failed"]
+        second = stored(pg_url, "ask")["pending"][0]
+        assert second["tool"] == "search_policy"
+        enqueue_resume(app, "ask", {"approved": True}, question=second["id"])
+        wait_until(lambda: [status for _, status, _ in jobs(pg_url)][-1] == "succeeded")
+    assert scripted(stored(pg_url, "ask"))
+    assert len(decisions.read_text().splitlines()) == 1
+
+
+@pytest.mark.postgres
+def test_a_killed_workers_run_finishes_on_another_worker(
+    pg_url: str, decisions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stall = tmp_path / "stall-once"
+    stall.touch()
+    monkeypatch.setenv(STALL_VAR, str(stall))
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="orphan")
+    factory = "tests.worker_graphs:refund"
+    with workers(pg_url, factory, 1, stalled_after=1.5) as (doomed,):
+        wait_until(lambda: not stall.exists())  # the worker hangs inside decide, step 2
+        doomed.kill()
+        doomed.wait(WAIT)
+    assert stored(pg_url, "orphan")["status"] is None
+    with workers(pg_url, factory, 1, stalled_after=1.5):
+        wait_until(lambda: jobs(pg_url) == [("orphan", "succeeded", 2)])
+    assert scripted(stored(pg_url, "orphan"))
+    assert len(decisions.read_text().splitlines()) == 1
+
+
+def _has(url: str, thread: str, check: Callable[[dict[str, Any]], bool]) -> bool:
+    try:
+        return check(stored(url, thread))
+    except LookupError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--store", "sqlite:///runs.sqlite", "--graph", "m:f"], "workers need a postgresql://"),
+        (["--store", "postgresql://u:hunter2@h/db", "--graph", "nofactory"], "module:function"),
+        (["--store", "postgresql://h/db", "--graph", "no_such_mod:f"], "cannot import"),
+        (["--store", "postgresql://h/db", "--graph", "tests.helpers:nope"], "no function nope"),
+    ],
+)
+def test_bad_worker_arguments_are_one_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err
+    assert err.count("\n") == 1
+    assert "hunter2" not in err
+
+
+@pytest.mark.postgres
+def test_a_factory_that_drops_the_checkpointer_is_refused(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--store", pg_url, "--graph", "tests.worker_graphs:forgets_the_checkpointer"]) == 2
+    assert "must pass its checkpointer" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_the_supervisor_stops_its_workers_on_sigterm(pg_url: str, tmp_path: Path) -> None:
+    command = ["-m", "gated_react.workers", "--store", pg_url, "-n", "2"]
+    command += ["--graph", "tests.worker_graphs:refund"]
+    supervisor = subprocess.Popen([sys.executable, *command])
+    try:
+        wait_until(lambda: _workers_registered(pg_url) == 2)
+        supervisor.terminate()
+        assert supervisor.wait(WAIT) == 0
+        assert _workers_registered(pg_url) == 0
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait(WAIT)
+
+
+def _workers_registered(url: str) -> int:
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT count(*) FROM procrastinate_workers").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return 0
+    return int(row[0]) if row else 0
+
+
+def _busy(url: str) -> str:
+    """How long the queue was being worked on, from procrastinate's own job events."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM max(at) - min(at)) FROM procrastinate_events"
+            " WHERE type IN ('started', 'succeeded')"
+        ).fetchone()
+    return f"first job started to last job done: {float(row[0]) if row else 0:.1f} s"

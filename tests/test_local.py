@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -101,3 +102,29 @@ def test_a_missing_model_file_is_one_clear_error(tmp_path: Path) -> None:
         local_server(tmp_path / "nope.gguf"),
     ):
         pass
+
+
+@needs_model
+def test_the_cli_falls_back_to_the_local_model_and_leaves_no_server(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATED_REACT_"))}
+    env["XDG_STATE_HOME"] = str(tmp_path)
+    cli = Path(sys.executable).parent / "gated-react"
+    done = subprocess.run(
+        [str(cli), "run", "--json", "--max-steps", "3", REFUND_GOAL],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode in (0, 2, 3), done.stderr
+    assert "SmolLM2-135M" in done.stderr
+    assert "poor decisions" in done.stderr
+    result = json.loads(done.stdout)
+    reason, _ = parse_stop_reason(result["stop_reason"])
+    assert reason in StopReason
+    assert result["usage"]["steps"] <= 3
+    leftover = subprocess.run(
+        ["pgrep", "-f", "llama-server.*--offline"], capture_output=True, text=True, check=False
+    )
+    assert leftover.stdout.strip() == "", "a llama-server outlived the CLI"

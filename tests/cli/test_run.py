@@ -120,9 +120,25 @@ def test_unreachable_postgres_is_one_line_without_the_password(server: FakeOpenA
     assert "hunter22" not in err
 
 
-def test_no_model_configured(state: Path) -> None:
-    _one_line_error(invoke("run", GOAL), "no model configured", "OPENAI_API_KEY")
+def test_no_model_configured_and_no_local_model(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gated_react import local
+
+    def missing() -> Path:
+        raise local.LocalModelUnavailable(local.INSTALL_HINT)
+
+    monkeypatch.setattr(local, "default_model_file", missing)
+    _one_line_error(
+        invoke("run", GOAL), "local model is not installed", "make local", "OPENAI_API_KEY"
+    )
     assert not (state / "runs.sqlite").exists()  # nothing was created
+
+
+def test_a_missing_model_file_is_one_line(state: Path) -> None:
+    out = invoke("run", GOAL, "--model-file", str(state / "nope.gguf"))
+    _one_line_error(out, "nope.gguf")
+    assert not (state / "runs.sqlite").exists()
 
 
 def test_a_bad_setting_is_one_line(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:

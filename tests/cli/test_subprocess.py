@@ -41,10 +41,11 @@ def test_exit_codes_and_a_pure_json_stdout(
 
 
 def test_a_user_error_is_one_line_and_exit_1(state: Path) -> None:
-    done = cli("run", "refund?")
+    done = cli("run", "refund?", "--model-file", str(state / "nope.gguf"))
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.startswith("gated-react: error: no model configured")
+    assert done.stderr.startswith("gated-react: error: ")
+    assert "nope.gguf" in done.stderr
     assert done.stderr.count("\n") == 1
 
 

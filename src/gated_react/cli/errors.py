@@ -52,6 +52,7 @@ _USER_ERRORS = frozenset(
         "UnknownThread",
         "ThreadExists",
         "ThreadBusy",
+        "LocalModelUnavailable",
     }
 )
 

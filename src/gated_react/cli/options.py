@@ -33,8 +33,12 @@ class RunOptions(BaseModel):
     """Tools the model may call; None: every tool of the toolkits."""
     approve: list[str] = []
     """Tools whose calls wait for a human."""
-    protocol: Protocol = "tools"
-    """How the model states its action: tools, json or text."""
+    protocol: Protocol | None = None
+    """How the model states its action; None: ``tools``, or ``json`` on the local model."""
+    local: bool = False
+    """The run uses the bundled local model (its policy defaults suit a tiny model)."""
+    model_file: str | None = None
+    """``--model-file``: another GGUF file for the local model."""
     max_steps: int | None = None
     """Budget overrides; None keeps the policy default."""
     max_tool_calls: int | None = None
@@ -61,11 +65,20 @@ class RunOptions(BaseModel):
             "max_seconds": self.max_seconds,
             "max_tokens": self.max_tokens,
         }
-        return Policy(
-            budget=Budget(**{k: v for k, v in limits.items() if v is not None}),
-            allow=None if self.allow is None else frozenset(self.allow),
-            require_approval=frozenset(self.approve),
-            protocol=self.protocol,
+        given = {k: v for k, v in limits.items() if v is not None}
+        if self.local:  # JSON with a capped schema, bounded replies, time for a slow CPU model
+            from gated_react.local import local_policy
+
+            base = local_policy(**given)
+            if self.protocol is not None:
+                base = base.model_copy(update={"protocol": self.protocol})
+        else:
+            base = Policy(budget=Budget(**given), protocol=self.protocol or "tools")
+        return base.model_copy(
+            update={
+                "allow": None if self.allow is None else frozenset(self.allow),
+                "require_approval": frozenset(self.approve),
+            }
         )
 
     def tools(self) -> list[BaseTool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from gated_react.cli import flags, store
 from gated_react.cli.errors import CliError, Exit, user_errors
 from gated_react.cli.events import Tracker
-from gated_react.cli.model import model_for_run, model_name
+from gated_react.cli.model import model_for_run
 from gated_react.cli.session import Place, Session, exit_code, logged, show
 
 if TYPE_CHECKING:
@@ -72,15 +73,19 @@ def _resume(
             show(Console(highlight=False), current, budget, config.secrets(), place)
             return early
         model, base_url = model or options.model, base_url or options.base_url
-        with user_errors():
-            chat = model_for_run(config, model=model, base_url=base_url)
-        graph = store.graph_for(options, chat, saver)
-        with logged(url, place, config) as runlog:
+        with contextlib.ExitStack() as stack:
+            with user_errors():
+                chosen = stack.enter_context(
+                    model_for_run(
+                        config, model=model, base_url=base_url, model_file=options.model_file
+                    )
+                )
+            graph = store.graph_for(options, chosen.chat, saver)
+            runlog = stack.enter_context(logged(url, place, config))
             done = len(current.get("history") or ())
             tracker = Tracker(thread, usage=current.get("usage") or {}, tool_calls=done)
             session = Session(tracker, budget, runlog, config.secrets(), place)
-            where = base_url or config.openai_base_url or "OpenAI"
-            session.header(f"{model_name(config, model)} at {where}", url)
+            session.header(chosen.label, url)
             session.note("resumed", action=None if answer is None else {"answer": answer})
             from gated_react.runs import resume
 

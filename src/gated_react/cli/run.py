@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from enum import StrEnum
 from pathlib import Path
@@ -12,7 +13,7 @@ import typer
 from gated_react.cli import flags, store
 from gated_react.cli.errors import CliError, Exit, user_errors
 from gated_react.cli.events import Tracker, clip
-from gated_react.cli.model import model_for_run, model_name
+from gated_react.cli.model import model_for_run
 from gated_react.cli.session import Place, Session, logged
 from gated_react.redact import redact
 
@@ -83,8 +84,12 @@ def run_command(
         int | None, typer.Option(min=1, metavar="N", help="Model tokens [default: unlimited]")
     ] = None,
     protocol: Annotated[
-        ProtocolChoice, typer.Option(help="How the model states its action.")
-    ] = ProtocolChoice.tools,
+        ProtocolChoice | None,
+        typer.Option(
+            help="How the model states its action [default: tools; json on the local model]",
+            show_default=False,
+        ),
+    ] = None,
     workspace: Annotated[
         Path | None,
         typer.Option(
@@ -104,6 +109,14 @@ def run_command(
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="GGUF file for the local model (used when no model server is configured)",
+            dir_okay=False,
+            metavar="FILE",
+        ),
+    ] = None,
     json_out: flags.Json = False,
     log: flags.Log = None,
     no_log: flags.NoLog = False,
@@ -111,13 +124,16 @@ def run_command(
     """Run one goal; exit 0 success, 2 policy stop, 3 model/tool failure, 4 paused, 130 Ctrl-C."""
     if not goal.strip():
         raise CliError("the goal is empty; say what the agent should do")
+    from gated_react.cli.model import uses_local
     from gated_react.cli.options import RunOptions
 
     options = RunOptions(
+        local=uses_local(store.settings(), base_url),
+        model_file=str(model_file) if model_file else None,
         toolkits=toolkit or ["support"],
         allow=allow,
         approve=approve_tool or [],
-        protocol=protocol.value,
+        protocol=protocol.value if protocol else None,
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
         max_seconds=max_seconds,
@@ -136,16 +152,21 @@ def run_command(
 def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: str | None) -> Exit:
     config = store.settings()
     options.tools()  # unknown toolkits and tool names fail before anything else starts
-    with user_errors():
-        chat = model_for_run(config, model=options.model, base_url=base_url)
     url = store.store_url(config, place.db)
-    with store.opened(url) as saver, logged(url, place, config) as runlog:
+    with contextlib.ExitStack() as stack:
+        with user_errors():  # no model configured, local model missing: one line, nothing made
+            model = stack.enter_context(
+                model_for_run(
+                    config, model=options.model, base_url=base_url, model_file=options.model_file
+                )
+            )
+        saver = stack.enter_context(store.opened(url))
+        runlog = stack.enter_context(logged(url, place, config))
         _refuse_existing(saver, thread)
-        graph = store.graph_for(options, chat, saver)
+        graph = store.graph_for(options, model.chat, saver)
         budget = options.policy().budget
         session = Session(Tracker(thread), budget, runlog, config.secrets(), place)
-        where = base_url or config.openai_base_url or "OpenAI"
-        session.header(f"{model_name(config, options.model)} at {where}", url)
+        session.header(model.label, url)
         session.note("started", action={"goal": clip(goal, 200)})
         from gated_react.runs import run
 

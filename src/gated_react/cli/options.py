@@ -16,6 +16,8 @@ from gated_react.policy import Protocol
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from gated_react.examples import Example
+
     from gated_react.policy import Policy
 
 METADATA_KEY = "gated_react_run"
@@ -39,6 +41,10 @@ class RunOptions(BaseModel):
     """The run uses the bundled local model (its policy defaults suit a tiny model)."""
     model_file: str | None = None
     """``--model-file``: another GGUF file for the local model."""
+    example: str | None = None
+    """``--example``: one of the seed systems (its tools and policy instead of the toolkits)."""
+    example_dir: str | None = None
+    """The folder the example's files are copied to for this run."""
     max_steps: int | None = None
     """Budget overrides; None keeps the policy default."""
     max_tool_calls: int | None = None
@@ -66,7 +72,11 @@ class RunOptions(BaseModel):
             "max_tokens": self.max_tokens,
         }
         given = {k: v for k, v in limits.items() if v is not None}
-        if self.local:  # JSON with a capped schema, bounded replies, time for a slow CPU model
+        if self.example:
+            base = self._example().policy(**given)
+            if self.protocol is not None:
+                base = base.model_copy(update={"protocol": self.protocol})
+        elif self.local:  # JSON with a capped schema, bounded replies, time for a slow CPU model
             from gated_react.local import local_policy
 
             base = local_policy(**given)
@@ -86,7 +96,9 @@ class RunOptions(BaseModel):
         from gated_react.tools import load_toolkit
 
         tools: list[BaseTool] = []
-        for name in dict.fromkeys(self.toolkits):
+        if self.example:
+            tools = self._example().tools(Path(self.example_dir or "."))
+        for name in dict.fromkeys([] if self.example else self.toolkits):
             try:
                 tools.extend(
                     load_toolkit(
@@ -106,6 +118,14 @@ class RunOptions(BaseModel):
                     f"{', '.join(self.toolkits)}; tools: {', '.join(sorted(known))}"
                 )
         return tools
+
+    def _example(self) -> Example:
+        from gated_react import examples
+
+        try:
+            return examples.get(self.example or "")
+        except examples.UnknownExample as exc:
+            raise CliError(str(exc)) from None
 
     def metadata(self) -> dict[str, str]:
         return {METADATA_KEY: self.model_dump_json(exclude_defaults=True)}

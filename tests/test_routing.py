@@ -9,6 +9,7 @@ import pytest
 from gated_react import routing
 
 from .helpers import state
+from .test_graph import STEP_NODES
 
 TOOL = {"kind": "tool", "name": "t", "args": {}}
 FINAL = {"kind": "final", "answer": "a"}
@@ -54,12 +55,4 @@ def test_every_branch_the_router_can_return_has_a_target(
 ) -> None:
     branches = set(get_args(get_type_hints(router)["return"]))
     assert branches == set(path_map)
-    assert set(path_map.values()) <= {
-        "decide",
-        "validate",
-        "gate",
-        "execute",
-        "observe",
-        "finish",
-        "stop",
-    }
+    assert set(path_map.values()) <= STEP_NODES

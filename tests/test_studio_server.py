@@ -18,21 +18,10 @@ from gated_react.studio_context import RefundContext, WorkbenchContext
 from .helpers import REFUND_GOAL
 from .openai_server import FakeOpenAI, reply, tool_call
 from .studio_server import REPO, DevServer, dev_server, drive
-from .test_graph import EDGES
+from .test_graph import EDGES, NODES
 
 pytestmark = pytest.mark.studio
 
-NODES = {
-    "__start__",
-    "decide",
-    "validate",
-    "gate",
-    "execute",
-    "observe",
-    "finish",
-    "stop",
-    "__end__",
-}
 BILLING_NEEDS_A_HUMAN = {"require_approval": ["get_user_billing"], "max_steps": 6}
 REFUND_SCRIPT = [
     tool_call("get_user_profile", user_id=42),

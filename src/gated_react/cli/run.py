@@ -139,7 +139,9 @@ def run_command(
         raise CliError("use --example or --toolkit, not both (an example brings its own tools)")
     if example:
         goal = goal or _example_goal(example)
-    if not goal or not goal.strip():
+    if goal is None:
+        raise CliError("missing GOAL: say what the agent should do (or run a seed with --example)")
+    if not goal.strip():
         raise CliError("the goal is empty; say what the agent should do")
     thread = thread or uuid.uuid4().hex
     from gated_react.cli.model import uses_local

@@ -47,3 +47,9 @@ def test_messages_never_carry_secrets() -> None:
         401, {"error": {"message": "Incorrect API key provided: sk-live-1234567890abcdef"}}
     )
     assert "1234567890abcdef" not in classify(error).message
+
+
+def test_given_secrets_are_masked_whatever_their_shape() -> None:
+    error = _status(401, {"error": {"message": "Incorrect API key provided: local-0123456789"}})
+    assert "local-0123456789" in classify(error).message  # no known shape: only the caller knows
+    assert "local-0123456789" not in classify(error, "local-0123456789").message

@@ -3,7 +3,7 @@
 Hypothesis runs derandomized (the same examples on every run, so CI never flakes); set
 ``GATED_REACT_HYPOTHESIS=explore`` for fresh random examples. Sizes come from the environment:
 ``GATED_REACT_FUZZ_EXAMPLES`` (parser properties, default 400), ``GATED_REACT_FUZZ_RUNS`` (whole
-runs per protocol, default 200) and ``GATED_REACT_SOAK_RUNS`` (default 200; full size 1000).
+runs per protocol, default 200) and ``GATED_REACT_SOAK_RUNS`` (default 300; full size 1000).
 """
 
 from __future__ import annotations

@@ -87,3 +87,6 @@ def test_observations_survive_hostile_return_values() -> None:
         to_observation({"n": 2**100}, 1000) == f'{{"n": {2**100}}}'
     )  # text: msgpack holds 64 bits
     assert to_observation(["a\ud800"], 1000) == ["a\ufffd"]
+    assert to_observation({"env": "KEY=opaque-key-0123"}, 1000, ("opaque-key-0123",)) == {
+        "env": "KEY=***"
+    }

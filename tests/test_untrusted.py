@@ -71,6 +71,17 @@ def test_error_text_never_raises_and_masks_secrets() -> None:
     assert "\n" not in text
 
 
+def test_the_clients_own_key_is_masked_wherever_a_reply_echoes_it() -> None:
+    key = "opaque-key-0123"
+    message = AIMessage(
+        f"the key is {key}",
+        tool_calls=[{"name": "t", "args": {"k": [key]}, "id": "1"}],
+        invalid_tool_calls=[{"name": "u", "args": f'{{"k": "{key}', "id": "2", "error": key}],
+    )
+    assert key not in reply_of(message, (key,)).model_dump_json()
+    assert clean_text(f"x{key}x", (key,)) == "x***x"
+
+
 def test_reply_of_cleans_text_and_moves_unstorable_calls() -> None:
     message = AIMessage(
         "think \ud800",

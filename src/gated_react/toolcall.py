@@ -209,16 +209,17 @@ def _is_async(tool: BaseTool) -> bool:
     return type(tool)._arun is not BaseTool._arun
 
 
-def to_observation(value: Any, limit: int) -> Any:
-    """The tool's result as storable JSON data (``untrusted.plain``), cut with a visible marker
-    when its text exceeds ``limit``. Whatever a tool returns, this never raises."""
+def to_observation(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Any:
+    """The tool's result as storable JSON data (``untrusted.plain``, ``secrets`` masked), cut
+    with a visible marker when its text exceeds ``limit``. Whatever a tool returns, this never
+    raises."""
     try:
         text = json.dumps(value, default=_jsonable, ensure_ascii=False)
-        data = plain(json.loads(text))
+        data = plain(json.loads(text), secrets=secrets)
     except Unstorable:  # huge integers or deep nesting: the model reads the same JSON as text
-        data = clean_text(text)
+        data = clean_text(text, secrets)
     except Exception:  # circular, unencodable, or a __repr__ that raises
-        data = _shown(value)
+        data = clean_text(_shown(value), secrets)
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     if len(text) <= limit:
         return data

@@ -23,16 +23,20 @@ class Unstorable(ValueError):
     """A value that no checkpointer could store; the message says why in a few words."""
 
 
-def clean_text(text: str) -> str:
-    """A plain ``str`` (no subclass) with lone surrogates replaced by U+FFFD."""
-    return _SURROGATES.sub("\ufffd", str(text))
+def clean_text(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """A plain ``str`` (no subclass) with lone surrogates replaced by U+FFFD and each of
+    ``secrets`` (the model client's own key) masked."""
+    text = _SURROGATES.sub("\ufffd", str(text))
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
-def plain(value: Any, depth: int = 0) -> Any:
+def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
     """``value`` with every string (keys too) cleaned; raises ``Unstorable`` for integers
     outside 64 bits and containers nested deeper than ``MAX_NESTING`` (cycles included)."""
     if isinstance(value, str):
-        return clean_text(value)
+        return clean_text(value, secrets)
     if isinstance(value, bool) or not isinstance(value, int | dict | list | tuple):
         return value
     if isinstance(value, int):
@@ -42,8 +46,11 @@ def plain(value: Any, depth: int = 0) -> Any:
     if depth >= MAX_NESTING:
         raise Unstorable(f"values nested deeper than {MAX_NESTING} levels")
     if isinstance(value, dict):
-        return {clean_text(str(key)): plain(item, depth + 1) for key, item in value.items()}
-    return [plain(item, depth + 1) for item in value]
+        return {
+            clean_text(str(key), secrets): plain(item, depth + 1, secrets)
+            for key, item in value.items()
+        }
+    return [plain(item, depth + 1, secrets) for item in value]
 
 
 def error_text(exc: BaseException, *secrets: str) -> str:

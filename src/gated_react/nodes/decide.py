@@ -27,7 +27,7 @@ def decide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, A
         message = agent.bound.invoke(messages, config)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
         return failed(state, exc, started, agent.secrets)
-    return decided(state, messages, message, started)
+    return decided(state, messages, message, started, agent.secrets)
 
 
 async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
@@ -38,11 +38,15 @@ async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict
         message = await agent.bound.ainvoke(messages, config)
     except Exception as exc:
         return failed(state, exc, started, agent.secrets)
-    return decided(state, messages, message, started)
+    return decided(state, messages, message, started, agent.secrets)
 
 
 def decided(
-    state: State, messages: list[BaseMessage], message: BaseMessage, started: float
+    state: State,
+    messages: list[BaseMessage],
+    message: BaseMessage,
+    started: float,
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used."""
     usage = state.usage.model_copy(
@@ -52,24 +56,26 @@ def decided(
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )
-    return {"reply": dump(reply_of(message)), "usage": dump(usage)}
+    return {"reply": dump(reply_of(message, secrets)), "usage": dump(usage)}
 
 
-def reply_of(message: BaseMessage) -> Reply:
-    """The reply as state stores it: text cleaned, and a tool call whose arguments no store
-    could hold moved to ``invalid_tool_calls`` with the reason (the contract says bad_json)."""
+def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
+    """The reply as state stores it: text cleaned (and the client's key masked, should a server
+    echo it), and a tool call whose arguments no store could hold moved to
+    ``invalid_tool_calls`` with the reason (the contract says bad_json)."""
     calls, invalid = [], []
     for c in getattr(message, "tool_calls", []):
+        name = plain(c["name"], secrets=secrets)
         try:
-            calls.append({"name": plain(c["name"]), "args": plain(c["args"])})
+            calls.append({"name": name, "args": plain(c["args"], secrets=secrets)})
         except Unstorable as exc:
-            invalid.append({"name": plain(c["name"]), "args": None, "error": str(exc)})
+            invalid.append({"name": name, "args": None, "error": str(exc)})
     invalid += [
-        {"name": plain(c.get("name")), "args": plain(c.get("args")), "error": plain(c.get("error"))}
+        {key: plain(c.get(key), secrets=secrets) for key in ("name", "args", "error")}
         for c in getattr(message, "invalid_tool_calls", [])
     ]
     text = message.text if isinstance(message.text, str) else str(message.content)
-    return Reply(text=clean_text(text), tool_calls=calls, invalid_tool_calls=invalid)
+    return Reply(text=clean_text(text, secrets), tool_calls=calls, invalid_tool_calls=invalid)
 
 
 def failed(

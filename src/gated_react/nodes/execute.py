@@ -112,7 +112,8 @@ def finished(state: Step, agent: Agent, call: Call, result: Any, started: float)
         text = f"{type(result).__name__}: {error_text(result, *agent.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
     else:
-        outcome = Outcome(ok=True, observation=toolcall.to_observation(result, limit))
+        observation = toolcall.to_observation(result, limit, agent.secrets)
+        outcome = Outcome(ok=True, observation=observation)
         return {"call": dump(call.model_copy(update={"outcome": outcome})), "usage": usage}
     outcome = Outcome(ok=False, observation=why.message, error=str(why))
     return {**settle(agent, call, outcome, why), "usage": usage}

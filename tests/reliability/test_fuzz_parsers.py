@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +42,8 @@ from .strategies import (
 
 SERDE = JsonPlusSerializer()
 fuzz = settings(max_examples=PARSER_EXAMPLES)
+
+REPO = Path(__file__).resolve().parents[2]  # the child runs ``-m tests.reliability...``
 
 
 def outcome(protocol: str, reply: Reply, tools: Mapping[str, BaseTool]) -> ToolAction | str:
@@ -215,6 +218,7 @@ def test_one_megabyte_of_hostile_output_parses_within_the_bound() -> None:
     and be killed at the ceiling; the measured times go into the summary."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.reliability.big_inputs"],
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,

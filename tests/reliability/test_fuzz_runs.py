@@ -69,17 +69,12 @@ def policies(draw: st.DrawFn, protocol: str) -> Policy:
 @st.composite
 def tool_move(draw: st.DrawFn, allowed: tuple[str, ...]) -> tuple[str, Any]:
     """Mostly a well-formed call to an allowed tool; else denied, unknown or junk."""
-    likely = st.sampled_from(allowed) if allowed else st.sampled_from(ALLOWABLE)
-    name = draw(
-        likely
-        | likely
-        | likely
-        | st.sampled_from(ALLOWABLE)
-        | st.sampled_from(NEVER_ALLOWED)
-        | st.sampled_from(UNKNOWN)
-    )
+    pools = {"allowed": allowed or ALLOWABLE, "any": ALLOWABLE}
+    pools |= {"never": NEVER_ALLOWED, "unknown": UNKNOWN}
+    pool = draw(st.sampled_from(["allowed"] * 6 + ["any", "never", "unknown"]))
+    name = draw(st.sampled_from(pools[pool]))
     good = draw(st.sampled_from(VALID_ARGS.get(name, [{}])))
-    junk = draw(st.sampled_from([False] * 5 + [True]))
+    junk = draw(st.sampled_from([False] * 7 + [True]))
     args = draw(json_objects | json_values) if junk else good
     return ("tool", (name, args))
 

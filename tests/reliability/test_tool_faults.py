@@ -29,6 +29,8 @@ from .kit import check_stop_reason
 LIMIT = 4000  # Policy.max_observation_chars, the default
 MARKER_ROOM = 60  # " ...[cut: 10000002 chars, first 4000 shown]"
 
+REPO = Path(__file__).resolve().parents[2]  # the child runs ``-m tests.reliability...``
+
 
 class Unprintable(Exception):
     def __str__(self) -> str:
@@ -199,6 +201,7 @@ def test_hung_tools_time_out_and_never_keep_the_process_alive(tmp_path: Path) ->
     an un-cancelled task left behind would keep it running until the ceiling kills it."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.reliability.hung_tools", str(tmp_path / "runs.sqlite")],
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,

@@ -42,6 +42,8 @@ def test_accepted(candidate: Any, expected: Any) -> None:
         ({"kind": "tool", "name": 7}, "missing_tool_name"),
         ({"kind": "tool", "name": "t", "args": [1]}, "bad_args"),
         ({"kind": "tool", "name": "t", "args": "user_id=42"}, "bad_args"),
+        ({"kind": [[[[]]]] * 3}, "bad_kind"),
+        ({"kind": "tool", "name": "t", "args": {"n": 2**64}}, "bad_args"),
     ],
 )
 def test_rejected(candidate: Any, why: str) -> None:
@@ -53,7 +55,17 @@ def test_rejected(candidate: Any, why: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['{"a": 1, "a": 2}', "{'a': 1}", "", "NaN", '{"a": NaN}', "[" * 100_000, '{"a": 1} trailing'],
+    [
+        '{"a": 1, "a": 2}',
+        "{'a': 1}",
+        "",
+        "NaN",
+        '{"a": NaN}',
+        "[" * 100_000,
+        '{"a": 1} trailing',
+        "[" * 65 + "]" * 65,
+        '{"n": 18446744073709551616}',
+    ],
 )
 def test_load_json_rejects(text: str) -> None:
     with pytest.raises(ActionError) as err:

@@ -89,6 +89,7 @@ def test_a_malformed_answer_asks_again() -> None:
         {"approved": False, "args": {}},
         {"approved": True, "sudo": True},
         {"approved": False, "reason": 5},
+        {"approved": True, "args": {"user_id": 10**30}},
     ],
 )
 def test_parse_answer_rejects_malformed_values(value: Any) -> None:

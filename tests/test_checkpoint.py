@@ -54,6 +54,7 @@ def test_sqlite_is_created_with_its_folders(tmp_path: Path) -> None:
         ("sqlite:///", "no file path"),
         ("/proc/no/such/dir/runs.sqlite", "cannot create"),
         ("postgresql://app:hunter22@127.0.0.1:1/runs", "app:***@127.0.0.1:1/runs"),
+        ("postgresql://app:hunter22@[::1:1/runs", "Invalid IPv6 URL"),
     ],
 )
 def test_errors_are_one_line_and_mask_passwords(url: str, says: str) -> None:

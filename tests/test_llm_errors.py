@@ -53,3 +53,9 @@ def test_data_errors_outside_a_provider_client_keep_their_name() -> None:
     """``bad_response`` is only for a reply the client could not parse (see test_faults)."""
     assert str(classify(ValueError("x"))) == "llm_error:ValueError"
     assert str(classify(IndexError("x"))) == "llm_error:IndexError"
+
+
+def test_given_secrets_are_masked_whatever_their_shape() -> None:
+    error = _status(401, {"error": {"message": "Incorrect API key provided: local-0123456789"}})
+    assert "local-0123456789" in classify(error).message  # no known shape: only the caller knows
+    assert "local-0123456789" not in classify(error, "local-0123456789").message

@@ -70,3 +70,23 @@ def test_backoff_grows_with_jitter_and_is_capped() -> None:
     assert all(0.05 <= d <= 0.1 for d in first)
     assert len(set(first)) > 1
     assert backoff(30) <= 5.0
+
+
+def test_observations_survive_hostile_return_values() -> None:
+    class BadRepr:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    assert to_observation(BadRepr(), 1000) == "<BadRepr object that cannot be shown>"
+    assert to_observation(deep, 1000) == "<list object that cannot be shown>"
+    assert to_observation(10**5000, 1000) == "<int object that cannot be shown>"
+    assert (
+        to_observation({"n": 2**100}, 1000) == f'{{"n": {2**100}}}'
+    )  # text: msgpack holds 64 bits
+    assert to_observation(["a\ud800"], 1000) == ["a\ufffd"]
+    assert to_observation({"env": "KEY=opaque-key-0123"}, 1000, ("opaque-key-0123",)) == {
+        "env": "KEY=***"
+    }

@@ -7,11 +7,13 @@ stop reason ``invalid_action:<why>``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from gated_react.state import FinalAction, ToolAction
+from gated_react.untrusted import Unstorable, clean_text, plain
 
 _FINAL_KEYS = frozenset({"kind", "answer"})
 _TOOL_KEYS = frozenset({"kind", "name", "args"})
@@ -26,11 +28,11 @@ class ActionError(Exception):
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    if len(keys) != len(set(keys)):
-        dupes = sorted({key for key in keys if keys.count(key) > 1})
+    found = dict(pairs)
+    if len(found) != len(pairs):  # counted once: list.count per key took minutes on 1 MB
+        dupes = sorted(key for key, n in Counter(key for key, _ in pairs).items() if n > 1)
         raise ActionError("bad_json", f"duplicate keys in JSON object: {dupes[:5]}")
-    return dict(pairs)
+    return found
 
 
 def strip_fence(text: str) -> str:
@@ -44,15 +46,20 @@ def strip_fence(text: str) -> str:
 
 
 def load_json(text: str) -> Any:
-    """Parse JSON strictly: duplicate keys, NaN and anything but one value are rejected."""
+    """Parse JSON strictly: duplicate keys, NaN and anything but one value are rejected, and
+    so is what no checkpointer could store (``untrusted.plain``)."""
     try:
-        return json.loads(
-            strip_fence(text),
-            object_pairs_hook=_reject_duplicates,
-            parse_constant=_no_constants,
+        return plain(
+            json.loads(
+                strip_fence(text),
+                object_pairs_hook=_reject_duplicates,
+                parse_constant=_no_constants,
+            )
         )
     except ActionError:
         raise
+    except Unstorable as exc:
+        raise ActionError("bad_json", f"JSON that cannot be accepted: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise ActionError("bad_json", f"not valid JSON: {str(exc)[:200]}") from None
 
@@ -71,7 +78,8 @@ def check_contract(candidate: Any) -> ToolAction | FinalAction:
         return _final(candidate)
     if kind == "tool":
         return _tool(candidate)
-    raise ActionError("bad_kind", f"kind must be 'tool' or 'final', got {str(kind)[:50]!r}")
+    shown = kind[:50] if isinstance(kind, str) else type(kind).__name__
+    raise ActionError("bad_kind", f"kind must be 'tool' or 'final', got {shown!r}")
 
 
 def _final(candidate: dict[Any, Any]) -> FinalAction:
@@ -81,7 +89,7 @@ def _final(candidate: dict[Any, Any]) -> FinalAction:
     answer = candidate.get("answer")
     if not isinstance(answer, str) or not answer.strip():
         raise ActionError("missing_answer", "a final answer needs a non-blank 'answer' string")
-    return FinalAction(answer=answer.strip())
+    return FinalAction(answer=clean_text(answer.strip()))
 
 
 def _tool(candidate: dict[Any, Any]) -> ToolAction:
@@ -96,7 +104,11 @@ def _tool(candidate: dict[Any, Any]) -> ToolAction:
         args = {}
     if not isinstance(args, dict) or not all(isinstance(key, str) for key in args):
         raise ActionError("bad_args", f"'args' must be a JSON object, got {type(args).__name__}")
-    return ToolAction(name=name.strip(), args=args)
+    try:
+        args = plain(args)  # the protocols already did this; a direct caller may not have
+    except Unstorable as exc:
+        raise ActionError("bad_args", f"'args' cannot be accepted: {exc}") from None
+    return ToolAction(name=clean_text(name.strip()), args=args)
 
 
 def _names(keys: set[Any]) -> list[str]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from gated_react.untrusted import plain
+
 ANSWERS = {
     "approve": {"approved": True},
     "approve_with_edits": {"approved": True, "args": {"...": "..."}},
@@ -38,6 +40,8 @@ def parse_answer(value: Any) -> Decision:
     args = value.get("args")
     if args is not None and (not approved or not isinstance(args, dict)):
         raise ValueError("'args' must be an object and goes only with approved=true")
+    if args is not None:
+        args = plain(args)  # Unstorable (a ValueError) names what no store could hold
     reason = value.get("reason", "")
     if not isinstance(reason, str):
         raise ValueError("'reason' must be a string")

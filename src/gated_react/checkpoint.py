@@ -53,7 +53,10 @@ class StoreURL:
             raise StoreError("empty store URL; use memory, sqlite:///path or postgresql://...")
         if url == "memory":
             return cls("memory", "", shown)
-        scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+        try:
+            scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL": a bad URL is a StoreError too
+            raise StoreError(f"store {shown}: {exc}") from None
         if scheme == "sqlite":
             path = url.split("://", 1)[1].removeprefix("/")
             if not path or path == ":memory:":

@@ -6,8 +6,8 @@ and works for any LangChain chat model whose client raises the usual exception t
 
 from __future__ import annotations
 
-from gated_react.redact import redact
 from gated_react.stops import Stop, StopReason
+from gated_react.untrusted import error_text
 
 _TIMEOUTS = frozenset(
     {"APITimeoutError", "TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
@@ -43,10 +43,11 @@ _CONTEXT_HINTS = (
 )
 
 
-def classify(exc: BaseException) -> Stop:
-    """The stop for a failed model call, with a one-line message free of secrets."""
+def classify(exc: BaseException, *secrets: str) -> Stop:
+    """The stop for a failed model call, with a one-line message free of secrets (``secrets``
+    are masked whatever their shape: a server may echo the API key it was sent)."""
     names = [cls.__name__ for cls in type(exc).__mro__]
-    text = redact(" ".join(str(exc).split()))[:300]
+    text = error_text(exc, *secrets)[:300]
     if _TIMEOUTS.intersection(names):
         return Stop(StopReason.LLM_TIMEOUT, message=f"the model did not answer in time ({text})")
     kind = _kind(exc, names, text)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from pydantic import SecretStr
 
 _RULES = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***"),
@@ -22,3 +25,10 @@ def redact(text: str, *secrets: str | None) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def secrets_of(obj: Any) -> tuple[str, ...]:
+    """The secret values an object keeps in ``SecretStr`` attributes (a chat model's API key)."""
+    values = getattr(obj, "__dict__", {}).values()
+    found = (value.get_secret_value() for value in values if isinstance(value, SecretStr))
+    return tuple(secret for secret in found if len(secret) >= 4)

@@ -60,7 +60,7 @@ class Reply(_Strict):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     """Native tool calls as ``{"name", "args"}``."""
     invalid_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    """Native tool calls whose arguments were not valid JSON."""
+    """Native tool calls whose arguments were not valid JSON or could not be stored."""
 
 
 class Outcome(_Strict):

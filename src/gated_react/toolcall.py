@@ -23,6 +23,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
+from gated_react.untrusted import Unstorable, clean_text, plain
+
 KEY_PARAM = "idempotency_key"
 
 
@@ -207,17 +209,29 @@ def _is_async(tool: BaseTool) -> bool:
     return type(tool)._arun is not BaseTool._arun
 
 
-def to_observation(value: Any, limit: int) -> Any:
-    """The tool's result as JSON data, cut with a visible marker when its text exceeds ``limit``."""
+def to_observation(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Any:
+    """The tool's result as storable JSON data (``untrusted.plain``, ``secrets`` masked), cut
+    with a visible marker when its text exceeds ``limit``. Whatever a tool returns, this never
+    raises."""
     try:
-        data = json.loads(json.dumps(value, default=_jsonable, ensure_ascii=False))
-    except (ValueError, TypeError, RecursionError):  # circular or otherwise unencodable
-        data = repr(value)
+        text = json.dumps(value, default=_jsonable, ensure_ascii=False)
+        data = plain(json.loads(text), secrets=secrets)
+    except Unstorable:  # huge integers or deep nesting: the model reads the same JSON as text
+        data = clean_text(text, secrets)
+    except Exception:  # circular, unencodable, or a __repr__ that raises
+        data = clean_text(_shown(value), secrets)
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     if len(text) <= limit:
         return data
     marker = f" ...[cut: {len(text)} chars, first {limit} shown]"
     return text[:limit] + marker
+
+
+def _shown(value: Any) -> str:
+    try:
+        return clean_text(repr(value))
+    except Exception:
+        return f"<{type(value).__name__} object that cannot be shown>"
 
 
 def _jsonable(value: Any) -> Any:

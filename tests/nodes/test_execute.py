@@ -115,6 +115,40 @@ def test_timeout_and_error() -> None:
     assert "disk on fire" in failed["message"]
 
 
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+@tool
+def leaky() -> str:
+    """Fails with a connection string in its message."""
+    raise ConnectionError("cannot reach postgresql://app:hunter2@db:5432/shop")
+
+
+@tool
+def unprintable() -> str:
+    """Fails with an exception that cannot be printed."""
+    raise Unprintable
+
+
+def test_tool_errors_are_one_line_without_secrets() -> None:
+    leaked = execute(
+        state(call={"step": 1, "tool": "leaky", "args": {}, "key": "k"}),
+        {},
+        agent=agent(tools=[leaky]),
+    )
+    assert leaked["stop_reason"] == "tool_error:leaky"
+    assert "hunter2" not in leaked["message"]
+    assert "hunter2" not in str(leaked["call"]["outcome"])
+    shown = execute(
+        state(call={"step": 1, "tool": "unprintable", "args": {}, "key": "k"}),
+        {},
+        agent=agent(tools=[unprintable]),
+    )
+    assert shown["message"] == "unprintable failed: Unprintable: (message cannot be shown)"
+
+
 def test_observe_mode_keeps_going_with_the_error_as_observation() -> None:
     update = _run("broken", {}, on_tool_error="observe")
     assert "stop_reason" not in update

@@ -7,6 +7,7 @@ from typing import Any
 from langchain_core.tools import tool
 
 from gated_react.nodes.gate import gate
+from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..helpers import agent, history_entry, logs, state
@@ -95,3 +96,17 @@ def test_observe_mode_still_stops_on_budgets_and_loops() -> None:
     assert loop["stop_reason"] == "loop_detected"
     over = _gate({"name": "nope"}, history, on_tool_error="observe", max_tool_calls=1)
     assert over["stop_reason"] == "max_tool_calls"
+
+
+def test_observe_mode_repeating_a_refused_call_is_a_loop() -> None:
+    first = _gate({"name": "nope", "args": {"a": 1}}, [], on_tool_error="observe")
+    assert "stop_reason" not in first
+    again = state(
+        action={"kind": "tool", "name": "nope", "args": {"a": 1}},
+        seen=first["seen"],
+        usage=first["usage"],
+    )
+    update = gate(again, {}, agent=agent(on_tool_error="observe"))
+    assert update["stop_reason"] == "loop_detected"
+    other = again.model_copy(update={"action": ToolAction(name="nope", args={"a": 2})})
+    assert "stop_reason" not in gate(other, {}, agent=agent(on_tool_error="observe"))

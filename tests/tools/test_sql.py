@@ -42,6 +42,8 @@ def test_select_and_row_cap(db: Path) -> None:
         "PRAGMA writable_schema = ON",
         "SELECT load_extension('/tmp/evil')",
         "VACUUM",
+        "SELECT zeroblob(500000000)",
+        "SELECT length(randomblob(400000000))",
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
     ],
 )

@@ -16,6 +16,7 @@ from gated_react.agent import Agent
 from gated_react.llm_errors import classify
 from gated_react.prompt import build_messages
 from gated_react.state import Reply, State, dump
+from gated_react.untrusted import Unstorable, clean_text, plain
 
 
 def decide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
@@ -25,8 +26,8 @@ def decide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, A
     try:
         message = agent.bound.invoke(messages, config)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-        return failed(state, exc, started)
-    return decided(state, messages, message, started)
+        return failed(state, exc, started, agent.secrets)
+    return decided(state, messages, message, started, agent.secrets)
 
 
 async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
@@ -36,12 +37,16 @@ async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict
     try:
         message = await agent.bound.ainvoke(messages, config)
     except Exception as exc:
-        return failed(state, exc, started)
-    return decided(state, messages, message, started)
+        return failed(state, exc, started, agent.secrets)
+    return decided(state, messages, message, started, agent.secrets)
 
 
 def decided(
-    state: State, messages: list[BaseMessage], message: BaseMessage, started: float
+    state: State,
+    messages: list[BaseMessage],
+    message: BaseMessage,
+    started: float,
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used."""
     usage = state.usage.model_copy(
@@ -51,20 +56,31 @@ def decided(
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )
-    reply = Reply(
-        text=message.text if isinstance(message.text, str) else str(message.content),
-        tool_calls=[
-            {"name": c["name"], "args": c["args"]} for c in getattr(message, "tool_calls", [])
-        ],
-        invalid_tool_calls=[
-            {"name": c.get("name"), "args": c.get("args"), "error": c.get("error")}
-            for c in getattr(message, "invalid_tool_calls", [])
-        ],
-    )
-    return {"reply": dump(reply), "usage": dump(usage)}
+    return {"reply": dump(reply_of(message, secrets)), "usage": dump(usage)}
 
 
-def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
+def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
+    """The reply as state stores it: text cleaned (and the client's key masked, should a server
+    echo it), and a tool call whose arguments no store could hold moved to
+    ``invalid_tool_calls`` with the reason (the contract says bad_json)."""
+    calls, invalid = [], []
+    for c in getattr(message, "tool_calls", []):
+        name = plain(c["name"], secrets=secrets)
+        try:
+            calls.append({"name": name, "args": plain(c["args"], secrets=secrets)})
+        except Unstorable as exc:
+            invalid.append({"name": name, "args": None, "error": str(exc)})
+    invalid += [
+        {key: plain(c.get(key), secrets=secrets) for key in ("name", "args", "error")}
+        for c in getattr(message, "invalid_tool_calls", [])
+    ]
+    text = message.text if isinstance(message.text, str) else str(message.content)
+    return Reply(text=clean_text(text, secrets), tool_calls=calls, invalid_tool_calls=invalid)
+
+
+def failed(
+    state: State, exc: Exception, started: float, secrets: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The update after a failed call: the step and seconds still count."""
     usage = state.usage.model_copy(
         update={
@@ -72,7 +88,7 @@ def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )
-    return {**classify(exc).update(), "usage": dump(usage), "reply": None}
+    return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
 
 
 def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:

@@ -18,6 +18,7 @@ from gated_react.agent import Agent
 from gated_react.approval import ask
 from gated_react.state import Call, Outcome, Step, dump
 from gated_react.stops import Stop, StopReason
+from gated_react.untrusted import error_text
 
 
 def execute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
@@ -108,10 +109,11 @@ def finished(state: Step, agent: Agent, call: Call, result: Any, started: float)
     if isinstance(result, toolcall.ToolTimeout):
         why = Stop(StopReason.TOOL_TIMEOUT, call.tool, str(result))
     elif isinstance(result, Exception):
-        text = f"{type(result).__name__}: {result}"[:500]
+        text = f"{type(result).__name__}: {error_text(result, *agent.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
     else:
-        outcome = Outcome(ok=True, observation=toolcall.to_observation(result, limit))
+        observation = toolcall.to_observation(result, limit, agent.secrets)
+        outcome = Outcome(ok=True, observation=observation)
         return {"call": dump(call.model_copy(update={"outcome": outcome})), "usage": usage}
     outcome = Outcome(ok=False, observation=why.message, error=str(why))
     return {**settle(agent, call, outcome, why), "usage": usage}

@@ -96,6 +96,8 @@ def refused(
     A refusal shown to the model still counts as a call, and repeating it is a loop."""
     if agent.policy.on_tool_error == "stop":
         return stopped(state, name, args, why)
+    if is_repeat(state.seen, name, args, agent.policy.loop_detection):
+        return stopped(state, name, args, loop(name))
     shown = f"{why.message}. Tools you may call: {sorted(agent.allowed)}"
     outcome = Outcome(ok=False, observation=shown, error=str(why))
     return admitted(

@@ -47,10 +47,10 @@ class ToolsProtocol:
             )
         if reply.invalid_tool_calls:
             bad = reply.invalid_tool_calls[0]
-            raise ActionError(
-                "bad_json",
-                f"arguments of tool call {str(bad.get('name'))[:60]!r} are not valid JSON",
-            )
+            name, error = str(bad.get("name"))[:60], str(bad.get("error") or "")
+            # decide's own reasons are one short line; a client's parse error quotes the args
+            why = error if error and len(error) <= 80 and "\n" not in error else "not valid JSON"
+            raise ActionError("bad_json", f"arguments of tool call {name!r} refused: {why}")
         if reply.tool_calls:
             call = reply.tool_calls[0]
             return {"kind": "tool", "name": call.get("name"), "args": call.get("args")}

@@ -55,6 +55,7 @@ def _eval(node: ast.AST, depth: int) -> int | float:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         if isinstance(node.value, bool):
             raise ValueError("not allowed in arithmetic: booleans")
+        _check_size(node.value)  # a literal like 9e999 is already infinite
         return node.value
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand, depth + 1))  # type: ignore[no-any-return]

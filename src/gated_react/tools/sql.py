@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 MAX_ROWS = 50
 MAX_SECONDS = 5.0
+MAX_VALUE_BYTES = 1_000_000
 
 # What a query may do; everything else (writes, ATTACH, PRAGMA, ...) is denied by the authorizer.
 _ALLOWED_ACTIONS = frozenset(
@@ -40,6 +41,8 @@ def _connect(database: Path) -> sqlite3.Connection:
         raise FileNotFoundError(f"database file {database} does not exist")
     conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     conn.execute("PRAGMA query_only = ON")
+    # No single value above MAX_VALUE_BYTES: zeroblob(5e8) would allocate the memory at once.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     conn.execute("SELECT count(*) FROM sqlite_master")  # load the schema before the authorizer
     conn.set_authorizer(_authorize)
     return conn

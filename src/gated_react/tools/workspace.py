@@ -53,10 +53,20 @@ def confine(root: Path, path: str) -> Path:
     if any(len(part) > 255 for part in parts):
         raise ValueError("a path component is longer than 255 characters")
     base = root.resolve()
-    target = (base / path).resolve()
+    target = _resolved(base / path)
+    if target is None:
+        raise ValueError(f"{path[:80]!r} cannot be resolved (a symlink loop)")
     if not target.is_relative_to(base):
         raise ValueError(f"{path[:80]!r} leads outside the workspace")
     return target
+
+
+def _resolved(path: Path) -> Path | None:
+    """The real path, or None for a symlink loop (``resolve`` raises RuntimeError on one)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 def _readable(root: Path, path: str) -> Path:
@@ -111,7 +121,8 @@ class ListFiles(_WorkspaceTool):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
             for name in sorted(files):
                 candidate = Path(current) / name
-                if candidate.resolve().is_relative_to(base) and not name.startswith("."):
+                real = _resolved(candidate)  # a planted symlink loop must not break the listing
+                if real is not None and real.is_relative_to(base) and not name.startswith("."):
                     found.append(str(candidate.relative_to(base)))
             if len(found) > MAX_LISTED:
                 break

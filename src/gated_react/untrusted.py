@@ -1,0 +1,62 @@
+"""Values from outside the process (model replies, tool results, human edits) made storable.
+
+A run's state must survive every checkpointer, so anything that enters it is plain JSON data
+that msgpack and UTF-8 can carry: no lone surrogates (a JSON ``"\\ud800"`` escape decodes to
+one), no integers beyond 64 bits and no nesting deeper than ``MAX_NESTING``. Without these
+checks a model writing a 20-digit number, or a tool returning ``2 ** 100``, crashed a durable
+run when its checkpoint was written.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gated_react.redact import redact
+
+MAX_NESTING = 64
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack stores
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+class Unstorable(ValueError):
+    """A value that no checkpointer could store; the message says why in a few words."""
+
+
+def clean_text(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """A plain ``str`` (no subclass) with lone surrogates replaced by U+FFFD and each of
+    ``secrets`` (the model client's own key) masked."""
+    text = _SURROGATES.sub("\ufffd", str(text))
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
+    """``value`` with every string (keys too) cleaned; raises ``Unstorable`` for integers
+    outside 64 bits and containers nested deeper than ``MAX_NESTING`` (cycles included)."""
+    if isinstance(value, str):
+        return clean_text(value, secrets)
+    if isinstance(value, bool) or not isinstance(value, int | dict | list | tuple):
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise Unstorable(f"an integer of {value.bit_length()} bits (64 at most)")
+        return value
+    if depth >= MAX_NESTING:
+        raise Unstorable(f"values nested deeper than {MAX_NESTING} levels")
+    if isinstance(value, dict):
+        return {
+            clean_text(str(key), secrets): plain(item, depth + 1, secrets)
+            for key, item in value.items()
+        }
+    return [plain(item, depth + 1, secrets) for item in value]
+
+
+def error_text(exc: BaseException, *secrets: str) -> str:
+    """An exception's message as one line, secrets masked; never raises."""
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not turn a failure into a crash
+        message = "(message cannot be shown)"
+    return clean_text(redact(" ".join(message.split()), *secrets))

@@ -32,6 +32,19 @@ class ToolTimeout(Exception):
     """The tool did not return within its timeout."""
 
 
+class ToolExit(Exception):
+    """The tool raised ``SystemExit`` (or another non-error exit): a failed call, never the
+    end of the process that runs the agent."""
+
+
+def _contained(exc: BaseException, tool: BaseTool) -> BaseException:
+    """Errors pass through; a tool's exit is turned into an error. Ctrl-C and cancellation
+    still propagate: they are the user's, not the tool's."""
+    if isinstance(exc, Exception | KeyboardInterrupt | asyncio.CancelledError):
+        return exc
+    return ToolExit(f"{tool.name} raised {type(exc).__name__}: {str(exc)[:200]}")
+
+
 class _DaemonThreads:
     """Daemon worker threads, started on demand, reused, and retired after a minute idle."""
 
@@ -184,11 +197,16 @@ def _start(
     box: list[tuple[bool, Any]] = []
     context = contextvars.copy_context()
 
+    def call() -> Any:
+        if isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None:
+            return asyncio.run(tool.ainvoke(args, config))  # an async-only tool under sync invoke
+        return tool.invoke(args, config)
+
     def work() -> None:
         try:
-            box.append((True, context.run(tool.invoke, args, config)))
+            box.append((True, context.run(call)))
         except BaseException as exc:  # handed to the caller's thread, which decides
-            box.append((False, exc))
+            box.append((False, _contained(exc, tool)))
         finally:
             on_done()
 

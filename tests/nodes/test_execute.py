@@ -207,3 +207,40 @@ def test_async_body_times_out_sync_and_async_tools() -> None:
         assert update["stop_reason"] == f"tool_timeout:{name}"
     call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
     assert asyncio.run(aexecute(state(call=call), {}, agent=parts))["call"]["outcome"]["ok"]
+
+
+def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
+    @tool
+    def quitter() -> str:
+        """Calls sys.exit."""
+        raise SystemExit(3)
+
+    @tool
+    async def aquitter() -> str:
+        """Calls sys.exit, asynchronously."""
+        raise SystemExit(4)
+
+    parts = agent(tools=[quitter, aquitter])
+    for name in ("quitter", "aquitter"):
+        call = {"step": 1, "tool": name, "args": {}, "key": "k"}
+        sync = execute(state(call=call), {}, agent=parts)
+        assert sync["stop_reason"] == f"tool_error:{name}"
+        assert "SystemExit" in sync["message"]
+    # Under ainvoke a sync tool runs on a thread, where its exit is contained too. (An async
+    # tool's SystemExit leaves the event loop from LangChain's own task: asyncio's rule.)
+    call = {"step": 1, "tool": "quitter", "args": {}, "key": "k"}
+    assert asyncio.run(aexecute(state(call=call), {}, agent=parts))["stop_reason"] == (
+        "tool_error:quitter"
+    )
+
+
+def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
+    @tool
+    def describe() -> ValueError:
+        """Returns an exception object as data."""
+        return ValueError("just data")
+
+    call = {"step": 1, "tool": "describe", "args": {}, "key": "k"}
+    update = execute(state(call=call), {}, agent=agent(tools=[describe]))
+    assert update["call"]["outcome"]["ok"] is True
+    assert "just data" in str(update["call"]["outcome"]["observation"])

@@ -188,11 +188,11 @@ def test_a_raising_tool_stops_or_is_observed_as_the_policy_says(
     tally.count("fault runs: raising tools")
 
 
-def test_an_async_only_tool_under_sync_invoke_is_a_tool_error(tmp_path: Path) -> None:
+def test_an_async_only_tool_runs_under_sync_invoke_too(tmp_path: Path) -> None:
     tool = fetch_tool(lambda: "data", asynchronous=True)
     out, _ = run_on_sqlite(tmp_path / "runs.sqlite", tool, Policy(), use_async=False)
-    assert out["stop_reason"] == "tool_error:fetch"
-    assert "does not support sync invocation" in out["message"]
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["observation"] == "data"
 
 
 def test_hung_tools_time_out_and_never_keep_the_process_alive(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ def execute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict[str, A
     try:
         value = toolcall.invoke(tool, _args(agent, call), config, *_limits(agent, call))
     except Exception as exc:
-        return finished(state, agent, call, exc, started)
-    return finished(state, agent, call, value, started)
+        return finished(state, agent, call, started, error=exc)
+    return finished(state, agent, call, started, value=value)
 
 
 async def aexecute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
@@ -45,8 +45,8 @@ async def aexecute(state: Step, config: RunnableConfig, *, agent: Agent) -> dict
     try:
         value = await toolcall.ainvoke(tool, _args(agent, call), config, *_limits(agent, call))
     except Exception as exc:
-        return finished(state, agent, call, exc, started)
-    return finished(state, agent, call, value, started)
+        return finished(state, agent, call, started, error=exc)
+    return finished(state, agent, call, started, value=value)
 
 
 def prepare(
@@ -101,18 +101,27 @@ def _limits(agent: Agent, call: Call) -> tuple[float, int]:
     return agent.policy.timeout_for(call.tool), retries
 
 
-def finished(state: Step, agent: Agent, call: Call, result: Any, started: float) -> dict[str, Any]:
-    """Record the outcome (a value, a timeout or an error) and the seconds it took."""
+def finished(
+    state: Step,
+    agent: Agent,
+    call: Call,
+    started: float,
+    *,
+    value: Any = None,
+    error: Exception | None = None,
+) -> dict[str, Any]:
+    """Record the outcome (a value, a timeout or an error) and the seconds it took. A tool that
+    returns an exception object returned a value: only a raised one is an error."""
     seconds = time.monotonic() - started
     usage = dump(state.usage.model_copy(update={"seconds": state.usage.seconds + seconds}))
     limit = agent.policy.max_observation_chars
-    if isinstance(result, toolcall.ToolTimeout):
-        why = Stop(StopReason.TOOL_TIMEOUT, call.tool, str(result))
-    elif isinstance(result, Exception):
-        text = f"{type(result).__name__}: {error_text(result, *agent.secrets)}"[:500]
+    if isinstance(error, toolcall.ToolTimeout):
+        why = Stop(StopReason.TOOL_TIMEOUT, call.tool, str(error))
+    elif error is not None:
+        text = f"{type(error).__name__}: {error_text(error, *agent.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
     else:
-        observation = toolcall.to_observation(result, limit, agent.secrets)
+        observation = toolcall.to_observation(value, limit, agent.secrets)
         outcome = Outcome(ok=True, observation=observation)
         return {"call": dump(call.model_copy(update={"outcome": outcome})), "usage": usage}
     outcome = Outcome(ok=False, observation=why.message, error=str(why))

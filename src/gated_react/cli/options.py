@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from gated_react.examples import Example
-
     from gated_react.policy import Policy
 
 METADATA_KEY = "gated_react_run"

@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 from gated_react.policy import Policy
 from gated_react.prompt import system_prompt
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
+from gated_react.redact import secrets_of
 from gated_react.toolcall import accepts_key
 
 
@@ -26,6 +27,8 @@ class Agent:
     policy: Policy
     protocol: ActionProtocol
     system: str
+    secrets: tuple[str, ...] = ()
+    """The model's keys: masked in every message a failed call leaves in the state."""
 
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> Agent:
@@ -42,6 +45,7 @@ class Agent:
             policy=policy,
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
+            secrets=secrets_of(model),
         )
 
     def idempotent(self, tool: str) -> bool:

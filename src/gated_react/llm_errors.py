@@ -43,10 +43,11 @@ _CONTEXT_HINTS = (
 )
 
 
-def classify(exc: BaseException) -> Stop:
-    """The stop for a failed model call, with a one-line message free of secrets."""
+def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Stop:
+    """The stop for a failed model call, with a one-line message free of secrets (``secrets``:
+    the model's own key, which a server may echo back)."""
     names = [cls.__name__ for cls in type(exc).__mro__]
-    text = redact(" ".join(str(exc).split()))[:300]
+    text = redact(" ".join(str(exc).split()), *secrets)[:300]
     if _TIMEOUTS.intersection(names):
         return Stop(StopReason.LLM_TIMEOUT, message=f"the model did not answer in time ({text})")
     kind = _kind(exc, names, text)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from pydantic import SecretStr
 
 _RULES = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***"),
@@ -22,3 +25,11 @@ def redact(text: str, *secrets: str | None) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def secrets_of(model: Any) -> tuple[str, ...]:
+    """The secret values a client object holds (its ``SecretStr`` fields: API keys, tokens), so
+    an error that echoes one, as some servers do on a 401, can be masked before it is stored."""
+    fields = getattr(model, "__dict__", {}).values()
+    found = (value for value in fields if isinstance(value, SecretStr))
+    return tuple(sorted({secret.get_secret_value() for secret in found} - {""}))

@@ -25,7 +25,7 @@ def decide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, A
     try:
         message = agent.bound.invoke(messages, config)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-        return failed(state, exc, started)
+        return failed(state, exc, started, agent.secrets)
     return decided(state, messages, message, started)
 
 
@@ -36,7 +36,7 @@ async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict
     try:
         message = await agent.bound.ainvoke(messages, config)
     except Exception as exc:
-        return failed(state, exc, started)
+        return failed(state, exc, started, agent.secrets)
     return decided(state, messages, message, started)
 
 
@@ -64,7 +64,9 @@ def decided(
     return {"reply": dump(reply), "usage": dump(usage)}
 
 
-def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
+def failed(
+    state: State, exc: Exception, started: float, secrets: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The update after a failed call: the step and seconds still count."""
     usage = state.usage.model_copy(
         update={
@@ -72,7 +74,7 @@ def failed(state: State, exc: Exception, started: float) -> dict[str, Any]:
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )
-    return {**classify(exc).update(), "usage": dump(usage), "reply": None}
+    return {**classify(exc, secrets).update(), "usage": dump(usage), "reply": None}
 
 
 def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import SecretStr
-
 _RULES = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***"),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-~+/=]{6,}"), r"\1 ***"),
@@ -30,6 +28,8 @@ def redact(text: str, *secrets: str | None) -> str:
 def secrets_of(model: Any) -> tuple[str, ...]:
     """The secret values a client object holds (its ``SecretStr`` fields: API keys, tokens), so
     an error that echoes one, as some servers do on a 401, can be masked before it is stored."""
+    from pydantic import SecretStr  # not at import: the CLI's start-up path imports this module
+
     fields = getattr(model, "__dict__", {}).values()
     found = (value for value in fields if isinstance(value, SecretStr))
     return tuple(sorted({secret.get_secret_value() for secret in found} - {""}))

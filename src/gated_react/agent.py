@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -27,7 +27,8 @@ class Agent:
     policy: Policy
     protocol: ActionProtocol
     system: str
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The model's keys: masked in every message a failed call leaves in the state."""
 
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> Agent:

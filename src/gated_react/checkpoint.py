@@ -11,6 +11,7 @@ A malformed or unreachable URL raises ``StoreError`` with one line naming the UR
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -114,6 +115,18 @@ def sqlite_file(store: StoreURL) -> Path:
     return path
 
 
+def _cause(path: Path) -> str:
+    """What SQLite's "unable to open database file" leaves out: a folder it cannot write in
+    (in WAL mode even reading needs the ``-shm`` file there)."""
+    try:
+        read_only = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return ""
+    if read_only:
+        return f" ({path.parent} is on a read-only file system)"
+    return "" if os.access(path.parent, os.W_OK) else f" ({path.parent} is not writable)"
+
+
 @contextmanager
 def _sqlite(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -121,12 +134,15 @@ def _sqlite(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
     path = sqlite_file(store)
     try:
         conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        saver = SqliteSaver(conn)
-        saver.setup()
-        conn.execute(_SYNCHRONOUS)
     except sqlite3.Error as exc:
-        raise StoreError(f"store {store.shown}: {exc}") from None
-    try:
+        raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
+    try:  # closed on every exit, a failed setup included (no descriptor left behind)
+        saver = SqliteSaver(conn)
+        try:
+            saver.setup()
+            conn.execute(_SYNCHRONOUS)
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
         yield saver
     finally:
         conn.close()
@@ -140,12 +156,15 @@ async def _asqlite(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]:
     path = sqlite_file(store)
     try:
         conn = await aiosqlite.connect(path, timeout=30)
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        await conn.execute(_SYNCHRONOUS)
     except sqlite3.Error as exc:
-        raise StoreError(f"store {store.shown}: {exc}") from None
+        raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:
+        saver = AsyncSqliteSaver(conn)
+        try:
+            await saver.setup()
+            await conn.execute(_SYNCHRONOUS)
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
         yield saver
     finally:
         await conn.close()

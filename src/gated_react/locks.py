@@ -115,7 +115,7 @@ def _file_lock(db_path: str, thread_id: str) -> Iterator[None]:
     sidecar = f"{db_path}.locks"
     with _held_guard:
         if sidecar not in _lock_files:
-            _lock_files[sidecar] = os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)
+            _lock_files[sidecar] = _open_sidecar(sidecar)
         fd = _lock_files[sidecar]
     offset = lock_key(thread_id)
     try:
@@ -128,6 +128,15 @@ def _file_lock(db_path: str, thread_id: str) -> Iterator[None]:
         yield
     finally:
         fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
+
+
+def _open_sidecar(sidecar: str) -> int:
+    from gated_react.checkpoint import StoreError
+
+    try:
+        return os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:  # e.g. a read-only store folder or file: one line, nothing changed
+        raise StoreError(f"cannot open the lock file {sidecar}: {exc.strerror}") from None
 
 
 @asynccontextmanager
@@ -153,8 +162,9 @@ def _pg_lock(saver: Any, thread_id: str) -> Iterator[None]:
         try:
             yield
         finally:
-            with saver.lock:
-                conn.execute(_UNLOCK, (key,))
+            if not conn.closed:  # a lost connection took its session lock with it
+                with saver.lock:
+                    conn.execute(_UNLOCK, (key,))
     finally:
         if pool is not None:
             pool.putconn(conn)
@@ -171,5 +181,6 @@ async def _apg_lock(saver: Any, thread_id: str) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        async with saver.lock:
-            await conn.execute(_UNLOCK, (key,))
+        if not conn.closed:
+            async with saver.lock:
+                await conn.execute(_UNLOCK, (key,))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import SecretStr
-
 _RULES = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***"),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-~+/=]{6,}"), r"\1 ***"),
@@ -27,8 +25,11 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def secrets_of(obj: Any) -> tuple[str, ...]:
-    """The secret values an object keeps in ``SecretStr`` attributes (a chat model's API key)."""
-    values = getattr(obj, "__dict__", {}).values()
-    found = (value.get_secret_value() for value in values if isinstance(value, SecretStr))
-    return tuple(secret for secret in found if len(secret) >= 4)
+def secrets_of(model: Any) -> tuple[str, ...]:
+    """The secret values a client object holds (its ``SecretStr`` fields: API keys, tokens), so
+    an error or a reply that echoes one, as some servers do on a 401, is masked before storing."""
+    from pydantic import SecretStr  # not at import: the CLI's start-up path imports this module
+
+    fields = getattr(model, "__dict__", {}).values()
+    found = {value.get_secret_value() for value in fields if isinstance(value, SecretStr)}
+    return tuple(sorted(secret for secret in found if len(secret) >= 4))

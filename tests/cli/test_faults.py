@@ -49,6 +49,12 @@ CASES: dict[str, tuple[list[Any], dict[str, str], str, int]] = {
     "HTML body": ([Raw(b"<html>502</html>", "text/html")], {}, "llm_error:bad_response", 3),
     "empty choices": ([empty_choices()], {}, "llm_error:bad_response", 3),
     "dropped mid-response": ([Drop()], {}, "llm_error:connection", 3),
+    "a tool that does not exist": (
+        [tool_call("delete_account", user_id=42)],
+        {},
+        "tool_missing:delete_account",
+        2,
+    ),
     "invalid tool-call JSON": (
         [Reply(tool_calls=[("get_user_billing", '{"user_id": 4')])],
         {},

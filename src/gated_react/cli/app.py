@@ -11,7 +11,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from gated_react.cli import graph, resume, run, runs, show
-from gated_react.cli.errors import CliError, Exit, say_error
+from gated_react.cli.errors import CliError, Exit, say_error, store_failure
 
 _HELP = """A ReAct agent in which the model proposes and a policy decides.
 
@@ -54,6 +54,12 @@ class _Group(TyperGroup):
             return int(Exit.ERROR)
         except typer.Abort:
             return int(Exit.INTERRUPTED)
+        except Exception as exc:  # a store that fails while a command reads it: one line too
+            line = store_failure(exc)
+            if line is None:
+                raise
+            say_error(f"the store failed: {line}")
+            return int(Exit.ERROR)
         return value if isinstance(value, int) else int(Exit.OK)
 
 

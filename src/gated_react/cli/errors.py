@@ -14,7 +14,9 @@ class Exit(IntEnum):
     OK = 0
     """The command did its job; for a run: a final answer (``success``)."""
     ERROR = 1
-    """The command could not start: bad input, configuration, store or thread. Nothing ran."""
+    """The command could not start: bad input, configuration, store or thread. Nothing ran.
+    Also a store that fails mid-run (disk full, read-only, connection lost): what it stored
+    before is kept, and ``resume`` continues from there."""
     POLICY = 2
     """The policy stopped the run (budget, allowlist, loop, rejection, invalid action)."""
     FAILURE = 3
@@ -70,3 +72,18 @@ def user_errors() -> Iterator[None]:
         from gated_react.redact import redact
 
         raise CliError(redact(str(exc))) from None
+
+
+# Database drivers whose errors mean the run store itself failed while in use.
+_STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool"})
+
+
+def store_failure(exc: BaseException) -> str | None:
+    """One line for a store that failed in use (disk full, read-only file, lost connection);
+    None for any other exception."""
+    if type(exc).__module__.partition(".")[0] not in _STORE_DRIVERS:
+        return None
+    from gated_react.redact import redact
+
+    lines = str(exc).strip().splitlines()
+    return redact(one_line(lines[0]) if lines else type(exc).__name__)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,14 @@ class RunLog:
         if self._fd is None:
             return
         line = json.dumps(event, ensure_ascii=False, default=str, separators=(", ", ": "))
-        os.write(self._fd, (redact(line, *self._secrets) + "\n").encode())
+        try:
+            os.write(self._fd, (redact(line, *self._secrets) + "\n").encode())
+        except OSError as exc:  # a full disk: the store holds the run; the log is its echo
+            self.close()
+            sys.stderr.write(
+                f"gated-react: warning: cannot write the run log {self.path} ({exc.strerror}); "
+                "going on without it\n"
+            )
 
     def close(self) -> None:
         if self._fd is not None:

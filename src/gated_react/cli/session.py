@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from gated_react.cli import render, store
-from gated_react.cli.errors import Exit, user_errors
+from gated_react.cli.errors import CliError, Exit, store_failure, user_errors
 from gated_react.cli.events import Tracker
 from gated_react.cli.runlog import RunLog
 from gated_react.redact import redact
@@ -85,7 +85,7 @@ class Session:
             self.view.show(event)
 
     def drive(self, start: Start) -> dict[str, Any]:
-        """Advance the thread; Ctrl-C leaves it saved and says how to continue."""
+        """Advance the thread; Ctrl-C or a failing store leave it saved and say how to go on."""
         try:
             with user_errors():
                 return start(self.on_update)
@@ -95,6 +95,16 @@ class Session:
             sys.stderr.write(f"\ninterrupted: the run is saved; continue it with: {hint}\n")
             sys.stderr.flush()
             raise typer.Exit(int(Exit.INTERRUPTED)) from None
+        except Exception as exc:  # disk full, read-only file, lost connection: steps kept
+            line = store_failure(exc)
+            if line is None:
+                raise
+            self.note("failed", message=f"the store failed: {line}")
+            hint = self.place.resume_hint(self.tracker.thread)
+            raise CliError(
+                f"the store failed during the run: {line}; the steps stored before are kept; "
+                f"continue once it works again with: {hint}"
+            ) from None
 
     def finish(self, result: dict[str, Any]) -> Exit:
         """Print the result (JSON or summary) and return the exit code."""

@@ -1,0 +1,85 @@
+"""What a faulted run is compared with: the uninterrupted run of the same script, and the one
+way a run may end differently (a non-idempotent call whose outcome a fault lost stops instead
+of running again). Shared by the store-fault tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import UnknownThread, read, resume, run
+
+from ..helpers import REFUND_GOAL
+from ..openai_server import reply, tool_call
+from ..scenarios import comparable, graph_for, lines
+
+SCRIPTS = {
+    "refund": {},  # three idempotent support tools: LangGraph's async durability
+    "append": {"tools": "append", "script": "append"},  # not idempotent: sync durability
+}
+
+
+def spec_for(script: str, folder: Path) -> dict[str, Any]:
+    extra = {"file": str(folder / "payments.txt")} if script == "append" else {}
+    return {**SCRIPTS[script], **extra}
+
+
+def reference(spec: dict[str, Any]) -> dict[str, Any]:
+    """The uninterrupted run (its side effect undone, so the file counts the faulted run's)."""
+    out = run(graph_for(spec, InMemorySaver()), REFUND_GOAL, thread_id="reference")
+    if spec.get("file"):
+        Path(spec["file"]).unlink()
+    return out
+
+
+def check_ending(spec: dict[str, Any], out: dict[str, Any], expected: dict[str, Any]) -> str:
+    """The resumed run ends as the uninterrupted one, or (a non-idempotent call whose outcome
+    was lost with the failed write) stops rather than repeat it. Never a second call."""
+    if spec.get("file"):
+        done = len(lines(Path(spec["file"])))
+        assert done <= 1, "a non-idempotent call was repeated"
+        if out["stop_reason"] == "tool_outcome_unknown:append_line":
+            assert out["history"] == []
+            assert done == 1
+            return "outcome unknown"
+        assert done == 1
+    assert comparable(out) == comparable(expected)
+    return "same"
+
+
+def carry_on(graph: Any, expected: dict[str, Any], thread: str = "t") -> dict[str, Any]:
+    """After the fault: resume the thread (its stored steps a prefix of the uninterrupted
+    run's); if its very first write failed there is no thread, so the run starts again."""
+    try:
+        kept = read(graph, thread)["history"]
+    except UnknownThread:
+        return run(graph, REFUND_GOAL, thread_id=thread)
+    assert kept == expected["history"][: len(kept)]
+    return resume(graph, thread)
+
+
+class Model:
+    """A model server reply chosen by the tool calls done so far (as ``by_progress`` does), which
+    runs ``trap()`` once, the first time it is asked for step 2 after ``armed`` is set."""
+
+    def __init__(self, script: list[Any], trap: Any) -> None:
+        self.script, self.trap, self.armed, self.sprung = script, trap, False, False
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        done = json.loads(request["messages"][1]["content"])["state_summary"]["tool_calls_done"]
+        if done == 1 and self.armed and not self.sprung:
+            self.sprung = True
+            self.trap()
+        return self.script[min(done, len(self.script) - 1)]
+
+
+# The refund scenario as the model server's replies (the CLI talks to it over HTTP).
+REFUND = [
+    tool_call("get_user_profile", user_id=42),
+    tool_call("get_user_billing", user_id=42),
+    tool_call("search_policy", query="refund pro monthly"),
+    reply("Yes: USD 49.00 is refunded."),
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 import warnings
@@ -32,6 +33,7 @@ class ScriptModel(BaseChatModel):
     steps: int
     count_prompts: bool = False
     skip: int = 0
+    stateless: bool = False
     _calls: int = PrivateAttr(default=0)
     _prompt_tokens: list[int] = PrivateAttr(default_factory=list)
 
@@ -47,9 +49,12 @@ class ScriptModel(BaseChatModel):
         return self
 
     def _reply(self, messages: list[BaseMessage]) -> ChatResult:
-        if not self._calls:
-            self._calls = self.skip  # a resumed run continues the script where it stopped
-        self._calls += 1
+        if self.stateless:  # one model (and graph) serves many concurrent runs
+            self._calls = _calls_done(messages) + 1
+        else:
+            if not self._calls:
+                self._calls = self.skip  # a resumed run continues the script where it stopped
+            self._calls += 1
         if self.count_prompts:
             self._prompt_tokens.append(count_tokens_approximately(messages))
         if self._calls <= self.steps:
@@ -71,6 +76,16 @@ class ScriptModel(BaseChatModel):
 
 
 CRASH_AT: list[int] = []  # set by the resume benchmark: this record "kills" the process
+
+
+def _calls_done(messages: list[BaseMessage]) -> int:
+    """Tool calls a run has made, read from what the model is shown: the transcript's tool
+    messages (the peers), or the state summary in gated-react's bounded prompt."""
+    for message in messages:
+        text = message.content if isinstance(message.content, str) else ""
+        if '"state_summary"' in text:
+            return int(json.loads(text)["state_summary"]["tool_calls_done"])
+    return sum(isinstance(m, ToolMessage) for m in messages)
 
 
 def _lookup(record: int) -> str:

@@ -23,13 +23,14 @@ PEERS = ("ours", "create_agent", "create_react_agent")
 
 
 async def _batch(peer: str, store: str, runs: int, steps: int) -> dict[str, Any]:
-    from benchmarks.common import build
+    from benchmarks.common import ScriptModel, build_with
     from gated_react.checkpoint import aopen_checkpointer
 
     with tempfile.TemporaryDirectory() as tmp:
         url = postgres_url() if store == "postgres" else str(Path(tmp) / "runs.sqlite")
         async with aopen_checkpointer(url or "memory") as saver:
-            graphs = [build(peer, steps, saver) for _ in range(runs)]
+            # one graph for all runs, as a server has: the scripted model reads each run's progress
+            graph = build_with(ScriptModel(steps=steps, stateless=True), peer, steps, saver)
             base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             started = time.perf_counter()
             results = await asyncio.gather(
@@ -42,7 +43,7 @@ async def _batch(peer: str, store: str, runs: int, steps: int) -> dict[str, Any]
                         },
                         durability="async",
                     )
-                    for graph in graphs
+                    for _ in range(runs)
                 )
             )
             seconds = time.perf_counter() - started

@@ -51,7 +51,20 @@ WAIT = 60.0  # seconds a test waits for a child before it gives up (never reache
 # --- stopping inside a node ----------------------------------------------------------------
 
 
-class Blocker(BaseCallbackHandler):
+class NodeWatch(BaseCallbackHandler):
+    """Counts the starts of one node in this process; ``hit`` is true on the chosen one."""
+
+    def __init__(self, node: str, occurrence: int) -> None:
+        self.node, self.occurrence, self.seen = node, occurrence, 0
+
+    def hit(self, metadata: dict[str, Any] | None, name: str | None) -> bool:
+        if name != self.node or (metadata or {}).get("langgraph_node") != self.node:
+            return False
+        self.seen += 1
+        return self.seen == self.occurrence
+
+
+class Blocker(NodeWatch):
     """Stops the process inside ``node`` (its ``occurrence``-th run in this process)."""
 
     def __init__(
@@ -64,9 +77,8 @@ class Blocker(BaseCallbackHandler):
         occurrence: int = 1,
         release: str | None = None,
     ) -> None:
-        self.saver, self.node, self.phase = saver, node, phase
-        self.marker, self.release, self.occurrence = marker, release, occurrence
-        self.seen = 0
+        super().__init__(node, occurrence)
+        self.saver, self.phase, self.marker, self.release = saver, phase, marker, release
         self.runs: dict[UUID, tuple[str, int]] = {}
 
     def on_chain_start(
@@ -78,12 +90,9 @@ class Blocker(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if not self.hit(metadata, kwargs.get("name")):
+            return
         meta = metadata or {}
-        if kwargs.get("name") != self.node or meta.get("langgraph_node") != self.node:
-            return
-        self.seen += 1
-        if self.seen != self.occurrence:
-            return
         where = (str(meta.get("thread_id")), int(meta["langgraph_step"]))
         if self.phase == "entered":
             self.stop(*where)

@@ -21,10 +21,10 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from .. import pg
+from ..procs import NodeWatch
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[2]
@@ -219,12 +219,23 @@ def with_password(url: str, password: str) -> str:
 # --- doing something to the store at a chosen node -----------------------------------------
 
 
-class AtNode(BaseCallbackHandler):
+# Where the fault tests strike: (scenario, node, its occurrence in the run).
+FAULT_POINTS = [
+    ("refund", "decide", 2),
+    ("refund", "execute", 2),
+    ("refund", "observe", 3),
+    ("append", "gate", 1),
+    ("append", "execute", 1),
+    ("append", "observe", 1),
+]
+
+
+class AtNode(NodeWatch):
     """Calls ``action()`` as ``node`` starts for the ``occurrence``-th time in this process."""
 
     def __init__(self, node: str, occurrence: int, action: Callable[[], None]) -> None:
-        self.node, self.occurrence, self.action = node, occurrence, action
-        self.seen = 0
+        super().__init__(node, occurrence)
+        self.action = action
 
     def on_chain_start(
         self,
@@ -235,10 +246,7 @@ class AtNode(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        if kwargs.get("name") != self.node or (metadata or {}).get("langgraph_node") != self.node:
-            return
-        self.seen += 1
-        if self.seen == self.occurrence:
+        if self.hit(metadata, kwargs.get("name")):
             self.action()
 
 

@@ -22,7 +22,7 @@ from ..procs import children
 from ..scenarios import comparable, graph_for
 from .clirun import environment, gated_react, here, same_run
 from .outcomes import REFUND, SCRIPTS, Model, carry_on, check_ending, reference, spec_for
-from .storeenv import DISK_FULL, FillsUp, fill, tmpfs
+from .storeenv import DISK_FULL, FAULT_POINTS, FillsUp, fill, tmpfs
 
 WRITE_FAILED = f"OperationalError: {DISK_FULL}"
 
@@ -67,17 +67,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mnt
 
 
-@pytest.mark.parametrize(
-    ("script", "node", "occurrence"),
-    [
-        ("refund", "decide", 2),
-        ("refund", "execute", 2),
-        ("refund", "observe", 3),
-        ("append", "gate", 1),
-        ("append", "execute", 1),
-        ("append", "observe", 1),
-    ],
-)
+@pytest.mark.parametrize(("script", "node", "occurrence"), FAULT_POINTS)
 def test_a_real_disk_fills_up_inside_a_node(
     small_disk: Path, tmp_path: Path, script: str, node: str, occurrence: int
 ) -> None:

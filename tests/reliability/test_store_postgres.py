@@ -20,7 +20,7 @@ from ..openai_server import FakeOpenAI
 from ..scenarios import graph_for
 from .clirun import environment, here, same_run
 from .outcomes import REFUND, Model, carry_on, check_ending, reference, spec_for
-from .storeenv import AtNode, Cluster, terminate_backends, with_password
+from .storeenv import FAULT_POINTS, AtNode, Cluster, terminate_backends, with_password
 
 pytestmark = pytest.mark.postgres
 PASSWORD = "pg-Secret-Zq8rT3"  # trust auth accepts it; it must never be shown
@@ -43,17 +43,7 @@ def cut_run(spec: dict[str, Any], url: str, at: tuple[str, int], cut: Any) -> st
     return str(raised.value)
 
 
-@pytest.mark.parametrize(
-    ("script", "node", "occurrence"),
-    [
-        ("refund", "decide", 2),
-        ("refund", "execute", 2),
-        ("refund", "observe", 3),
-        ("append", "gate", 1),
-        ("append", "execute", 1),
-        ("append", "observe", 1),
-    ],
-)
+@pytest.mark.parametrize(("script", "node", "occurrence"), FAULT_POINTS)
 def test_a_lost_connection_mid_run(
     pg_url: str, tmp_path: Path, script: str, node: str, occurrence: int
 ) -> None:

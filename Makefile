@@ -64,7 +64,7 @@ bench: setup
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 bench-quick: setup
-	$(BIN)/python -m benchmarks --quick --out benchmarks/results/quick.json
+	$(BIN)/python -m benchmarks --quick
 
 # The dev server moves silently to a random port when its port is taken: pick a free one first.
 FREE_PORT := import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])

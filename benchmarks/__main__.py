@@ -53,8 +53,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute (CI)")
     parser.add_argument("--only", nargs="*", choices=sorted(SUITES), help="run only these")
-    parser.add_argument("--out", type=Path, default=RESULTS / "latest.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="results file [default: results/latest.json, quick.json with --quick]",
+    )
     args = parser.parse_args()
+    args.out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
     started = time.perf_counter()
     results: dict[str, Any] = {"quick": args.quick, "machine": machine()}
     for name in args.only or SUITES:

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+import asyncio
+import gc
 import subprocess
 import sys
 import textwrap
 import time
+import weakref
 from dataclasses import dataclass
 
+import pytest
+from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from gated_react.toolcall import backoff, to_observation
+from gated_react.toolcall import ainvoke, backoff, invoke, to_observation
 
 
 def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
@@ -90,3 +95,33 @@ def test_observations_survive_hostile_return_values() -> None:
     assert to_observation({"env": "KEY=opaque-key-0123"}, 1000, ("opaque-key-0123",)) == {
         "env": "KEY=***"
     }
+
+
+class Marker:
+    """Stands for what a run's config carries (callbacks, the graph's channels)."""
+
+
+@tool
+def echo(text: str) -> str:
+    """Returns its argument."""
+    return text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_idle_worker_keeps_nothing_of_the_call_it_ran(mode: str) -> None:
+    # Idle tool threads live for a minute; the finished call's config must not live with them.
+    marker = Marker()
+    config = {"configurable": {"marker": marker}}
+    if mode == "sync":
+        assert invoke(echo, {"text": "hi"}, config, timeout=5, retries=0) == "hi"  # type: ignore[arg-type]
+    else:
+        call = ainvoke(echo, {"text": "hi"}, config, timeout=5, retries=0)  # type: ignore[arg-type]
+        assert asyncio.run(call) == "hi"
+    gone = weakref.ref(marker)
+    del marker, config
+    for _ in range(100):  # the worker drops the call right after waking the caller
+        gc.collect()
+        if gone() is None:
+            break
+        time.sleep(0.05)
+    assert gone() is None, "an idle tool thread still holds the last call's config"

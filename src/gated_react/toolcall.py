@@ -62,24 +62,32 @@ class _DaemonThreads:
         if reuse:
             self._jobs.put(job)
         else:
+            # Handed over in a list the worker empties: a Thread keeps its args until it ends.
             threading.Thread(
-                target=self._work, args=(job,), name="gated-react-tool", daemon=True
+                target=self._work, args=([job],), name="gated-react-tool", daemon=True
             ).start()
 
-    def _work(self, job: Callable[[], None]) -> None:
-        while True:
+    def _work(self, first: list[Callable[[], None]]) -> None:
+        job: Callable[[], None] | None = first.pop()
+        while job is not None:
             job()
+            # An idle worker must not keep the finished call (its tool, args and the run's
+            # config, hence the graph) alive until the next job or its retirement.
+            job = None
             with self._lock:
                 self._idle += 1
-            while True:
-                try:
-                    job = self._jobs.get(timeout=self._idle_seconds)
-                    break
-                except queue.Empty:
-                    with self._lock:
-                        if self._idle > 0:  # no claim is waiting for this worker: retire
-                            self._idle -= 1
-                            return
+            job = self._next()
+
+    def _next(self) -> Callable[[], None] | None:
+        """The next job, or None when this worker retires after its idle time."""
+        while True:
+            try:
+                return self._jobs.get(timeout=self._idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no claim is waiting for this worker: retire
+                        self._idle -= 1
+                        return None
 
 
 _THREADS = _DaemonThreads()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,10 @@ def one_run(url: str, number: int, executions: Executions) -> dict[str, Any]:
         return outcome(run(graph, "User 42: refund now?", thread_id=f"soak-{number}"))
 
 
-def live_objects() -> int:
+def live_objects() -> Counter[str]:
+    """Objects the collector tracks, by type name."""
     gc.collect()
-    return len(gc.get_objects())
+    return Counter(type(o).__qualname__ for o in gc.get_objects())
 
 
 @pytest.mark.slow
@@ -85,7 +87,8 @@ def test_soak_runs_stay_flat_and_identical(tmp_path: Path) -> None:
         assert one_run(url, number, executions) == first, f"run {number} differs from the first"
         if number % 100 == 0:
             rss.append(round(rss_mb(), 1))
-    new_objects = live_objects() - objects
+    gained = live_objects() - objects
+    new_objects = gained.total()
     rss.append(round(rss_mb(), 1))
     tally.record("soak RSS MB (after warm-up, every 100 runs, end)", rss)
     tally.count("soak runs", SOAK_RUNS)
@@ -95,6 +98,8 @@ def test_soak_runs_stay_flat_and_identical(tmp_path: Path) -> None:
     assert len(DELETED) == deleted
     assert fd_count() == fds, "file descriptors leaked"
     assert threading.active_count() <= threads, "threads leaked"
-    assert new_objects < MAX_NEW_OBJECTS, f"{new_objects} objects outlived {SOAK_RUNS} runs"
+    assert new_objects < MAX_NEW_OBJECTS, (
+        f"{new_objects} objects outlived {SOAK_RUNS} runs: {gained.most_common(8)}"
+    )
     settled = rss[1] if len(rss) > 2 else rss[0]  # the allocator settles in the first 100
     assert rss[-1] - settled < MAX_RSS_GROWTH_MB, rss

@@ -8,10 +8,9 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from gated_react import Budget, Policy, build_graph
-from gated_react.agent import Agent
-from gated_react.canonical import args_hash
-from gated_react.loops import loop_key
+from gated_react import Policy, build_graph
+from gated_react._engine.call_keys import args_hash, loop_key
+from gated_react._engine.deps import NodeDeps
 from gated_react.state import State
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -31,15 +30,13 @@ REFUND_42 = [
 
 def policy(**fields: Any) -> Policy:
     """A Policy; budget fields (max_steps, ...) may be given at top level."""
-    budget_keys = set(Budget.model_fields)
-    budget = {k: fields.pop(k) for k in list(fields) if k in budget_keys}
-    return Policy(budget=Budget(**budget), **fields)
+    return Policy().replace(**fields)
 
 
-def agent(
+def deps(
     replies: Sequence[Any] = (), tools: Sequence[BaseTool] = SUPPORT_TOOLS, **fields: Any
-) -> Agent:
-    return Agent.build(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
+) -> NodeDeps:
+    return NodeDeps.build(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
 
 
 def state(**fields: Any) -> State:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gated_react.actions import ActionError, check_contract, load_json, strip_fence
+from gated_react._engine.contract import ActionError, check_contract, load_json, strip_fence
 from gated_react.state import FinalAction, ToolAction
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gated_react.budget import check_before_step, check_before_tool
+from gated_react._engine.budget_checks import check_before_step, check_before_tool
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.stops import StopReason

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gated_react.canonical import args_hash, canonical_json, normalize
+from gated_react._engine.call_keys import args_hash, canonical_json, normalize
 
 
 def test_key_order_never_matters_at_any_depth() -> None:

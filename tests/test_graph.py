@@ -7,7 +7,7 @@ from pathlib import Path
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
-from gated_react._lg import CONFIG_KEY_DURABILITY
+from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 

@@ -1,5 +1,5 @@
-"""Pins the LangGraph internals that gated_react._lg relies on: an upgrade that changes them
-fails here."""
+"""Pins the LangGraph internals that ``_engine/langgraph_internals.py`` relies on: an upgrade
+that changes them fails here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from gated_react._lg import is_resuming, node
+from gated_react._engine.langgraph_internals import is_resuming, node
 
 
 class S(TypedDict, total=False):

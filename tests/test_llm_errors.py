@@ -4,7 +4,7 @@ import httpx
 import openai
 import pytest
 
-from gated_react.llm_errors import classify
+from gated_react._engine.model_errors import classify
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gated_react.loops import is_repeat, loop_key
+from gated_react._engine.call_keys import is_repeat, loop_key
 
 SEEN = [loop_key("search", {"q": "Refund  Policy", "n": 1})]
 

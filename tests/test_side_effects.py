@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gated_react import open_checkpointer
-from gated_react.canonical import canonical_json, short_hash
+from gated_react._engine.call_keys import canonical_json, short_hash
 
 from .procs import children
 from .scenarios import lines

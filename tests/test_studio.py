@@ -14,6 +14,9 @@ from langgraph_sdk.runtime import _ExecutionRuntime, _ReadRuntime
 from gated_react import Budget, Policy, build_graph
 from gated_react.studio import (
     ContextError,
+    RefundContext,
+    StudioContext,
+    WorkbenchContext,
     checkpointer,
     read_context,
     refund_agent,
@@ -21,7 +24,6 @@ from gated_react.studio import (
     workbench_agent,
     workbench_graph,
 )
-from gated_react.studio_context import RefundContext, StudioContext, WorkbenchContext
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -40,8 +42,8 @@ def _reading() -> Any:
 
 
 def _agent(graph: Any) -> Any:
-    """The Agent the graph's nodes were built with."""
-    return graph.nodes["decide"].bound.kwargs["agent"]
+    """The NodeDeps the graph's nodes were built with."""
+    return graph.nodes["decide"].bound.kwargs["deps"]
 
 
 def test_an_empty_context_is_the_library_default_policy() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from gated_react.studio_context import RefundContext, WorkbenchContext
+from gated_react.studio import RefundContext, WorkbenchContext
 
 from .helpers import REFUND_GOAL
 from .openai_server import FakeOpenAI, reply, tool_call

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from gated_react.toolcall import ainvoke, backoff, invoke, to_observation
+from gated_react._engine.tool_runner import ainvoke, backoff, invoke, to_observation
 
 
 def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
@@ -21,7 +21,7 @@ def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
         """
         import time
         from langchain_core.tools import tool
-        from gated_react.toolcall import ToolTimeout, invoke
+        from gated_react._engine.tool_runner import ToolTimeout, invoke
 
         @tool
         def hang() -> str:

@@ -15,11 +15,11 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
+from gated_react._engine.storable import MAX_NESTING, Unstorable, clean_text, error_text, plain
 from gated_react.nodes.decide import reply_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.calculator import calculate
 from gated_react.tools.support import SUPPORT_TOOLS
-from gated_react.untrusted import MAX_NESTING, Unstorable, clean_text, error_text, plain
 
 
 def nested(depth: int) -> Any:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
 
 Kind = Literal["memory", "sqlite", "postgres"]
@@ -34,7 +35,7 @@ _SYNCHRONOUS = "PRAGMA synchronous = NORMAL"
 _PG_EXTRA = "Postgres support is not installed: pip install 'gated-react[postgres]'"
 
 
-class StoreError(Exception):
+class StoreError(GatedReactError):
     """The run store cannot be opened; the message is one line and carries no password."""
 
 
@@ -232,13 +233,13 @@ def _postgres(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
     try:
         conn = psycopg.connect(store.target, **_pg_kwargs())
     except psycopg.Error as exc:
-        raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
+        raise _store_error(store, exc) from None
     with conn:  # closed on every exit, a failed setup included
         saver = PostgresSaver(conn)
         try:
             _pg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:
-            raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
+            raise _store_error(store, exc) from None
         yield saver
 
 
@@ -252,16 +253,15 @@ async def _apostgres(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]
     try:
         conn = await psycopg.AsyncConnection.connect(store.target, **_pg_kwargs())
     except psycopg.Error as exc:
-        raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
+        raise _store_error(store, exc) from None
     async with conn:
         saver = AsyncPostgresSaver(conn)
         try:
             await _apg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:
-            raise StoreError(f"store {store.shown}: {_first_line(exc)}") from None
+            raise _store_error(store, exc) from None
         yield saver
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return redact(text[0] if text else type(exc).__name__)
+def _store_error(store: StoreURL, exc: BaseException) -> StoreError:
+    return StoreError(f"store {store.shown}: {exception_line(exc, first_only=True)}")

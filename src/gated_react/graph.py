@@ -15,8 +15,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from gated_react import routing
-from gated_react._lg import CONFIG_KEY_DURABILITY, node, route
-from gated_react.agent import Agent
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY, node, route
+from gated_react.models import NoModel
 from gated_react.nodes.decide import adecide, decide
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.finish import finish
@@ -25,7 +26,7 @@ from gated_react.nodes.observe import observe
 from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
 from gated_react.policy import Policy
-from gated_react.state import RunInput, RunResult, State, Step
+from gated_react.state import CoreState, RunInput, RunResult, State
 
 # Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
 _NODES_PER_STEP = 5
@@ -43,15 +44,15 @@ def build_graph(
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
     """
     policy = policy or Policy()
-    agent = Agent.build(model, tools, policy)
+    deps = NodeDeps.build(model, tools, policy)
     graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
-    graph.add_node("decide", node(decide, adecide, agent=agent))
-    graph.add_node("validate", node(validate, agent=agent), input_schema=Step)
-    graph.add_node("gate", node(gate, agent=agent), input_schema=Step)
-    graph.add_node("execute", node(execute, aexecute, agent=agent), input_schema=Step)
-    graph.add_node("observe", node(observe, agent=agent), input_schema=Step)
-    graph.add_node("finish", finish, input_schema=Step)
-    graph.add_node("stop", stop, input_schema=Step)
+    graph.add_node("decide", node(decide, adecide, deps=deps))
+    graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)
+    graph.add_node("gate", node(gate, deps=deps), input_schema=CoreState)
+    graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=CoreState)
+    graph.add_node("observe", node(observe, deps=deps), input_schema=CoreState)
+    graph.add_node("finish", finish, input_schema=CoreState)
+    graph.add_node("stop", stop, input_schema=CoreState)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
     graph.add_conditional_edges("validate", route(routing.after_validate), routing.AFTER_VALIDATE)
@@ -63,14 +64,22 @@ def build_graph(
     compiled = graph.compile(checkpointer=checkpointer, name="gated-react")
     return compiled.with_config(
         recursion_limit=_NODES_PER_STEP * policy.budget.max_steps + 5,
-        configurable=_durability(agent, checkpointer),
+        configurable=_durability(deps, checkpointer),
     )
 
 
-def _durability(agent: Agent, checkpointer: BaseCheckpointSaver[str] | None) -> dict[str, str]:
+def idle_graph(
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+) -> CompiledStateGraph[State, None, RunInput, RunResult]:
+    """The same nodes and edges with no tools and a model that is never called: for drawing
+    the graph and reading stored runs, which never run a node."""
+    return build_graph(NoModel(), [], checkpointer=checkpointer)
+
+
+def _durability(deps: NodeDeps, checkpointer: BaseCheckpointSaver[str] | None) -> dict[str, str]:
     """Non-idempotent tools need each checkpoint on disk before the next node starts, so a
     crash can never leave a side effect without its record; LangGraph's default is async.
     (A server that brings its own checkpointer takes ``durability`` per run instead.)"""
-    if checkpointer is None or all(agent.idempotent(name) for name in agent.allowed):
+    if checkpointer is None or all(deps.idempotent(name) for name in deps.allowed):
         return {}
     return {CONFIG_KEY_DURABILITY: "sync"}

@@ -17,9 +17,9 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from gated_react.runs import Graph
+from gated_react.state import SUMMARY_KEYS
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-RESULT_KEYS = ("status", "stop_reason", "message", "answer")
 
 
 class AgentTask(BaseModel):
@@ -78,7 +78,7 @@ def outcome(result: dict[str, Any]) -> dict[str, Any]:
             "answer": None,
             "pending": pending,
         }
-    return {key: result.get(key) for key in RESULT_KEYS}
+    return {key: result.get(key) for key in SUMMARY_KEYS}
 
 
 def _own_run(callbacks: Any) -> RunnableConfig:

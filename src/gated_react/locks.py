@@ -26,8 +26,10 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from gated_react.errors import GatedReactError
 
-class ThreadBusy(RuntimeError):
+
+class ThreadBusy(GatedReactError, RuntimeError):
     """Another run is advancing this thread right now."""
 
     def __init__(self, thread_id: str) -> None:

@@ -1,13 +1,18 @@
-"""Chat models from settings: ``ChatOpenAI`` with its own timeout and retry-with-backoff."""
+"""Chat models: ``ChatOpenAI`` from settings, and the stand-in for graphs that never run."""
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+
+from gated_react.errors import GatedReactError
 from gated_react.settings import Settings
 
 
-class ModelNotConfigured(RuntimeError):
+class ModelNotConfigured(GatedReactError, RuntimeError):
     """No model to talk to: neither an API key nor a base URL is set."""
 
 
@@ -33,3 +38,15 @@ def chat_model(
         max_retries=settings.openai_max_retries,
         temperature=0,
     )
+
+
+class NoModel(BaseChatModel):
+    """The model of a graph that is only drawn or reads stored runs: the graph's shape never
+    depends on its model, and a call means a bug, so it raises instead of answering."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "none"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        raise RuntimeError("this graph only draws or reads runs; it has no model to call")

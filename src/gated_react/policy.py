@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -76,6 +76,17 @@ class Policy(BaseModel):
     """How many reminders in a row a malformed reply may get before the run stops."""
     answer_schema: type[BaseModel] | None = None
     """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
+
+    def replace(self, **changes: Any) -> Policy:
+        """A copy with ``changes`` applied and validated like the constructor (an unknown name
+        is an error); ``Budget`` fields (``max_steps``, ...) may be given at top level, so
+        ``Policy().replace(max_steps=3, protocol="json")`` is one flat call."""
+        flat = {name: changes.pop(name) for name in list(changes) if name in Budget.model_fields}
+        budget = changes.pop("budget", self.budget)
+        if flat:
+            budget = Budget.model_validate({**Budget.model_validate(budget).model_dump(), **flat})
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self).model_validate({**current, **changes, "budget": budget})
 
     def allowed(self, registered: frozenset[str]) -> frozenset[str]:
         """The names the gate lets through: the allowlist narrowed to what is registered."""

@@ -17,11 +17,18 @@ _RULES = (
 
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with the given secrets and anything shaped like a key, token or password masked."""
+    text = mask_secrets(text, secrets)
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def mask_secrets(text: str, secrets: tuple[str | None, ...]) -> str:
+    """``text`` with each known secret value replaced by ``***`` (values under 4 characters
+    are skipped: masking every "a" would destroy the text and hide nothing)."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
     return text
 
 

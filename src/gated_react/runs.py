@@ -16,24 +16,25 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from gated_react.errors import GatedReactError
 from gated_react.locks import athread_lock, thread_lock
-from gated_react.state import RunResult
+from gated_react.state import RESULT_KEYS, RunResult
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 OnUpdate = Callable[[str, Any], None]
 """Called with ``(node, update)`` after every node, and ``("__interrupt__", interrupts)``."""
-_NO_ANSWER: Any = object()
-RESULT_KEYS = tuple(RunResult.model_fields)
+NO_ANSWER: Any = object()
+"""The default of ``resume(answer=)``: resume without answering (distinct from ``None``)."""
 
 
-class UnknownThread(LookupError):
+class UnknownThread(GatedReactError, LookupError):
     """No run is stored under this thread id."""
 
     def __init__(self, thread_id: str) -> None:
         super().__init__(f"no run is stored under thread {thread_id!r}")
 
 
-class NotWaiting(ValueError):
+class NotWaiting(GatedReactError, ValueError):
     """An answer was given for a thread that is not waiting for one (or not for that question)."""
 
     def __init__(self, thread_id: str, question: str | None = None) -> None:
@@ -45,7 +46,7 @@ class NotWaiting(ValueError):
         self.thread_id, self.question = thread_id, question
 
 
-class ThreadExists(ValueError):
+class ThreadExists(GatedReactError, ValueError):
     """A new run was asked for on a thread that already holds one."""
 
     def __init__(self, thread_id: str) -> None:
@@ -84,7 +85,7 @@ def _from_output(output: dict[str, Any], thread_id: str) -> dict[str, Any]:
     return shape(output, thread_id, questions(output.get("__interrupt__", ())))
 
 
-def finished(snapshot: StateSnapshot) -> bool:
+def has_ended(snapshot: StateSnapshot) -> bool:
     """A thread whose run ended: nothing left to run and a status recorded."""
     return not snapshot.next and bool(snapshot.values.get("status"))
 
@@ -142,7 +143,7 @@ async def _aadvance(
 
 
 def _resume_input(answer: Any) -> Command[Any] | None:
-    return None if answer is _NO_ANSWER else Command(resume=answer)
+    return None if answer is NO_ANSWER else Command(resume=answer)
 
 
 def _settled(
@@ -151,9 +152,9 @@ def _settled(
     """The result when resuming would run nothing: the run ended, or it waits for an answer."""
     if not snapshot.values:
         raise UnknownThread(thread_id)
-    if finished(snapshot) or (snapshot.interrupts and answer is _NO_ANSWER):
+    if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
         return from_snapshot(snapshot, thread_id)
-    if answer is _NO_ANSWER:
+    if answer is NO_ANSWER:
         return None
     # LangGraph would keep an answer for the next question the run asks, e.g. whether to
     # repeat a payment after a crash: a stale or repeated approval must not answer that.
@@ -184,7 +185,7 @@ def run(
 def resume(
     graph: Graph,
     thread_id: str,
-    answer: Any = _NO_ANSWER,
+    answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,
@@ -217,7 +218,7 @@ async def arun(
 async def aresume(
     graph: Graph,
     thread_id: str,
-    answer: Any = _NO_ANSWER,
+    answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,

@@ -172,7 +172,7 @@ class RunResult(BaseModel):
     """Budget consumption."""
 
 
-class Step(_Strict):
+class CoreState(_Strict):
     """The state without its logs: what most nodes read. Validating it costs the same at step 1
     and at step 1,000, so only the nodes that need the logs pay for them (decide, gate)."""
 
@@ -200,13 +200,19 @@ class Step(_Strict):
     """The final answer after success."""
 
 
-class State(Step):
+class State(CoreState):
     """Everything a run knows; the checkpointer saves it after every node."""
 
     history: Annotated[list[HistoryEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Completed tool steps (append-only)."""
     trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Every call that reached the gate (append-only)."""
+
+
+RESULT_KEYS = tuple(RunResult.model_fields)
+"""The keys of every run's result, in order."""
+SUMMARY_KEYS = ("status", "stop_reason", "message", "answer")
+"""The keys that say how a run ended (status, stop_reason, message, answer), without its logs."""
 
 
 def dump(model: BaseModel | None) -> dict[str, Any] | None:

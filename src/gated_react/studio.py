@@ -9,34 +9,87 @@ other use gets the same shape with nothing that could run, so drawing never need
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from gated_react.checkpoint import aopen_checkpointer
-from gated_react.graph import build_graph
+from gated_react.errors import GatedReactError, validation_line
+from gated_react.graph import build_graph, idle_graph
 from gated_react.models import chat_model
-from gated_react.policy import Policy
+from gated_react.policy import Budget, Policy
 from gated_react.settings import Settings
-from gated_react.studio_context import RefundContext, StudioContext, WorkbenchContext
-from gated_react.testing import ScriptedChatModel
 from gated_react.tools import load_toolkit
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
-C = TypeVar("C", bound=StudioContext)
 
 # Keys LangGraph itself may mirror from a run's ``configurable`` into its context.
 _RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
 _RESERVED = frozenset({"thread_id", "run_id", "assistant_id", "graph_id", "user_id"})
+_BUDGET = frozenset(Budget.model_fields)
+_POLICY = frozenset(Policy.model_fields) - {"budget", "answer_schema"}
+DEFAULT_WORKSPACE = "docs/studio-workspace"
 
 
-class ContextError(ValueError):
+class _Context(BaseModel):
+    """The model and the policy of one assistant."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    model: str | None = None
+    """Model name sent to the server; empty uses OPENAI_MODEL (default gpt-4.1-mini)."""
+    base_url: str | None = None
+    """OpenAI-compatible server (vLLM, llama.cpp, Ollama); empty uses OPENAI_BASE_URL or OpenAI."""
+
+    def policy(self) -> Policy:
+        """The ``Policy`` these fields describe."""
+        return Policy().replace(**self.model_dump(include=set(_BUDGET | _POLICY)))
+
+
+def _library_fields() -> dict[str, Any]:
+    """Every Budget and Policy field with its own type, bounds, default and description, so
+    the Studio form can never drift from the library."""
+    fields: dict[str, Any] = {}
+    for name, info in Budget.model_fields.items():
+        field = copy.copy(info)
+        field.description = f"Budget: {info.description}"
+        fields[name] = (info.annotation, field)
+    for name in sorted(_POLICY, key=list(Policy.model_fields).index):
+        info = Policy.model_fields[name]
+        fields[name] = (info.annotation, copy.copy(info))
+    return fields
+
+
+StudioContext = create_model("StudioContext", __base__=_Context, **_library_fields())
+
+
+class RefundContext(StudioContext):
+    """The refund agent: support tools (get_user_profile, get_user_billing, search_policy)."""
+
+
+class WorkbenchContext(StudioContext):
+    """The workbench agent: calculate, read_file, list_files and run_tests."""
+
+    workspace_root: str = DEFAULT_WORKSPACE
+    """Folder the workspace tools are confined to; relative paths start at the server's folder."""
+
+    def workspace_path(self) -> Path:
+        """The workspace folder, resolved against the server's working directory."""
+        return (Path.cwd() / Path(self.workspace_root).expanduser()).resolve()
+
+
+C = TypeVar("C", bound=StudioContext)
+
+
+class ContextError(GatedReactError, ValueError):
     """The assistant's context does not validate; the message is one line naming each field."""
 
 
@@ -44,7 +97,7 @@ async def refund_agent(runtime: ServerRuntime[Any]) -> Graph:
     """Studio's ``refund`` graph: the support toolkit under the assistant's policy."""
     context = read_context(runtime, RefundContext)
     if context is None:
-        return shape(RefundContext)
+        return drawn(RefundContext)
     # Building touches the disk (imports, the workspace folder): off the server's event loop.
     return await asyncio.to_thread(refund_graph, context)
 
@@ -53,7 +106,7 @@ async def workbench_agent(runtime: ServerRuntime[Any]) -> Graph:
     """Studio's ``workbench`` graph: calculator and workspace tools."""
     context = read_context(runtime, WorkbenchContext)
     if context is None:
-        return shape(WorkbenchContext)
+        return drawn(WorkbenchContext)
     return await asyncio.to_thread(workbench_graph, context)
 
 
@@ -71,11 +124,10 @@ def workbench_graph(context: WorkbenchContext) -> Graph:
     return _agent(context, [*load_toolkit("calculator"), *workspace])
 
 
-def shape(schema: type[StudioContext]) -> Graph:
+def drawn(schema: type[StudioContext]) -> Graph:
     """The graph the server draws and reads threads with: the same nodes and edges, no tools,
     and a model that is never called (no node runs outside ``threads.create_run``)."""
-    graph = build_graph(ScriptedChatModel(replies=[]), [], policy=Policy())
-    return graph.copy(update={"context_schema": schema})
+    return idle_graph().copy(update={"context_schema": schema})
 
 
 @asynccontextmanager
@@ -99,22 +151,9 @@ def read_context(runtime: ServerRuntime[Any], schema: type[C]) -> C | None:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        raise ContextError(f"invalid context: {explain(exc)}") from None
-
-
-def explain(exc: ValidationError) -> str:
-    """A validation error as one line: ``field: problem (got value)``, at most five."""
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(part) for part in error["loc"]) or "context"
-        got = "" if error["type"] == "missing" else f" (got {_short(error.get('input'))})"
-        parts.append(f"{where}: {error['msg']}{got}")
-    return "; ".join(parts)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+        raise ContextError(
+            f"invalid context: {validation_line(exc, root='context', show_input=True)}"
+        ) from None
 
 
 def _reserved(key: str) -> bool:
@@ -129,12 +168,14 @@ def _agent(context: StudioContext, tools: list[BaseTool]) -> Graph:
 
 __all__ = [
     "ContextError",
+    "RefundContext",
+    "StudioContext",
+    "WorkbenchContext",
     "checkpointer",
-    "explain",
+    "drawn",
     "read_context",
     "refund_agent",
     "refund_graph",
-    "shape",
     "workbench_agent",
     "workbench_graph",
 ]

@@ -28,7 +28,8 @@ from procrastinate.exceptions import ProcrastinateException
 from procrastinate.schema import SchemaManager
 
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer
-from gated_react.runs import _NO_ANSWER, Graph, ThreadExists, aresume, arun, saver_of
+from gated_react.errors import exception_line
+from gated_react.runs import NO_ANSWER, Graph, ThreadExists, aresume, arun, saver_of
 
 QUEUE = "gated-react"
 TASK = "gated_react.advance"
@@ -39,7 +40,7 @@ async def advance(
     context: procrastinate.JobContext,
     thread_id: str,
     goal: str | None = None,
-    answer: Any = _NO_ANSWER,
+    answer: Any = NO_ANSWER,
     question: str | None = None,
 ) -> str:
     """The job: start the run on a new thread, else continue it (answering its question)."""
@@ -49,7 +50,7 @@ async def advance(
             return _status(await arun(graph, goal, thread_id=thread_id))
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
-    if answer is _NO_ANSWER or (question is None and context.job.attempts > 0):
+    if answer is NO_ANSWER or (question is None and context.job.attempts > 0):
         return _status(await aresume(graph, thread_id))
     return _status(await aresume(graph, thread_id, answer, question=question))
 
@@ -93,8 +94,8 @@ def install_queue(url: str) -> None:
             if found is None or found[0] is None:
                 conn.execute(schema)  # procrastinate's own SQL, applied once
     except psycopg.Error as exc:
-        first = str(exc).strip().splitlines()
-        raise StoreError(f"store {store.shown}: {first[0] if first else exc}") from None
+        line = exception_line(exc, first_only=True)
+        raise StoreError(f"store {store.shown}: {line}") from None
 
 
 def _deferrer(app: procrastinate.App, thread_id: str) -> Any:
@@ -111,14 +112,14 @@ def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = No
 def enqueue_resume(
     app: procrastinate.App,
     thread_id: str,
-    answer: Any = _NO_ANSWER,
+    answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
 ) -> None:
     """Queue a resume; ``answer`` replies to the question the paused run waits on (only to the
     one whose ``id`` is ``question``, if given: a repeated answer then never answers another)."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
-    if answer is not _NO_ANSWER:
+    if answer is not NO_ANSWER:
         kwargs["answer"] = answer
     if question is not None:
         kwargs["question"] = question

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from gated_react.nodes.decide import adecide, decide
 
-from ..helpers import agent, history_entry, logs, state
+from ..helpers import deps, history_entry, logs, state
 
 
 def _payload(messages: list) -> dict:  # type: ignore[type-arg]
@@ -19,9 +19,9 @@ def _payload(messages: list) -> dict:  # type: ignore[type-arg]
 
 
 def test_prompt_holds_goal_summary_and_only_the_last_steps() -> None:
-    parts = agent(["ok"], context_steps=2)
+    parts = deps(["ok"], context_steps=2)
     history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 11)]
-    update = decide(state(**logs(history)), {}, agent=parts)
+    update = decide(state(**logs(history)), {}, deps=parts)
     payload = _payload(parts.model.requests[0])  # type: ignore[attr-defined]
     assert payload["goal"].startswith("User 42")
     assert [s["step"] for s in payload["recent_steps"]] == [9, 10]
@@ -34,11 +34,11 @@ def test_prompt_holds_goal_summary_and_only_the_last_steps() -> None:
 
 def test_context_steps_none_sends_everything_and_zero_sends_last_observation() -> None:
     history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 6)]
-    full = agent(["ok"], context_steps=None)
-    decide(state(history=history), {}, agent=full)
+    full = deps(["ok"], context_steps=None)
+    decide(state(history=history), {}, deps=full)
     assert len(_payload(full.model.requests[0])["recent_steps"]) == 5  # type: ignore[attr-defined]
-    none = agent(["ok"], context_steps=0)
-    decide(state(history=history), {}, agent=none)
+    none = deps(["ok"], context_steps=0)
+    decide(state(history=history), {}, deps=none)
     payload = _payload(none.model.requests[0])  # type: ignore[attr-defined]
     assert payload["recent_steps"] == []
     assert payload["state_summary"]["last_observation"] == "obs 5"
@@ -50,8 +50,8 @@ def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
         tool_calls=[{"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}],
         usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
     )
-    parts = agent([lambda _: message])
-    update = decide(state(), {}, agent=parts)
+    parts = deps([lambda _: message])
+    update = decide(state(), {}, deps=parts)
     assert update["reply"]["tool_calls"] == [{"name": "get_user_profile", "args": {"user_id": 42}}]
 
 
@@ -64,7 +64,7 @@ def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
     ],
 )
 def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reason: str) -> None:
-    update = decide(state(usage={"steps": 2, "seconds": 1.0}), {}, agent=agent([error]))
+    update = decide(state(usage={"steps": 2, "seconds": 1.0}), {}, deps=deps([error]))
     assert update["stop_reason"] == reason
     assert update["message"]
     assert update["usage"]["steps"] == 3
@@ -72,16 +72,16 @@ def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reaso
 
 
 def test_async_body_gives_the_same_update() -> None:
-    sync = decide(state(), {}, agent=agent(["same"]))
-    async_ = asyncio.run(adecide(state(), {}, agent=agent(["same"])))
+    sync = decide(state(), {}, deps=deps(["same"]))
+    async_ = asyncio.run(adecide(state(), {}, deps=deps(["same"])))
     assert sync["reply"] == async_["reply"]
     assert sync["usage"]["tokens"] == async_["usage"]["tokens"]
 
 
 def test_retry_adds_a_format_reminder() -> None:
-    parts = agent(["again"], protocol="text")
+    parts = deps(["again"], protocol="text")
     retry = {"why": "no_action", "message": "no Action line", "count": 1}
-    decide(state(retry=retry), {}, agent=parts)
+    decide(state(retry=retry), {}, deps=parts)
     last = parts.model.requests[0][-1]  # type: ignore[attr-defined]
     assert "no_action" in last.content
     assert "format" in last.content

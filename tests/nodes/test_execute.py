@@ -10,12 +10,12 @@ import pytest
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import BaseModel, field_validator
 
-from gated_react._lg import CONFIG_KEY_RESUMING
+from gated_react._engine.langgraph_internals import CONFIG_KEY_RESUMING
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..helpers import agent, state
+from ..helpers import deps, state
 
 SENT: list[dict[str, Any]] = []
 FLAKY: list[int] = []
@@ -56,7 +56,7 @@ TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
 
 def _run(tool_name: str, args: dict[str, Any], config: Any = None, **fields: Any) -> dict[str, Any]:
     call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
-    return execute(state(call=call), config or {}, agent=agent(tools=TOOLS, **fields))
+    return execute(state(call=call), config or {}, deps=deps(tools=TOOLS, **fields))
 
 
 def test_success_records_a_json_observation_and_time() -> None:
@@ -98,11 +98,11 @@ def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
         return f"refunded {cents}"
 
     call = {"step": 1, "tool": "refund", "args": {"cents": -5}, "key": "k"}
-    update = execute(state(call=call), {}, agent=agent(tools=[refund]))
+    update = execute(state(call=call), {}, deps=deps(tools=[refund]))
     assert update["stop_reason"] == "tool_bad_args:refund"
     assert "must be positive" in update["message"]
     call = {"step": 1, "tool": "refund", "args": {"cents": 5}, "key": "k"}
-    assert execute(state(call=call), {}, agent=agent(tools=[refund]))["call"]["outcome"]["ok"]
+    assert execute(state(call=call), {}, deps=deps(tools=[refund]))["call"]["outcome"]["ok"]
 
 
 def test_timeout_and_error() -> None:
@@ -136,7 +136,7 @@ def test_tool_errors_are_one_line_without_secrets() -> None:
     leaked = execute(
         state(call={"step": 1, "tool": "leaky", "args": {}, "key": "k"}),
         {},
-        agent=agent(tools=[leaky]),
+        deps=deps(tools=[leaky]),
     )
     assert leaked["stop_reason"] == "tool_error:leaky"
     assert "hunter2" not in leaked["message"]
@@ -144,7 +144,7 @@ def test_tool_errors_are_one_line_without_secrets() -> None:
     shown = execute(
         state(call={"step": 1, "tool": "unprintable", "args": {}, "key": "k"}),
         {},
-        agent=agent(tools=[unprintable]),
+        deps=deps(tools=[unprintable]),
     )
     assert shown["message"] == "unprintable failed: Unprintable: (message cannot be shown)"
 
@@ -187,7 +187,7 @@ def test_long_output_is_cut_with_a_marker() -> None:
         return "x" * 50_000
 
     call = {"step": 1, "tool": "big", "args": {}, "key": "k"}
-    update = execute(state(call=call), {}, agent=agent(tools=[big], max_observation_chars=1000))
+    update = execute(state(call=call), {}, deps=deps(tools=[big], max_observation_chars=1000))
     observation = update["call"]["outcome"]["observation"]
     assert observation.startswith("x" * 1000)
     assert "[cut: 50000 chars, first 1000 shown]" in observation
@@ -200,13 +200,13 @@ def test_async_body_times_out_sync_and_async_tools() -> None:
         await asyncio.sleep(seconds)
         return "woke"
 
-    parts = agent(tools=[slow, slow_async], tool_timeout_seconds=0.2)
+    parts = deps(tools=[slow, slow_async], tool_timeout_seconds=0.2)
     for name in ("slow", "slow_async"):
         call = {"step": 1, "tool": name, "args": {"seconds": 5}, "key": "k"}
-        update = asyncio.run(aexecute(state(call=call), {}, agent=parts))
+        update = asyncio.run(aexecute(state(call=call), {}, deps=parts))
         assert update["stop_reason"] == f"tool_timeout:{name}"
     call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
-    assert asyncio.run(aexecute(state(call=call), {}, agent=parts))["call"]["outcome"]["ok"]
+    assert asyncio.run(aexecute(state(call=call), {}, deps=parts))["call"]["outcome"]["ok"]
 
 
 def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
@@ -220,16 +220,16 @@ def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
         """Calls sys.exit, asynchronously."""
         raise SystemExit(4)
 
-    parts = agent(tools=[quitter, aquitter])
+    parts = deps(tools=[quitter, aquitter])
     for name in ("quitter", "aquitter"):
         call = {"step": 1, "tool": name, "args": {}, "key": "k"}
-        sync = execute(state(call=call), {}, agent=parts)
+        sync = execute(state(call=call), {}, deps=parts)
         assert sync["stop_reason"] == f"tool_error:{name}"
         assert "SystemExit" in sync["message"]
     # Under ainvoke a sync tool runs on a thread, where its exit is contained too. (An async
     # tool's SystemExit leaves the event loop from LangChain's own task: asyncio's rule.)
     call = {"step": 1, "tool": "quitter", "args": {}, "key": "k"}
-    assert asyncio.run(aexecute(state(call=call), {}, agent=parts))["stop_reason"] == (
+    assert asyncio.run(aexecute(state(call=call), {}, deps=parts))["stop_reason"] == (
         "tool_error:quitter"
     )
 
@@ -241,6 +241,6 @@ def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
         return ValueError("just data")
 
     call = {"step": 1, "tool": "describe", "args": {}, "key": "k"}
-    update = execute(state(call=call), {}, agent=agent(tools=[describe]))
+    update = execute(state(call=call), {}, deps=deps(tools=[describe]))
     assert update["call"]["outcome"]["ok"] is True
     assert "just data" in str(update["call"]["outcome"]["observation"])

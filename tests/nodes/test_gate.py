@@ -10,7 +10,7 @@ from gated_react.nodes.gate import gate
 from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..helpers import agent, history_entry, logs, state
+from ..helpers import deps, history_entry, logs, state
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
@@ -24,9 +24,9 @@ def unused(x: int) -> int:
 def _gate(
     action: dict[str, Any], history: list[dict[str, Any]] | None = None, **fields: Any
 ) -> dict[str, Any]:
-    parts = agent(tools=[*SUPPORT_TOOLS, unused], **fields)
+    parts = deps(tools=[*SUPPORT_TOOLS, unused], **fields)
     current = state(action={"kind": "tool", **action}, **logs(history or [], steps=3))
-    return gate(current, CONFIG, agent=parts)
+    return gate(current, CONFIG, deps=parts)
 
 
 def test_allowed_call_is_recorded_with_a_stable_key_before_it_runs() -> None:
@@ -106,7 +106,7 @@ def test_observe_mode_repeating_a_refused_call_is_a_loop() -> None:
         seen=first["seen"],
         usage=first["usage"],
     )
-    update = gate(again, {}, agent=agent(on_tool_error="observe"))
+    update = gate(again, {}, deps=deps(on_tool_error="observe"))
     assert update["stop_reason"] == "loop_detected"
     other = again.model_copy(update={"action": ToolAction(name="nope", args={"a": 2})})
-    assert "stop_reason" not in gate(other, {}, agent=agent(on_tool_error="observe"))
+    assert "stop_reason" not in gate(other, {}, deps=deps(on_tool_error="observe"))

@@ -6,44 +6,44 @@ from pydantic import BaseModel, ConfigDict
 
 from gated_react.nodes.validate import validate
 
-from ..helpers import agent, state
+from ..helpers import deps, state
 
 
 def test_valid_json_action_is_recorded() -> None:
     reply = {"text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'}
-    update = validate(state(reply=reply), agent=agent(protocol="json"))
+    update = validate(state(reply=reply), deps=deps(protocol="json"))
     assert update == {
         "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
     }
     retried = validate(
         state(reply=reply, retry={"why": "bad_json", "message": "m", "count": 1}),
-        agent=agent(protocol="json"),
+        deps=deps(protocol="json"),
     )
     assert retried["retry"] is None  # a valid reply ends the reminders
 
 
 def test_invalid_reply_stops_by_default() -> None:
-    update = validate(state(reply={"text": '{"kind": "maybe"}'}), agent=agent(protocol="json"))
+    update = validate(state(reply={"text": '{"kind": "maybe"}'}), deps=deps(protocol="json"))
     assert update["stop_reason"] == "invalid_action:bad_kind"
     assert "bad_kind" in update["message"]
 
 
 def test_retry_mode_gives_reminders_then_stops() -> None:
-    parts = agent(protocol="text", on_invalid_action="retry", max_invalid_retries=2)
-    first = validate(state(reply={"text": "hmm"}), agent=parts)
+    parts = deps(protocol="text", on_invalid_action="retry", max_invalid_retries=2)
+    first = validate(state(reply={"text": "hmm"}), deps=parts)
     assert first["retry"]["why"] == "no_action"
     assert first["retry"]["count"] == 1
     assert "stop_reason" not in first
     third = validate(
         state(reply={"text": "hmm"}, retry={"why": "no_action", "message": "m", "count": 2}),
-        agent=parts,
+        deps=parts,
     )
     assert third["stop_reason"] == "invalid_action:no_action"
 
 
 def test_a_retry_never_exceeds_max_steps() -> None:
-    parts = agent(protocol="text", on_invalid_action="retry", max_steps=3)
-    update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), agent=parts)
+    parts = deps(protocol="text", on_invalid_action="retry", max_steps=3)
+    update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), deps=parts)
     assert update["stop_reason"] == "max_steps"
 
 
@@ -56,16 +56,16 @@ class Refund(BaseModel):
 
 
 def test_an_answer_fitting_the_schema_is_stored_as_its_canonical_json() -> None:
-    parts = agent(answer_schema=Refund)
+    parts = deps(answer_schema=Refund)
     reply = {"text": '```json\n{"amount_usd": 49, "eligible": true}\n```'}
-    update = validate(state(reply=reply), agent=parts)
+    update = validate(state(reply=reply), deps=parts)
     assert update["action"] == {"kind": "final", "answer": '{"eligible":true,"amount_usd":49.0}'}
     assert "retry" not in update  # nothing to clear: no reminder was pending
 
 
 def test_an_answer_missing_the_schema_gets_one_reminder_with_the_error() -> None:
-    parts = agent(answer_schema=Refund)  # on_invalid_action="stop" (the default)
-    first = validate(state(reply={"text": '{"eligible": true}'}), agent=parts)
+    parts = deps(answer_schema=Refund)  # on_invalid_action="stop" (the default)
+    first = validate(state(reply={"text": '{"eligible": true}'}), deps=parts)
     assert "stop_reason" not in first
     assert first["retry"] == {
         "why": "answer_schema",
@@ -74,23 +74,23 @@ def test_an_answer_missing_the_schema_gets_one_reminder_with_the_error() -> None
     }
     second = validate(
         state(reply={"text": "Yes, USD 49."}, retry=first["retry"], usage={"steps": 2}),
-        agent=parts,
+        deps=parts,
     )
     assert second["stop_reason"] == "invalid_action:answer_schema"
     assert "must be one JSON object fitting Refund: not valid JSON" in second["message"]
 
 
 def test_retry_mode_may_give_a_schema_miss_more_reminders() -> None:
-    parts = agent(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=2)
+    parts = deps(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=2)
     missed = {"why": "answer_schema", "message": "m", "count": 1}
-    update = validate(state(reply={"text": "[]"}, retry=missed), agent=parts)
+    update = validate(state(reply={"text": "[]"}, retry=missed), deps=parts)
     assert update["retry"]["count"] == 2
     assert "Input should be a valid dictionary" in update["retry"]["message"]
 
 
 def test_the_schema_leaves_tool_calls_and_other_violations_alone() -> None:
-    parts = agent(answer_schema=Refund, protocol="json")
+    parts = deps(answer_schema=Refund, protocol="json")
     call = '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'
-    assert validate(state(reply={"text": call}), agent=parts)["action"]["kind"] == "tool"
-    broken = validate(state(reply={"text": '{"kind": "final"}'}), agent=parts)
+    assert validate(state(reply={"text": call}), deps=parts)["action"]["kind"] == "tool"
+    broken = validate(state(reply={"text": '{"kind": "final"}'}), deps=parts)
     assert broken["stop_reason"] == "invalid_action:missing_answer"

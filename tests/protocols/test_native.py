@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gated_react.actions import ActionError
+from gated_react._engine.contract import ActionError
 from gated_react.protocols.native import ToolsProtocol
 from gated_react.state import Reply
 

@@ -116,7 +116,7 @@ def test_no_secret_in_outputs_logs_or_the_store(
 
 def test_the_library_masks_the_models_key_before_it_stores_an_error(tmp_path: Path) -> None:
     """Below the CLI: the stop message a failed model call leaves in the state is masked with
-    the model's own key (``Agent.secrets``, from its ``SecretStr`` fields), so no store ever
+    the model's own key (``NodeDeps.secrets``, from its ``SecretStr`` fields), so no store ever
     gets it, whichever program runs the graph."""
     from langchain_openai import ChatOpenAI
 

@@ -20,11 +20,11 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from gated_react.actions import ActionError, check_contract
+from gated_react._engine.contract import ActionError, check_contract
+from gated_react._engine.storable import MAX_NESTING, Unstorable, plain
 from gated_react.nodes.decide import reply_of
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import FinalAction, Reply, ToolAction, dump
-from gated_react.untrusted import MAX_NESTING, Unstorable, plain
 
 from . import tally
 from .kit import WHYS, Toolkits

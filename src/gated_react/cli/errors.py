@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
 
+from gated_react.errors import GatedReactError, exception_line, one_line
+
 
 class Exit(IntEnum):
     """What ``gated-react`` exits with."""
@@ -27,17 +29,12 @@ class Exit(IntEnum):
     """Ctrl-C: the run is saved and can be resumed."""
 
 
-class CliError(Exception):
+class CliError(GatedReactError):
     """A problem the user can fix; shown as one line on stderr."""
 
     def __init__(self, message: str, code: Exit = Exit.ERROR) -> None:
         super().__init__(message)
         self.code = code
-
-
-def one_line(text: str) -> str:
-    """Collapse whitespace so a message is exactly one line."""
-    return " ".join(str(text).split())
 
 
 def say_error(message: str) -> None:
@@ -46,32 +43,16 @@ def say_error(message: str) -> None:
     sys.stderr.flush()
 
 
-# Exceptions a user causes, by class name so this module imports nothing heavy.
-_USER_ERRORS = frozenset(
-    {
-        "StoreError",
-        "ModelNotConfigured",
-        "UnknownThread",
-        "ThreadExists",
-        "ThreadBusy",
-        "LocalModelUnavailable",
-    }
-)
-
-
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the errors a user can cause into ``CliError`` (one line, exit 1)."""
+    """Turn the library's own errors (a store, model, thread or example the user named) into
+    ``CliError``: one line, secrets masked, exit 1."""
     try:
         yield
     except CliError:
         raise
-    except Exception as exc:
-        if type(exc).__name__ not in _USER_ERRORS:
-            raise
-        from gated_react.redact import redact
-
-        raise CliError(redact(str(exc))) from None
+    except GatedReactError as exc:
+        raise CliError(exception_line(exc)) from None
 
 
 # Database drivers whose errors mean the run store itself failed while in use.
@@ -83,7 +64,4 @@ def store_failure(exc: BaseException) -> str | None:
     None for any other exception."""
     if type(exc).__module__.partition(".")[0] not in _STORE_DRIVERS:
         return None
-    from gated_react.redact import redact
-
-    lines = str(exc).strip().splitlines()
-    return redact(one_line(lines[0]) if lines else type(exc).__name__)
+    return exception_line(exc, first_only=True)

@@ -50,11 +50,9 @@ def graph_command(
 
 
 def _drawing() -> Drawing:
-    from gated_react.graph import build_graph
-    from gated_react.testing import ScriptedChatModel
+    from gated_react.graph import idle_graph
 
-    # The graph's shape never depends on the model, tools or policy.
-    return build_graph(ScriptedChatModel(replies=[]), []).get_graph()
+    return idle_graph().get_graph()
 
 
 def _ascii(drawing: Drawing) -> str:

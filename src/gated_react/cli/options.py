@@ -62,7 +62,7 @@ class RunOptions(BaseModel):
     """``--base-url`` as given (left out when it carries credentials)."""
 
     def policy(self) -> Policy:
-        from gated_react.policy import Budget, Policy
+        from gated_react.policy import Policy
 
         limits = {
             "max_steps": self.max_steps,
@@ -70,25 +70,19 @@ class RunOptions(BaseModel):
             "max_seconds": self.max_seconds,
             "max_tokens": self.max_tokens,
         }
-        given = {k: v for k, v in limits.items() if v is not None}
+        given: dict[str, Any] = {k: v for k, v in limits.items() if v is not None}
         if self.example:
-            base = self._example().policy(**given)
-            if self.protocol is not None:
-                base = base.model_copy(update={"protocol": self.protocol})
+            base = self._example().policy()
         elif self.local:  # JSON with a capped schema, bounded replies, time for a slow CPU model
             from gated_react.local import local_policy
 
-            base = local_policy(**given)
-            if self.protocol is not None:
-                base = base.model_copy(update={"protocol": self.protocol})
+            base = local_policy()
         else:
-            base = Policy(budget=Budget(**given), protocol=self.protocol or "tools")
-        return base.model_copy(
-            update={
-                "allow": None if self.allow is None else frozenset(self.allow),
-                "require_approval": frozenset(self.approve),
-            }
-        )
+            base = Policy()
+        if self.protocol is not None:
+            given["protocol"] = self.protocol
+        allow = None if self.allow is None else frozenset(self.allow)
+        return base.replace(allow=allow, require_approval=frozenset(self.approve), **given)
 
     def tools(self) -> list[BaseTool]:
         """The tools of every toolkit; unknown toolkits or tool names are a ``CliError``."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gated_react.cli.errors import CliError, user_errors
+from gated_react.errors import validation_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -27,9 +28,7 @@ def settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise CliError(f"{where}: {first['msg']}") from None
+        raise CliError(validation_line(exc, limit=1)) from None
 
 
 def store_url(config: Settings, db: str | None) -> str:
@@ -82,7 +81,6 @@ def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
 
 def reader_graph(saver: Any) -> Graph:
     """A graph that only reads stored runs (it can never call a model or a tool)."""
-    from gated_react.graph import build_graph
-    from gated_react.testing import ScriptedChatModel
+    from gated_react.graph import idle_graph
 
-    return build_graph(ScriptedChatModel(replies=[]), [], checkpointer=saver)
+    return idle_graph(saver)

@@ -16,6 +16,7 @@ runs them).
 
 from __future__ import annotations
 
+from gated_react.errors import GatedReactError
 from gated_react.examples import coding, data_agent, search_calculate, support
 from gated_react.examples.spec import Example, Expect, Scenario
 
@@ -27,7 +28,7 @@ _EXAMPLES: tuple[Example, ...] = (
 )
 
 
-class UnknownExample(ValueError):
+class UnknownExample(GatedReactError, ValueError):
     """No example by that name."""
 
 

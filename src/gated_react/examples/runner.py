@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import ValidationError
 
+from gated_react.errors import validation_line
 from gated_react.examples import get
 from gated_react.examples.spec import Example, Scenario
 from gated_react.graph import build_graph
@@ -91,8 +92,7 @@ def main(name: str, argv: Sequence[str] | None = None, *, script: str = "") -> i
     try:
         settings = Settings()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        print(f"error: bad setting {'.'.join(map(str, first['loc']))}: {first['msg']}")
+        print(f"error: bad setting {validation_line(exc, limit=1)}")
         return 2
     configured = settings.openai_api_key is not None or settings.openai_base_url is not None
     if configured and not args.scripted:

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from gated_react.policy import Budget, Policy
+from gated_react.policy import Policy
 from gated_react.testing import Script
 
 ToolsFactory = Callable[[Path], list[BaseTool]]
@@ -133,10 +133,7 @@ class Example:
 
     def policy(self, **changes: Any) -> Policy:
         """The example's policy, with ``changes`` applied and validated (a typo is an error)."""
-        budget_fields = {k: changes.pop(k) for k in list(changes) if k in Budget.model_fields}
-        data = self.base_policy.model_dump()
-        data["budget"] = {**data["budget"], **budget_fields}
-        return Policy.model_validate({**data, **changes})
+        return self.base_policy.replace(**changes)
 
     def tools(self, workdir: Path) -> list[BaseTool]:
         """The example's tools, with any files they work on prepared in ``workdir``.

@@ -12,33 +12,33 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
-from gated_react.agent import Agent
-from gated_react.llm_errors import classify
-from gated_react.prompt import build_messages
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.model_errors import classify
+from gated_react._engine.prompt import build_messages
+from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react.state import Reply, State, dump
-from gated_react.untrusted import Unstorable, clean_text, plain
 
 
-def decide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt."""
-    messages = build_messages(state, agent.system, agent.policy)
+    messages = build_messages(state, deps.system, deps.policy)
     started = time.monotonic()
     try:
-        message = agent.bound.invoke(messages, config)
+        message = deps.bound.invoke(messages, config)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-        return failed(state, exc, started, agent.secrets)
-    return decided(state, messages, message, started, agent.secrets)
+        return failed(state, exc, started, deps.secrets)
+    return decided(state, messages, message, started, deps.secrets)
 
 
-async def adecide(state: State, config: RunnableConfig, *, agent: Agent) -> dict[str, Any]:
+async def adecide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the same, awaiting the model."""
-    messages = build_messages(state, agent.system, agent.policy)
+    messages = build_messages(state, deps.system, deps.policy)
     started = time.monotonic()
     try:
-        message = await agent.bound.ainvoke(messages, config)
+        message = await deps.bound.ainvoke(messages, config)
     except Exception as exc:
-        return failed(state, exc, started, agent.secrets)
-    return decided(state, messages, message, started, agent.secrets)
+        return failed(state, exc, started, deps.secrets)
+    return decided(state, messages, message, started, deps.secrets)
 
 
 def decided(

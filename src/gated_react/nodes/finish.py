@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gated_react.state import FinalAction, Step
+from gated_react.state import CoreState, FinalAction
 from gated_react.stops import StopReason
 
 
-def finish(state: Step) -> dict[str, Any]:
+def finish(state: CoreState) -> dict[str, Any]:
     """Write the successful end: status ``ok``, stop reason ``success`` and the answer."""
     if not isinstance(state.action, FinalAction):
         raise TypeError("finish runs only after validate produced a final answer")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gated_react.agent import Agent
-from gated_react.budget import check_before_step
-from gated_react.canonical import args_hash
-from gated_react.state import HistoryEntry, Step, ToolAction, TraceEntry, dump
+from gated_react._engine.budget_checks import check_before_step
+from gated_react._engine.call_keys import args_hash
+from gated_react._engine.deps import NodeDeps
+from gated_react.state import CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
-def observe(state: Step, *, agent: Agent) -> dict[str, Any]:
+def observe(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
     """Append the step; a call that stopped the run is traced but not added to the history."""
     call = state.call
     if call is None or call.outcome is None:
@@ -34,5 +34,5 @@ def observe(state: Step, *, agent: Agent) -> dict[str, Any]:
         observation=outcome.observation,
     )
     update["history"] = [dump(step)]
-    over = check_before_step(state.usage, agent.policy.budget)
+    over = check_before_step(state.usage, deps.policy.budget)
     return {**update, **over.update()} if over else update

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gated_react.state import Step
+from gated_react.state import CoreState
 
 
-def stop(state: Step) -> dict[str, Any]:
+def stop(state: CoreState) -> dict[str, Any]:
     """Write the stopped end. The node that detected the stop already named its reason."""
     if not state.stop_reason:
         raise TypeError("stop runs only after a node recorded a stop_reason")

@@ -4,37 +4,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from gated_react.actions import ActionError, check_answer, check_contract
-from gated_react.agent import Agent
-from gated_react.budget import check_before_step
-from gated_react.state import FinalAction, Retry, Step, dump
+from gated_react._engine.budget_checks import check_before_step
+from gated_react._engine.contract import ActionError, check_answer, check_contract
+from gated_react._engine.deps import NodeDeps
+from gated_react.state import CoreState, FinalAction, Retry, dump
 from gated_react.stops import Stop, StopReason
 
 
-def validate(state: Step, *, agent: Agent) -> dict[str, Any]:
+def validate(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract."""
     if state.reply is None:
-        return rejected(
-            state, ActionError("bad_json", "there is no model reply to validate"), agent
-        )
+        return rejected(state, ActionError("bad_json", "there is no model reply to validate"), deps)
     try:
-        candidate = agent.protocol.candidate(state.reply, agent.tools)
+        candidate = deps.protocol.candidate(state.reply, deps.tools)
         action = check_contract(candidate)
-        schema = agent.policy.answer_schema
+        schema = deps.policy.answer_schema
         if isinstance(action, FinalAction) and schema is not None:
             action = check_answer(action, schema)
     except ActionError as err:
-        return rejected(state, err, agent)
+        return rejected(state, err, deps)
     # Each written channel is a row in the store: clear the retry note only when one is set.
     return {"action": dump(action)} | ({"retry": None} if state.retry else {})
 
 
-def rejected(state: Step, err: ActionError, agent: Agent) -> dict[str, Any]:
+def rejected(state: CoreState, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
     """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left.
 
     An answer that misses ``answer_schema`` always gets at least one reminder: the model did
     answer, and the validation error tells it exactly what to fix."""
-    policy = agent.policy
+    policy = deps.policy
     streak = state.retry.count if state.retry else 0
     allowed = policy.max_invalid_retries if policy.on_invalid_action == "retry" else 0
     if err.why == "answer_schema":

@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react.actions import load_json
+from gated_react._engine.contract import load_json
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import args_schema, describe
 from gated_react.state import Reply

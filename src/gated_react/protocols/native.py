@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react.actions import ActionError
+from gated_react._engine.contract import ActionError
 from gated_react.policy import Policy
 from gated_react.state import Reply
 

@@ -18,7 +18,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from gated_react.actions import ActionError, load_json
+from gated_react._engine.contract import ActionError, load_json
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import all_params, describe, required_params
 from gated_react.state import Reply

@@ -15,6 +15,8 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from gated_react.errors import validation_line
+
 MAX_QUERY_CHARS = 200
 MAX_RESULTS = 5
 MAX_DOCUMENTS = 10_000
@@ -75,9 +77,7 @@ def parse_corpus(text: str, source: str = "corpus") -> tuple[Document, ...]:
     try:
         docs = TypeAdapter(tuple[Document, ...]).validate_python(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "top level"
-        raise ValueError(f"{source}: {where}: {first['msg']}") from None
+        raise ValueError(f"{source}: {validation_line(exc, root='top level', limit=1)}") from None
     ids = [doc.id for doc in docs]
     if len(ids) != len(set(ids)):
         raise ValueError(f"{source} has duplicate document ids")

@@ -12,24 +12,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gated_react.redact import redact
+from gated_react.errors import GatedReactError, exception_line
+from gated_react.redact import mask_secrets
 
 MAX_NESTING = 64
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what msgpack stores
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-class Unstorable(ValueError):
+class Unstorable(GatedReactError, ValueError):
     """A value that no checkpointer could store; the message says why in a few words."""
 
 
 def clean_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     """A plain ``str`` (no subclass) with lone surrogates replaced by U+FFFD and each of
     ``secrets`` (the model client's own key) masked."""
-    text = _SURROGATES.sub("\ufffd", str(text))
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
+    return mask_secrets(_SURROGATES.sub("\ufffd", str(text)), secrets)
 
 
 def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
@@ -54,9 +52,5 @@ def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
 
 
 def error_text(exc: BaseException, *secrets: str) -> str:
-    """An exception's message as one line, secrets masked; never raises."""
-    try:
-        message = str(exc)
-    except Exception:  # a broken __str__ must not turn a failure into a crash
-        message = "(message cannot be shown)"
-    return clean_text(redact(" ".join(message.split()), *secrets))
+    """An exception's message as one storable line, secrets masked; never raises."""
+    return clean_text(exception_line(exc, *secrets))

@@ -23,16 +23,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
-from gated_react.untrusted import Unstorable, clean_text, plain
+from gated_react._engine.storable import Unstorable, clean_text, plain
+from gated_react.errors import GatedReactError, validation_line
 
 KEY_PARAM = "idempotency_key"
 
 
-class ToolTimeout(Exception):
+class ToolTimeout(GatedReactError):
     """The tool did not return within its timeout."""
 
 
-class ToolExit(Exception):
+class ToolExit(GatedReactError):
     """The tool raised ``SystemExit`` (or another non-error exit): a failed call, never the
     end of the process that runs the agent."""
 
@@ -116,9 +117,7 @@ def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
             e for e in exc.errors() if not (e["type"] == "missing" and e["loc"][0] not in known)
         ]
         if errors:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in errors[:3]
-            )
+            problems = validation_line(errors, root="args", limit=3)
             return f"invalid arguments for {tool.name}: {problems}"
     return None
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from gated_react.untrusted import plain
+from gated_react._engine.storable import plain
 
 ANSWERS = {
     "approve": {"approved": True},

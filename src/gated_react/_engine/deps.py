@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from gated_react._engine.prompt import system_prompt
+from gated_react._engine.tool_runner import accepts_key
 from gated_react.policy import Policy
-from gated_react.prompt import system_prompt
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
-from gated_react.toolcall import accepts_key
 
 
 @dataclass(frozen=True, slots=True)
-class Agent:
+class NodeDeps:
     """Everything a node needs besides the state; built by ``build_graph``, never mutated."""
 
     model: BaseChatModel
@@ -31,7 +31,7 @@ class Agent:
     """The model's keys: masked in every message a failed call leaves in the state."""
 
     @classmethod
-    def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> Agent:
+    def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
         registry = _registry(tools)
         allowed = policy.allowed(frozenset(registry))
         visible = [tool for name, tool in registry.items() if name in allowed]

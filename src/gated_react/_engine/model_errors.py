@@ -6,8 +6,8 @@ and works for any LangChain chat model whose client raises the usual exception t
 
 from __future__ import annotations
 
+from gated_react._engine.storable import error_text
 from gated_react.stops import Stop, StopReason
-from gated_react.untrusted import error_text
 
 _TIMEOUTS = frozenset(
     {"APITimeoutError", "TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}

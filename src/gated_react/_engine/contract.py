@@ -12,14 +12,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gated_react._engine.storable import Unstorable, clean_text, plain
+from gated_react.errors import GatedReactError, validation_line
 from gated_react.state import FinalAction, ToolAction
-from gated_react.untrusted import Unstorable, clean_text, plain
 
 _FINAL_KEYS = frozenset({"kind", "answer"})
 _TOOL_KEYS = frozenset({"kind", "name", "args"})
 
 
-class ActionError(Exception):
+class ActionError(GatedReactError):
     """A reply broke the contract; ``why`` is the short code, the message says what was wrong."""
 
     def __init__(self, why: str, message: str) -> None:
@@ -127,9 +128,7 @@ def check_answer(action: FinalAction, schema: type[BaseModel]) -> FinalAction:
     try:
         fitted = schema.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5]
-        )
+        problems = validation_line(exc, root="answer")
         raise ActionError(
             "answer_schema", f"the answer does not fit {schema.__name__}: {problems}"
         ) from None

@@ -40,18 +40,18 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples benchmarks docs/examples
-	$(BIN)/ruff format --check src tests examples benchmarks docs/examples
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
 
 typecheck: setup
-	$(BIN)/mypy src
+	$(BIN)/mypy src examples/scenarios
 
 pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 format: setup
-	$(BIN)/ruff format src tests examples benchmarks docs/examples
-	$(BIN)/ruff check --fix src tests examples benchmarks docs/examples
+	$(BIN)/ruff format src tests examples benchmarks
+	$(BIN)/ruff check --fix src tests examples benchmarks
 
 DEMO_GOAL := User 42 asked: can I get a refund for my subscription now? Check the profile, billing and refund policy, then answer in one sentence with the USD amount.
 # Any stop reason ends the demo normally (0 success, 2 policy stop, 3 model/tool failure,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from . import pg
+from .support import pg
 
 # Nothing in the test suite may reach a hosted API or send traces.
 os.environ["LANGSMITH_TRACING"] = "false"

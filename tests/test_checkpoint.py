@@ -12,7 +12,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, open_checkpointer
 
-from .procs import context, open_store
+from .support.procs import context, open_store
 
 
 @pytest.mark.parametrize(

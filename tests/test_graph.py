@@ -11,7 +11,7 @@ from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .nodes.test_execute import send_email
+from .support.fakes import send_email
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 STEP_NODES = {"decide", "validate", "gate", "execute", "observe", "finish", "stop"}

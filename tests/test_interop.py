@@ -20,7 +20,7 @@ from gated_react.state import RunResult
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .helpers import REFUND_42, REFUND_GOAL
+from .support.helpers import REFUND_42, REFUND_GOAL
 
 RESULT = set(RunResult.model_fields)
 

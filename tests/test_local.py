@@ -24,7 +24,7 @@ from gated_react.local import (
 from gated_react.stops import StopReason, parse_stop_reason
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .helpers import REFUND_GOAL
+from .support.helpers import REFUND_GOAL
 
 try:
     default_model_file()

@@ -13,7 +13,7 @@ from gated_react.models import ModelNotConfigured, chat_model
 from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .openai_server import FakeOpenAI, Status, reply, tool_call
+from .support.openai_server import FakeOpenAI, Status, reply, tool_call
 
 
 def _settings(server: FakeOpenAI, **env: Any) -> Settings:
@@ -61,3 +61,14 @@ def test_no_model_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ModelNotConfigured, match="OPENAI_API_KEY"):
         chat_model(Settings())
+
+
+def test_no_model_refuses_to_be_called_and_idle_graphs_keep_the_shape() -> None:
+    from gated_react.graph import build_graph, idle_graph
+    from gated_react.models import NoModel
+    from gated_react.testing import ScriptedChatModel
+
+    with pytest.raises(RuntimeError, match="no model to call"):
+        NoModel().invoke("hello")
+    idle = idle_graph().get_graph().draw_mermaid()
+    assert idle == build_graph(ScriptedChatModel(replies=[]), []).get_graph().draw_mermaid()

@@ -46,3 +46,22 @@ def test_every_field_has_a_docstring() -> None:
     for model in (Policy, Budget):
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name} has no docstring"
+
+
+def test_replace_takes_budget_fields_flat_beside_policy_fields() -> None:
+    base = Policy(budget=Budget(max_steps=4, max_seconds=9), protocol="json")
+    changed = base.replace(max_steps=2, on_tool_error="observe")
+    assert changed.budget == Budget(max_steps=2, max_seconds=9)
+    assert (changed.protocol, changed.on_tool_error) == ("json", "observe")
+    assert base.budget.max_steps == 4  # frozen: the original is unchanged
+    assert Policy().replace(max_tool_calls=1) == Policy(budget=Budget(max_tool_calls=1))
+    assert Policy().replace(budget=Budget(max_steps=3)).budget.max_steps == 3
+
+
+def test_replace_validates_like_the_constructor() -> None:
+    with pytest.raises(ValidationError, match="max_stepz"):
+        Policy().replace(max_stepz=3)
+    with pytest.raises(ValidationError, match="max_steps"):
+        Policy().replace(max_steps=0)
+    with pytest.raises(ValidationError, match="protocol"):
+        Policy().replace(protocol="xml")

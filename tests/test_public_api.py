@@ -11,6 +11,7 @@ import gated_react
 
 PUBLIC = [
     "Budget",
+    "GatedReactError",
     "NotWaiting",
     "Policy",
     "RunInput",

@@ -8,7 +8,7 @@ import pytest
 
 from gated_react import routing
 
-from .helpers import state
+from .support.helpers import state
 from .test_graph import STEP_NODES
 
 TOOL = {"kind": "tool", "name": "t", "args": {}}

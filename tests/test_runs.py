@@ -29,7 +29,7 @@ from gated_react.runs import config_for
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .helpers import REFUND_42
+from .support.helpers import REFUND_42
 
 APPROVAL = Policy(require_approval=frozenset({"get_user_billing"}))
 

@@ -27,7 +27,7 @@ from gated_react.studio import (
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .openai_server import FakeOpenAI, reply, tool_call
+from .support.openai_server import FakeOpenAI, reply, tool_call
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY_FIELDS = (set(Policy.model_fields) - {"budget", "answer_schema"}) | set(Budget.model_fields)

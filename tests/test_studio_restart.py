@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from .openai_server import Delay, FakeOpenAI, reply, tool_call
-from .studio_server import dev_server, drive
+from .support.openai_server import Delay, FakeOpenAI, reply, tool_call
+from .support.studio_server import dev_server, drive
 
 pytestmark = pytest.mark.studio
 

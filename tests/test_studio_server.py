@@ -15,9 +15,9 @@ from langgraph_sdk.client import LangGraphClient
 
 from gated_react.studio import RefundContext, WorkbenchContext
 
-from .helpers import REFUND_GOAL
-from .openai_server import FakeOpenAI, reply, tool_call
-from .studio_server import REPO, DevServer, dev_server, drive
+from .support.helpers import REFUND_GOAL
+from .support.openai_server import FakeOpenAI, reply, tool_call
+from .support.studio_server import REPO, DevServer, dev_server, drive
 from .test_graph import EDGES, NODES
 
 pytestmark = pytest.mark.studio
@@ -224,7 +224,7 @@ def test_the_workbench_calculates_and_reads_its_workspace(
 
 def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) -> None:
     model.push(*REFUND_SCRIPT)
-    example = REPO / "docs" / "examples" / "studio_client.py"
+    example = REPO / "examples" / "api" / "studio_client.py"
     done = subprocess.run(
         [sys.executable, "-W", "error", str(example), dev.url],
         capture_output=True,

@@ -25,10 +25,10 @@ from gated_react.workers import (
     start_workers,
 )
 
-from .helpers import REFUND_42, REFUND_GOAL
-from .procs import WAIT, wait_until
-from .scenarios import graph_for
-from .worker_graphs import LOG_VAR, STALL_VAR
+from .support.helpers import REFUND_42, REFUND_GOAL
+from .support.procs import WAIT, wait_until
+from .support.scenarios import graph_for
+from .support.worker_graphs import LOG_VAR, STALL_VAR
 
 RUNS, WORKERS = 200, 8
 SCRIPTED_TOOLS = [reply.tool_calls[0]["name"] for reply in REFUND_42[:-1]]
@@ -95,7 +95,7 @@ def test_eight_workers_drain_200_queued_runs(pg_url: str, decisions: Path) -> No
             for n in range(RUNS)
         ]
     started = time.monotonic()
-    with workers(pg_url, "tests.worker_graphs:refund", WORKERS, burst=True) as procs:
+    with workers(pg_url, "tests.support.worker_graphs:refund", WORKERS, burst=True) as procs:
         codes = [proc.wait(600) for proc in procs]
     elapsed = time.monotonic() - started
     print(f"\n{WORKERS} workers drained {RUNS} runs in {elapsed:.1f} s ({_busy(pg_url)})")
@@ -127,7 +127,7 @@ def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> Non
             pg_url, "ask", lambda out: [q["tool"] for q in out["pending"]] == [tool]
         )
 
-    with workers(pg_url, "tests.worker_graphs:refund_with_approval", 1), app.open():
+    with workers(pg_url, "tests.support.worker_graphs:refund_with_approval", 1), app.open():
         enqueue_run(app, REFUND_GOAL, thread_id="ask")
         wait_until(asks("get_user_billing"))
         first = stored(pg_url, "ask")["pending"][0]
@@ -154,7 +154,7 @@ def test_a_killed_workers_run_finishes_on_another_worker(
     app = make_app(pg_url)
     with app.open():
         enqueue_run(app, REFUND_GOAL, thread_id="orphan")
-    factory = "tests.worker_graphs:refund"
+    factory = "tests.support.worker_graphs:refund"
     with workers(pg_url, factory, 1, stalled_after=1.5) as (doomed,):
         wait_until(lambda: not stall.exists())  # the worker hangs inside decide, step 2
         doomed.kill()
@@ -179,7 +179,10 @@ def _has(url: str, thread: str, check: Callable[[dict[str, Any]], bool]) -> bool
         (["--store", "sqlite:///runs.sqlite", "--graph", "m:f"], "workers need a postgresql://"),
         (["--store", "postgresql://u:hunter2@h/db", "--graph", "nofactory"], "module:function"),
         (["--store", "postgresql://h/db", "--graph", "no_such_mod:f"], "cannot import"),
-        (["--store", "postgresql://h/db", "--graph", "tests.helpers:nope"], "no function nope"),
+        (
+            ["--store", "postgresql://h/db", "--graph", "tests.support.helpers:nope"],
+            "no function nope",
+        ),
     ],
 )
 def test_bad_worker_arguments_are_one_line(
@@ -196,14 +199,17 @@ def test_bad_worker_arguments_are_one_line(
 def test_a_factory_that_drops_the_checkpointer_is_refused(
     pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--store", pg_url, "--graph", "tests.worker_graphs:forgets_the_checkpointer"]) == 2
+    assert (
+        main(["--store", pg_url, "--graph", "tests.support.worker_graphs:forgets_the_checkpointer"])
+        == 2
+    )
     assert "must pass its checkpointer" in capsys.readouterr().err
 
 
 @pytest.mark.postgres
 def test_the_supervisor_stops_its_workers_on_sigterm(pg_url: str, tmp_path: Path) -> None:
     command = ["-m", "gated_react.workers", "--store", pg_url, "-n", "2"]
-    command += ["--graph", "tests.worker_graphs:refund"]
+    command += ["--graph", "tests.support.worker_graphs:refund"]
     supervisor = subprocess.Popen([sys.executable, *command])
     try:
         wait_until(lambda: _workers_registered(pg_url) == 2)

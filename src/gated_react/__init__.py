@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
+    from gated_react.errors import GatedReactError
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.locks import ThreadBusy
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Budget": "policy",
+    "GatedReactError": "errors",
     "NotWaiting": "runs",
     "Policy": "policy",
     "RunInput": "state",
@@ -56,6 +58,7 @@ _HOMES = {
 
 __all__ = [
     "Budget",
+    "GatedReactError",
     "NotWaiting",
     "Policy",
     "RunInput",

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from gated_react.cli.app import app
 
-from ..openai_server import FakeOpenAI, reply, tool_call
+from ..support.openai_server import FakeOpenAI, reply, tool_call
 
 CLI = str(Path(sys.executable).with_name("gated-react"))
 REFUND = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ..openai_server import (
+from ..support.openai_server import (
     Delay,
     Drop,
     FakeOpenAI,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..openai_server import FakeOpenAI, reply, tool_call
+from ..support.openai_server import FakeOpenAI, reply, tool_call
 from .conftest import cli
 
 

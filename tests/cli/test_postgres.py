@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from gated_react import open_checkpointer
-from gated_react.cli.listing import latest_runs
+from gated_react.cli.run_listing import latest_runs
 
-from ..openai_server import FakeOpenAI, reply, tool_call
+from ..support.openai_server import FakeOpenAI, reply, tool_call
+from .commands.test_runs_show import Counting
 from .conftest import invoke
-from .test_runs_show import Counting
 
 pytestmark = pytest.mark.postgres
 

@@ -16,7 +16,7 @@ import pytest
 from gated_react import open_checkpointer
 from gated_react.locks import thread_lock
 
-from ..openai_server import Delay, FakeOpenAI, Status, reply, tool_call
+from ..support.openai_server import Delay, FakeOpenAI, Status, reply, tool_call
 from .conftest import REFUND, cli, invoke, spawn
 
 
@@ -131,9 +131,9 @@ def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
     code = (
         "import sys\n"
         "from gated_react.cli.app import app\n"
-        "from gated_react.cli import store\n"
-        "from gated_react.cli.listing import latest_runs\n"
-        "with store.opened(store.store_url(store.settings(), None)) as saver:\n"
+        "from gated_react.cli import resources\n"
+        "from gated_react.cli.run_listing import latest_runs\n"
+        "with resources.opened(resources.store_url(resources.settings(), None)) as saver:\n"
         "    latest_runs(saver, 20)\n"
         "heavy = ('langchain_openai', 'openai', 'langgraph.graph', 'langgraph.pregel')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"

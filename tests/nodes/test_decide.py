@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from gated_react.nodes.decide import adecide, decide
 
-from ..helpers import deps, history_entry, logs, state
+from ..support.helpers import deps, history_entry, logs, state
 
 
 def _payload(messages: list) -> dict:  # type: ignore[type-arg]

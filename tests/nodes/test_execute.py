@@ -12,44 +12,10 @@ from pydantic import BaseModel, field_validator
 
 from gated_react._engine.langgraph_internals import CONFIG_KEY_RESUMING
 from gated_react.nodes.execute import aexecute, execute
-from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..helpers import deps, state
-
-SENT: list[dict[str, Any]] = []
-FLAKY: list[int] = []
-
-
-@tool
-def send_email(to: str, idempotency_key: Annotated[str, InjectedToolArg]) -> str:
-    """Send an email (not idempotent)."""
-    SENT.append({"to": to, "key": idempotency_key})
-    return f"sent to {to}"
-
-
-@tool
-def slow(seconds: float) -> str:
-    """Sleep."""
-    time.sleep(seconds)
-    return "woke"
-
-
-@tool
-def broken() -> str:
-    """Always fails."""
-    raise RuntimeError("disk on fire")
-
-
-@idempotent
-@tool
-def flaky() -> str:
-    """Fails twice, then works."""
-    FLAKY.append(1)
-    if len(FLAKY) < 3:
-        raise ConnectionError("try again")
-    return "finally"
-
+from ..support.fakes import FLAKY, SENT, broken, flaky, send_email, slow
+from ..support.helpers import deps, state
 
 TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
 

@@ -5,7 +5,7 @@ import pytest
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop
 
-from ..helpers import state
+from ..support.helpers import state
 
 
 def test_finish_writes_success_and_the_answer() -> None:

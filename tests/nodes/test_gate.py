@@ -10,7 +10,7 @@ from gated_react.nodes.gate import gate
 from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..helpers import deps, history_entry, logs, state
+from ..support.helpers import deps, history_entry, logs, state
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from gated_react.nodes.observe import observe
 
-from ..helpers import deps, history_entry, state
+from ..support.helpers import deps, history_entry, state
 
 OK_CALL = {
     "step": 2,

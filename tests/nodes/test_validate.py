@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gated_react.nodes.validate import validate
 
-from ..helpers import deps, state
+from ..support.helpers import deps, state
 
 
 def test_valid_json_action_is_recorded() -> None:

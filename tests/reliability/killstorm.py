@@ -28,8 +28,8 @@ from gated_react.testing import call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .. import procs, scenarios
-from ..helpers import REFUND_GOAL
+from ..support import procs, scenarios
+from ..support.helpers import REFUND_GOAL
 
 PAYOUT = [
     call("get_user_profile", user_id=42),

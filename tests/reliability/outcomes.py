@@ -12,9 +12,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import UnknownThread, read, resume, run
 
-from ..helpers import REFUND_GOAL
-from ..openai_server import reply, tool_call
-from ..scenarios import comparable, graph_for, lines
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import reply, tool_call
+from ..support.scenarios import comparable, graph_for, lines
 
 SCRIPTS = {
     "refund": {},  # three idempotent support tools: LangGraph's async durability

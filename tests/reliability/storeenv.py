@@ -23,8 +23,8 @@ from uuid import UUID
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from .. import pg
-from ..procs import NodeWatch
+from ..support import pg
+from ..support.procs import NodeWatch
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[2]

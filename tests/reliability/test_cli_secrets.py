@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ..openai_server import FakeOpenAI, Status
+from ..support.openai_server import FakeOpenAI, Status
 from .clirun import Done, environment, gated_react, here
 from .outcomes import REFUND
 from .storeenv import with_password

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import procs
+from ..support import procs
 from .killstorm import Storm, storm_child
 
 pytestmark = pytest.mark.slow

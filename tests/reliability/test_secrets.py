@@ -17,7 +17,7 @@ from gated_react.models import chat_model
 from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..openai_server import FakeOpenAI, Raw, Reply, Status, tool_call
+from ..support.openai_server import FakeOpenAI, Raw, Reply, Status, tool_call
 from . import tally
 
 KEYS = ["sk-live-0123456789abcdef", "opaque-local-key-77aa99"]  # the second has no known shape

@@ -16,10 +16,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from gated_react import open_checkpointer, read, run
 
-from ..helpers import REFUND_GOAL
-from ..openai_server import FakeOpenAI
-from ..procs import children
-from ..scenarios import comparable, graph_for
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI
+from ..support.procs import children
+from ..support.scenarios import comparable, graph_for
 from .clirun import environment, gated_react, here, same_run
 from .outcomes import REFUND, SCRIPTS, Model, carry_on, check_ending, reference, spec_for
 from .storeenv import DISK_FULL, FAULT_POINTS, FillsUp, fill, tmpfs

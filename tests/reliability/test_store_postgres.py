@@ -15,9 +15,9 @@ import pytest
 
 from gated_react import StoreError, open_checkpointer, run
 
-from ..helpers import REFUND_GOAL
-from ..openai_server import FakeOpenAI
-from ..scenarios import graph_for
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI
+from ..support.scenarios import graph_for
 from .clirun import environment, here, same_run
 from .outcomes import REFUND, Model, carry_on, check_ending, reference, spec_for
 from .storeenv import FAULT_POINTS, AtNode, Cluster, terminate_backends, with_password

@@ -16,7 +16,7 @@ import pytest
 
 from gated_react import StoreError, open_checkpointer
 
-from ..openai_server import FakeOpenAI, reply, tool_call
+from ..support.openai_server import FakeOpenAI, reply, tool_call
 from .clirun import Done, environment, gated_react, here, same_run, together
 from .storeenv import read_only, remount, tmpfs, unprivileged, writable
 

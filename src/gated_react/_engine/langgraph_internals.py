@@ -2,7 +2,8 @@
 
 LangChain's own ``create_agent`` builds its nodes with ``RunnableCallable`` for the same reason
 we do: one node with a sync and an async body, and bound keyword arguments instead of closures.
-``tests/test_lg.py`` pins the behaviour of each name, so an upgrade that changes it fails there.
+``tests/_engine/test_langgraph_internals.py`` pins the behaviour of each name, so an upgrade
+that changes it fails there.
 """
 
 from __future__ import annotations

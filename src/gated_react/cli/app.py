@@ -10,8 +10,8 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from gated_react.cli import graph, resume, run, runs, show
-from gated_react.cli.errors import CliError, Exit, say_error, store_failure
+from gated_react.cli.commands import graph, resume, run, runs, show
+from gated_react.cli.exits import CliError, Exit, say_error, store_failure
 
 _HELP = """A ReAct agent in which the model proposes and a policy decides.
 

@@ -10,15 +10,16 @@
 one-line message lists the valid names). ``example.tools(workdir)`` prepares any files the tools
 work on (a copy of the sample project, of the database) inside ``workdir`` and returns the tools;
 ``example.policy(**changes)`` returns the example's policy, optionally changed.
-``example.scenarios`` are scripted runs with their expected outcome (``gated_react.examples.runner``
-runs them).
+
+The scripted runs of each example, with their expected outcomes, are not shipped: they are in the
+repository's ``examples/`` folder, next to the scripts that run them.
 """
 
 from __future__ import annotations
 
 from gated_react.errors import GatedReactError
 from gated_react.examples import coding, data_agent, search_calculate, support
-from gated_react.examples.spec import Example, Expect, Scenario
+from gated_react.examples.spec import Example
 
 _EXAMPLES: tuple[Example, ...] = (
     support.EXAMPLE,
@@ -47,4 +48,4 @@ def get(name: str) -> Example:
     raise UnknownExample(f"unknown example {name[:60]!r}; choose from {', '.join(names())}")
 
 
-__all__ = ["Example", "Expect", "Scenario", "UnknownExample", "get", "names"]
+__all__ = ["Example", "UnknownExample", "get", "names"]

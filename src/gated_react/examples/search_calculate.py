@@ -10,14 +10,13 @@ or the run stops (``stop``, the library default); calling it again is a loop.
 from __future__ import annotations
 
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from gated_react.examples.spec import Example, Expect, Scenario, package_files, script
+from gated_react.examples.spec import Example, package_files
 from gated_react.policy import Budget, Policy
 from gated_react.tools.calculator import calculate
 from gated_react.tools.search import SearchCorpus, parse_corpus
@@ -30,7 +29,6 @@ GOAL = (
 # Seconds per tool, by kind: local arithmetic, a local index, an external service.
 TIMEOUTS = {"calculate": 5.0, "search": 10.0, "live_weather": 15.0}
 SLOW_SERVICE_SECONDS = 20.0
-DEMO_TIMEOUT = 0.3
 
 
 class CityArgs(BaseModel):
@@ -57,78 +55,6 @@ def tools(_workdir: Path, *, service_delay: float = SLOW_SERVICE_SECONDS) -> lis
     return [SearchCorpus(documents=documents), calculate, LiveWeather(delay=service_delay)]
 
 
-# In the timeout scenarios the service hangs 3 s and its timeout is cut to 0.3 s, so a demo
-# shows the timeout without waiting the real 15 s.
-demo_tools = partial(tools, service_delay=3.0)
-
-LOOKUP = (
-    "Thought: I need today's forecast for Beijing.\nAction: search[Beijing weather today]",
-    "Thought: The forecast high is 31 °C. Now the sum.\nAction: calculate[31 + 100]",
-    "Thought: I have both numbers.\nFinish: Beijing's forecast high today is 31 °C; "
-    "31 + 100 = 131.",
-)
-MALFORMED = "Beijing is usually warm in summer, so probably about 30 degrees; plus 100 is 130."
-LIVE_FIRST = "Thought: A live reading is best.\nAction: live_weather[Beijing]"
-ANSWER = ("31 °C", "131")
-
-SCENARIOS = (
-    Scenario(
-        name="beijing-plus-100",
-        shows="search, then the AST calculator, then Finish",
-        script=script(*LOOKUP),
-        expect=Expect("success", ("search", "calculate"), answer_has=ANSWER, grounded=True),
-    ),
-    Scenario(
-        name="format-retry",
-        shows="a reply without an Action line gets a format reminder; the next one is fine",
-        script=script(MALFORMED, *LOOKUP),
-        expect=Expect("success", ("search", "calculate"), answer_has=ANSWER, grounded=True),
-    ),
-    Scenario(
-        name="format-gives-up",
-        shows="after max_invalid_retries reminders in a row the run stops",
-        script=script(MALFORMED, MALFORMED, MALFORMED),
-        expect=Expect("invalid_action:no_action"),
-    ),
-    Scenario(
-        name="timeout-continue",
-        shows="live_weather times out; on_tool_error=observe: the model falls back to search",
-        changes={"tool_timeouts": {**TIMEOUTS, "live_weather": DEMO_TIMEOUT}},
-        tools=demo_tools,
-        script=script(LIVE_FIRST, *LOOKUP),
-        expect=Expect(
-            "success",
-            ("live_weather", "search", "calculate"),
-            errors=("tool_timeout:live_weather",),
-            answer_has=ANSWER,
-            grounded=True,
-        ),
-    ),
-    Scenario(
-        name="timeout-stop",
-        shows="the same timeout with on_tool_error=stop (the default) ends the run",
-        changes={
-            "tool_timeouts": {**TIMEOUTS, "live_weather": DEMO_TIMEOUT},
-            "on_tool_error": "stop",
-        },
-        tools=demo_tools,
-        script=script(LIVE_FIRST, *LOOKUP),
-        expect=Expect("tool_timeout:live_weather", ("live_weather",)),
-    ),
-    Scenario(
-        name="timeout-no-retry",
-        shows="calling the timed-out tool again with the same city is a loop: the run stops",
-        changes={"tool_timeouts": {**TIMEOUTS, "live_weather": DEMO_TIMEOUT}},
-        tools=demo_tools,
-        script=script(LIVE_FIRST, LIVE_FIRST),
-        expect=Expect(
-            "loop_detected",
-            ("live_weather", "live_weather"),
-            errors=("tool_timeout:live_weather",),
-        ),
-    ),
-)
-
 EXAMPLE = Example(
     name="003-search",
     title="Search and calculate",
@@ -143,5 +69,4 @@ EXAMPLE = Example(
         budget=Budget(max_steps=8, max_tool_calls=6, max_seconds=60),
     ),
     make_tools=tools,
-    scenarios=SCENARIOS,
 )

@@ -1,19 +1,17 @@
 """000 support refund: the gateway. JSON actions, an explicit allowlist, budgets, loop checks.
 
 Anna (user 42, Pro monthly, USD 49, first paid 10 days ago) is inside the 14-day refund window;
-Max (user 7) is on the free plan. The experiments change one rule each and show which stop
-reason the policy, not the model, produces.
+Max (user 7) is on the free plan. The example's goal asks about Anna; ``goal_for`` asks the same
+question for any user.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from gated_react.examples.spec import Example, Expect, Scenario, script
+from gated_react.examples.spec import Example
 from gated_react.policy import Budget, Policy
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -28,86 +26,10 @@ def goal_for(user_id: int) -> str:
     )
 
 
-def tool(name: str, **args: Any) -> str:
-    """A JSON-protocol reply that calls one tool."""
-    return json.dumps({"kind": "tool", "name": name, "args": args})
-
-
-def final(answer: str) -> str:
-    """A JSON-protocol reply with the final answer."""
-    return json.dumps({"kind": "final", "answer": answer})
-
-
 def tools(_workdir: Path) -> list[BaseTool]:
     """The three support tools; they keep no files."""
     return list(SUPPORT_TOOLS)
 
-
-ANNA = script(
-    tool("get_user_profile", user_id=42),
-    tool("get_user_billing", user_id=42),
-    tool("search_policy", query="refund pro monthly"),
-    final(
-        "Yes: Anna's Pro monthly plan was first paid 10 days ago, inside the 14-day refund "
-        "window, so USD 49 goes back to the original payment method."
-    ),
-)
-
-MAX = script(
-    tool("get_user_profile", user_id=7),
-    tool("get_user_billing", user_id=7),
-    tool("search_policy", query="free plan refund"),
-    final("No: Max is on the free plan, which has no payments, so there is USD 0 to refund."),
-)
-
-SCENARIOS = (
-    Scenario(
-        name="user-42",
-        shows="user 42 gets a refund: yes, USD 49",
-        script=ANNA,
-        expect=Expect("success", TOOLS, answer_has=("yes", "USD 49"), grounded=True),
-    ),
-    Scenario(
-        name="user-7",
-        shows="user 7 (free plan) gets no refund",
-        goal=goal_for(7),
-        script=MAX,
-        expect=Expect("success", TOOLS, answer_has=("no", "free plan"), grounded=True),
-    ),
-    Scenario(
-        name="no-search-policy",
-        shows="search_policy is taken off the allowlist: the gate refuses it",
-        changes={"allow": frozenset({"get_user_profile", "get_user_billing"})},
-        script=ANNA,
-        expect=Expect("tool_denied:search_policy", TOOLS),
-    ),
-    Scenario(
-        name="one-tool-call",
-        shows="max_tool_calls=1: the policy stops the second call, the model did not stop",
-        changes={"max_tool_calls": 1},
-        script=ANNA,
-        expect=Expect("max_tool_calls", ("get_user_profile", "get_user_billing")),
-    ),
-    Scenario(
-        name="missing-tool",
-        shows="the model calls a tool that does not exist: tool_missing",
-        script=script(
-            tool("get_user_profile", user_id=42),
-            tool("issue_refund", user_id=42, amount_usd=49),
-        ),
-        expect=Expect("tool_missing:issue_refund", ("get_user_profile", "issue_refund")),
-    ),
-    Scenario(
-        name="soft-loop",
-        shows="normalized loop detection: the same search, respaced and recased, is a loop",
-        changes={"loop_detection": "normalized"},
-        script=script(
-            tool("search_policy", query="refund policy"),
-            tool("search_policy", query="  Refund   POLICY "),
-        ),
-        expect=Expect("loop_detected", ("search_policy", "search_policy")),
-    ),
-)
 
 EXAMPLE = Example(
     name="000-support",
@@ -120,5 +42,4 @@ EXAMPLE = Example(
         budget=Budget(max_steps=8, max_tool_calls=5, max_seconds=20),
     ),
     make_tools=tools,
-    scenarios=SCENARIOS,
 )

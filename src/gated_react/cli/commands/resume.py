@@ -1,0 +1,167 @@
+"""``gated-react resume THREAD``: continue a paused, interrupted or crashed run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from gated_react.cli import flags, resources
+from gated_react.cli.exits import CliError, Exit, user_errors
+from gated_react.cli.live.events import Tracker
+from gated_react.cli.live.session import Place, Session, exit_code, logged, show
+from gated_react.cli.model_source import model_for_run
+
+if TYPE_CHECKING:
+    from gated_react.cli.run_options import RunOptions
+
+
+def resume_command(
+    thread: Annotated[
+        str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
+    ],
+    *,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve the call the run waits on.")
+    ] = False,
+    reject: Annotated[
+        str | None,
+        typer.Option(
+            "--reject", metavar="WHY", help="Reject the call, with the reason.", show_default=False
+        ),
+    ] = None,
+    args: Annotated[
+        str | None,
+        typer.Option(
+            "--args", help="Approve with these arguments instead (a JSON object).", metavar="JSON"
+        ),
+    ] = None,
+    db: flags.Db = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    json_out: flags.Json = False,
+    log: flags.Log = None,
+    no_log: flags.NoLog = False,
+) -> None:
+    """Continue a run where it stopped; answer a pending approval. Same exit codes as run."""
+    answer = parse_answer(approve, reject, args)
+    place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
+    code = _resume(thread, answer, place, model=model, base_url=base_url)
+    if code:
+        raise typer.Exit(int(code))
+
+
+def _resume(
+    thread: str,
+    answer: dict[str, Any] | None,
+    place: Place,
+    *,
+    model: str | None,
+    base_url: str | None,
+) -> Exit:
+    config = resources.settings()
+    url = resources.store_url(config, place.db)
+    with resources.opened(url) as saver:
+        options = recorded_options(saver, thread)
+        current = _current(saver, thread)
+        budget = options.policy().budget
+        early = _settled(current, answer, thread)
+        if early is not None:  # nothing to run: show what is stored
+            show(Console(highlight=False), current, budget, config.secrets(), place)
+            return early
+        model, base_url = model or options.model, base_url or options.base_url
+        with contextlib.ExitStack() as stack:
+            with user_errors():
+                chosen = stack.enter_context(
+                    model_for_run(
+                        config, model=model, base_url=base_url, model_file=options.model_file
+                    )
+                )
+            graph = resources.graph_for(options, chosen.chat, saver)
+            runlog = stack.enter_context(logged(url, place, config))
+            done = len(current.get("history") or ())
+            tracker = Tracker(thread, usage=current.get("usage") or {}, tool_calls=done)
+            session = Session(tracker, budget, runlog, config.secrets(), place)
+            session.header(chosen.label, url)
+            session.note("resumed", action=None if answer is None else {"answer": answer})
+            from gated_react.runs import resume
+
+            result = session.drive(
+                lambda watch: resume(graph, thread, *_answer(answer), on_update=watch)
+            )
+            return session.finish(result)
+
+
+def parse_answer(approve: bool, reject: str | None, args: str | None) -> dict[str, Any] | None:
+    """The approval answer from the flags; at most one of them."""
+    given = [
+        name
+        for name, on in (
+            ("--approve", approve),
+            ("--reject", reject is not None),
+            ("--args", args is not None),
+        )
+        if on
+    ]
+    if len(given) > 1:
+        raise CliError(f"use only one of {', '.join(given)}")
+    if reject is not None:
+        return {"approved": False, "reason": reject}
+    if args is not None:
+        try:
+            value = json.loads(args)
+        except ValueError as exc:
+            raise CliError(f"--args is not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise CliError(f"--args must be a JSON object, got {type(value).__name__}")
+        return {"approved": True, "args": value}
+    return {"approved": True} if approve else None
+
+
+def recorded_options(saver: Any, thread: str) -> RunOptions:
+    """The options the thread's run was started with."""
+    from gated_react.cli.run_options import RunOptions
+    from gated_react.runs import UnknownThread, config_for
+
+    found = saver.get_tuple(config_for(thread))
+    if found is None:
+        raise CliError(str(UnknownThread(thread)))
+    options = RunOptions.from_metadata(found.metadata)
+    if options is None:
+        raise CliError(
+            f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
+            "program that started it (gated_react.resume)"
+        )
+    return options
+
+
+def _current(saver: Any, thread: str) -> dict[str, Any]:
+    from gated_react.runs import read
+
+    with user_errors():
+        return read(resources.reader_graph(saver), thread)
+
+
+def _settled(current: dict[str, Any], answer: Any, thread: str) -> Exit | None:
+    """The exit code when nothing should run: finished, or waiting and no answer given."""
+    if current.get("status"):
+        if answer is not None:
+            raise CliError(
+                f"thread {thread!r} has ended ({current.get('stop_reason')}); nothing to approve"
+            )
+        return exit_code(current)
+    if current.get("pending"):
+        return Exit.PAUSED if answer is None else None
+    if answer is not None:
+        raise CliError(
+            f"thread {thread!r} is not waiting for an approval; "
+            f"resume it without --approve/--reject/--args"
+        )
+    return None
+
+
+def _answer(answer: dict[str, Any] | None) -> tuple[Any, ...]:
+    return () if answer is None else (answer,)

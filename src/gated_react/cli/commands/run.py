@@ -1,0 +1,220 @@
+"""``gated-react run GOAL``: one goal, start to end, watched node by node."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from gated_react.cli import flags, resources
+from gated_react.cli.exits import CliError, Exit, user_errors
+from gated_react.cli.live.events import Tracker, clip
+from gated_react.cli.live.session import Place, Session, logged
+from gated_react.cli.model_source import model_for_run
+from gated_react.redact import redact
+
+if TYPE_CHECKING:
+    from gated_react.cli.run_options import RunOptions
+
+
+class ProtocolChoice(StrEnum):
+    tools = "tools"
+    json = "json"
+    text = "text"
+
+
+Toolkits = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--toolkit",
+        "-t",
+        metavar="NAME",
+        help="Tools to give the model: support, calculator, sql, workspace; repeat for several "
+        "[default: support]",
+        show_default=False,
+    ),
+]
+Names = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        metavar="TOOL",
+        help="Only these tools may run (repeat) [default: every tool of the toolkits]",
+        show_default=False,
+    ),
+]
+Approve = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--approve-tool",
+        metavar="TOOL",
+        help="Calls to this tool pause for a human (repeat); answer with gated-react resume",
+        show_default=False,
+    ),
+]
+
+
+def run_command(
+    goal: Annotated[
+        str | None,
+        typer.Argument(
+            help="The task, in your own words (optional with --example).",
+            show_default=False,
+            metavar="GOAL",
+        ),
+    ] = None,
+    *,
+    toolkit: Toolkits = None,
+    allow: Names = None,
+    approve_tool: Approve = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="Model decisions [default: 8]", show_default=False),
+    ] = None,
+    max_tool_calls: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="Tool calls [default: 6]", show_default=False),
+    ] = None,
+    max_seconds: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001, metavar="S", help="Active seconds [default: 20]", show_default=False
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Model tokens [default: unlimited]")
+    ] = None,
+    protocol: Annotated[
+        ProtocolChoice | None,
+        typer.Option(
+            help="How the model states its action [default: tools; json on the local model]",
+            show_default=False,
+        ),
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            help="Root folder for the workspace toolkit [default: .]",
+            file_okay=False,
+            metavar="DIR",
+        ),
+    ] = None,
+    database: Annotated[
+        Path | None,
+        typer.Option(help="SQLite file for the sql toolkit", dir_okay=False, metavar="FILE"),
+    ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(help="Thread id for the run [default: a new random id]", metavar="ID"),
+    ] = None,
+    db: flags.Db = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    example: Annotated[
+        str | None,
+        typer.Option(
+            help="Run a seed system: 000-support, 001-coding, 002-data or 003-search "
+            "(its tools and policy; GOAL defaults to its goal)",
+            metavar="NAME",
+        ),
+    ] = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="GGUF file for the local model (used when no model server is configured)",
+            dir_okay=False,
+            metavar="FILE",
+        ),
+    ] = None,
+    json_out: flags.Json = False,
+    log: flags.Log = None,
+    no_log: flags.NoLog = False,
+) -> None:
+    """Run one goal; exit 0 success, 2 policy stop, 3 model/tool failure, 4 paused, 130 Ctrl-C."""
+    if example and toolkit:
+        raise CliError("use --example or --toolkit, not both (an example brings its own tools)")
+    if example:
+        goal = goal or _example_goal(example)
+    if goal is None:
+        raise CliError("missing GOAL: say what the agent should do (or run a seed with --example)")
+    if not goal.strip():
+        raise CliError("the goal is empty; say what the agent should do")
+    thread = thread or uuid.uuid4().hex
+    from gated_react.cli.model_source import uses_local
+    from gated_react.cli.run_options import RunOptions
+
+    options = RunOptions(
+        local=uses_local(resources.settings(), base_url),
+        model_file=str(model_file) if model_file else None,
+        example=example,
+        example_dir=str(_example_dir(thread)) if example else None,
+        toolkits=toolkit or ["support"],
+        allow=allow,
+        approve=approve_tool or [],
+        protocol=protocol.value if protocol else None,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        max_seconds=max_seconds,
+        max_tokens=max_tokens,
+        workspace=str(workspace) if workspace else None,
+        database=str(database) if database else None,
+        model=model,
+        base_url=base_url if base_url and redact(base_url) == base_url else None,
+    )
+    place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
+    code = _run(goal, options, thread, place, base_url)
+    if code:
+        raise typer.Exit(int(code))
+
+
+def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: str | None) -> Exit:
+    config = resources.settings()
+    options.tools()  # unknown toolkits and tool names fail before anything else starts
+    url = resources.store_url(config, place.db)
+    with contextlib.ExitStack() as stack:
+        with user_errors():  # no model configured, local model missing: one line, nothing made
+            model = stack.enter_context(
+                model_for_run(
+                    config, model=options.model, base_url=base_url, model_file=options.model_file
+                )
+            )
+        saver = stack.enter_context(resources.opened(url))
+        runlog = stack.enter_context(logged(url, place, config))
+        _refuse_existing(saver, thread)
+        graph = resources.graph_for(options, model.chat, saver)
+        budget = options.policy().budget
+        session = Session(Tracker(thread), budget, runlog, config.secrets(), place)
+        session.header(model.label, url)
+        session.note("started", action={"goal": clip(goal, 200)})
+        from gated_react.runs import run
+
+        result = session.drive(lambda watch: run(graph, goal, thread_id=thread, on_update=watch))
+        return session.finish(result)
+
+
+def _example_goal(name: str) -> str:
+    from gated_react import examples
+
+    try:
+        return examples.get(name).goal
+    except examples.UnknownExample as exc:
+        raise CliError(str(exc)) from None
+
+
+def _example_dir(thread: str) -> Path:
+    """Each example run works on its own copy of the example's files, kept for ``resume``."""
+    from gated_react.settings import default_state_dir
+
+    return default_state_dir() / "examples" / thread
+
+
+def _refuse_existing(saver: object, thread_id: str) -> None:
+    from gated_react.runs import ThreadExists, config_for
+
+    get_tuple = getattr(saver, "get_tuple", None)
+    if get_tuple is not None and get_tuple(config_for(thread_id)) is not None:
+        raise CliError(str(ThreadExists(thread_id)))

@@ -1,0 +1,61 @@
+"""``gated-react runs``: the latest threads in the store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from gated_react.cli import flags, resources
+from gated_react.cli.live import render
+from gated_react.cli.live.events import clip
+
+if TYPE_CHECKING:
+    from gated_react.cli.run_listing import RunRow
+
+_COLOR = {"ok": "green", "stopped": "red", "paused": "yellow", "unfinished": "yellow"}
+_HEADS = ("thread", "status", "stop reason", "steps", "updated")
+
+
+def runs_command(
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many threads to list.")] = 20,
+    db: flags.Db = None,
+    json_out: flags.Json = False,
+) -> None:
+    """List the most recently updated runs: status, stop reason, steps, last update."""
+    from gated_react.cli.run_listing import latest_runs
+
+    config = resources.settings()
+    url = resources.store_url(config, db)
+    with resources.opened(url) as saver:
+        rows, total = latest_runs(saver, limit)
+    if json_out:
+        render.print_json({"total": total, "runs": [row.as_json() for row in rows]}, ())
+        return
+    console = Console(highlight=False)
+    if not rows:
+        console.print(f"no runs in {escape(resources.shown(url))}")
+        return
+    cells = [_cells(row) for row in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
+    room = max(console.width - sum(widths) - 2 * len(widths), 20)
+    console.print(_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
+    for row, cell in zip(rows, cells, strict=True):
+        line = _line([*cell, clip(row.goal, room)], widths, _COLOR.get(row.status, ""), 1)
+        console.print(line, soft_wrap=True)
+    footer = f"[dim]{len(rows)} of {total} runs in {escape(resources.shown(url))}[/]"
+    console.print(footer, soft_wrap=True)
+
+
+def _cells(row: RunRow) -> list[str]:
+    return [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), row.updated]
+
+
+def _line(cells: list[str], widths: list[int], style: str, styled: int | None = None) -> str:
+    out = []
+    for i, cell in enumerate(cells):
+        text = escape(cell.ljust(widths[i]) if i < len(widths) else cell)
+        out.append(f"[{style}]{text}[/]" if style and (styled is None or styled == i) else text)
+    return "  ".join(out)

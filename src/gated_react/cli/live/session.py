@@ -1,0 +1,149 @@
+"""Driving one run (new or resumed): live view, run log, Ctrl-C, result and exit code."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+
+from gated_react.cli import resources
+from gated_react.cli.exits import CliError, Exit, store_failure, user_errors
+from gated_react.cli.live import render
+from gated_react.cli.live.events import Tracker
+from gated_react.cli.live.run_log import RunLog
+from gated_react.redact import redact
+
+if TYPE_CHECKING:
+    from gated_react.settings import Settings
+
+Start = Callable[[Callable[[str, Any], None]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where runs are kept and how results are shown (``--db``, ``--log``, ``--json``)."""
+
+    db: str | None = None
+    log: Path | None = None
+    no_log: bool = False
+    json_out: bool = False
+
+    def resume_hint(self, thread: str) -> str:
+        """The command that continues ``thread`` with the same store and log."""
+        parts = ["gated-react", "resume", thread]
+        if self.db:
+            parts += ["--db", resources.shown(self.db)]
+        if self.no_log:
+            parts.append("--no-log")
+        elif self.log is not None:
+            parts += ["--log", str(self.log)]
+        return shlex.join(parts)
+
+
+@dataclass
+class Session:
+    """One invocation that advances a thread."""
+
+    tracker: Tracker
+    budget: Any
+    log: RunLog
+    secrets: tuple[str, ...]
+    place: Place
+    console: Console = field(default_factory=lambda: Console(highlight=False))
+
+    def __post_init__(self) -> None:
+        json_out = self.place.json_out
+        self.view = None if json_out else render.LiveView(self.console, self.budget, self.secrets)
+
+    def header(self, model: str, url: str) -> None:
+        """Thread, model, store and log, before the live view (not with ``--json``)."""
+        if self.place.json_out:
+            return
+        rows = [
+            ("thread", self.tracker.thread),
+            ("model", redact(model)),
+            ("store", resources.shown(url)),
+        ]
+        if self.log.path is not None:
+            rows.append(("log", str(self.log.path)))
+        render.header(self.console, rows)
+
+    def note(self, decision: str, **extra: Any) -> None:
+        """A run-level event (started, resumed, interrupted) in the log."""
+        self.log.write(self.tracker.make("run", decision=decision, **extra).record())
+
+    def on_update(self, node: str, update: Any) -> None:
+        event = self.tracker.event(node, update)
+        self.log.write(event.record())
+        if self.view is not None:
+            self.view.show(event)
+
+    def drive(self, start: Start) -> dict[str, Any]:
+        """Advance the thread; Ctrl-C or a failing store leave it saved and say how to go on."""
+        try:
+            with user_errors():
+                return start(self.on_update)
+        except KeyboardInterrupt:
+            self.note("interrupted", message="Ctrl-C; the run is saved and can be resumed")
+            hint = self.place.resume_hint(self.tracker.thread)
+            sys.stderr.write(f"\ninterrupted: the run is saved; continue it with: {hint}\n")
+            sys.stderr.flush()
+            raise typer.Exit(int(Exit.INTERRUPTED)) from None
+        except Exception as exc:  # disk full, read-only file, lost connection: steps kept
+            line = store_failure(exc)
+            if line is None:
+                raise
+            self.note("failed", message=f"the store failed: {line}")
+            hint = self.place.resume_hint(self.tracker.thread)
+            raise CliError(
+                f"the store failed during the run: {line}; the steps stored before are kept; "
+                f"continue once it works again with: {hint}"
+            ) from None
+
+    def finish(self, result: dict[str, Any]) -> Exit:
+        """Print the result (JSON or summary) and return the exit code."""
+        show(self.console, result, self.budget, self.secrets, self.place)
+        return exit_code(result)
+
+
+@contextmanager
+def logged(url: str, place: Place, config: Settings) -> Iterator[RunLog]:
+    """The run log for this store and these flags (``RunLog(None)`` with ``--no-log``)."""
+    with RunLog(resources.log_path(url, place.log, place.no_log), config.secrets()) as runlog:
+        yield runlog
+
+
+def show(
+    console: Console, result: dict[str, Any], budget: Any, secrets: tuple[str, ...], place: Place
+) -> None:
+    """A result as JSON (``--json``) or as a summary, with the approval commands if paused."""
+    if place.json_out:
+        render.print_json(result, secrets)
+        return
+    render.summary(console, result, budget, secrets)
+    if result.get("pending"):
+        render.pending(console, result, place.resume_hint(str(result.get("thread_id"))))
+
+
+def exit_code(result: dict[str, Any]) -> Exit:
+    """0 success, 2 policy stop, 3 model or tool failure, 4 waiting for approval."""
+    from gated_react.stops import is_failure
+
+    if result.get("pending"):
+        return Exit.PAUSED
+    reason = result.get("stop_reason")
+    if result.get("status") == "ok":
+        return Exit.OK
+    if result.get("status") != "stopped" or not reason:
+        return Exit.FAILURE
+    try:
+        return Exit.FAILURE if is_failure(reason) else Exit.POLICY
+    except ValueError:  # a reason this version does not know
+        return Exit.FAILURE

@@ -1,0 +1,87 @@
+"""What every command works with, from flags and settings: the settings, the run store and its
+log file, and the graph over that store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gated_react.cli.exits import CliError, user_errors
+from gated_react.errors import validation_line
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from gated_react.cli.run_options import RunOptions
+    from gated_react.runs import Graph
+    from gated_react.settings import Settings
+
+
+def settings() -> Settings:
+    """Settings from the environment; a bad value is a one-line error naming the variable."""
+    from pydantic import ValidationError
+
+    from gated_react.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise CliError(validation_line(exc, limit=1)) from None
+
+
+def store_url(config: Settings, db: str | None) -> str:
+    """``--db``, else ``GATED_REACT_DB``, else the SQLite file in the XDG state folder."""
+    return db or config.store_url()
+
+
+def shown(url: str) -> str:
+    """The store URL as it may be printed (password masked)."""
+    from gated_react.checkpoint import mask
+
+    return mask(url)
+
+
+def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
+    """The run log: ``--log``, else next to a SQLite store, else in the XDG state folder."""
+    if no_log:
+        return None
+    if log is not None:
+        return log.expanduser()
+    with user_errors():
+        from gated_react.checkpoint import StoreURL
+        from gated_react.settings import default_state_dir
+
+        store = StoreURL.parse(url)
+    if store.kind == "sqlite":
+        path = Path(store.target).expanduser()
+        return path.with_name(path.name + ".log")
+    return default_state_dir() / "runs.log"
+
+
+@contextmanager
+def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer for ``url``; an unreachable or malformed store is a one-line error."""
+    from gated_react.checkpoint import open_checkpointer
+
+    with ExitStack() as stack:
+        with user_errors():
+            saver = stack.enter_context(open_checkpointer(url))
+        yield saver
+
+
+def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
+    """The run's graph; checkpoints record ``options`` so ``resume`` can rebuild it."""
+    from gated_react.graph import build_graph
+
+    graph = build_graph(model, options.tools(), policy=options.policy(), checkpointer=saver)
+    return graph.with_config(metadata=options.metadata())
+
+
+def reader_graph(saver: Any) -> Graph:
+    """A graph that only reads stored runs (it can never call a model or a tool)."""
+    from gated_react.graph import idle_graph
+
+    return idle_graph(saver)

@@ -1,0 +1,93 @@
+"""``gated-react resume``: approvals answered from the command line, recorded run options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gated_react import build_graph, open_checkpointer, run
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ..conftest import invoke
+
+GOAL = "refund for user 42?"
+APPROVAL = ["--approve-tool", "get_user_billing", "--thread", "t-approve"]
+
+
+def _paused(server: FakeOpenAI, *script: object) -> dict[str, object]:
+    server.push(tool_call("get_user_billing", user_id=42), *script)  # type: ignore[arg-type]
+    out = invoke("run", GOAL, *APPROVAL)
+    assert out.exit_code == 4, out.stdout
+    assert "waiting for approval: get_user_billing" in out.stdout
+    assert "gated-react resume t-approve --approve" in out.stdout
+    assert "gated-react resume t-approve --args '{\"user_id\": 42}'" in out.stdout
+    return json.loads(invoke("show", "t-approve", "--json").stdout)  # type: ignore[no-any-return]
+
+
+def test_a_paused_run_waits_until_approved(server: FakeOpenAI) -> None:
+    paused = _paused(server, reply("USD 49"))
+    assert paused["pending"][0]["tool"] == "get_user_billing"  # type: ignore[index]
+    again = invoke("resume", "t-approve", "--json")
+    assert again.exit_code == 4
+    assert json.loads(again.stdout)["pending"]
+    assert len(server.requests) == 1  # waiting: nothing ran
+    done = invoke("resume", "t-approve", "--approve", "--json")
+    assert done.exit_code == 0
+    result = json.loads(done.stdout)
+    assert result["answer"] == "USD 49"
+    assert result["history"][0]["action"]["name"] == "get_user_billing"
+
+
+def test_reject_ends_the_run_as_a_policy_stop(server: FakeOpenAI) -> None:
+    _paused(server)
+    out = invoke("resume", "t-approve", "--reject", "not today", "--json")
+    assert out.exit_code == 2
+    result = json.loads(out.stdout)
+    assert result["stop_reason"] == "tool_rejected:get_user_billing"
+    assert "not today" in result["message"]
+    assert result["history"] == []
+
+
+def test_args_approve_with_edited_arguments(server: FakeOpenAI) -> None:
+    _paused(server, reply("Max is on the free plan"))
+    out = invoke("resume", "t-approve", "--args", '{"user_id": 7}', "--json")
+    assert out.exit_code == 0
+    step = json.loads(out.stdout)["history"][0]
+    assert step["action"]["args"] == {"user_id": 7}
+    assert step["observation"]["billing"]["plan"] == "free"
+
+
+def test_resume_rebuilds_the_recorded_policy(server: FakeOpenAI) -> None:
+    server.push(
+        tool_call("get_user_billing", user_id=42), tool_call("get_user_profile", user_id=42)
+    )
+    first = invoke("run", GOAL, *APPROVAL, "--max-tool-calls", "1")
+    assert first.exit_code == 4
+    out = invoke("resume", "t-approve", "--approve", "--json")
+    assert out.exit_code == 2
+    assert json.loads(out.stdout)["stop_reason"] == "max_tool_calls"
+
+
+def test_answers_only_go_to_a_waiting_run(server: FakeOpenAI) -> None:
+    server.push(reply("done"))
+    assert invoke("run", GOAL, "--thread", "t-done", "--json").exit_code == 0
+    out = invoke("resume", "t-done", "--approve")
+    assert out.exit_code == 1
+    assert "has ended (success); nothing to approve" in out.stderr
+    finished = invoke("resume", "t-done", "--json")
+    assert finished.exit_code == 0  # a finished run is shown, nothing runs
+    assert json.loads(finished.stdout)["answer"] == "done"
+    assert len(server.requests) == 1
+
+
+def test_a_thread_from_the_library_is_not_resumed_blindly(state: Path) -> None:
+    db = state / "runs.sqlite"
+    with open_checkpointer(str(db)) as saver:
+        graph = build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS, checkpointer=saver)
+        run(graph, "hello", thread_id="from-lib")
+    out = invoke("resume", "from-lib")
+    assert out.exit_code == 1
+    assert "not started by the gated-react CLI" in out.stderr
+    assert invoke("show", "from-lib").exit_code == 0  # but it can be shown

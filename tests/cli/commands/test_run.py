@@ -1,0 +1,178 @@
+"""``gated-react run`` in this process: the live view, --json, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ...support.openai_server import FakeOpenAI, Status, reply, tool_call
+from ..conftest import REFUND, invoke
+
+GOAL = "User 42 asked: can I get a refund now?"
+
+
+def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) -> None:
+    server.push(*REFUND)
+    out = invoke("run", GOAL)
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    nodes = [line.split()[1] for line in lines if line[:3].strip().isdigit()]
+    assert nodes == ["decide", "validate", "gate", "execute", "observe"] * 3 + [
+        "decide",
+        "validate",
+        "finish",
+    ]
+    assert any("allowed" in line and "get_user_billing" in line for line in lines)
+    assert any("steps 3/8 · tools 3/6" in line for line in lines)
+    summary = "\n".join(lines[-10:])
+    for text in ("status       ok", "stop reason  success", "USD 49.00", "tool calls   3/6"):
+        assert text in summary
+    assert out.stderr == ""
+    assert (state / "runs.sqlite").is_file()
+
+
+def test_json_prints_exactly_the_result_object(server: FakeOpenAI) -> None:
+    server.push(*REFUND)
+    out = invoke("run", GOAL, "--json", "--thread", "t-json")
+    assert out.exit_code == 0
+    result = json.loads(out.stdout)  # the whole of stdout is one JSON document
+    for key in ("status", "stop_reason", "answer", "trace", "history", "thread_id"):
+        assert key in result
+    assert result["thread_id"] == "t-json"
+    assert result["stop_reason"] == "success"
+    assert [h["action"]["name"] for h in result["history"]] == [
+        "get_user_profile",
+        "get_user_billing",
+        "search_policy",
+    ]
+    assert [t["ok"] for t in result["trace"]] == [True, True, True]
+    assert out.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "script", "reason", "code"),
+    [
+        (["--max-tool-calls", "1"], REFUND, "max_tool_calls", 2),
+        (["--allow", "get_user_profile"], REFUND, "tool_denied:get_user_billing", 2),
+        ([], [tool_call("refund_now", user_id=42)], "tool_missing:refund_now", 2),
+        ([], [Status(500)], "llm_error:server_error", 3),
+        (["--toolkit", "calculator"], [tool_call("calculate", expression="1/0")], None, 3),
+    ],
+)
+def test_exit_codes_follow_the_stop_reason(
+    server: FakeOpenAI, flags: list[str], script: list[object], reason: str | None, code: int
+) -> None:
+    server.push(*script)
+    out = invoke("run", GOAL, "--json", *flags)
+    result = json.loads(out.stdout)
+    assert out.exit_code == code, result
+    assert result["status"] == "stopped"
+    if reason:
+        assert result["stop_reason"] == reason
+    assert result["message"]
+
+
+def _one_line_error(out: object, *needles: str) -> str:
+    err: str = out.stderr  # type: ignore[attr-defined]
+    assert out.exit_code == 1, (out.stdout, err)  # type: ignore[attr-defined]
+    assert out.stdout == ""  # type: ignore[attr-defined]
+    assert err.startswith("gated-react: error: ")
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["run", GOAL, "--toolkit", "nope"], ["unknown toolkit 'nope'", "support"]),
+        (["run", GOAL, "--allow", "refund"], ["--allow", "refund", "get_user_profile"]),
+        (["run", GOAL, "--approve-tool", "refund"], ["--approve-tool", "refund"]),
+        (["run", GOAL, "--toolkit", "sql"], ["database"]),
+        (["run", GOAL, "--toolkit", "workspace", "--workspace", "/nonexistent/x"], ["x"]),
+        (["run", GOAL, "--db", "ftp://host/runs"], ["unknown scheme 'ftp'"]),
+        (["run", GOAL, "--db", "sqlite:///"], ["no file path"]),
+        (["run", "   "], ["goal is empty"]),
+        (["run", GOAL, "--max-steps", "0"], ["--max-steps", "--help"]),
+        (["run", GOAL, "--protocol", "xml"], ["--protocol"]),
+        (["run"], ["GOAL"]),
+        (["run", GOAL, "--no-such-flag"], ["--no-such-flag"]),
+        (["resume", "nope"], ["no run is stored under thread 'nope'"]),
+        (["show", "nope"], ["no run is stored under thread 'nope'"]),
+        (["resume", "nope", "--args", "{bad"], ["--args is not valid JSON"]),
+        (["resume", "nope", "--args", "[1]"], ["--args must be a JSON object"]),
+        (["resume", "nope", "--approve", "--reject", "no"], ["only one of"]),
+        (["graph", "--format", "svg"], ["--format"]),
+    ],
+)
+def test_user_errors_are_one_line(server: FakeOpenAI, args: list[str], needles: list[str]) -> None:
+    _one_line_error(invoke(*args), *needles)
+    assert server.requests == []  # nothing reached the model
+
+
+def test_unreachable_postgres_is_one_line_without_the_password(server: FakeOpenAI) -> None:
+    out = invoke("run", GOAL, "--db", "postgresql://app:hunter22@127.0.0.1:1/runs")
+    err = _one_line_error(out, "127.0.0.1:1")
+    assert "hunter22" not in err
+
+
+def test_no_model_configured_and_no_local_model(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gated_react import local
+
+    def missing() -> Path:
+        raise local.LocalModelUnavailable(local.INSTALL_HINT)
+
+    monkeypatch.setattr(local, "default_model_file", missing)
+    _one_line_error(
+        invoke("run", GOAL), "local model is not installed", "make local", "OPENAI_API_KEY"
+    )
+    assert not (state / "runs.sqlite").exists()  # nothing was created
+
+
+def test_a_missing_model_file_is_one_line(state: Path) -> None:
+    out = invoke("run", GOAL, "--model-file", str(state / "nope.gguf"))
+    _one_line_error(out, "nope.gguf")
+    assert not (state / "runs.sqlite").exists()
+
+
+def test_a_bad_setting_is_one_line(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "soon")
+    _one_line_error(invoke("run", GOAL), "OPENAI_TIMEOUT_SECONDS")
+
+
+def test_a_taken_thread_is_refused(server: FakeOpenAI) -> None:
+    server.push(reply("first"))
+    assert invoke("run", GOAL, "--thread", "taken", "--json").exit_code == 0
+    _one_line_error(invoke("run", "again", "--thread", "taken"), "'taken' already holds a run")
+    assert len(server.requests) == 1
+
+
+def test_flags_override_settings(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")  # nothing listens there
+    monkeypatch.setenv("OPENAI_MODEL", "from-env")
+    server.push(reply("hi"))
+    out = invoke("run", GOAL, "--json", "--base-url", server.base_url, "--model", "from-flag")
+    assert out.exit_code == 0
+    assert server.requests[0]["model"] == "from-flag"
+
+
+def test_db_flag_and_env_choose_the_store(
+    server: FakeOpenAI, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.push(reply("one"), reply("two"))
+    flag_db = tmp_path / "flag.sqlite"
+    env_db = tmp_path / "env.sqlite"
+    monkeypatch.setenv("GATED_REACT_DB", str(env_db))
+    assert invoke("run", GOAL, "--db", str(flag_db), "--json").exit_code == 0
+    assert invoke("run", GOAL, "--json").exit_code == 0
+    assert flag_db.is_file()
+    assert env_db.is_file()
+    assert (tmp_path / "flag.sqlite.log").is_file()
+    assert (tmp_path / "env.sqlite.log").is_file()
+    assert not state.exists()

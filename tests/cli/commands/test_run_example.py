@@ -1,0 +1,47 @@
+"""``gated-react run --example NAME``: a seed system's goal, tools and policy from the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gated_react.examples import names
+
+from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ..conftest import invoke
+
+
+def test_the_support_example_runs_with_its_own_goal_and_json_protocol(server: FakeOpenAI) -> None:
+    server.push(
+        reply(json.dumps({"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}})),
+        reply(json.dumps({"kind": "final", "answer": "Yes, USD 49."})),
+    )
+    out = invoke("run", "--example", "000-support", "--json")
+    assert out.exit_code == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["stop_reason"] == "success"
+    assert server.requests[0]["response_format"]["type"] == "json_schema"
+    assert "User 42" in server.requests[0]["messages"][1]["content"]
+
+
+def test_the_data_example_works_on_its_own_copy_of_the_database(
+    server: FakeOpenAI, state: Path
+) -> None:
+    server.push(
+        tool_call("query_database", sql="SELECT count(*) FROM orders"),
+        reply("Counted."),
+    )
+    out = invoke("run", "--example", "002", "--thread", "ex", "--json")
+    assert out.exit_code == 0, out.stderr
+    assert json.loads(out.stdout)["history"][0]["observation"]["rows"][0][0] > 0
+    assert any((state / "examples" / "ex").rglob("*.sqlite"))
+
+
+def test_unknown_example_and_conflicting_flags_are_one_line(server: FakeOpenAI) -> None:
+    bad = invoke("run", "--example", "999")
+    assert bad.exit_code == 1
+    for name in names():
+        assert name in bad.stderr
+    both = invoke("run", "--example", "000", "--toolkit", "support")
+    assert both.exit_code == 1
+    assert "not both" in both.stderr

@@ -1,0 +1,148 @@
+"""``gated-react runs`` and ``show``: listing a store quickly, one run in full."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gated_react import build_graph, open_checkpointer, run
+from gated_react.cli.run_listing import _scan, latest_runs
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ..conftest import REFUND, invoke
+
+
+class Crash(BaseException):
+    """Stands in for a process dying mid-run."""
+
+
+def _crash(_messages: object) -> None:
+    raise Crash
+
+
+def _unfinished(db: Path, thread: str) -> None:
+    with open_checkpointer(str(db)) as saver:
+        graph = build_graph(ScriptedChatModel(replies=[_crash]), SUPPORT_TOOLS, checkpointer=saver)
+        with pytest.raises(Crash):
+            run(graph, "crashes", thread_id=thread)
+
+
+@pytest.fixture
+def store(server: FakeOpenAI, state: Path) -> Path:
+    """Four runs, oldest first: ok, stopped, paused, unfinished."""
+    server.push(*REFUND)
+    assert invoke("run", "refund?", "--thread", "a-ok", "--model", "m-1").exit_code == 0
+    server.push(*REFUND[:2])
+    assert invoke("run", "stop", "--thread", "b-stopped", "--max-tool-calls", "1").exit_code == 2
+    server.push(tool_call("get_user_billing", user_id=42))
+    args = ("--thread", "c-paused", "--approve-tool", "get_user_billing")
+    assert invoke("run", "pause", *args).exit_code == 4
+    _unfinished(state / "runs.sqlite", "d-unfinished")
+    return state / "runs.sqlite"
+
+
+def test_runs_lists_the_newest_first_with_status(store: Path) -> None:
+    out = invoke("runs", "--json")
+    assert out.exit_code == 0
+    listed = json.loads(out.stdout)
+    assert listed["total"] == 4
+    rows = {row["thread_id"]: row for row in listed["runs"]}
+    assert [row["thread_id"] for row in listed["runs"]] == [
+        "d-unfinished",
+        "c-paused",
+        "b-stopped",
+        "a-ok",
+    ]
+    assert {k: r["status"] for k, r in rows.items()} == {
+        "a-ok": "ok",
+        "b-stopped": "stopped",
+        "c-paused": "paused",
+        "d-unfinished": "unfinished",
+    }
+    assert rows["a-ok"]["stop_reason"] == "success"
+    assert rows["a-ok"]["steps"] == 4
+    assert rows["a-ok"]["model"] == "m-1"
+    assert rows["b-stopped"]["stop_reason"] == "max_tool_calls"
+
+
+def test_runs_table_and_limit(store: Path) -> None:
+    out = invoke("runs", "--limit", "2")
+    assert out.exit_code == 0
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:2] == ["thread", "status"]
+    assert [line.split()[0] for line in lines[1:3]] == ["d-unfinished", "c-paused"]
+    assert "2 of 4 runs" in lines[-1]
+
+
+def test_runs_on_an_empty_store(state: Path) -> None:
+    out = invoke("runs")
+    assert out.exit_code == 0
+    assert out.stdout.startswith("no runs in ")
+
+
+class Counting:
+    """A saver proxy that counts checkpoint loads."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.loads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.saver, name)
+
+    def get_tuple(self, config: Any) -> Any:
+        self.loads += 1
+        return self.saver.get_tuple(config)
+
+
+def test_listing_loads_only_the_rows_shown(tmp_path: Path) -> None:
+    with open_checkpointer(str(tmp_path / "many.sqlite")) as saver:
+        graph = build_graph(
+            ScriptedChatModel(replies=["done"], cycle=True), SUPPORT_TOOLS, checkpointer=saver
+        )
+        for i in range(30):
+            run(graph, f"goal {i}", thread_id=f"t{i:02d}")
+        counting = Counting(saver)
+        rows, total = latest_runs(counting, 5)
+        assert counting.loads == 5
+        assert total == 30
+        assert [r.thread_id for r in rows] == ["t29", "t28", "t27", "t26", "t25"]
+        assert [thread for thread, _ in _scan(saver, 5)[0]] == [r.thread_id for r in rows]
+
+
+def test_show_prints_history_trace_and_log(store: Path) -> None:
+    out = invoke("show", "a-ok")
+    assert out.exit_code == 0
+    text = out.stdout
+    for needle in ("goal  refund?", "history", "trace", "run log", "search_policy", "finish"):
+        assert needle in text
+    paused = invoke("show", "c-paused")
+    assert "gated-react resume c-paused --approve" in paused.stdout
+
+
+def test_show_json_has_the_result_and_the_logged_events(store: Path) -> None:
+    out = invoke("show", "a-ok", "--json")
+    assert out.exit_code == 0
+    shown = json.loads(out.stdout)
+    assert shown["thread_id"] == "a-ok"
+    assert len(shown["history"]) == 3
+    nodes = [e["node"] for e in shown["events"]]
+    assert nodes[0] == "run"
+    assert nodes[1:6] == ["decide", "validate", "gate", "execute", "observe"]
+    assert nodes[-1] == "finish"
+    assert {e["thread"] for e in shown["events"]} == {"a-ok"}
+    assert invoke("show", "a-ok", "--json", "--no-log").stdout.count('"node"') == 0
+
+
+def test_show_finds_a_moved_log(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.push(reply("hi"))
+    log = tmp_path / "elsewhere" / "my.log"
+    assert invoke("run", "hello", "--thread", "moved", "--log", str(log)).exit_code == 0
+    assert log.is_file()
+    events = json.loads(invoke("show", "moved", "--json", "--log", str(log)).stdout)["events"]
+    assert [e["node"] for e in events] == ["run", "decide", "validate", "finish"]

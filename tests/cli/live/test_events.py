@@ -1,0 +1,88 @@
+"""The decision an event shows after a routed node is the branch ``gated_react.routing`` takes on
+that node's update: the CLI never decides again what the graph already decided."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, get_args
+
+import pytest
+
+from gated_react import routing
+from gated_react.cli.live import events
+from gated_react.cli.live.events import Tracker
+
+CALL = {"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k"}
+REFUSAL = {"ok": False, "observation": "no", "error": "tool_denied:refund"}
+TRACE = [{"step": 1, "tool": "refund", "args_hash": "h", "ok": False}]
+
+# node, its router, the router's branch type, the words the CLI shows for its branches
+ROUTED: list[tuple[str, Callable[..., str], Any, dict[Any, str]]] = [
+    ("decide", routing.after_decide, routing.AfterDecide, events.DECIDE_WORDS),
+    ("validate", routing.after_validate, routing.AfterValidate, events.VALIDATE_WORDS),
+    ("gate", routing.after_gate, routing.AfterGate, events.GATE_WORDS),
+    ("observe", routing.after_observe, routing.AfterObserve, events.OBSERVE_WORDS),
+]
+
+# updates as the nodes write them, and the decision the live view and run log show today
+UPDATES: list[tuple[str, dict[str, Any], str]] = [
+    ("decide", {"reply": {"text": "", "tool_calls": [{"name": "x", "args": {}}]}}, "proposed"),
+    ("decide", {"reply": None, "stop_reason": "llm_timeout", "message": "slow"}, "failed"),
+    ("validate", {"action": {"kind": "tool", "name": "x", "args": {}}}, "tool"),
+    ("validate", {"action": {"kind": "final", "answer": "42"}, "retry": None}, "final"),
+    ("validate", {"action": None, "retry": {"why": "bad_json", "count": 1}}, "retry"),
+    ("validate", {"action": None, "stop_reason": "invalid_action:bad_json"}, "invalid"),
+    ("gate", {"call": CALL, "usage": {"steps": 1}}, "allowed"),
+    ("gate", {"call": {**CALL, "outcome": REFUSAL}}, "refused"),
+    ("gate", {"stop_reason": "loop_detected", "message": "again", "trace": TRACE}, "stopped"),
+    ("observe", {"trace": TRACE, "call": None, "history": [{}]}, "next"),
+    ("observe", {"trace": TRACE, "stop_reason": "max_steps", "message": "8"}, "stopped"),
+]
+
+
+@pytest.mark.parametrize(("node", "router", "branches", "words"), ROUTED)
+def test_every_branch_of_every_router_has_a_word(
+    node: str, router: Callable[..., str], branches: Any, words: dict[Any, str]
+) -> None:
+    assert set(words) == set(get_args(branches))
+
+
+@pytest.mark.parametrize(("node", "update", "decision"), UPDATES)
+def test_the_decision_is_the_routers_branch(
+    node: str, update: dict[str, Any], decision: str
+) -> None:
+    router, words = next((r, w) for n, r, _, w in ROUTED if n == node)
+    assert Tracker("t").event(node, update).decision == decision == words[router(update)]
+
+
+@pytest.mark.parametrize(("node", "router", "branches", "words"), ROUTED)
+def test_events_ask_the_router(
+    node: str,
+    router: Callable[..., str],
+    branches: Any,
+    words: dict[Any, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever branch the router names is what the event shows, on one and the same update."""
+    update = next(u for n, u, _ in UPDATES if n == node)
+    for branch in get_args(branches):
+        seen: list[dict[str, Any]] = []
+        monkeypatch.setattr(routing, router.__name__, _answering(branch, seen))
+        assert Tracker("t").event(node, update).decision == words[branch]
+        assert seen == [update]
+
+
+def _answering(branch: str, seen: list[dict[str, Any]]) -> Callable[[dict[str, Any]], str]:
+    """A stand-in router that records what it was given and names ``branch``."""
+
+    def router(state: dict[str, Any]) -> str:
+        seen.append(state)
+        return branch
+
+    return router
+
+
+def test_a_refusal_shows_the_tool_and_its_error() -> None:
+    event = Tracker("t").event("gate", {"call": {**CALL, "outcome": REFUSAL}})
+    assert event.action == {"tool": "get_user_billing", "args": {"user_id": 42}}
+    assert event.observation == "tool_denied:refund"

@@ -1,0 +1,80 @@
+"""Every API example in examples/api runs (offline ones here; studio_client.py against a real dev
+server in tests/test_studio_server.py), and every Python block of the README sections that
+point at them is an excerpt of one of them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = REPO / "examples" / "api"
+SECTIONS = ("## Use inside your app", "## Debug in LangGraph Studio")
+EXPECTED = {
+    "runnable.py": [
+        "invoke: ok success Yes: USD 49.00, within the 14-day window.",
+        "stream: gate ['call', 'seen', 'usage']",
+        "stream: finish ['answer', 'message', 'status', 'stop_reason']",
+        "ainvoke: success",
+        "tool finished: search_policy",
+    ],
+    "subgraph.py": ["Yes: USD 49.00 goes back to your card. Anything else?", "See our FAQ."],
+    "agent_as_tool.py": [
+        "outer: success - The refund desk could not decide; a human will follow up.",
+        "inner: tool_denied:get_user_billing",
+    ],
+    "answer_schema.py": ["success True 49.0", "steps: 3"],
+}
+
+
+def test_every_example_is_run_by_a_test() -> None:
+    found = {path.name for path in EXAMPLES.glob("*.py")}
+    assert found == {*EXPECTED, "studio_client.py"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs_offline(name: str, tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "LANGSMITH_TRACING": "false", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    for expected in EXPECTED[name]:
+        assert expected in lines, f"{name}: {expected!r} not in {lines}"
+
+
+def _python_blocks(section: str) -> list[str]:
+    text = (REPO / "README.md").read_text()
+    start = text.index(section + "\n")
+    end = text.find("\n## ", start + len(section))
+    body = text[start : end if end != -1 else len(text)]
+    return re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+
+
+def _lines(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_readme_code_is_taken_from_the_examples(section: str) -> None:
+    blocks = _python_blocks(section)
+    assert blocks, f"no Python in {section}"
+    sources = [_lines(path.read_text()) for path in EXAMPLES.glob("*.py")]
+    for block in blocks:
+        wanted = _lines(block)
+        assert any(
+            source[i : i + len(wanted)] == wanted
+            for source in sources
+            for i in range(len(source) - len(wanted) + 1)
+        ), f"README block not found verbatim in examples/api:\n{block}"

@@ -1,0 +1,97 @@
+"""The one exception base and the one-line formatters every error message goes through."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+import gated_react
+from gated_react.errors import GatedReactError, exception_line, one_line, validation_line
+
+
+def _exception_classes() -> list[type[BaseException]]:
+    found = []
+    for info in pkgutil.walk_packages(gated_react.__path__, "gated_react."):
+        if info.name.endswith("__main__") or ".examples.files" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == info.name:
+                found.append(value)
+    return found
+
+
+def test_every_exception_the_package_defines_derives_from_the_one_base() -> None:
+    classes = _exception_classes()
+    assert len(classes) >= 13, [c.__name__ for c in classes]
+    strays = [f"{c.__module__}.{c.__name__}" for c in classes if not issubclass(c, GatedReactError)]
+    assert strays == []
+
+
+def test_the_base_keeps_each_errors_ordinary_type() -> None:
+    from gated_react.runs import NotWaiting, ThreadExists, UnknownThread
+
+    assert issubclass(ThreadExists, ValueError)
+    assert issubclass(NotWaiting, ValueError)
+    assert issubclass(UnknownThread, LookupError)
+    assert gated_react.GatedReactError is GatedReactError
+
+
+def test_exception_line_is_one_line_with_secrets_masked() -> None:
+    exc = RuntimeError("failed:\n  Authorization: Bearer abcdefghijkl\n  key sk-live-123456 xyz")
+    line = exception_line(exc, "xyz")
+    assert "\n" not in line
+    assert "abcdefghijkl" not in line
+    assert "123456" not in line
+    assert "xyz" not in line
+
+
+def test_exception_line_first_only_keeps_the_drivers_sentence() -> None:
+    exc = OSError("database is locked\nQUERY: SELECT 1")
+    assert exception_line(exc, first_only=True) == "database is locked"
+    assert exception_line(OSError(""), first_only=True) == "OSError"
+    assert exception_line(OSError("")) == ""
+
+
+def test_exception_line_survives_a_broken_str() -> None:
+    class Broken(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    assert exception_line(Broken()) == "(message cannot be shown)"
+
+
+class _Model(BaseModel):
+    name: str
+    count: int
+
+
+def _error(**data: object) -> ValidationError:
+    with pytest.raises(ValidationError) as caught:
+        _Model.model_validate(data)
+    return caught.value
+
+
+def test_validation_line_names_each_field_on_one_line() -> None:
+    line = validation_line(_error(count="many"))
+    assert line == (
+        "name: Field required; count: Input should be a valid integer, unable to parse "
+        "string as an integer"
+    )
+    assert validation_line(_error(count="many"), limit=1) == "name: Field required"
+
+
+def test_validation_line_shows_the_input_and_the_root() -> None:
+    line = validation_line(_error(name="x", count="y" * 100), show_input=True)
+    assert line.endswith(f"(got {repr('y' * 100)[:37]}...)")
+    with pytest.raises(ValidationError) as caught:
+        _Model.model_validate(3)
+    assert validation_line(caught.value, root="context").startswith("context: ")
+
+
+def test_one_line_folds_all_whitespace() -> None:
+    assert one_line(" a\n\tb  c \r\n") == "a b c"

@@ -16,8 +16,8 @@ from gated_react.errors import GatedReactError, exception_line, one_line, valida
 def _exception_classes() -> list[type[BaseException]]:
     found = []
     for info in pkgutil.walk_packages(gated_react.__path__, "gated_react."):
-        if info.name.endswith("__main__") or ".examples.files" in info.name:
-            continue
+        if info.name.endswith(("__main__", "studio_context")) or ".examples.files" in info.name:
+            continue  # studio_context only re-exports (and warns on import)
         module = importlib.import_module(info.name)
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, BaseException) and value.__module__ == info.name:

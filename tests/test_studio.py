@@ -198,3 +198,14 @@ def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
         "backend": "custom",
         "path": "gated_react.studio.checkpointer",
     }
+
+
+def test_the_old_context_module_still_imports_and_warns() -> None:
+    import importlib
+    import sys
+
+    sys.modules.pop("gated_react.studio_context", None)
+    with pytest.warns(DeprecationWarning, match=r"gated_react\.studio_context is deprecated"):
+        old = importlib.import_module("gated_react.studio_context")
+    assert old.RefundContext is RefundContext
+    assert old.WorkbenchContext is WorkbenchContext

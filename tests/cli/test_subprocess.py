@@ -40,12 +40,22 @@ def test_exit_codes_and_a_pure_json_stdout(
     assert {"status", "stop_reason", "answer", "trace", "history", "thread_id"} <= set(result)
 
 
-def test_a_user_error_is_one_line_and_exit_1(state: Path) -> None:
-    done = cli("run", "refund?", "--model-file", str(state / "nope.gguf"))
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("run", "refund?", "--toolkit", "nosuch", "--base-url", "http://127.0.0.1:9/v1"),
+            "nosuch",
+        ),
+        (("resume", "no-such-thread"), "no-such-thread"),
+    ],
+)
+def test_a_user_error_is_one_line_and_exit_1(state: Path, args: tuple[str, ...], says: str) -> None:
+    done = cli(*args)
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.startswith("gated-react: error: ")
-    assert "nope.gguf" in done.stderr
+    assert says in done.stderr
     assert done.stderr.count("\n") == 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,7 +136,12 @@ def test_no_model_configured_and_no_local_model(
     assert not (state / "runs.sqlite").exists()  # nothing was created
 
 
-def test_a_missing_model_file_is_one_line(state: Path) -> None:
+def test_a_missing_model_file_is_one_line(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gated_react import local
+
+    # Any existing file stands in for llama-server, so the model file is what is checked
+    # whether or not the local extra is installed (`make test` may run before `make local`).
+    monkeypatch.setattr(local, "binary_path", lambda: Path(sys.executable))
     out = invoke("run", GOAL, "--model-file", str(state / "nope.gguf"))
     _one_line_error(out, "nope.gguf")
     assert not (state / "runs.sqlite").exists()

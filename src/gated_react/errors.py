@@ -40,7 +40,9 @@ def exception_line(exc: BaseException, *secrets: str | None, first_only: bool = 
     if first_only:
         message = message.splitlines()[0] if message else ""
     line = redact(one_line(message), *secrets)
-    return line or type(exc).__name__ if first_only else line
+    if first_only:
+        return line or type(exc).__name__
+    return line
 
 
 def validation_line(

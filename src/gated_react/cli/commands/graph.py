@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gated_react.cli.exits import CliError
+from gated_react.errors import one_line
 
 if TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph as Drawing
@@ -92,4 +93,4 @@ def _png(drawing: Drawing, output: Path) -> None:
         check=False,
     )
     if done.returncode != 0:
-        raise CliError(f"dot failed: {' '.join(done.stderr.split())[:300]}")
+        raise CliError(f"dot failed: {one_line(done.stderr)[:300]}")

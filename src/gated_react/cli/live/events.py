@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from gated_react import routing
 from gated_react.cli.live.run_log import FIELDS
+from gated_react.errors import one_line
 
 Described = tuple[dict[str, Any] | None, str | None, str | None]  # action, decision, observation
 
@@ -43,7 +44,7 @@ OBSERVE_WORDS: dict[routing.AfterObserve, str] = {"next": "next", "stop": "stopp
 def clip(value: Any, limit: int = 120) -> str:
     """A short one-line text of any value."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -98,7 +98,7 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    marker = tmp_path / "runs.txt"
+    marker = work / "runs.txt"  # in the workspace: the sandbox lets tests write nothing else
     (work / "test_slow.py").write_text(
         "import time\n"
         f"def test_slow():\n    open({str(marker)!r}, 'a').write('x')\n    time.sleep(3)\n"

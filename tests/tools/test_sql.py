@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gated_react.tools.sql import MAX_ROWS, run_query, sql_tools
+from gated_react.tools import sql
+from gated_react.tools.sql import MAX_ROWS, MissingDatabase, QueryError, run_query, sql_tools
 
 
 @pytest.fixture
@@ -17,7 +22,17 @@ def db(tmp_path: Path) -> Path:
             "INSERT INTO orders VALUES (?, ?, ?, ?)",
             [(i, f"p{i}", float(i), "completed" if i % 2 else "pending") for i in range(1, 201)],
         )
+    conn.close()
     return path
+
+
+@pytest.fixture
+def wal_db(db: Path) -> Path:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()  # the last connection checkpoints and removes -wal and -shm
+    assert sorted(os.listdir(db.parent)) == ["shop.sqlite"]
+    return db
 
 
 def test_select_and_row_cap(db: Path) -> None:
@@ -29,7 +44,26 @@ def test_select_and_row_cap(db: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "sql",
+    ("limit", "count", "truncated"),
+    [
+        (MAX_ROWS - 1, MAX_ROWS - 1, False),
+        (MAX_ROWS, MAX_ROWS, False),
+        (MAX_ROWS + 1, MAX_ROWS, True),
+    ],
+)
+def test_the_row_cap_is_exact(db: Path, limit: int, count: int, truncated: bool) -> None:
+    found = run_query(db, f"SELECT id FROM orders ORDER BY id LIMIT {limit}")
+    assert found["rows"] == [[i] for i in range(1, count + 1)]
+    assert (found["row_count"], found["truncated"]) == (count, truncated)
+
+
+def test_a_bounded_recursive_query_is_allowed(db: Path) -> None:
+    sql_text = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10) "
+    assert run_query(db, sql_text + "SELECT sum(x) FROM c")["rows"] == [[55]]
+
+
+@pytest.mark.parametrize(
+    "sql_text",
     [
         "DELETE FROM orders",
         "UPDATE orders SET amount = 0",
@@ -47,15 +81,116 @@ def test_select_and_row_cap(db: Path) -> None:
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
     ],
 )
-def test_writes_and_escapes_are_refused(db: Path, sql: str) -> None:
-    with pytest.raises(ValueError, match="refused or failed"):
-        run_query(db, sql)
+def test_writes_and_escapes_are_refused(db: Path, sql_text: str) -> None:
+    with pytest.raises(QueryError, match="refused or failed"):
+        run_query(db, sql_text)
     assert run_query(db, "SELECT count(*) FROM orders")["rows"] == [[200]]
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"), [("missing.sqlite", "does not exist"), (".", "is not a file")]
+)
+def test_a_missing_database_is_refused_and_not_created(
+    tmp_path: Path, name: str, problem: str
+) -> None:
+    with pytest.raises(MissingDatabase, match=problem):
+        run_query(tmp_path / name, "SELECT 1")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_wal_database_is_read_without_creating_a_file(wal_db: Path) -> None:
+    assert run_query(wal_db, "SELECT count(*) FROM orders")["rows"] == [[200]]
+    assert sorted(os.listdir(wal_db.parent)) == ["shop.sqlite"]
+
+
+def test_commits_still_in_a_writers_log_are_read_and_its_files_left_alone(wal_db: Path) -> None:
+    writer = sqlite3.connect(wal_db)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")  # the new row stays in the -wal file
+        writer.execute("INSERT INTO orders VALUES (201, 'p201', 201.0, 'completed')")
+        writer.commit()
+        before = sorted(os.listdir(wal_db.parent))
+        assert before == ["shop.sqlite", "shop.sqlite-shm", "shop.sqlite-wal"]
+        assert run_query(wal_db, "SELECT max(id) FROM orders")["rows"] == [[201]]
+        assert sorted(os.listdir(wal_db.parent)) == before
+    finally:
+        writer.close()
+
+
+def test_a_log_without_its_shm_file_is_refused_and_nothing_created(wal_db: Path) -> None:
+    writer = sqlite3.connect(wal_db)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("INSERT INTO orders VALUES (201, 'p201', 201.0, 'completed')")
+    writer.commit()
+    (wal_db.parent / "shop.sqlite-shm").unlink()  # as a writer that crashed may leave it
+    try:
+        with pytest.raises(QueryError, match=r"shop\.sqlite-wal was left by a writer"):
+            run_query(wal_db, "SELECT count(*) FROM orders")
+        assert sorted(os.listdir(wal_db.parent)) == ["shop.sqlite", "shop.sqlite-wal"]
+    finally:
+        writer.close()
+
+
+# instr() of two strings near the 1 MB value cap is one SQLite step of seconds: the progress
+# handler never runs inside it. Twenty of them would take minutes.
+SLOW_STEP = (
+    "WITH s(h, n) AS (SELECT replace(hex(zeroblob(499999)), '0', 'a'), "
+    "replace(hex(zeroblob(250000)), '0', 'a') || 'b') SELECT "
+    + " + ".join(["instr(h, n)"] * 20)
+    + " FROM s"
+)
+
+
+def _workers_alive() -> list[int]:
+    """This process's worker children that are still running (Linux /proc)."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"\nPPid:\t{os.getpid()}\n" in status and b"_sql_worker" in cmdline:
+            alive.append(int(pid))
+    return alive
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_one_long_step_is_stopped_at_the_time_limit(db: Path, mode: str) -> None:
+    query = sql_tools(db)[0]
+    box: list[Any] = []
+
+    def call() -> None:
+        try:
+            if mode == "invoke":
+                query.invoke({"sql": SLOW_STEP})
+            else:
+                asyncio.run(query.ainvoke({"sql": SLOW_STEP}))
+        except QueryError as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(30)  # a guard against the old behaviour (minutes), not a timing assertion
+    assert not thread.is_alive()
+    assert "stopped at the time limit of 5 s" in str(box[0])
+    assert _workers_alive() == []  # killed and reaped, not left running
 
 
 def test_tools(db: Path) -> None:
     query, describe = sql_tools(db)
     assert query.invoke({"sql": "SELECT count(*) FROM orders"})["rows"] == [[200]]
+    assert asyncio.run(query.ainvoke({"sql": "SELECT count(*) FROM orders"}))["rows"] == [[200]]
     assert "amount REAL" in describe.invoke({})["tables"]["orders"]
     with pytest.raises(ValueError, match="database file"):
         sql_tools(None)
+
+
+def test_a_worker_that_dies_is_one_error_line(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nsys.exit('worker broke\\nhere')\n")
+    monkeypatch.setattr(sql, "WORKER", broken)
+    with pytest.raises(QueryError, match=r"without a result \(exit code 1: here\)$"):
+        run_query(db, "SELECT 1")

@@ -7,6 +7,8 @@ import pytest
 
 from gated_react.tools.workspace import confine, workspace_tools
 
+SUFFIXES = (".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".json", ".yaml", ".yml", ".csv")
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -64,6 +66,119 @@ def test_device_files_are_refused(tmp_path: Path) -> None:
     assert confine(tmp_path, "a/b.py") == tmp_path.resolve() / "a" / "b.py"
 
 
+@pytest.fixture
+def hidden(root: Path) -> Path:
+    """Hidden names at every depth, each holding a secret in a suffix the agent may read."""
+    for name in (".env.json", "src/.env.yaml", ".git/config.txt", "src/.cache/notes.md"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("sk-hidden-secret\n")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (root / "alias.md").symlink_to(root / ".git" / "config.txt")
+    return root
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".env.json", "src/.env.yaml", ".git/config.txt", "src/.cache/notes.md", "alias.md"],
+)
+def test_hidden_files_are_refused_at_any_depth(hidden: Path, path: str) -> None:
+    read, _, _ = workspace_tools(hidden)
+    with pytest.raises(ValueError, match="hidden") as err:
+        read.invoke({"path": path})
+    assert "sk-hidden-secret" not in str(err.value)
+
+
+@pytest.mark.parametrize("path", [".git", "src/.cache", ".hidden"])
+def test_hidden_folders_are_not_listed_even_when_asked_for(hidden: Path, path: str) -> None:
+    _, listing, _ = workspace_tools(hidden)
+    with pytest.raises(ValueError, match="hidden"):
+        listing.invoke({"path": path})
+    files = listing.invoke({})["files"]
+    assert files == ["hard.txt", "id_rsa", "test_cart.py", "src/__init__.py", "src/cart.py"]
+
+
+def test_a_hidden_test_file_is_not_run(hidden: Path) -> None:
+    _, _, run_tests = workspace_tools(hidden)
+    with pytest.raises(ValueError, match="hidden"):
+        run_tests.invoke({"path": ".hidden/test_x.py"})
+
+
+@pytest.mark.parametrize("suffix", [*SUFFIXES, ".MD", ".Json"])
+def test_every_allowed_suffix_is_read(tmp_path: Path, suffix: str) -> None:
+    (tmp_path / f"notes{suffix}").write_text(f"text in {suffix}\n")
+    read, _, _ = workspace_tools(tmp_path)
+    assert read.invoke({"path": f"notes{suffix}"}) == f"text in {suffix}\n"
+
+
+@pytest.mark.parametrize("suffix", [".env", ".pem", ".key", ".sh", ".pyc", ".cfg.bak", ""])
+def test_other_suffixes_are_refused(tmp_path: Path, suffix: str) -> None:
+    (tmp_path / f"notes{suffix}").write_text("not for the agent\n")
+    read, _, _ = workspace_tools(tmp_path)
+    with pytest.raises(ValueError, match="may read"):
+        read.invoke({"path": f"notes{suffix}"})
+
+
+def test_read_file_returns_the_first_20000_characters(tmp_path: Path) -> None:
+    (tmp_path / "long.txt").write_text("é" * 19_999 + "xy" + "z" * 5000)
+    (tmp_path / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    read, _, _ = workspace_tools(tmp_path)
+    text = read.invoke({"path": "long.txt"})
+    assert text == "é" * 19_999 + "x"
+    assert read.invoke({"path": "crlf.txt"}) == "a\nb\n"
+
+
+def test_files_over_one_megabyte_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "edge.txt").write_text("x" * 1_000_000)
+    (tmp_path / "over.txt").write_text("x" * 1_000_001)
+    read, _, _ = workspace_tools(tmp_path)
+    assert len(read.invoke({"path": "edge.txt"})) == 20_000
+    with pytest.raises(ValueError, match="larger than 1000000 bytes"):
+        read.invoke({"path": "over.txt"})
+
+
+def test_paths_are_at_most_1024_characters(tmp_path: Path) -> None:
+    read, listing, run_tests = workspace_tools(tmp_path)
+    longest = "/".join(["d" * 99] * 10) + "/x" * 11 + ".py"  # 1024 characters, 21 parts
+    assert len(longest) == 1024
+    with pytest.raises(ValueError, match="does not exist"):
+        read.invoke({"path": longest})
+    for tool in (read, listing, run_tests):
+        with pytest.raises(ValueError, match="at most 1024 characters"):
+            tool.invoke({"path": longest + "x"})
+
+
+@pytest.mark.parametrize(("count", "truncated"), [(200, False), (201, True), (450, True)])
+def test_list_files_stops_at_200_names(tmp_path: Path, count: int, truncated: bool) -> None:
+    for i in range(count):
+        folder = tmp_path / f"d{i % 3}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{i:03}.txt").write_text("")
+    _, listing, _ = workspace_tools(tmp_path)
+    out = listing.invoke({})
+    assert len(out["files"]) == 200
+    assert len(set(out["files"])) == 200
+    assert out["truncated"] is truncated
+    assert all((tmp_path / name).is_file() for name in out["files"])
+
+
+def test_list_files_of_a_subfolder_names_paths_from_the_root(root: Path) -> None:
+    _, listing, _ = workspace_tools(root)
+    assert listing.invoke({"path": "src"}) == {
+        "files": ["src/__init__.py", "src/cart.py"],
+        "truncated": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "why"), [("src/cart.py", "not a folder"), ("nope", "does not exist")]
+)
+def test_list_files_on_a_file_or_nothing_is_refused(root: Path, path: str, why: str) -> None:
+    _, listing, _ = workspace_tools(root)
+    with pytest.raises(ValueError, match=why):
+        listing.invoke({"path": path})
+
+
 def test_run_tests_runs_one_test_file_without_secrets(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -74,7 +189,46 @@ def test_run_tests_runs_one_test_file_without_secrets(
     _, _, run_tests = workspace_tools(root)
     failing = run_tests.invoke({"path": "test_cart.py"})
     assert failing["passed"] is False
+    assert failing["exit_code"] == 1
     assert "assert 2 == 3" in failing["output"]
     assert run_tests.invoke({"path": "test_env.py"})["passed"] is True
-    with pytest.raises(ValueError, match="not a test file"):
-        run_tests.invoke({"path": "src/cart.py"})
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("src/cart.py", "not a test file"),
+        ("test_cart.md", "not a test file"),
+        ("test_cart.txt", "not a test file"),
+        ("tests_cart.py", "not a test file"),
+        ("test_gone.py", "does not exist"),
+    ],
+)
+def test_run_tests_takes_only_test_py_files(root: Path, path: str, why: str) -> None:
+    for name in ("test_cart.md", "test_cart.txt", "tests_cart.py"):
+        (root / name).write_text("def test_x():\n    raise SystemExit(3)\n")
+    _, _, run_tests = workspace_tools(root)
+    with pytest.raises(ValueError, match=why):
+        run_tests.invoke({"path": path})
+
+
+def test_tests_run_in_the_workspace_root(root: Path) -> None:
+    (root / "src" / "test_where.py").write_text(
+        "import os\n\ndef test_where():\n"
+        f"    assert os.getcwd() == {str(root.resolve())!r}\n"
+        "    assert open('src/cart.py').read().startswith('def total')\n"
+    )
+    _, _, run_tests = workspace_tools(root)
+    out = run_tests.invoke({"path": "src/test_where.py"})
+    assert out["passed"] is True, out["output"]
+
+
+def test_run_tests_returns_the_last_4000_characters_of_output(root: Path) -> None:
+    (root / "test_loud.py").write_text(
+        "def test_loud():\n    print('a' * 50_000)\n    assert False, 'the end'\n"
+    )
+    _, _, run_tests = workspace_tools(root)
+    out = run_tests.invoke({"path": "test_loud.py"})
+    assert len(out["output"]) == 4000
+    assert "1 failed" in out["output"].splitlines()[-1]
+    assert "AssertionError: the end" in out["output"]

@@ -1,4 +1,6 @@
-"""Deterministic toolkits that reproduce the seed scenarios. Each tool checks its own arguments."""
+"""Deterministic toolkits that reproduce the seed scenarios. Each tool checks its own arguments.
+
+``idempotent``, the marker for tools safe to repeat, is imported from here; ``_meta`` holds it."""
 
 from __future__ import annotations
 
@@ -6,6 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.tools import BaseTool
+
+from gated_react.tools._meta import idempotent
+
+__all__ = ["TOOLKITS", "idempotent", "load_toolkit"]
 
 TOOLKITS = ("support", "calculator", "sql", "workspace")
 

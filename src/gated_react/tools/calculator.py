@@ -16,6 +16,7 @@ from gated_react.tools._meta import idempotent
 MAX_LENGTH = 200
 MAX_DEPTH = 40
 MAX_RESULT_DIGITS = 1000
+_TOO_BIG = 10**MAX_RESULT_DIGITS  # the smallest integer with one digit too many
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -80,7 +81,8 @@ def _check_power(base: float, exponent: float) -> None:
 
 
 def _check_size(value: float) -> None:
-    if isinstance(value, int) and value.bit_length() > MAX_RESULT_DIGITS * 3.33:
+    # Decimal digits, the sign not counted; compared, not printed (str() is quadratic in size).
+    if isinstance(value, int) and abs(value) >= _TOO_BIG:
         raise ValueError(f"result has more than {MAX_RESULT_DIGITS} digits")
     if isinstance(value, complex):
         raise ValueError("result is not a real number")

@@ -1,25 +1,43 @@
 """Read-only SQL over one SQLite file: opened read-only, one statement, an authorizer that allows
-reads only, a row cap and a time limit."""
+reads only, a row cap and a time limit. Each query runs in a worker process (``_sql_worker``)
+that is killed at the time limit; the module docstring there says how the file is opened."""
 
 from __future__ import annotations
 
-import sqlite3
-import time
+import marshal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-MAX_ROWS = 50
-MAX_SECONDS = 5.0
-MAX_VALUE_BYTES = 1_000_000
+from gated_react.errors import GatedReactError
+from gated_react.tools._sql_worker import MAX_RESULT_BYTES, MAX_ROWS, MAX_SECONDS, MAX_VALUE_BYTES
 
-# What a query may do; everything else (writes, ATTACH, PRAGMA, ...) is denied by the authorizer.
-_ALLOWED_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+__all__ = [
+    "MAX_RESULT_BYTES",
+    "MAX_ROWS",
+    "MAX_SECONDS",
+    "MAX_VALUE_BYTES",
+    "DescribeDatabase",
+    "MissingDatabase",
+    "QueryDatabase",
+    "QueryError",
+    "run_query",
+    "sql_tools",
+]
+
+WORKER = Path(__file__).with_name("_sql_worker.py")
+
+
+class QueryError(GatedReactError, ValueError):
+    """A query was refused, failed, or was stopped at the time limit."""
+
+
+class MissingDatabase(GatedReactError, FileNotFoundError):
+    """The database file does not exist (SQLite would create an empty one)."""
 
 
 class QueryArgs(BaseModel):
@@ -30,43 +48,48 @@ class NoArgs(BaseModel):
     pass
 
 
-def _authorize(action: int, _arg1: str | None, arg2: str | None, *_: Any) -> int:
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
-
-
-def _connect(database: Path) -> sqlite3.Connection:
-    if not database.is_file():
-        raise FileNotFoundError(f"database file {database} does not exist")
-    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
-    conn.execute("PRAGMA query_only = ON")
-    # No single value above MAX_VALUE_BYTES: zeroblob(5e8) would allocate the memory at once.
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-    conn.execute("SELECT count(*) FROM sqlite_master")  # load the schema before the authorizer
-    conn.set_authorizer(_authorize)
-    return conn
-
-
 def run_query(database: Path, sql: str, max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    """Rows of one read-only statement, at most ``max_rows`` (``truncated`` tells)."""
-    deadline = time.monotonic() + MAX_SECONDS
-    conn = _connect(database)
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    """Rows of one read-only statement, at most ``max_rows`` (``truncated`` tells).
+
+    The worker is killed, and waited for, when ``MAX_SECONDS`` have passed since the call:
+    nothing of the query runs on after that, whatever single step it was in.
+    """
+    if not database.is_file():
+        problem = "is not a file" if database.exists() else "does not exist"
+        raise MissingDatabase(f"database file {database} {problem}")
+    request = marshal.dumps((str(database.resolve()), sql, max_rows, MAX_SECONDS))
     try:
-        cursor = conn.execute(sql)
-        columns = [d[0] for d in cursor.description or ()]
-        rows = cursor.fetchmany(max_rows + 1)
-    except sqlite3.Error as exc:
-        raise ValueError(f"query refused or failed: {exc}") from None
-    finally:
-        conn.close()
-    return {
-        "columns": columns,
-        "rows": [list(row) for row in rows[:max_rows]],
-        "row_count": min(len(rows), max_rows),
-        "truncated": len(rows) > max_rows,
-    }
+        # run() kills the worker on a timeout and on any exception, Ctrl-C included.
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(WORKER)],
+            input=request,
+            capture_output=True,
+            timeout=MAX_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise QueryError(
+            f"query refused or failed: stopped at the time limit of {MAX_SECONDS:g} s"
+        ) from None
+    except OSError as exc:
+        raise QueryError(
+            f"query refused or failed: cannot start the query process: {exc}"
+        ) from None
+    return _reply(done)
+
+
+def _reply(done: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    try:
+        status, value = marshal.loads(done.stdout)
+    except (EOFError, ValueError, TypeError):
+        lines = done.stderr.decode(errors="replace").strip().splitlines() or ["no output"]
+        raise QueryError(
+            "query refused or failed: the query process ended without a result "
+            f"(exit code {done.returncode}: {lines[-1][:200]})"
+        ) from None
+    if status != "ok":
+        raise QueryError(f"query refused or failed: {value}")
+    return value  # type: ignore[no-any-return]
 
 
 class QueryDatabase(BaseTool):

@@ -1,0 +1,46 @@
+"""``gated_react.tools``: the public home of the idempotent marker, and toolkits by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import tool
+
+from gated_react.tools import TOOLKITS, idempotent, load_toolkit
+from gated_react.tools._meta import idempotent as implementation
+
+
+def test_the_idempotent_marker_is_importable_from_the_package() -> None:
+    assert idempotent is implementation
+
+    @idempotent
+    @tool
+    def charge(amount: int) -> str:
+        """Charges an amount (safe to repeat: the provider deduplicates)."""
+        return "ok"
+
+    assert charge.metadata == {"idempotent": True}
+
+
+def test_the_marker_keeps_other_metadata() -> None:
+    @tool
+    def ping() -> str:
+        """Pings."""
+        return "pong"
+
+    ping.metadata = {"owner": "ops"}
+    assert idempotent(ping).metadata == {"owner": "ops", "idempotent": True}
+
+
+def test_every_named_toolkit_loads(tmp_path: Path) -> None:
+    database = tmp_path / "empty.sqlite"
+    database.touch()
+    for name in TOOLKITS:
+        tools = load_toolkit(name, root=tmp_path, database=database)
+        assert tools, name
+
+
+def test_an_unknown_toolkit_is_one_line_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"unknown toolkit 'billing'; choose from support, "):
+        load_toolkit("billing")

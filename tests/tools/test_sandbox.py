@@ -1,0 +1,275 @@
+"""run_tests runs the workspace's own code: it gets a sandbox that shows it nothing outside the
+workspace, lets it write nothing outside, has no network, and leaves no process alive."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gated_react.tools import sandbox
+from gated_react.tools.workspace import RunTests, workspace_tools
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-outside-the-workspace"
+# Started by a workspace test in a session of its own (out of reach of a process-group kill),
+# holding the test run's output and a lock the host can probe: the lock frees when it dies.
+HOLDER = """
+import fcntl, pathlib, sys, time
+lock = open("held.lock", "w")
+fcntl.flock(lock, fcntl.LOCK_EX)
+pathlib.Path("ready").touch()
+time.sleep(40)
+"""
+ESCAPE = f"""
+import os, pathlib, subprocess, sys, time
+
+def test_escape():
+    # Every descriptor pytest holds, the run's original output among them (capture has
+    # replaced fds 1 and 2 with its own files by now).
+    held = []
+    for fd in range(3, 256):
+        try:
+            os.fstat(fd)
+            held.append(fd)
+        except OSError:
+            pass
+    subprocess.Popen([sys.executable, "-c", {HOLDER!r}], start_new_session=True, pass_fds=held)
+    while not pathlib.Path("ready").exists():
+        time.sleep(0.01)
+    time.sleep(float(pathlib.Path("hang_seconds").read_text()))
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text(SECRET)
+    return work
+
+
+def guarded(call: Callable[[], Any], guard: float = 30) -> Any:
+    """``call()`` from a thread; fails the test if it has not returned after ``guard`` s."""
+    out: list[Any] = []
+
+    def target() -> None:
+        try:
+            out.append(call())
+        except Exception as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=guard)  # a guard against hanging forever, not a timing
+    assert not thread.is_alive(), f"the tool had not returned after {guard} s"
+    return out[0]
+
+
+def lock_is_free(path: Path, guard: float = 10) -> bool:
+    """Whether every holder of the lock at ``path`` is dead within ``guard`` s (killing is
+    asynchronous: the kernel tears a PID namespace down after the tool returns)."""
+    deadline = time.monotonic() + guard
+    with path.open("a") as file:
+        while True:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+
+
+def test_a_hung_test_file_is_killed_whole_at_the_timeout(root: Path) -> None:
+    (root / "test_escape.py").write_text(ESCAPE)
+    (root / "hang_seconds").write_text("600")
+    run_tests = RunTests(root=root, timeout=5.0)
+    error = guarded(lambda: run_tests.invoke({"path": "test_escape.py"}))
+    assert isinstance(error, TimeoutError)
+    assert str(error).startswith("tests did not finish within 5 s")
+    assert (root / "ready").exists()  # the escaping process did start
+    assert lock_is_free(root / "held.lock")
+
+
+def test_a_finished_run_leaves_no_process_behind(root: Path) -> None:
+    (root / "test_escape.py").write_text(ESCAPE)
+    (root / "hang_seconds").write_text("0")
+    _, _, run_tests = workspace_tools(root)
+    out = guarded(lambda: run_tests.invoke({"path": "test_escape.py"}))
+    assert out["passed"] is True, out
+    assert (root / "ready").exists()
+    assert lock_is_free(root / "held.lock")
+
+
+PROBE = """
+import json, pathlib, socket
+
+def probe(reads, writes, port):
+    report = {"read": [], "wrote": [], "net": "refused"}
+    for path in reads:
+        try:
+            report["read"].append([path, pathlib.Path(path).read_text()[:80]])
+        except OSError:
+            pass
+    for path in writes:
+        try:
+            pathlib.Path(path).write_text("written from the sandbox")
+            report["wrote"].append(path)
+        except OSError:
+            pass
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        report["net"] = "connected"
+    except OSError:
+        pass
+    pathlib.Path("report.json").write_text(json.dumps(report))
+"""
+
+
+@pytest.fixture
+def listener() -> Any:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server
+
+
+def test_the_workspace_code_sees_and_changes_nothing_outside(
+    root: Path, tmp_path: Path, listener: socket.socket
+) -> None:
+    reads = [tmp_path / "outside" / "secret.txt", REPO / "README.md", Path("/etc/passwd")]
+    writes = [tmp_path / "outside" / "written.txt", Path(sys.prefix) / "written.txt"]
+    assert all(path.read_text() for path in reads)  # all readable here, so the test can fail
+    (root / "conftest.py").write_text(
+        PROBE + f"\nprobe({[str(p) for p in reads]!r}, {[str(p) for p in writes]!r}, "
+        f"{listener.getsockname()[1]})\n"
+    )
+    (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    _, _, run_tests = workspace_tools(root)
+    try:
+        out = run_tests.invoke({"path": "test_ok.py"})
+        leaked = [path for path in writes if path.exists()]
+    finally:
+        for path in writes:
+            path.unlink(missing_ok=True)
+    assert out["passed"] is True, out["output"]
+    report = json.loads((root / "report.json").read_text())
+    assert report == {"read": [], "wrote": [], "net": "refused"}
+    assert leaked == []
+
+
+def test_hidden_files_of_the_workspace_are_empty_inside_the_sandbox(root: Path) -> None:
+    (root / ".env").write_text(SECRET)
+    (root / "app").mkdir()
+    (root / "app" / ".env.local").write_text(SECRET)
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text(SECRET)
+    (root / "test_peek.py").write_text(
+        "import pathlib\n\ndef test_peek():\n"
+        "    assert pathlib.Path('.env').read_text() == ''\n"
+        "    assert pathlib.Path('app/.env.local').read_text() == ''\n"
+        "    assert list(pathlib.Path('.git').iterdir()) == []\n"
+    )
+    _, _, run_tests = workspace_tools(root)
+    out = run_tests.invoke({"path": "test_peek.py"})
+    assert out["passed"] is True, out["output"]
+    assert SECRET not in out["output"]
+    assert (root / ".git" / "config").read_text() == SECRET  # hidden, not destroyed
+
+
+def test_tests_get_a_private_tmp_and_their_own_tmp_path(root: Path, tmp_path: Path) -> None:
+    (root / "test_tmp.py").write_text(
+        "import os\n\ndef test_tmp(tmp_path):\n"
+        "    (tmp_path / 'x.txt').write_text('x')\n"
+        "    assert str(tmp_path).startswith('/tmp/')\n"
+        f"    assert not os.path.exists({str(tmp_path / 'outside')!r})\n"
+    )
+    _, _, run_tests = workspace_tools(root)
+    out = run_tests.invoke({"path": "test_tmp.py"})
+    assert out["passed"] is True, out["output"]
+
+
+def fake_bwrap(folder: Path, body: str) -> None:
+    folder.mkdir()
+    (folder / "bwrap").write_text(f"#!/bin/sh\n{body}\n")
+    (folder / "bwrap").chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("", "bubblewrap (bwrap) is not installed"),
+        ("echo 'bwrap: No permissions to create new namespace' >&2; exit 1", "No permissions"),
+    ],
+)
+def test_without_a_working_bwrap_run_tests_refuses_and_says_why(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, why: str
+) -> None:
+    if body:
+        fake_bwrap(tmp_path / "bin", body)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    (root / "test_ok.py").write_text(
+        f"def test_ok():\n    open({str(root / 'ran')!r}, 'w').close()\n"
+    )
+    _, _, run_tests = workspace_tools(root)
+    with pytest.raises(RuntimeError, match=re.escape(why)) as err:
+        run_tests.invoke({"path": "test_ok.py"})
+    assert "sandbox=False" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (root / "ran").exists()
+
+
+def test_the_opt_out_runs_unconfined_and_still_kills_its_process_group(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bwrap-here"))
+    (root / "test_out.py").write_text(
+        "import pathlib, subprocess, sys, time\n\ndef test_out():\n"
+        f"    assert pathlib.Path({str(tmp_path / 'outside' / 'secret.txt')!r}).read_text()\n"
+        "    holder = " + repr(HOLDER) + "\n"
+        "    subprocess.Popen([sys.executable, '-c', holder])\n"
+        "    while not pathlib.Path('ready').exists():\n        time.sleep(0.01)\n"
+    )
+    _, _, run_tests = workspace_tools(root, sandbox=False)
+    out = guarded(lambda: run_tests.invoke({"path": "test_out.py"}))
+    assert out["passed"] is True, out["output"]
+    assert lock_is_free(root / "held.lock")
+
+
+def test_a_flood_of_output_is_cut_short(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "MAX_OUTPUT_BYTES", 1_000_000)
+    (root / "test_flood.py").write_text(
+        "import sys, time\n\ndef test_flood():\n"
+        "    for _ in range(10_000):\n        sys.stdout.write('x' * 10_000)\n"
+        "    time.sleep(600)\n"
+    )
+    (root / "pytest.ini").write_text("[pytest]\naddopts = -s\n")  # no capture: straight out
+    _, _, run_tests = workspace_tools(root)
+    error = guarded(lambda: run_tests.invoke({"path": "test_flood.py"}), guard=60)
+    assert isinstance(error, RuntimeError)
+    assert str(error) == "tests wrote more than 1000000 bytes and were killed"
+
+
+def test_too_many_hidden_entries_to_mask_are_refused(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "MAX_MASKS", 3)
+    for i in range(4):
+        (root / f".hidden{i}").write_text("")
+    (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    _, _, run_tests = workspace_tools(root)
+    with pytest.raises(RuntimeError, match="more than 3 hidden files and folders"):
+        run_tests.invoke({"path": "test_ok.py"})
+    (root / ".hidden3").unlink()
+    assert run_tests.invoke({"path": "test_ok.py"})["passed"] is True

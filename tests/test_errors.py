@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
 import gated_react
-from gated_react.errors import GatedReactError, exception_line, one_line, validation_line
+from gated_react.errors import (
+    GatedReactError,
+    exception_line,
+    one_line,
+    printable,
+    printable_json,
+    validation_line,
+)
 
 
 def _exception_classes() -> list[type[BaseException]]:
     found = []
     for info in pkgutil.walk_packages(gated_react.__path__, "gated_react."):
-        if info.name.endswith(("__main__", "studio_context")) or ".examples.files" in info.name:
-            continue  # studio_context only re-exports (and warns on import)
+        if info.name.endswith(("__main__", "studio_context", "_sql_worker")):
+            continue  # studio_context only re-exports; the SQL worker is a standard-library
+            # script run in its own process: its errors reach the tool as one line of text
+        if ".examples.files" in info.name:
+            continue
         module = importlib.import_module(info.name)
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, BaseException) and value.__module__ == info.name:
@@ -95,3 +106,21 @@ def test_validation_line_shows_the_input_and_the_root() -> None:
 
 def test_one_line_folds_all_whitespace() -> None:
     assert one_line(" a\n\tb  c \r\n") == "a b c"
+
+
+def test_printable_shows_every_terminal_control_as_an_escape() -> None:
+    text = "a\x1b[2J\x1b]0;title\x07b\rc\x00\x7f\x9b\u202e\u2066 ok é 👍"
+    assert printable(text) == (
+        "a\\x1b[2J\\x1b]0;title\\x07b\\x0dc\\x00\\x7f\\x9b\\u202e\\u2066 ok é 👍"
+    )
+    assert printable("line\r\nnext\tcol\n") == "line\nnext\tcol\n"  # layout is kept
+    assert printable(printable("\x1b")) == printable("\x1b")  # escaping twice changes nothing
+
+
+def test_printable_json_keeps_the_value_and_escapes_what_json_leaves_raw() -> None:
+    value = {"k": "\x1b[2J \x9b \x7f \u202e é"}
+    text = printable_json(json.dumps(value, ensure_ascii=False, indent=2))
+    assert json.loads(text) == value
+    assert all(char.isprintable() for char in text.replace("\n", ""))
+    assert "\\u009b" in text
+    assert "é" in text

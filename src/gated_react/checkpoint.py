@@ -105,8 +105,13 @@ async def aopen_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[str]
 
 
 def sqlite_file(store: StoreURL) -> Path:
-    """The SQLite file, its folders created: the embedded store works on first use."""
+    """The SQLite file, its folders created: the embedded store works on first use. Anything
+    but a regular file is refused before SQLite opens it: on ``/dev/null`` it would leave
+    ``/dev/null-journal`` behind."""
     path = Path(store.target).expanduser()
+    if path.exists() and not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise StoreError(f"store {store.shown}: {path} is {kind}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

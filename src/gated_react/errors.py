@@ -8,6 +8,7 @@ path uses it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,30 @@ class GatedReactError(Exception):
 def one_line(text: object) -> str:
     """``text`` with all whitespace (newlines included) folded into single spaces."""
     return " ".join(str(text).split())
+
+
+# What a terminal acts on instead of printing: C0 controls but tab and newline (ESC starts cursor
+# moves, screen clears and window titles; CR overwrites a line), DEL, C1 controls (0x9b is an
+# 8-bit ESC [) and the bidi overrides that make a line read other than it is.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character but newline and tab is
+    shown as an escape (``\\x1b``, ``\\u202e``), so text from a model, a tool or a store cannot
+    move the cursor, clear the screen or retitle the window, and stays readable."""
+    return _CONTROLS.sub(_escaped, text.replace("\r\n", "\n"))
+
+
+def printable_json(text: str) -> str:
+    """JSON text with the control characters ``json.dumps`` leaves raw (DEL, C1, bidi overrides)
+    written as ``\\u`` escapes: the same JSON value, safe to print or ``tail -f``."""
+    return _CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def exception_line(exc: BaseException, *secrets: str | None, first_only: bool = False) -> str:

@@ -5,6 +5,7 @@ shows that nothing already done is lost: history, trace and the stored thread st
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -136,3 +137,20 @@ def _refund_script(protocol: str) -> list[Any]:
         return [reply(s) for s in steps] + [reply(json.dumps({"kind": "final", "answer": answer}))]
     steps = [f"Thought: need data.\nAction: {n}\nAction Input: {json.dumps(a)}" for n, a in calls]
     return [reply(s) for s in steps] + [reply(f"Thought: done.\nFinish: {answer}")]
+
+
+def test_a_hung_model_server_ends_the_run_when_the_time_budget_does(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's own timeout (60 s here) is not what binds: the budget's seconds left are."""
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "60")
+    monkeypatch.setenv("OPENAI_MAX_RETRIES", "2")
+    server.push(FIRST, Delay(60, reply("late")))
+    started = time.monotonic()
+    out = invoke("run", "refund for 42?", "--json", "--max-seconds", "2")
+    assert time.monotonic() - started < 30  # a guard: the server would hang for 60 s
+    result = json.loads(out.stdout)
+    assert (out.exit_code, result["stop_reason"]) == (2, "max_seconds")
+    assert "while waiting for the model" in result["message"]
+    assert 2.0 <= result["usage"]["seconds"] < 5
+    assert [h["action"]["name"] for h in result["history"]] == ["get_user_profile"]

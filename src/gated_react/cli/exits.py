@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
 
-from gated_react.errors import GatedReactError, exception_line, one_line
+from gated_react.errors import GatedReactError, exception_line, one_line, printable
 
 
 class Exit(IntEnum):
@@ -38,8 +38,8 @@ class CliError(GatedReactError):
 
 
 def say_error(message: str) -> None:
-    """Print ``gated-react: error: ...`` on stderr."""
-    sys.stderr.write(f"gated-react: error: {one_line(message)}\n")
+    """Print ``gated-react: error: ...`` on stderr, as one line a terminal cannot act on."""
+    sys.stderr.write(f"gated-react: error: {printable(one_line(message))}\n")
     sys.stderr.flush()
 
 
@@ -57,6 +57,26 @@ def user_errors() -> Iterator[None]:
 
 # Database drivers whose errors mean the run store itself failed while in use.
 _STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool"})
+
+
+@contextmanager
+def readable(thread: str) -> Iterator[None]:
+    """Reading what a thread stored: rows this version cannot decode (a damaged file, or rows
+    written by another program) are one line naming the thread, exit 1; the store itself
+    failing and our own errors pass through to their handlers."""
+    try:
+        yield
+    except GatedReactError:
+        raise
+    except Exception as exc:
+        if store_failure(exc) is not None:
+            raise
+        name, why = type(exc).__name__, exception_line(exc, first_only=True)
+        raise CliError(
+            f"thread {thread!r}: its stored checkpoint cannot be read "
+            f"({name if why == name else f'{name}: {why}'}); the store is damaged or was "
+            "written by another program or version"
+        ) from None
 
 
 def store_failure(exc: BaseException) -> str | None:

@@ -3,6 +3,7 @@ log file, and the graph over that store."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -33,8 +34,29 @@ def settings() -> Settings:
 
 
 def store_url(config: Settings, db: str | None) -> str:
-    """``--db``, else ``GATED_REACT_DB``, else the SQLite file in the XDG state folder."""
-    return db or config.store_url()
+    """``--db``, else ``GATED_REACT_DB``, else the SQLite file in the XDG state folder; an SQLite
+    path that is not a file is refused here, before anything opens it."""
+    url = db or config.store_url()
+    with user_errors():
+        from gated_react.checkpoint import StoreURL
+
+        store = StoreURL.parse(url)
+    if store.kind == "sqlite":
+        _refuse_non_file(Path(store.target).expanduser(), store.shown)
+    return url
+
+
+def _refuse_non_file(path: Path, shown: str) -> None:
+    """SQLite writes ``<path>-journal`` beside what it opens: beside /dev/null that is
+    /dev/null-journal, and a pipe or a folder can never hold a store anyway."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # missing (created on first use) or unreachable (SQLite says why)
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    raise CliError(f"store {shown}: {path} is {what}; give the path of an SQLite file")
 
 
 def shown(url: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from gated_react.cli.exits import readable
 from gated_react.cli.run_options import RunOptions
 
 _LATEST = (
@@ -52,9 +53,10 @@ def latest_runs(saver: Any, limit: int) -> tuple[list[RunRow], int]:
                 "checkpoint_id": checkpoint_id,
             }
         }
-        found = saver.get_tuple(config)
-        if found is not None:
-            rows.append(_row(thread_id, found))
+        with readable(thread_id):
+            found = saver.get_tuple(config)
+            if found is not None:
+                rows.append(_row(thread_id, found))
     return rows, total
 
 

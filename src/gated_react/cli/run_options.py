@@ -103,11 +103,11 @@ class RunOptions(BaseModel):
             except (ValueError, OSError) as exc:
                 raise CliError(str(exc)) from None
         known = {tool.name for tool in tools}
-        for flag, names in (("--allow", self.allow or []), ("--approve-tool", self.approve)):
-            unknown = sorted(set(names) - known)
-            if unknown:
+        unknown = self.policy().unknown_tools(known)  # the check build_graph makes, flag-named
+        for field, flag in (("allow", "--allow"), ("require_approval", "--approve-tool")):
+            if field in unknown:
                 raise CliError(
-                    f"{flag}: no tool named {', '.join(unknown)} in toolkit(s) "
+                    f"{flag}: no tool named {', '.join(unknown[field])} in toolkit(s) "
                     f"{', '.join(self.toolkits)}; tools: {', '.join(sorted(known))}"
                 )
         return tools

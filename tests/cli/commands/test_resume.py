@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gated_react import build_graph, open_checkpointer, run
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -91,3 +93,22 @@ def test_a_thread_from_the_library_is_not_resumed_blindly(state: Path) -> None:
     assert out.exit_code == 1
     assert "not started by the gated-react CLI" in out.stderr
     assert invoke("show", "from-lib").exit_code == 0  # but it can be shown
+
+
+def test_the_example_folder_follows_from_the_thread_not_from_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crafted or old store that records another folder cannot point the tools at it."""
+    from types import SimpleNamespace
+
+    from gated_react.cli.commands.resume import recorded_options
+    from gated_react.cli.run_options import RunOptions
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    crafted = RunOptions(example="001-coding", example_dir="/etc")
+    saver = SimpleNamespace(get_tuple=lambda _: SimpleNamespace(metadata=crafted.metadata()))
+    options = recorded_options(saver, "../x")
+    assert options.example_dir is not None
+    folder = Path(options.example_dir)
+    assert folder.parent == tmp_path / "state" / "gated-react" / "examples"
+    assert "/etc" not in str(folder)

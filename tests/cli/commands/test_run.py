@@ -182,3 +182,31 @@ def test_db_flag_and_env_choose_the_store(
     assert (tmp_path / "flag.sqlite.log").is_file()
     assert (tmp_path / "env.sqlite.log").is_file()
     assert not state.exists()
+
+
+def _readme_json_sample() -> dict[str, object]:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    command = "--toolkit calculator --thread year --json\n"
+    start = readme.index(command) + len(command)
+    return json.loads(readme[start : readme.index("\n$ echo", start)])  # type: ignore[no-any-return]
+
+
+def _shape(value: object) -> object:
+    """Keys all the way down, and the type of each leaf: what a sample must agree on."""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(item) for item in value]
+    return type(value).__name__
+
+
+def test_the_readme_json_sample_is_real_output(server: FakeOpenAI) -> None:
+    sample = _readme_json_sample()
+    server.push(tool_call("calculate", expression="49 * 12"), reply("588"))
+    args = ("--toolkit", "calculator", "--thread", "year", "--json")
+    out = invoke("run", "What does a year of the USD 49 plan cost?", *args)
+    assert out.exit_code == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert _shape(sample) == _shape(result)
+    result["usage"]["seconds"] = sample["usage"]["seconds"]  # type: ignore[index]
+    assert sample == result

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gated_react.examples import names
 
 from ...support.openai_server import FakeOpenAI, reply, tool_call
@@ -45,3 +47,23 @@ def test_unknown_example_and_conflicting_flags_are_one_line(server: FakeOpenAI) 
     both = invoke("run", "--example", "000", "--toolkit", "support")
     assert both.exit_code == 1
     assert "not both" in both.stderr
+
+
+@pytest.mark.parametrize("thread", ["../../../x", "OUTSIDE", "..", "a/../../../../b", "."])
+def test_a_thread_id_never_becomes_a_path_outside_the_state_folder(
+    server: FakeOpenAI, state: Path, tmp_path: Path, thread: str
+) -> None:
+    thread = str(tmp_path / "abs") if thread == "OUTSIDE" else thread
+    server.push(reply("Action: read_file[src/cart.py]"), reply("Action: finish[found it]"))
+    args = ("--thread", thread, "--approve-tool", "read_file", "--json")
+    paused = invoke("run", "--example", "001-coding", *args)
+    assert paused.exit_code == 4, paused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["xdg"]  # nothing made beside it
+    copies = [p.parent for p in (state / "examples").rglob("cart.py") if p.parent.name == "src"]
+    assert len(copies) == 1
+    assert copies[0].parents[2] == state / "examples"  # examples/<one folder>/cart_project/src
+    done = invoke("resume", thread, "--approve", "--json")
+    assert done.exit_code == 0, done.stderr
+    observation = json.loads(done.stdout)["history"][0]["observation"]
+    assert "def " in json.dumps(observation)  # resume found the same copy of the project
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["xdg"]

@@ -3,6 +3,7 @@ that node's update: the CLI never decides again what the graph already decided."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, get_args
 
@@ -86,3 +87,16 @@ def test_a_refusal_shows_the_tool_and_its_error() -> None:
     event = Tracker("t").event("gate", {"call": {**CALL, "outcome": REFUSAL}})
     assert event.action == {"tool": "get_user_billing", "args": {"user_id": 42}}
     assert event.observation == "tool_denied:refund"
+
+
+def test_a_key_is_masked_before_the_text_is_clipped() -> None:
+    key = "k" * 20 + "SECRETSECRET"
+    text = "x" * 100 + key  # the clip at 120 characters would keep only part of the key
+    tracker = Tracker("t", secrets=(key,))
+    update = {"reply": {"text": text, "tool_calls": []}}
+    event = tracker.event("decide", update)
+    assert "kkkk" not in json.dumps(event.record())
+    pattern = Tracker("t").event(
+        "decide", {"reply": {"text": "y " * 50 + "sk-proj-abcdefghijklmnop1234"}}
+    )
+    assert "sk-proj-abc" not in json.dumps(pattern.record())

@@ -7,12 +7,12 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import CliError, Exit, user_errors
+from gated_react.cli.exits import CliError, Exit, readable, user_errors
+from gated_react.cli.live import render
 from gated_react.cli.live.events import Tracker
-from gated_react.cli.live.session import Place, Session, exit_code, logged, show
+from gated_react.cli.live.session import Place, Result, Session, exit_code, logged, show
 from gated_react.cli.model_source import model_for_run
 
 if TYPE_CHECKING:
@@ -65,13 +65,13 @@ def _resume(
     config = resources.settings()
     url = resources.store_url(config, place.db)
     with resources.opened(url) as saver:
-        options = recorded_options(saver, thread)
-        current = _current(saver, thread)
-        budget = options.policy().budget
-        early = _settled(current, answer, thread)
-        if early is not None:  # nothing to run: show what is stored
-            show(Console(highlight=False), current, budget, config.secrets(), place)
-            return early
+        with readable(thread):  # rows this version cannot decode: one line, nothing runs
+            options, current = recorded_options(saver, thread), _current(saver, thread)
+            budget = options.policy().budget
+            early = _settled(current, answer, thread)
+            if early is not None:  # nothing to run: show what is stored
+                show(render.console(), current, budget, config.secrets(), place)
+                return early
         model, base_url = model or options.model, base_url or options.base_url
         with contextlib.ExitStack() as stack:
             with user_errors():
@@ -90,7 +90,8 @@ def _resume(
             from gated_react.runs import resume
 
             result = session.drive(
-                lambda watch: resume(graph, thread, *_answer(answer), on_update=watch)
+                lambda watch: resume(graph, thread, *_answer(answer), on_update=watch),
+                first_wait="resuming the run",
             )
             return session.finish(result)
 
@@ -135,19 +136,23 @@ def recorded_options(saver: Any, thread: str) -> RunOptions:
             f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
             "program that started it (gated_react.resume)"
         )
+    if options.example:  # where the files are follows from the thread, never from the store
+        from gated_react.cli.commands.run import example_dir
+
+        options = options.model_copy(update={"example_dir": str(example_dir(thread))})
     return options
 
 
-def _current(saver: Any, thread: str) -> dict[str, Any]:
+def _current(saver: Any, thread: str) -> Result:
     from gated_react.runs import read
 
     with user_errors():
         return read(resources.reader_graph(saver), thread)
 
 
-def _settled(current: dict[str, Any], answer: Any, thread: str) -> Exit | None:
+def _settled(current: Result, answer: Any, thread: str) -> Exit | None:
     """The exit code when nothing should run: finished, or waiting and no answer given."""
-    if current.get("status"):
+    if current.get("status") not in (None, "paused"):  # paused: a waiting run, not an ended one
         if answer is not None:
             raise CliError(
                 f"thread {thread!r} has ended ({current.get('stop_reason')}); nothing to approve"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import uuid
 from enum import StrEnum
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import CliError, Exit, user_errors
+from gated_react.cli.exits import CliError, Exit, readable, user_errors
 from gated_react.cli.live.events import Tracker, clip
 from gated_react.cli.live.session import Place, Session, logged
 from gated_react.cli.model_source import model_for_run
@@ -151,7 +153,7 @@ def run_command(
         local=uses_local(resources.settings(), base_url),
         model_file=str(model_file) if model_file else None,
         example=example,
-        example_dir=str(_example_dir(thread)) if example else None,
+        example_dir=str(example_dir(thread)) if example else None,
         toolkits=toolkit or ["support"],
         allow=allow,
         approve=approve_tool or [],
@@ -189,7 +191,7 @@ def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: st
         budget = options.policy().budget
         session = Session(Tracker(thread), budget, runlog, config.secrets(), place)
         session.header(model.label, url)
-        session.note("started", action={"goal": clip(goal, 200)})
+        session.note("started", action={"goal": clip(redact(goal, *config.secrets()), 200)})
         from gated_react.runs import run
 
         result = session.drive(lambda watch: run(graph, goal, thread_id=thread, on_update=watch))
@@ -205,16 +207,35 @@ def _example_goal(name: str) -> str:
         raise CliError(str(exc)) from None
 
 
-def _example_dir(thread: str) -> Path:
-    """Each example run works on its own copy of the example's files, kept for ``resume``."""
+# A thread id used as a folder name as it is: letters, digits, dot, dash, underscore, not
+# leading with a dot (no "..", no hidden folder), short enough for any file system.
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def example_dir(thread: str) -> Path:
+    """Each example run works on its own copy of the example's files, kept for ``resume`` (which
+    finds it in the run's recorded options), always inside the state folder."""
     from gated_react.settings import default_state_dir
 
-    return default_state_dir() / "examples" / thread
+    return default_state_dir() / "examples" / _example_folder(thread)
+
+
+def _example_folder(thread: str) -> str:
+    """The folder name for a thread's example files: the thread id when it is a plain name;
+    else a readable part of it, ``~`` (never in a plain name, so the two never collide) and a
+    hash of all of it: "../x" or "/etc" is never a path."""
+    if _FOLDER_NAME.fullmatch(thread):
+        return thread
+    digest = hashlib.sha256(thread.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    readable_part = re.sub(r"[^A-Za-z0-9_-]+", "-", thread).strip("-")[:40]
+    return f"{readable_part}~{digest}"
 
 
 def _refuse_existing(saver: object, thread_id: str) -> None:
     from gated_react.runs import ThreadExists, config_for
 
     get_tuple = getattr(saver, "get_tuple", None)
-    if get_tuple is not None and get_tuple(config_for(thread_id)) is not None:
+    with readable(thread_id):
+        taken = get_tuple is not None and get_tuple(config_for(thread_id)) is not None
+    if taken:
         raise CliError(str(ThreadExists(thread_id)))

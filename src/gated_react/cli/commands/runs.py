@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from gated_react.cli import flags, resources
 from gated_react.cli.live import render
-from gated_react.cli.live.events import clip
 
 if TYPE_CHECKING:
     from gated_react.cli.run_listing import RunRow
@@ -29,28 +27,32 @@ def runs_command(
 
     config = resources.settings()
     url = resources.store_url(config, db)
+    secrets = config.secrets()
     with resources.opened(url) as saver:
         rows, total = latest_runs(saver, limit)
     if json_out:
-        render.print_json({"total": total, "runs": [row.as_json() for row in rows]}, ())
+        render.print_json({"total": total, "runs": [row.as_json() for row in rows]}, secrets)
         return
-    console = Console(highlight=False)
+    console = render.console()
     if not rows:
-        console.print(f"no runs in {escape(resources.shown(url))}")
+        console.print(f"no runs in {render.safe(resources.shown(url))}")
         return
-    cells = [_cells(row) for row in rows]
+    cells = [_cells(row, secrets) for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
     room = max(console.width - sum(widths) - 2 * len(widths), 20)
     console.print(_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
-        line = _line([*cell, clip(row.goal, room)], widths, _COLOR.get(row.status, ""), 1)
+        goal = render.plain(row.goal, secrets, limit=room)
+        line = _line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
         console.print(line, soft_wrap=True)
-    footer = f"[dim]{len(rows)} of {total} runs in {escape(resources.shown(url))}[/]"
+    footer = f"[dim]{len(rows)} of {total} runs in {render.safe(resources.shown(url))}[/]"
     console.print(footer, soft_wrap=True)
 
 
-def _cells(row: RunRow) -> list[str]:
-    return [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), row.updated]
+def _cells(row: RunRow, secrets: tuple[str, ...]) -> list[str]:
+    """The fixed columns as plain text (``_line`` escapes them after padding)."""
+    values = [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), row.updated]
+    return [render.plain(value, secrets) for value in values]
 
 
 def _line(cells: list[str], widths: list[int], style: str, styled: int | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -11,10 +12,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import user_errors
+from gated_react.cli.exits import readable, user_errors
 from gated_react.cli.live import render
-from gated_react.cli.live.events import clip
 from gated_react.cli.live.run_log import read_events
+from gated_react.cli.live.session import Result
+
+Secrets = tuple[str, ...]
 
 
 def show_command(
@@ -31,7 +34,7 @@ def show_command(
 
     config = resources.settings()
     url = resources.store_url(config, db)
-    with resources.opened(url) as saver, user_errors():
+    with resources.opened(url) as saver, user_errors(), readable(thread):
         result = read(resources.reader_graph(saver), thread)
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
     events = read_events(resources.log_path(url, log, no_log), thread)
@@ -39,18 +42,30 @@ def show_command(
     if json_out:
         render.print_json({**result, "events": events}, secrets)
         return
+    with readable(thread):  # stored values of the wrong shape fail here, not in read()
+        _print(render.console(), result, thread=thread, found=found, events=events, secrets=secrets)
+
+
+def _print(
+    console: Console,
+    result: Result,
+    *,
+    thread: str,
+    found: Any,
+    events: list[dict[str, Any]],
+    secrets: Secrets,
+) -> None:
     from gated_react.cli.run_options import RunOptions
 
     options = RunOptions.from_metadata(found.metadata if found else None) or RunOptions()
-    console = Console(highlight=False)
-    console.print(f"[bold]goal[/]  {escape(clip(_goal(found), 300))}")
+    console.print(f"[bold]goal[/]  {render.safe(_goal(found), secrets, limit=300)}")
     render.summary(console, result, options.policy().budget, secrets)
-    console.print(_history(result, console.width))
-    console.print(_trace(result))
+    console.print(_history(result, console.width, secrets))
+    console.print(_trace(result, secrets))
     if events:
-        console.print(_events(events, console.width))
+        console.print(_events(events, console.width, secrets))
     if result.get("pending"):
-        render.pending(console, result, f"gated-react resume {thread}")
+        render.pending(console, result, shlex.join(["gated-react", "resume", thread]), secrets)
 
 
 def _goal(found: Any) -> str:
@@ -58,12 +73,13 @@ def _goal(found: Any) -> str:
     return str(values.get("goal", ""))
 
 
-def _history(result: dict[str, Any], width: int) -> Table:
+def _history(result: Result, width: int, secrets: Secrets) -> Table:
     rows, observations = [], []
     for entry in result.get("history") or ():
         action = entry.get("action", {})
-        args = json.dumps(action.get("args"), ensure_ascii=False)
-        rows.append([str(entry.get("step")), str(action.get("name")), clip(args, 40)])
+        args = json.dumps(action.get("args"), ensure_ascii=False, default=str)
+        step, tool = render.plain(str(entry.get("step"))), render.plain(str(action.get("name")))
+        rows.append([step, tool, render.plain(args, secrets, limit=40)])
         observations.append(entry.get("observation"))
     return _table(
         "history",
@@ -72,6 +88,7 @@ def _history(result: dict[str, Any], width: int) -> Table:
         last="observation",
         values=observations,
         width=width,
+        secrets=secrets,
     )
 
 
@@ -83,8 +100,11 @@ def _table(
     last: str,
     values: list[Any],
     width: int,
+    secrets: Secrets,
 ) -> Table:
-    """Fixed columns sized to their content, then one column clipped to the room left."""
+    """Fixed columns sized to their content, then one column clipped to the room left.
+
+    ``rows`` hold text already made ``render.plain``; ``values`` are raw and made safe here."""
     table = Table(title=title, title_justify="left", box=None, header_style="bold")
     sizes = [max([len(head), *(len(row[i]) for row in rows)]) for i, head in enumerate(heads)]
     for head, size in zip(heads, sizes, strict=True):
@@ -92,37 +112,50 @@ def _table(
     table.add_column(last, no_wrap=True)
     room = max(width - sum(sizes) - 2 * len(heads) - 2, 20)
     for row, value in zip(rows, values, strict=True):
-        table.add_row(*(escape(cell) for cell in row), escape(clip(value or "", room)))
+        last_cell = render.safe(value or "", secrets, limit=room)
+        table.add_row(*(escape(cell) for cell in row), last_cell)
     return table
 
 
-def _trace(result: dict[str, Any]) -> Table:
+def _trace(result: Result, secrets: Secrets) -> Table:
     table = Table(title="trace", title_justify="left", box=None, header_style="bold")
     for name in ("step", "tool", "args hash", "ok", "error / stop reason"):
         table.add_column(name)
     for entry in result.get("trace") or ():
+        why = entry.get("stop_reason") or entry.get("error") or ""
         table.add_row(
-            str(entry.get("step")),
-            escape(str(entry.get("tool"))),
-            str(entry.get("args_hash")),
+            render.safe(str(entry.get("step")), secrets),
+            render.safe(str(entry.get("tool")), secrets),
+            render.safe(str(entry.get("args_hash")), secrets),
             "yes" if entry.get("ok") else "[red]no[/]",
-            escape(str(entry.get("stop_reason") or entry.get("error") or "")),
+            render.safe(str(why), secrets),
         )
     return table
 
 
-def _events(events: list[dict[str, Any]], width: int) -> Table:
+def _events(events: list[dict[str, Any]], width: int, secrets: Secrets) -> Table:
     heads = ("time", "step", "node", "decision", "stop reason", "tokens")
     rows = [
         [
-            str(event.get("time", ""))[11:23],
-            str(event.get("step", "")),
-            str(event.get("node", "")),
-            str(event.get("decision") or ""),
-            str(event.get("stop_reason") or ""),
-            str(event.get("tokens", "")),
+            render.plain(text, secrets)
+            for text in (
+                str(event.get("time", ""))[11:23],
+                str(event.get("step", "")),
+                str(event.get("node", "")),
+                str(event.get("decision") or ""),
+                str(event.get("stop_reason") or ""),
+                str(event.get("tokens", "")),
+            )
         ]
         for event in events
     ]
     actions = [event.get("action") for event in events]
-    return _table("run log", heads=heads, rows=rows, last="action", values=actions, width=width)
+    return _table(
+        "run log",
+        heads=heads,
+        rows=rows,
+        last="action",
+        values=actions,
+        width=width,
+        secrets=secrets,
+    )

@@ -19,6 +19,7 @@ from typing import Any, cast
 from gated_react import routing
 from gated_react.cli.live.run_log import FIELDS
 from gated_react.errors import one_line
+from gated_react.redact import redact
 
 Described = tuple[dict[str, Any] | None, str | None, str | None]  # action, decision, observation
 
@@ -46,6 +47,17 @@ def clip(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def masked(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` with secrets (known shapes and ``secrets``) masked in every string."""
+    if isinstance(value, str):
+        return redact(value, *secrets)
+    if isinstance(value, dict):
+        return {key: masked(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item, secrets) for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +96,13 @@ class Tracker:
     usage: dict[str, Any] = field(default_factory=dict)
     tool_calls: int = 0
     stop_reason: str | None = None
+    secrets: tuple[str, ...] = ()
+    """Keys to mask in every text before it is clipped, so no cut leaves part of one."""
 
     def event(self, node: str, update: Any) -> Event:
-        update = update if isinstance(update, dict) else {"interrupts": update}
+        update = masked(
+            update if isinstance(update, dict) else {"interrupts": update}, self.secrets
+        )
         if isinstance(update.get("usage"), dict):
             self.usage = update["usage"]
         stop = update.get("stop_reason")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -12,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gated_react.cli.live.events import Event, clip
+from gated_react.errors import one_line, printable, printable_json
 from gated_react.redact import redact
 
 _STYLE = {
@@ -28,6 +30,31 @@ _STYLE = {
     "stopped": "bold red",
 }
 _BUDGET_NODES = frozenset({"observe", "finish", "stop"})
+
+
+def console() -> Console:
+    """A console that prints text as given: no highlighting, no ``:emoji:`` codes."""
+    return Console(highlight=False, emoji=False)
+
+
+def plain(
+    value: Any, secrets: Iterable[str | None] = (), *, limit: int | None = None, lines: bool = False
+) -> str:
+    """Untrusted text (goal, model reply, tool output, anything read from a store or a log) made
+    safe to print: secrets masked first (so clipping never leaves half a key behind), then one
+    line clipped to ``limit`` (``lines`` keeps newlines and tabs), control characters escaped."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = redact(text, *secrets)
+    if not lines:
+        text = clip(text, limit) if limit else one_line(text)
+    return printable(text)
+
+
+def safe(
+    value: Any, secrets: Iterable[str | None] = (), *, limit: int | None = None, lines: bool = False
+) -> str:
+    """``plain`` as rich markup that prints exactly that text: ``[red]`` stays ``[red]``."""
+    return escape(plain(value, secrets, limit=limit, lines=lines))
 
 
 class LiveView:
@@ -49,23 +76,24 @@ class LiveView:
         shown = event.node in _BUDGET_NODES or event.stop_reason
         used = budgets(event, self.budget) if shown else ""
         row.add_column(no_wrap=True, style="dim", min_width=len(used))
-        row.add_row(str(event.step), event.node, decision, escape(self._detail(event)), used)
+        row.add_row(str(event.step), safe(event.node), decision, self._detail(event), used)
         self.console.print(row, highlight=False)
 
     def _detail(self, event: Event) -> str:
-        action = event.action or {}
+        action, secrets = event.action or {}, self.secrets
         parts = []
         if action.get("tool"):
             args = action.get("args")
-            parts.append(f"{action['tool']} {clip(args, 60)}" if args else str(action["tool"]))
+            tool = safe(action["tool"], secrets, limit=60)
+            parts.append(f"{tool} {safe(args, secrets, limit=60)}" if args else tool)
         for key in ("final", "text", "why", "tools"):
             if action.get(key):
-                parts.append(clip(action[key], 70))
+                parts.append(safe(action[key], secrets, limit=70))
         if event.observation:
-            parts.append(f"→ {clip(event.observation, 70)}")
+            parts.append(f"→ {safe(event.observation, secrets, limit=70)}")
         if event.stop_reason:
-            parts.append(f"[{event.stop_reason}]")
-        return redact(" ".join(parts), *self.secrets)
+            parts.append(safe(f"[{event.stop_reason}]", secrets))
+        return " ".join(parts)
 
 
 def header(console: Console, rows: list[tuple[str, str]]) -> None:
@@ -74,7 +102,7 @@ def header(console: Console, rows: list[tuple[str, str]]) -> None:
     table.add_column(style="dim")
     table.add_column(style="dim", overflow="fold")
     for key, value in rows:
-        table.add_row(key, escape(value))
+        table.add_row(key, safe(value))
     console.print(table, highlight=False)
 
 
@@ -89,22 +117,22 @@ def budgets(event: Event, budget: Any) -> str:
 
 
 def summary(
-    console: Console, result: dict[str, Any], budget: Any, secrets: tuple[str, ...]
+    console: Console, result: Mapping[str, Any], budget: Any, secrets: tuple[str, ...]
 ) -> None:
     """The end of a run: status, stop reason, answer, steps, tool calls, tokens, seconds."""
     usage = result.get("usage") or {}
     status = result.get("status") or ("paused" if result.get("pending") else "unfinished")
     color = {"ok": "green", "paused": "yellow"}.get(status, "red")
     rows = [
-        ("status", f"[{color}]{status}[/]"),
-        ("stop reason", escape(str(result.get("stop_reason") or "-"))),
-        ("message", escape(redact(str(result.get("message") or ""), *secrets))),
-        ("answer", escape(redact(str(result.get("answer") or ""), *secrets))),
-        ("steps", f"{usage.get('steps', 0)}/{budget.max_steps}"),
+        ("status", f"[{color}]{safe(status)}[/]"),
+        ("stop reason", safe(str(result.get("stop_reason") or "-"), secrets)),
+        ("message", safe(str(result.get("message") or ""), secrets, lines=True)),
+        ("answer", safe(str(result.get("answer") or ""), secrets, lines=True)),
+        ("steps", f"{safe(usage.get('steps', 0))}/{budget.max_steps}"),
         ("tool calls", f"{len(result.get('history') or ())}/{budget.max_tool_calls}"),
-        ("tokens", str(usage.get("tokens", 0))),
+        ("tokens", safe(usage.get("tokens", 0))),
         ("seconds", f"{float(usage.get('seconds', 0.0)):.2f}/{budget.max_seconds:g} (active)"),
-        ("thread", escape(str(result.get("thread_id")))),
+        ("thread", safe(str(result.get("thread_id")), secrets)),
     ]
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -116,7 +144,9 @@ def summary(
     console.print(table, highlight=False)
 
 
-def pending(console: Console, result: dict[str, Any], resume_cmd: str) -> None:
+def pending(
+    console: Console, result: Mapping[str, Any], resume_cmd: str, secrets: tuple[str, ...]
+) -> None:
     """A paused run: what waits for approval and the three ways to answer."""
     example = "{...}"
     for question in result.get("pending") or ():
@@ -125,25 +155,26 @@ def pending(console: Console, result: dict[str, Any], resume_cmd: str) -> None:
         args = question.get("args")
         example = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else example
         console.print(
-            f"[bold yellow]waiting for approval:[/] {escape(str(question.get('tool')))} "
-            f"{escape(json.dumps(args, ensure_ascii=False))}",
+            f"[bold yellow]waiting for approval:[/] {safe(str(question.get('tool')), secrets)} "
+            f"{safe(args, secrets)}",
             highlight=False,
         )
         for key in ("why", "error"):
             if question.get(key):
-                console.print(f"  {key}: {escape(str(question[key]))}", highlight=False)
-    cmd = escape(resume_cmd)
+                console.print(f"  {key}: {safe(str(question[key]), secrets)}", highlight=False)
+    cmd = safe(resume_cmd, secrets)
     console.print(
         f"  approve: {cmd} --approve\n"
         f"  reject:  {cmd} --reject 'why'\n"
-        f"  edit:    {cmd} --args {escape(shlex.quote(example))}",
+        f"  edit:    {cmd} --args {safe(shlex.quote(example), secrets)}",
         highlight=False,
         soft_wrap=True,
     )
 
 
 def print_json(value: Any, secrets: tuple[str, ...]) -> None:
-    """Exactly one JSON document on stdout, nothing else."""
+    """Exactly one JSON document on stdout, nothing else; values are kept exact (JSON escapes
+    every control character, so none reaches the terminal raw)."""
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    sys.stdout.write(redact(text, *secrets) + "\n")
+    sys.stdout.write(printable_json(redact(text, *secrets)) + "\n")
     sys.stdout.flush()

@@ -2,7 +2,8 @@
 
 Each line is written with a single ``write`` on a file opened for appending, so lines from
 concurrent runs never interleave, and it is on disk before the next node starts. Every line
-passes ``redact`` first: no API key, token or password reaches the file.
+passes ``redact`` first: no API key, token or password reaches the file; and no control
+character is written raw (JSON escapes them), so ``tail -f`` cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gated_react.cli.exits import CliError
+from gated_react.errors import printable_json
 from gated_react.redact import redact
 
 FIELDS = ("time", "thread", "step", "node", "action", "decision", "stop_reason", "tokens")
@@ -41,7 +43,8 @@ class RunLog:
             return
         line = json.dumps(event, ensure_ascii=False, default=str, separators=(", ", ": "))
         try:
-            os.write(self._fd, (redact(line, *self._secrets) + "\n").encode())
+            text = printable_json(redact(line, *self._secrets))  # no raw C1 for `tail -f`
+            os.write(self._fd, (text + "\n").encode())
         except OSError as exc:  # a full disk: the store holds the run; the log is its echo
             self.close()
             sys.stderr.write(

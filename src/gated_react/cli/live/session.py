@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +18,16 @@ from gated_react.cli.exits import CliError, Exit, store_failure, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.events import Tracker
 from gated_react.cli.live.run_log import RunLog
+from gated_react.cli.live.waiting import MODEL, Waiting, next_wait
+from gated_react.errors import printable
 from gated_react.redact import redact
 
 if TYPE_CHECKING:
     from gated_react.settings import Settings
 
-Start = Callable[[Callable[[str, Any], None]], dict[str, Any]]
+Result = Mapping[str, Any]
+"""A thread's result as ``run``, ``resume`` and ``read`` return it (``ThreadResult``)."""
+Start = Callable[[Callable[[str, Any], None]], Result]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +60,13 @@ class Session:
     log: RunLog
     secrets: tuple[str, ...]
     place: Place
-    console: Console = field(default_factory=lambda: Console(highlight=False))
+    console: Console = field(default_factory=render.console)
 
     def __post_init__(self) -> None:
         json_out = self.place.json_out
         self.view = None if json_out else render.LiveView(self.console, self.budget, self.secrets)
+        self.waiting = Waiting(self.console)
+        self.tracker.secrets = self.secrets
 
     def header(self, model: str, url: str) -> None:
         """Thread, model, store and log, before the live view (not with ``--json``)."""
@@ -83,17 +89,24 @@ class Session:
         event = self.tracker.event(node, update)
         self.log.write(event.record())
         if self.view is not None:
+            self.waiting.stop()
             self.view.show(event)
+            self.waiting.start(next_wait(event))
 
-    def drive(self, start: Start) -> dict[str, Any]:
-        """Advance the thread; Ctrl-C or a failing store leave it saved and say how to go on."""
+    def drive(self, start: Start, first_wait: str | None = MODEL) -> Result:
+        """Advance the thread; Ctrl-C or a failing store leave it saved and say how to go on.
+        ``first_wait`` is what the run waits on before its first node finishes."""
+        if self.view is not None:
+            self.waiting.start(first_wait)
         try:
             with user_errors():
                 return start(self.on_update)
         except KeyboardInterrupt:
             self.note("interrupted", message="Ctrl-C; the run is saved and can be resumed")
             hint = self.place.resume_hint(self.tracker.thread)
-            sys.stderr.write(f"\ninterrupted: the run is saved; continue it with: {hint}\n")
+            sys.stderr.write(
+                f"\ninterrupted: the run is saved; continue it with: {printable(hint)}\n"
+            )
             sys.stderr.flush()
             raise typer.Exit(int(Exit.INTERRUPTED)) from None
         except Exception as exc:  # disk full, read-only file, lost connection: steps kept
@@ -106,8 +119,10 @@ class Session:
                 f"the store failed during the run: {line}; the steps stored before are kept; "
                 f"continue once it works again with: {hint}"
             ) from None
+        finally:
+            self.waiting.stop()
 
-    def finish(self, result: dict[str, Any]) -> Exit:
+    def finish(self, result: Result) -> Exit:
         """Print the result (JSON or summary) and return the exit code."""
         show(self.console, result, self.budget, self.secrets, self.place)
         return exit_code(result)
@@ -121,7 +136,7 @@ def logged(url: str, place: Place, config: Settings) -> Iterator[RunLog]:
 
 
 def show(
-    console: Console, result: dict[str, Any], budget: Any, secrets: tuple[str, ...], place: Place
+    console: Console, result: Result, budget: Any, secrets: tuple[str, ...], place: Place
 ) -> None:
     """A result as JSON (``--json``) or as a summary, with the approval commands if paused."""
     if place.json_out:
@@ -129,10 +144,10 @@ def show(
         return
     render.summary(console, result, budget, secrets)
     if result.get("pending"):
-        render.pending(console, result, place.resume_hint(str(result.get("thread_id"))))
+        render.pending(console, result, place.resume_hint(str(result.get("thread_id"))), secrets)
 
 
-def exit_code(result: dict[str, Any]) -> Exit:
+def exit_code(result: Result) -> Exit:
     """0 success, 2 policy stop, 3 model or tool failure, 4 waiting for approval."""
     from gated_react.stops import is_failure
 

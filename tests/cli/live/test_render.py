@@ -1,0 +1,97 @@
+"""What a person sees is safe to see: text from the goal, the model, a tool or the store never
+reaches the terminal as control sequences or rich markup, and never shows a secret."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from gated_react.cli.live import render
+
+from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ..conftest import invoke
+
+# What a terminal acts on instead of printing: C0 but newline and tab, DEL, C1, bidi overrides.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+HOSTILE = "\x1b]0;pwned\x07 \x1b[2J \r\x9b31m [red]red[/red] :thumbs_up: \u202eevil"
+KEY = "sk-proj-abcdef0123456789"
+TOKEN = "abcdefgh12345678"
+GOAL = f"check {HOSTILE} with {KEY} and Authorization: Bearer {TOKEN} and local-secret-key-98765"
+THREAD = "t\x1b[2Jhostile"
+
+
+def _clean(out: Result) -> str:
+    text = out.stdout + out.stderr
+    assert not UNSAFE.search(text), [m.group() for m in UNSAFE.finditer(text)]
+    for secret in (KEY, TOKEN, "local-secret-key-98765", "0123456789"):
+        assert secret not in text
+    return text
+
+
+@pytest.fixture
+def hostile(server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    """A run whose goal, tool output, model text and thread id all carry terminal controls."""
+    monkeypatch.setenv("OPENAI_API_KEY", "local-secret-key-98765")
+    monkeypatch.setenv("COLUMNS", "400")  # room for the whole goal in `runs`
+    (tmp_path / "notes.txt").write_text(f"notes {HOSTILE} {KEY}")
+    server.push(tool_call("read_file", path="notes.txt"), reply(f"done {HOSTILE} {KEY}"))
+    flags = ("--toolkit", "workspace", "--workspace", str(tmp_path), "--thread", THREAD)
+    return invoke("run", GOAL, *flags)
+
+
+def test_the_live_view_and_summary_print_no_controls_markup_or_secrets(hostile: Result) -> None:
+    assert hostile.exit_code == 0, hostile.stderr
+    text = _clean(hostile)
+    assert "execute  ok" in text
+    assert "[red]red[/red]" in text  # markup is shown as typed, not applied
+    assert ":thumbs_up:" in text  # and so are emoji codes
+    assert "\\x1b]0;pwned" in text  # controls are shown escaped, not dropped
+
+
+def test_show_and_runs_print_no_controls_markup_or_secrets(hostile: Result) -> None:
+    for args in (["show", THREAD], ["runs"], ["runs", "--json"], ["show", THREAD, "--json"]):
+        out = invoke(*args)
+        assert out.exit_code == 0, (args, out.stderr)
+        text = _clean(out)
+        assert "[red]red[/red]" in text or "--json" in args
+    shown = invoke("show", THREAD).stdout
+    assert "goal  check \\x1b]0;pwned\\x07 \\x1b[2J \\x9b31m [red]red[/red]" in shown
+    assert "sk-***" in shown
+    listed = json.loads(invoke("runs", "--json").stdout)["runs"][0]
+    assert listed["goal"].startswith("check \x1b]0;pwned")  # JSON keeps the value exactly
+
+
+def test_errors_and_hints_print_no_controls(server: FakeOpenAI) -> None:
+    out = invoke("show", "nope\x1b[2J\x9b")
+    assert out.exit_code == 1
+    _clean(out)
+    server.push(tool_call("get_user_billing", user_id=42))
+    paused = invoke("run", "x", "--thread", THREAD, "--approve-tool", "get_user_billing")
+    assert paused.exit_code == 4
+    _clean(paused)
+    assert "resume 't\\x1b[2Jhostile' --approve" in paused.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("a\x1b[2Jb", "a\\x1b[2Jb"),
+        ("[bold]x[/]", "\\[bold]x\\[/]"),
+        ("bell\x07 del\x7f c1\x9b \u202e", "bell\\x07 del\\x7f c1\\x9b \\u202e"),
+        ("line\r\nnext\ttab", "line next tab"),
+        ({"k": "v\x9b"}, '{"k": "v\\x9b"}'),
+    ],
+)
+def test_safe_escapes_controls_and_markup(value: object, shown: str) -> None:
+    assert render.safe(value) == shown
+
+
+def test_safe_masks_secrets_before_it_clips_and_keeps_lines_when_asked() -> None:
+    secret = "local-secret-key-98765"
+    assert render.safe(f"key {secret} end", (secret,), limit=12) == "key *** end"
+    assert render.safe(f"{'x' * 20} {KEY}", limit=27) == f"{'x' * 20} sk-***"
+    assert render.safe("a\r\nb\tc\x1b", lines=True) == "a\nb\tc\\x1b"

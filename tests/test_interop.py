@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -23,6 +24,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 from .support.helpers import REFUND_42, REFUND_GOAL
 
 RESULT = set(RunResult.model_fields)
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _agent(replies: list[Any] = REFUND_42, **policy: Any) -> Any:
@@ -166,6 +168,31 @@ def test_an_approval_inside_the_subgraph_pauses_the_parent_and_resumes() -> None
     assert done["reply"] == "USD 49 (checked by policy)"
 
 
+def test_the_agents_own_steps_stream_only_with_subgraphs_as_the_readme_says() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("### As a node of your own graph\n", 1)[1].split("\n### ", 1)[0]
+    section = re.sub(r"```.*?```", "", section, flags=re.DOTALL)  # prose only
+    (snippet,) = [s for s in re.findall(r"`([^`]+)`", section) if "subgraphs=True" in s]
+    inputs = {"question": REFUND_GOAL}
+    plain = _desk(_agent()).stream(inputs, {"configurable": {"thread_id": "s1"}})
+    assert [next(iter(update)) for update in plain] == ["route", "refunds", "post"]
+    scope = {
+        "app": _desk(_agent()),
+        "inputs": inputs,
+        "config": {"configurable": {"thread_id": "s2"}},
+    }
+    parts = list(eval(snippet, scope))
+    inner = [next(iter(update)) for space, update in parts if space]
+    assert inner[:5] == ["decide", "validate", "gate", "execute", "observe"]
+    assert inner[-1] == "finish"
+    assert all(space[0].startswith("refunds:") for space, _ in parts if space)
+    assert [next(iter(update)) for space, update in parts if not space] == [
+        "route",
+        "refunds",
+        "post",
+    ]
+
+
 def _refund_desk(replies: list[Any] = REFUND_42, **policy: Any) -> Any:
     return as_tool(
         _agent(replies, **policy),
@@ -212,11 +239,25 @@ def test_a_stopped_inner_run_is_an_observation_not_an_exception() -> None:
 
 
 def test_an_inner_approval_comes_back_as_paused() -> None:
+    inner = build_graph(
+        ScriptedChatModel(replies=[call("get_user_billing", user_id=42)]),
+        SUPPORT_TOOLS,
+        policy=Policy(require_approval=frozenset({"get_user_billing"})),
+        checkpointer=InMemorySaver(),
+    )
+    seen = as_tool(inner, "refund_desk", "Decides refunds.").invoke({"goal": "refund?"})
+    assert (seen["status"], seen["stop_reason"]) == ("paused", None)
+    assert seen["pending"][0]["tool"] == "get_user_billing"
+
+
+def test_an_inner_approval_with_no_store_to_pause_on_is_a_stop() -> None:
     inner = [call("get_user_billing", user_id=42)]
     tool = _refund_desk(inner, require_approval=frozenset({"get_user_billing"}))
     seen = tool.invoke({"goal": "refund?"})
-    assert (seen["status"], seen["stop_reason"]) == ("paused", None)
-    assert seen["pending"][0]["tool"] == "get_user_billing"
+    assert (seen["status"], seen["stop_reason"]) == (
+        "stopped",
+        "approval_unavailable:get_user_billing",
+    )
 
 
 def test_the_inner_run_writes_nothing_into_the_callers_store(tmp_path: Path) -> None:

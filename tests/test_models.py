@@ -30,6 +30,7 @@ def test_tools_protocol_over_http() -> None:
     first = server.requests[0]
     assert first["temperature"] == 0
     assert {t["function"]["name"] for t in first["tools"]} == {t.name for t in SUPPORT_TOOLS}
+    assert first["parallel_tool_calls"] is False  # OpenAI models call in parallel by default
 
 
 def test_json_protocol_sends_the_action_schema() -> None:

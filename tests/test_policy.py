@@ -1,9 +1,27 @@
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
+from langchain_core.tools import tool
 from pydantic import ValidationError
 
-from gated_react import Budget, Policy
+from gated_react import Budget, Policy, UnknownToolName, build_graph
+from gated_react.policy import TOOL_NAME_FIELDS
+from gated_react.testing import ScriptedChatModel
+
+
+@tool
+def refund(amount: int) -> str:
+    """Refund an amount."""
+    return "refunded"
+
+
+@tool
+def lookup_user(user_id: int) -> str:
+    """Look a user up."""
+    return "Ada"
 
 
 def test_defaults_are_the_documented_ones() -> None:
@@ -65,3 +83,32 @@ def test_replace_validates_like_the_constructor() -> None:
         Policy().replace(max_steps=0)
     with pytest.raises(ValidationError, match="protocol"):
         Policy().replace(protocol="xml")
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"require_approval": frozenset({"refnd"})}, "require_approval: refnd"),
+        ({"allow": frozenset({"refund", "lookup_usr"})}, "allow: lookup_usr"),
+        ({"budget": Budget(tool_limits={"refnd": 1})}, "budget.tool_limits: refnd"),
+        ({"tool_timeouts": {"refnd": 1.0, "ghost": 2.0}}, "tool_timeouts: ghost, refnd"),
+    ],
+)
+def test_build_graph_refuses_every_per_tool_name_that_is_not_a_tool(
+    fields: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(UnknownToolName, match=re.escape(named)) as err:
+        build_graph(ScriptedChatModel(replies=[]), [refund, lookup_user], policy=Policy(**fields))
+    assert str(err.value).endswith("tools: lookup_user, refund")
+    assert isinstance(err.value, ValueError)
+
+
+def test_every_field_that_names_tools_is_checked() -> None:
+    """Per-tool fields are the sets and maps keyed by name: a new one must be checked too."""
+    fields = {**Policy.model_fields, **{f"budget.{k}": v for k, v in Budget.model_fields.items()}}
+    keyed = {
+        name
+        for name, info in fields.items()
+        if str(info.annotation).startswith(("frozenset[str]", "dict[str,"))
+    }
+    assert keyed == set(TOOL_NAME_FIELDS)

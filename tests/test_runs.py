@@ -26,6 +26,7 @@ from gated_react import (
 from gated_react.checkpoint import aopen_checkpointer
 from gated_react.locks import thread_lock
 from gated_react.runs import config_for
+from gated_react.state import RESULT_KEYS, ThreadResult
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -57,7 +58,8 @@ def test_run_returns_the_result_shape_with_thread_id(store: Any) -> None:
 def test_a_paused_run_waits_and_resumes_with_the_answer(store: Any) -> None:
     graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
     paused = run(graph, "refund?")
-    assert paused["status"] is None
+    assert paused["status"] == "paused"
+    assert read(graph, paused["thread_id"])["status"] == "paused"
     assert paused["pending"][0]["tool"] == "get_user_billing"
     assert resume(graph, paused["thread_id"]) == paused  # no answer: nothing runs
     done = resume(graph, paused["thread_id"], {"approved": True})
@@ -155,7 +157,9 @@ def test_an_answer_naming_its_question_never_answers_the_next_one(store: Any) ->
 def test_an_answer_for_a_run_that_waits_on_nothing_is_refused(store: Any) -> None:
     graph = _graph(store, REFUND_42, Policy())
     out = run(graph, "refund?")
-    assert resume(graph, out["thread_id"], {"approved": True}) == out  # finished: unchanged
+    with pytest.raises(NotWaiting, match="not waiting for an answer"):  # finished
+        resume(graph, out["thread_id"], {"approved": True})
+    assert read(graph, out["thread_id"]) == out
     with pytest.raises(NotWaiting, match="not waiting for an answer"):
         _settled_on_a_crashed_thread(store)
 
@@ -165,3 +169,53 @@ def _settled_on_a_crashed_thread(store: Any) -> None:
     graph = _graph(store, [call("get_user_profile", user_id=42), "done"], Policy())
     graph.update_state(config_for("crashed"), {"goal": "refund?"}, as_node="__start__")
     resume(graph, "crashed", {"approved": True})
+
+
+def test_every_result_has_every_key_whatever_happened(store: Any) -> None:
+    keys = {*RESULT_KEYS, "thread_id", "pending"}
+    assert set(ThreadResult.__annotations__) == keys
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    paused = run(graph, "refund?")
+    stopped = run(_graph(store, [call("nope")], Policy()), "refund?")
+    done = resume(graph, paused["thread_id"], {"approved": True})
+    for result in (paused, stopped, done, read(graph, paused["thread_id"])):
+        assert set(result) == keys
+    assert [r["status"] for r in (paused, stopped, done)] == ["paused", "stopped", "ok"]
+
+
+def test_approval_without_a_checkpointer_is_a_clear_stop_not_a_shapeless_dict() -> None:
+    graph = build_graph(
+        ScriptedChatModel(replies=[call("get_user_billing", user_id=42)]),
+        SUPPORT_TOOLS,
+        policy=APPROVAL,
+    )
+    out = graph.invoke({"goal": "refund?"})
+    assert (out["status"], out["stop_reason"]) == (
+        "stopped",
+        "approval_unavailable:get_user_billing",
+    )
+    assert "no checkpointer" in out["message"]
+    assert out["trace"][0]["stop_reason"] == out["stop_reason"]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"user_id": 10**30}, "no store can hold it"),
+        ({"user_id": "forty-two"}, "user_id"),
+        ({"user": 42}, "unknown arguments"),
+    ],
+)
+def test_edited_arguments_that_cannot_run_or_be_stored_ask_again(
+    store: Any, args: dict[str, Any], error: str
+) -> None:
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    thread = run(graph, "refund?")["thread_id"]
+    again = resume(graph, thread, {"approved": True, "args": args})
+    assert again["status"] == "paused"
+    assert error in again["pending"][0]["error"]
+    assert again["trace"] == []
+    assert again["usage"]["tool_calls"] == 0
+    done = resume(graph, thread, {"approved": True, "args": {"user_id": 7}})
+    assert done["stop_reason"] == "success"
+    assert done["history"][0]["action"]["args"] == {"user_id": 7}

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.locks import ThreadBusy
-    from gated_react.policy import Budget, Policy
+    from gated_react.policy import Budget, Policy, UnknownToolName
     from gated_react.runs import (
         NotWaiting,
         ThreadExists,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         resume,
         run,
     )
-    from gated_react.state import RunInput, RunResult, State
+    from gated_react.state import RunInput, RunResult, State, ThreadResult
     from gated_react.stops import Stop, StopReason
 
 _HOMES = {
@@ -44,7 +44,9 @@ _HOMES = {
     "StoreError": "checkpoint",
     "ThreadBusy": "locks",
     "ThreadExists": "runs",
+    "ThreadResult": "state",
     "UnknownThread": "runs",
+    "UnknownToolName": "policy",
     "aopen_checkpointer": "checkpoint",
     "aresume": "runs",
     "arun": "runs",
@@ -69,7 +71,9 @@ __all__ = [
     "StoreError",
     "ThreadBusy",
     "ThreadExists",
+    "ThreadResult",
     "UnknownThread",
+    "UnknownToolName",
     "aopen_checkpointer",
     "aresume",
     "arun",

@@ -7,6 +7,7 @@ validate -> finish (final answer) | decide (retry) ; every other end -> stop
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -26,7 +27,10 @@ from gated_react.nodes.observe import observe
 from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
 from gated_react.policy import Policy
-from gated_react.state import CoreState, RunInput, RunResult, State
+from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
+
+GatedGraph = CompiledStateGraph[State, None, RunInput | RunInputDict, RunResult]
+"""What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks."""
 
 # Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
 _NODES_PER_STEP = 5
@@ -38,7 +42,7 @@ def build_graph(
     *,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
-) -> CompiledStateGraph[State, None, RunInput, RunResult]:
+) -> GatedGraph:
     """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
 
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
@@ -62,15 +66,16 @@ def build_graph(
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, name="gated-react")
-    return compiled.with_config(
+    configured = compiled.with_config(
         recursion_limit=_NODES_PER_STEP * policy.budget.max_steps + 5,
         configurable=_durability(deps, checkpointer),
     )
+    return cast(GatedGraph, configured)
 
 
 def idle_graph(
     checkpointer: BaseCheckpointSaver[str] | None = None,
-) -> CompiledStateGraph[State, None, RunInput, RunResult]:
+) -> GatedGraph:
     """The same nodes and edges with no tools and a model that is never called: for drawing
     the graph and reading stored runs, which never run a node."""
     return build_graph(NoModel(), [], checkpointer=checkpointer)

@@ -3,23 +3,38 @@
 The inner agent runs as a run of its own: a fresh thread, none of the caller's graph internals,
 only its callbacks (so traces nest). Its end, success or stop, comes back as the tool's result;
 a stopped inner run is data for the caller, never an exception.
+
+``as_tool`` needs only ``langchain-core``. LangChain's own agents (``create_agent``) live in the
+``langchain`` package, which gated-react leaves to the ``langchain`` extra; ``create_agent`` here
+imports it on call, so a missing package is one line naming the extra.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
+from gated_react.errors import GatedReactError
 from gated_react.runs import Graph
 from gated_react.state import SUMMARY_KEYS
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+LANGCHAIN_EXTRA = (
+    "create_agent needs LangChain's `langchain` package, which gated-react does not install by "
+    "default: pip install 'gated-react[langchain]'"
+)
+
+
+class LangChainMissing(GatedReactError, ImportError):
+    """The ``langchain`` package (the ``langchain`` extra) is not installed."""
 
 
 class AgentTask(BaseModel):
@@ -65,6 +80,20 @@ def as_tool(graph: Graph, name: str, description: str, *, idempotent: bool = Fal
         description=description.strip(),
         metadata={"idempotent": idempotent},
     )
+
+
+def create_agent(
+    model: str | BaseChatModel,
+    tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
+    **options: Any,
+) -> Any:
+    """LangChain's ``langchain.agents.create_agent``, unchanged: an ordinary LangChain agent,
+    for example one calling ``as_tool`` agents. Raises ``LangChainMissing`` without the extra."""
+    try:
+        from langchain.agents import create_agent as langchain_create_agent
+    except ImportError:
+        raise LangChainMissing(LANGCHAIN_EXTRA) from None
+    return langchain_create_agent(model, tools, **options)
 
 
 def outcome(result: dict[str, Any]) -> dict[str, Any]:

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gated_react.errors import GatedReactError
 
 Protocol = Literal["tools", "json", "text"]
 LoopMode = Literal["exact", "normalized", "off"]
 OnError = Literal["stop", "observe"]
 OnInvalid = Literal["stop", "retry"]
+TOOL_NAME_FIELDS = ("allow", "require_approval", "budget.tool_limits", "tool_timeouts")
+"""The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
+
+
+class UnknownToolName(GatedReactError, ValueError):
+    """A policy names a tool the graph was not given."""
+
+    def __init__(self, unknown: dict[str, list[str]], known: Iterable[str]) -> None:
+        where = "; ".join(f"{field}: {', '.join(names)}" for field, names in unknown.items())
+        tools = ", ".join(sorted(known)) or "none"
+        super().__init__(f"the policy names tools that do not exist ({where}); tools: {tools}")
+        self.unknown = unknown
 
 
 class Budget(BaseModel):
@@ -87,6 +102,26 @@ class Policy(BaseModel):
             budget = Budget.model_validate({**Budget.model_validate(budget).model_dump(), **flat})
         current = {name: getattr(self, name) for name in type(self).model_fields}
         return type(self).model_validate({**current, **changes, "budget": budget})
+
+    def unknown_tools(self, known: Iterable[str]) -> dict[str, list[str]]:
+        """Per-tool names that name no tool in ``known``, by field (``TOOL_NAME_FIELDS``):
+        a misspelled name would silently lift an approval, a cap or a timeout."""
+        known = frozenset(known)
+        named = {
+            "allow": self.allow or (),
+            "require_approval": self.require_approval,
+            "budget.tool_limits": self.budget.tool_limits,
+            "tool_timeouts": self.tool_timeouts,
+        }
+        unknown = {field: sorted(set(names) - known) for field, names in named.items()}
+        return {field: names for field, names in unknown.items() if names}
+
+    def check_tools(self, known: Iterable[str]) -> None:
+        """Raise ``UnknownToolName`` if any per-tool field names a tool not in ``known``."""
+        known = frozenset(known)
+        unknown = self.unknown_tools(known)
+        if unknown:
+            raise UnknownToolName(unknown, known)
 
     def allowed(self, registered: frozenset[str]) -> frozenset[str]:
         """The names the gate lets through: the allowlist narrowed to what is registered."""

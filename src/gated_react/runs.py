@@ -1,30 +1,34 @@
 """Start, resume and read runs by thread id, one advancer per thread.
 
-Every function returns the same shape: the graph's result (``status``, ``stop_reason``,
-``message``, ``answer``, ``history``, ``trace``, ``usage``) plus ``thread_id`` and ``pending``,
-the questions a paused run waits on (empty unless a human must answer), each with its ``id``.
+Every function returns the same shape, ``ThreadResult``: the graph's result (``status``,
+``stop_reason``, ``message``, ``answer``, ``history``, ``trace``, ``usage``) plus ``thread_id`` and
+``pending``, the questions a paused run waits on (empty unless a human must answer), each with
+its ``id``; ``status`` is ``"paused"`` while there are any.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from gated_react.errors import GatedReactError
+from gated_react.errors import GatedReactError, one_line
 from gated_react.locks import athread_lock, thread_lock
-from gated_react.state import RESULT_KEYS, RunResult
+from gated_react.state import RESULT_KEYS, RunResult, ThreadResult
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 OnUpdate = Callable[[str, Any], None]
 """Called with ``(node, update)`` after every node, and ``("__interrupt__", interrupts)``."""
 NO_ANSWER: Any = object()
 """The default of ``resume(answer=)``: resume without answering (distinct from ``None``)."""
+UNSTORABLE_ANSWER = "unstorable_answer"
+"""The key of the stand-in for an answer the store cannot hold (an integer beyond 64 bits):
+the question is asked again with the reason, as for any other malformed answer."""
 
 
 class UnknownThread(GatedReactError, LookupError):
@@ -64,11 +68,12 @@ def config_for(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> dict[str, Any]:
+def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> ThreadResult:
     """The result shape from a state's values and its open interrupts."""
     empty = RunResult().model_dump(mode="json")
     out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
-    return {**out, "thread_id": thread_id, "pending": pending}
+    status = out["status"] or ("paused" if pending else None)
+    return cast(ThreadResult, {**out, "status": status, "thread_id": thread_id, "pending": pending})
 
 
 def questions(interrupts: Sequence[Interrupt]) -> list[Any]:
@@ -76,12 +81,12 @@ def questions(interrupts: Sequence[Interrupt]) -> list[Any]:
     return [{**i.value, "id": i.id} if isinstance(i.value, dict) else i.value for i in interrupts]
 
 
-def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> dict[str, Any]:
+def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> ThreadResult:
     """The result shape of a stored thread."""
     return shape(snapshot.values, thread_id, questions(snapshot.interrupts))
 
 
-def _from_output(output: dict[str, Any], thread_id: str) -> dict[str, Any]:
+def _from_output(output: dict[str, Any], thread_id: str) -> ThreadResult:
     return shape(output, thread_id, questions(output.get("__interrupt__", ())))
 
 
@@ -142,16 +147,28 @@ async def _aadvance(
     return watch.output()
 
 
-def _resume_input(answer: Any) -> Command[Any] | None:
-    return None if answer is NO_ANSWER else Command(resume=answer)
+def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
+    """The resume command; an answer the store cannot hold is replaced by a stand-in that
+    says why, since LangGraph stores the answer before any node could refuse it."""
+    if answer is NO_ANSWER:
+        return None
+    saver = saver_of(graph)
+    if saver is not None:
+        try:
+            saver.serde.dumps_typed(answer)
+        except Exception as exc:  # the serializer's own error names what it cannot hold
+            answer = {UNSTORABLE_ANSWER: one_line(str(exc) or type(exc).__name__)[:200]}
+    return Command(resume=answer)
 
 
 def _settled(
     snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None
-) -> dict[str, Any] | None:
+) -> ThreadResult | None:
     """The result when resuming would run nothing: the run ended, or it waits for an answer."""
     if not snapshot.values:
         raise UnknownThread(thread_id)
+    if has_ended(snapshot) and answer is not NO_ANSWER:
+        raise NotWaiting(thread_id)
     if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
         return from_snapshot(snapshot, thread_id)
     if answer is NO_ANSWER:
@@ -172,7 +189,7 @@ def _check_new(graph: Graph, snapshot: StateSnapshot | None, thread_id: str) -> 
 
 def run(
     graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
-) -> dict[str, Any]:
+) -> ThreadResult:
     """Start a run on a new thread (a fresh id unless given) and return its result.
     ``on_update`` sees every node's update as it happens (the run is streamed)."""
     thread_id = thread_id or uuid.uuid4().hex
@@ -189,7 +206,7 @@ def resume(
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,
-) -> dict[str, Any]:
+) -> ThreadResult:
     """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to the
     question a paused run waits on (``NotWaiting`` if it waits on none, or on another one than
     the ``question`` id given). A finished run is returned unchanged and nothing runs."""
@@ -198,13 +215,13 @@ def resume(
         settled = _settled(graph.get_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
-        output = _advance(graph, _resume_input(answer), config, on_update)
+        output = _advance(graph, _resume_input(graph, answer), config, on_update)
         return _from_output(output, thread_id)
 
 
 async def arun(
     graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
-) -> dict[str, Any]:
+) -> ThreadResult:
     """Async ``run``."""
     thread_id = thread_id or uuid.uuid4().hex
     config = config_for(thread_id)
@@ -222,18 +239,18 @@ async def aresume(
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,
-) -> dict[str, Any]:
+) -> ThreadResult:
     """Async ``resume``."""
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
         settled = _settled(await graph.aget_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
-        output = await _aadvance(graph, _resume_input(answer), config, on_update)
+        output = await _aadvance(graph, _resume_input(graph, answer), config, on_update)
         return _from_output(output, thread_id)
 
 
-def read(graph: Graph, thread_id: str) -> dict[str, Any]:
+def read(graph: Graph, thread_id: str) -> ThreadResult:
     """The stored result of a thread, finished or not, without running anything."""
     snapshot = graph.get_state(config_for(thread_id))
     if not snapshot.values:

@@ -9,7 +9,7 @@ not the whole list again, so storage grows linearly with the run instead of quad
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.channels import DeltaChannel
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,6 +151,12 @@ class RunInput(_Strict):
     """The task, in the user's words."""
 
 
+class RunInputDict(TypedDict):
+    """``RunInput`` as a plain dict, the way apps pass it: ``graph.invoke({"goal": ...})``."""
+
+    goal: str
+
+
 class RunResult(BaseModel):
     """The shape ``invoke`` returns."""
 
@@ -207,6 +213,34 @@ class State(CoreState):
     """Completed tool steps (append-only)."""
     trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Every call that reached the gate (append-only)."""
+
+
+class UsageDict(TypedDict):
+    """``Usage`` as a result holds it (plain JSON)."""
+
+    steps: int
+    tool_calls: int
+    per_tool: dict[str, int]
+    tokens: int
+    seconds: float
+
+
+class ThreadResult(TypedDict):
+    """What ``run``, ``resume`` and ``read`` return: the graph's result keys plus the thread
+    and its open questions. Typed, so ``result["statsu"]`` fails a type check."""
+
+    status: Literal["ok", "stopped", "paused"] | None
+    """``ok``, ``stopped``, ``paused`` while ``pending`` holds questions; None for a run that
+    is unfinished (a crash or kill): resume it."""
+    stop_reason: str | None
+    message: str | None
+    answer: str | None
+    history: list[dict[str, Any]]
+    trace: list[dict[str, Any]]
+    usage: UsageDict
+    thread_id: str
+    pending: list[Any]
+    """The questions a paused run waits on, each with its ``id``."""
 
 
 RESULT_KEYS = tuple(RunResult.model_fields)

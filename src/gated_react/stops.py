@@ -23,6 +23,7 @@ class StopReason(StrEnum):
     TOOL_MISSING = "tool_missing"  # :<tool>
     TOOL_DENIED = "tool_denied"  # :<tool>
     TOOL_REJECTED = "tool_rejected"  # :<tool>
+    APPROVAL_UNAVAILABLE = "approval_unavailable"  # :<tool>
     TOOL_BAD_ARGS = "tool_bad_args"  # :<tool>
     TOOL_TIMEOUT = "tool_timeout"  # :<tool>
     TOOL_ERROR = "tool_error"  # :<tool>

@@ -30,6 +30,7 @@ from procrastinate.schema import SchemaManager
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer
 from gated_react.errors import exception_line
 from gated_react.runs import NO_ANSWER, Graph, ThreadExists, aresume, arun, saver_of
+from gated_react.state import ThreadResult
 
 QUEUE = "gated-react"
 TASK = "gated_react.advance"
@@ -55,7 +56,7 @@ async def advance(
     return _status(await aresume(graph, thread_id, answer, question=question))
 
 
-def _status(result: dict[str, Any]) -> str:
+def _status(result: ThreadResult) -> str:
     if result["pending"]:
         return "waiting for an answer"
     return str(result["stop_reason"])

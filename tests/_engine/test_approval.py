@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -9,7 +10,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from gated_react import build_graph
-from gated_react._engine.approval import parse_answer
+from gated_react._engine import approval
+from gated_react._engine.approval import ANSWERS, Decision, ask, parse_answer
+from gated_react.runs import UNSTORABLE_ANSWER
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -34,7 +37,10 @@ def test_the_run_pauses_with_the_question_and_continues_when_approved() -> None:
     assert question["tool"] == "get_user_billing"
     assert question["args"] == {"user_id": 42}
     assert question["step"] == 1
-    assert "approve" in question["why"]
+    assert question["kind"] == "approval"
+    assert question["why"] == "policy requires a human to approve every get_user_billing call"
+    assert question["answers"] == ANSWERS
+    assert question["error"] is None
     assert first.get("status") is None
     out = graph.invoke(Command(resume={"approved": True}), config)
     assert out["stop_reason"] == "success"
@@ -64,34 +70,129 @@ def test_edited_args_are_gated_again() -> None:
     assert out["stop_reason"] == "loop_detected"
 
 
-def test_edited_args_are_validated_by_the_tool_schema() -> None:
-    graph, config, _ = _paused([call("get_user_billing", user_id=42)], "edit-bad")
-    out = graph.invoke(Command(resume={"approved": True, "args": {"user_id": "x"}}), config)
-    assert out["stop_reason"] == "tool_bad_args:get_user_billing"
+def test_edited_args_that_miss_the_tool_schema_ask_again_with_the_reason() -> None:
+    graph, config, _ = _paused([call("get_user_billing", user_id=42), "done"], "edit-bad")
+    again = graph.invoke(Command(resume={"approved": True, "args": {"user_id": "x"}}), config)
+    error = again["__interrupt__"][0].value["error"]
+    assert error.startswith(
+        "the edited arguments were refused: invalid arguments for get_user_billing: "
+    )
+    assert "user_id" in error
+    out = graph.invoke(Command(resume={"approved": True, "args": {"user_id": 7}}), config)
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["action"]["args"] == {"user_id": 7}
 
 
 def test_a_malformed_answer_asks_again() -> None:
     graph, config, _ = _paused([call("get_user_billing", user_id=42), "fine"], "malformed")
     again = graph.invoke(Command(resume="yes please"), config)
     question = again["__interrupt__"][0].value
-    assert "not understood" in question["error"]
+    assert question["error"] == (
+        "your last answer was not understood: expected an object like {'approved': True}, got str"
+    )
+    assert question["answers"] == ANSWERS
+    assert question["tool"] == "get_user_billing"
     out = graph.invoke(Command(resume={"approved": True}), config)
     assert out["stop_reason"] == "success"
 
 
+OBJECT = "expected an object like {'approved': True}, got "
+UNKNOWN = "unknown keys ['sudo']; allowed: approved, args, reason"
+ARGS = "'args' must be an object and goes only with approved=true"
+
+
 @pytest.mark.parametrize(
-    "value",
+    ("value", "message"),
     [
-        None,
-        "yes",
-        {"approved": "yes"},
-        {"approved": True, "args": [1]},
-        {"approved": False, "args": {}},
-        {"approved": True, "sudo": True},
-        {"approved": False, "reason": 5},
-        {"approved": True, "args": {"user_id": 10**30}},
+        (None, OBJECT + "NoneType"),
+        ("yes", OBJECT + "str"),
+        ({"approved": "yes"}, "'approved' must be true or false"),
+        ({"reason": "fine"}, "'approved' must be true or false"),
+        ({"approved": True, "args": [1]}, ARGS),
+        ({"approved": False, "args": {}}, ARGS),
+        ({"approved": True, "sudo": True}, UNKNOWN),
+        ({"approved": False, "reason": 5}, "'reason' must be a string"),
+        ({"approved": True, "args": {"user_id": 10**30}}, "an integer of 100 bits (64 at most)"),
+        ({UNSTORABLE_ANSWER: "int too big"}, "no store can hold it (int too big)"),
+        (
+            {UNSTORABLE_ANSWER: "x", "approved": True},
+            "unknown keys ['unstorable_answer']; allowed: approved, args, reason",
+        ),
     ],
 )
-def test_parse_answer_rejects_malformed_values(value: Any) -> None:
-    with pytest.raises(ValueError):  # noqa: PT011 (the message varies by case)
+def test_parse_answer_rejects_malformed_values(value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         parse_answer(value)
+
+
+def test_unknown_keys_are_named_sorted_and_at_most_five() -> None:
+    value = {"approved": True, **{f"k{i}": 1 for i in range(7)}}
+    shown = "unknown keys ['k0', 'k1', 'k2', 'k3', 'k4']; allowed: approved, args, reason"
+    with pytest.raises(ValueError, match=f"^{re.escape(shown)}$"):
+        parse_answer(value)
+
+
+def test_parse_answer_keeps_args_and_trims_the_reason() -> None:
+    assert parse_answer({"approved": True}) == Decision(approved=True, args=None, reason="")
+    edited = parse_answer({"approved": True, "args": {"user_id": 7}, "reason": " typo "})
+    assert edited == Decision(approved=True, args={"user_id": 7}, reason="typo")
+    assert parse_answer({"approved": False, "args": None}) == Decision(approved=False)
+
+
+def test_the_example_answers_shown_with_the_question_are_accepted() -> None:
+    assert ANSWERS == {
+        "approve": {"approved": True},
+        "approve_with_edits": {"approved": True, "args": {"...": "..."}},
+        "reject": {"approved": False, "reason": "why"},
+    }
+    assert parse_answer(ANSWERS["approve"]) == Decision(approved=True)
+    edits = parse_answer(ANSWERS["approve_with_edits"])
+    assert edits == Decision(approved=True, args={"...": "..."})
+    assert parse_answer(ANSWERS["reject"]) == Decision(approved=False, reason="why")
+
+
+def _ask(
+    monkeypatch: pytest.MonkeyPatch, answers: list[Any], check: Any = None
+) -> tuple[Decision, list[dict[str, Any]]]:
+    """``ask`` with each interrupt answered from ``answers``; the decision and the questions."""
+    questions: list[dict[str, Any]] = []
+
+    def interrupt(value: dict[str, Any]) -> Any:
+        questions.append(value)
+        return answers[len(questions) - 1]
+
+    monkeypatch.setattr(approval, "interrupt", interrupt)
+    return ask({"kind": "approval", "tool": "t"}, check), questions
+
+
+def test_ask_shows_the_examples_and_returns_the_first_valid_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decision, questions = _ask(monkeypatch, [{"approved": False, "reason": " no "}])
+    assert decision == Decision(approved=False, reason="no")
+    assert questions == [{"kind": "approval", "tool": "t", "answers": ANSWERS, "error": None}]
+
+
+def test_ask_asks_again_until_edits_pass_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    def check(args: dict[str, Any]) -> str | None:
+        return None if args == {"n": 2} else f"bad n {args['n']}"
+
+    edits = [{"approved": True, "args": {"n": n}} for n in (1, 2)]
+    decision, questions = _ask(monkeypatch, ["nope", *edits], check)
+    assert decision == Decision(approved=True, args={"n": 2})
+    assert [q["error"] for q in questions] == [
+        None,
+        "your last answer was not understood: expected an object like {'approved': True}, got str",
+        "the edited arguments were refused: bad n 1",
+    ]
+
+
+def test_ask_checks_only_edited_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    def check(args: dict[str, Any]) -> str:
+        return "always refused"
+
+    decision, questions = _ask(monkeypatch, [{"approved": True}], check)
+    assert decision == Decision(approved=True)
+    assert len(questions) == 1
+    unchecked, _ = _ask(monkeypatch, [{"approved": True, "args": {"n": 1}}])
+    assert unchecked.args == {"n": 1}

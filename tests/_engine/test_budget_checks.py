@@ -40,3 +40,56 @@ def test_tool_budgets() -> None:
     assert per_tool is not None
     assert str(per_tool) == "tool_limit:search"
     assert per_tool.message == "tool_limit search 2 reached (3 requested)"
+
+
+def test_seconds_stop_exactly_at_the_limit() -> None:
+    budget = Budget(max_seconds=2)
+    assert check_before_step(Usage(seconds=1.99), budget) is None
+    stop = check_before_step(Usage(seconds=2.0), budget)
+    assert stop is not None
+    assert stop.message == "max_seconds 2 reached (2.00 active seconds spent)"
+
+
+def test_tokens_stop_exactly_at_the_limit() -> None:
+    budget = Budget(max_tokens=100)
+    assert check_before_step(Usage(tokens=99), budget) is None
+    assert check_before_step(Usage(tokens=100), budget) is not None
+
+
+def test_steps_are_checked_before_seconds_and_seconds_before_tokens() -> None:
+    budget = Budget(max_steps=1, max_seconds=1, max_tokens=1)
+    spent = Usage(steps=1, seconds=1, tokens=1)
+    assert str(check_before_step(spent, budget)) == "max_steps"
+    assert str(check_before_step(spent.model_copy(update={"steps": 0}), budget)) == "max_seconds"
+    last = spent.model_copy(update={"steps": 0, "seconds": 0.0})
+    assert str(check_before_step(last, budget)) == "max_tokens"
+
+
+def test_a_capped_tools_first_call_runs_even_with_a_cap_of_one() -> None:
+    budget = Budget(tool_limits={"search": 1})
+    assert check_before_tool(Usage(), budget, "search") is None
+    assert check_before_tool(Usage(tool_calls=1, per_tool={"other": 1}), budget, "search") is None
+    second = check_before_tool(Usage(tool_calls=1, per_tool={"search": 1}), budget, "search")
+    assert second is not None
+    assert second.message == "tool_limit search 1 reached (2 requested)"
+
+
+def test_a_cap_of_two_allows_exactly_two_calls() -> None:
+    budget = Budget(tool_limits={"search": 2})
+    assert check_before_tool(Usage(), budget, "search") is None
+    assert check_before_tool(Usage(tool_calls=1, per_tool={"search": 1}), budget, "search") is None
+    third = check_before_tool(Usage(tool_calls=2, per_tool={"search": 2}), budget, "search")
+    assert third is not None
+    assert third.detail == "search"
+
+
+def test_the_total_allows_exactly_max_tool_calls() -> None:
+    budget = Budget(max_tool_calls=2)
+    assert check_before_tool(Usage(tool_calls=1), budget, "any") is None
+    assert str(check_before_tool(Usage(tool_calls=2), budget, "any")) == "max_tool_calls"
+
+
+def test_the_total_is_checked_before_the_tools_cap() -> None:
+    budget = Budget(max_tool_calls=1, tool_limits={"search": 1})
+    spent = Usage(tool_calls=1, per_tool={"search": 1})
+    assert str(check_before_tool(spent, budget, "search")) == "max_tool_calls"

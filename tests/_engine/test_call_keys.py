@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from gated_react._engine.call_keys import (
     args_hash,
     canonical_json,
@@ -8,6 +14,7 @@ from gated_react._engine.call_keys import (
     loop_key,
     normalize,
 )
+from gated_react.policy import LoopMode
 
 
 def test_key_order_never_matters_at_any_depth() -> None:
@@ -23,11 +30,12 @@ def test_different_args_differ_and_none_is_empty() -> None:
     assert args_hash(None) == args_hash({})
 
 
-def test_normalize_trims_collapses_and_casefolds_strings_only() -> None:
-    assert normalize({"q": "  Refund\t\nPOLICY  ", "n": 5, "l": [" A  b "]}) == {
+def test_normalize_trims_collapses_and_casefolds_strings_and_spells_numbers_one_way() -> None:
+    assert normalize({"q": "  Refund\t\nPOLICY  ", "n": 5, "l": [" A  b "], "b": True}) == {
         "q": "refund policy",
-        "n": 5,
+        "n": "5",
         "l": ["a b"],
+        "b": True,
     }
 
 
@@ -67,3 +75,93 @@ def test_idempotency_keys_are_stable_per_thread_step_tool_and_args() -> None:
     }
     assert key not in others
     assert len(others) == 4
+
+
+MODES: tuple[LoopMode, ...] = ("exact", "normalized")
+MANY = [
+    loop_key("search", {"q": "shipping"}),
+    loop_key("search", {"q": "Refund  Policy", "n": 1}),
+    loop_key("lookup", {"q": "refund policy", "n": 1}),
+]
+
+
+def test_both_modes_find_one_matching_call_among_several() -> None:
+    for mode in MODES:
+        assert is_repeat(MANY, "search", {"q": "Refund  Policy", "n": 1}, mode)
+        assert is_repeat(list(reversed(MANY)), "search", {"n": 1, "q": "Refund  Policy"}, mode)
+        assert not is_repeat(MANY, "search", {"q": "returns"}, mode)
+    assert is_repeat(MANY, "search", {"q": " REFUND policy", "n": 1}, "normalized")
+    assert not is_repeat(MANY, "search", {"q": " REFUND policy", "n": 1}, "exact")
+
+
+def test_an_empty_history_never_matches() -> None:
+    for mode in MODES:
+        assert not is_repeat([], "search", {"q": "x"}, mode)
+
+
+def test_normalized_mode_needs_the_same_tool_and_the_same_normalized_args() -> None:
+    seen = [loop_key("lookup", {"q": "a"}), loop_key("search", {"q": "b"})]
+    assert not is_repeat(seen, "search", {"q": "a"}, "normalized")
+    assert not is_repeat(seen, "lookup", {"q": "b"}, "normalized")
+    assert is_repeat(seen, "lookup", {"q": " A "}, "normalized")
+
+
+def test_canonical_json_is_compact_sorted_ascii_and_stringifies_the_rest() -> None:
+    assert canonical_json({"b": [1, "é"], "a": None}) == '{"a":null,"b":[1,"\\u00e9"]}'
+    assert canonical_json({"when": Path("/x")}) == '{"when":"/x"}'
+
+
+def test_normalize_reaches_tuples_and_stringifies_keys() -> None:
+    assert normalize({1: (" X ", {"k": "Y  Z"})}) == {"1": ["x", {"k": "y z"}]}
+    assert normalize(None) is None
+
+
+@pytest.mark.parametrize("mode", ["exact", "normalized"])
+def test_a_tool_named_with_colons_is_found_again_and_never_raises(mode: LoopMode) -> None:
+    seen = [loop_key("ns:echo", {"x": 1}), loop_key("a:b:c", {"y": 2})]
+    assert is_repeat(seen, "ns:echo", {"x": 1}, mode)
+    assert is_repeat(seen, "a:b:c", {"y": 2}, mode)
+    assert not is_repeat(seen, "ns", {"x": 1}, mode)
+    assert not is_repeat(seen, "echo", {"x": 1}, mode)
+    assert not is_repeat(seen, "b:c", {"y": 2}, mode)
+
+
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [(42, "42"), (42, 42.0), ("42", " 4.2e1 "), (1.5, "1.50"), (0, "-0"), (10**30, "1e30")],
+)
+def test_normalized_mode_treats_a_number_and_its_spellings_as_one(first: Any, again: Any) -> None:
+    seen = [loop_key("get_user", {"user_id": first})]
+    assert is_repeat(seen, "get_user", {"user_id": again}, "normalized")
+    assert not is_repeat(seen, "get_user", {"user_id": again}, "exact")
+
+
+@pytest.mark.parametrize(("value", "other"), [(1, True), ("42", "42a"), (42, 43), ("nan", "NaN ")])
+def test_numbers_stay_apart_from_booleans_and_other_values(value: Any, other: Any) -> None:
+    same = normalize({"v": value}) == normalize({"v": other})
+    assert same is (value == "nan")  # "nan" is text, compared as text (case-folded)
+
+
+def test_non_finite_floats_are_not_turned_into_number_strings() -> None:
+    assert normalize({"x": float("inf")}) == {"x": float("inf")}
+    assert math.isnan(normalize([float("nan")])[0])
+
+
+@pytest.mark.parametrize(
+    ("spellings", "canonical"),
+    [
+        ((0, 0.0, "-0", "0e5", " .0 "), "0"),
+        ((1.5, "1.50", "15e-1"), "1.5"),
+        ((-42, "-4.2e1", -42.0), "-42"),
+        (("1e999",), "1" + "0" * 999),
+        (("1e1000", "10e999"), "1E+1000"),
+        (("1e-1000",), "1E-1000"),
+    ],
+)
+def test_numbers_have_one_canonical_spelling(spellings: tuple[Any, ...], canonical: str) -> None:
+    assert [normalize(value) for value in spellings] == [canonical] * len(spellings)
+
+
+def test_a_fraction_is_not_its_integer_part() -> None:
+    seen = [loop_key("get_user", {"user_id": 1})]
+    assert not is_repeat(seen, "get_user", {"user_id": 1.5}, "normalized")

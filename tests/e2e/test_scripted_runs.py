@@ -229,3 +229,29 @@ def test_runs_do_not_leak_time_into_each_other() -> None:
     out = run([call("slow", seconds=0.05), "done"], tools=ALL_TOOLS)
     assert out["usage"]["seconds"] <= time.monotonic() - started
     assert out["usage"]["seconds"] >= 0.05
+
+
+@tool("ns:echo")
+def namespaced_echo(text: str) -> str:
+    """Echo the text back (a name with a colon, as namespaced tools have)."""
+    return text
+
+
+@pytest.mark.parametrize("mode", ["exact", "normalized"])
+def test_tool_names_with_colons_are_gated_like_any_other(mode: str) -> None:
+    echo = call("ns:echo", text="hi")
+    out = run([echo, echo], tools=[namespaced_echo], loop_detection=mode)
+    assert out["stop_reason"] == "loop_detected"
+    assert [entry["action"]["name"] for entry in out["history"]] == ["ns:echo"]
+    observed = run(
+        [call("a:b", x=1), call("a:b", x=1)], tools=[namespaced_echo], on_tool_error="observe"
+    )
+    assert observed["stop_reason"] == "loop_detected"
+    assert observed["trace"][0]["error"] == "tool_missing:a:b"
+
+
+def test_normalized_loops_treat_42_and_its_spellings_as_one_call() -> None:
+    replies = [call("get_user_profile", user_id=42), call("get_user_profile", user_id="42")]
+    out = run(replies, loop_detection="normalized")
+    assert out["stop_reason"] == "loop_detected"
+    assert len(out["history"]) == 1

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
+from gated_react._engine.deps import NodeDeps
 from gated_react.nodes.decide import adecide, decide
 
-from ..support.helpers import deps, history_entry, logs, state
+from ..support.fakes import HangingChatModel
+from ..support.helpers import deps, history_entry, logs, policy, state
 
 
 def _payload(messages: list) -> dict:  # type: ignore[type-arg]
@@ -85,3 +88,31 @@ def test_retry_adds_a_format_reminder() -> None:
     last = parts.model.requests[0][-1]  # type: ignore[attr-defined]
     assert "no_action" in last.content
     assert "format" in last.content
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_a_hung_model_ends_the_run_when_the_time_budget_runs_out(body: str) -> None:
+    model = HangingChatModel()
+    parts = NodeDeps.build(model, [], policy(max_seconds=5.0))
+    hand_built = state(usage={"steps": 1, "seconds": 4.5})
+    started = time.monotonic()
+    try:
+        if body == "sync":
+            update = decide(hand_built, {}, deps=parts)
+        else:
+            update = asyncio.run(adecide(hand_built, {}, deps=parts))
+    finally:
+        model.release.set()
+    assert time.monotonic() - started < 10  # a guard: the model would hang for 60 s
+    assert update["stop_reason"] == "max_seconds"
+    assert "while waiting for the model" in update["message"]
+    assert update["usage"]["steps"] == 2
+    assert 5.0 <= update["usage"]["seconds"] < 9.5
+    assert update["reply"] is None
+
+
+def test_a_run_with_no_seconds_left_does_not_call_the_model() -> None:
+    parts = deps(["never"], max_seconds=5.0)
+    update = decide(state(usage={"seconds": 5.0}), {}, deps=parts)
+    assert update["stop_reason"] == "max_seconds"
+    assert parts.model.requests == []  # type: ignore[attr-defined]

@@ -27,8 +27,22 @@ def test_stop_writes_stopped_and_no_answer() -> None:
     }
 
 
+def test_finish_counts_one_step_in_the_singular() -> None:
+    update = finish(state(action={"kind": "final", "answer": "x"}, usage={"steps": 1}))
+    assert update["message"] == "final answer after 1 step"
+
+
+def test_stop_falls_back_to_the_reason_when_no_message_was_written() -> None:
+    assert stop(state(stop_reason="loop_detected"))["message"] == "loop_detected"
+
+
 def test_both_refuse_to_run_out_of_place() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        TypeError, match=r"^finish runs only after validate produced a final answer$"
+    ):
         finish(state())
-    with pytest.raises(TypeError):
+    tool = {"kind": "tool", "name": "t", "args": {}}
+    with pytest.raises(TypeError, match=r"^finish runs only after"):
+        finish(state(action=tool))
+    with pytest.raises(TypeError, match=r"^stop runs only after a node recorded a stop_reason$"):
         stop(state())

@@ -6,6 +6,7 @@ from typing import Any
 
 from langchain_core.tools import tool
 
+from gated_react._engine.call_keys import args_hash, idempotency_key
 from gated_react.nodes.gate import gate
 from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -110,3 +111,62 @@ def test_observe_mode_repeating_a_refused_call_is_a_loop() -> None:
     assert update["stop_reason"] == "loop_detected"
     other = again.model_copy(update={"action": ToolAction(name="nope", args={"a": 2})})
     assert "stop_reason" not in gate(other, {}, deps=deps(on_tool_error="observe"))
+
+
+def test_refusals_say_why_in_the_message() -> None:
+    missing = _gate({"name": "nope", "args": {"a": 1}})
+    assert missing["message"] == "there is no tool named 'nope'"
+    assert missing["trace"][0]["args_hash"] == args_hash({"a": 1})
+    denied = _gate({"name": "unused", "args": {"x": 1}}, allow=frozenset({"get_user_profile"}))
+    assert denied["message"] == "the policy does not allow 'unused'"
+
+
+def test_a_loop_stop_names_the_tool_and_traces_the_refused_call() -> None:
+    history = [history_entry(1, "search_policy", query="x")]
+    update = _gate({"name": "search_policy", "args": {"query": "x"}}, history)
+    assert update["message"] == "search_policy was already called with the same arguments"
+    assert update["trace"] == [
+        {
+            "step": 3,
+            "tool": "search_policy",
+            "args_hash": args_hash({"query": "x"}),
+            "ok": False,
+            "stop_reason": "loop_detected",
+        }
+    ]
+
+
+def test_a_run_without_a_thread_id_still_gets_a_stable_key() -> None:
+    current = state(action={"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}})
+    update = gate(current, {}, deps=deps())
+    assert update["call"]["key"] == idempotency_key("-", 0, "get_user_profile", {"user_id": 42})
+
+
+def test_observe_mode_shows_the_refusal_without_a_key() -> None:
+    update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
+    assert update["call"]["key"] == ""
+    assert update["call"]["outcome"]["observation"] == (
+        "there is no tool named 'nope'. Tools you may call: ['get_user_profile']"
+    )
+    assert update["usage"]["tool_calls"] == 1  # a refusal shown to the model counts
+
+
+def test_observe_mode_loops_follow_the_policys_loop_mode() -> None:
+    refused = {"name": "nope", "args": {"q": "A"}}
+    first = _gate(refused, on_tool_error="observe")
+    seen = {"seen": first["seen"], "usage": first["usage"]}
+    again = {"name": "nope", "args": {"q": " a "}}
+    for mode, reason in (("off", None), ("exact", None), ("normalized", "loop_detected")):
+        update = gate(
+            state(action={"kind": "tool", **again}, **seen),
+            CONFIG,
+            deps=deps(on_tool_error="observe", loop_detection=mode),
+        )
+        assert update.get("stop_reason") == reason, mode
+    looped = gate(
+        state(action={"kind": "tool", **refused}, **seen),
+        CONFIG,
+        deps=deps(on_tool_error="observe"),
+    )
+    assert looped["message"] == "nope was already called with the same arguments"
+    assert looped["trace"][0]["args_hash"] == args_hash({"q": "A"})

@@ -94,3 +94,65 @@ def test_the_schema_leaves_tool_calls_and_other_violations_alone() -> None:
     assert validate(state(reply={"text": call}), deps=parts)["action"]["kind"] == "tool"
     broken = validate(state(reply={"text": '{"kind": "final"}'}), deps=parts)
     assert broken["stop_reason"] == "invalid_action:missing_answer"
+
+
+def test_no_reply_stops_with_a_reason_instead_of_crashing() -> None:
+    update = validate(state(reply=None), deps=deps(protocol="json"))
+    assert update == {
+        "stop_reason": "invalid_action:bad_json",
+        "message": "invalid action (bad_json): there is no model reply to validate",
+        "action": None,
+    }
+
+
+def test_no_reply_in_retry_mode_asks_again() -> None:
+    parts = deps(on_invalid_action="retry", max_invalid_retries=1)
+    update = validate(state(reply=None), deps=parts)
+    assert update == {
+        "retry": {"why": "bad_json", "message": "there is no model reply to validate", "count": 1},
+        "action": None,
+    }
+
+
+def test_retries_are_only_given_in_retry_mode() -> None:
+    parts = deps(protocol="text", on_invalid_action="stop", max_invalid_retries=3)
+    update = validate(state(reply={"text": "hmm"}), deps=parts)
+    assert update["stop_reason"] == "invalid_action:no_action"
+    assert update["action"] is None
+    assert "retry" not in update
+
+
+def test_a_reminder_counts_on_from_the_streak() -> None:
+    parts = deps(protocol="text", on_invalid_action="retry", max_invalid_retries=3)
+    streak = {"why": "no_action", "message": "m", "count": 1}
+    update = validate(state(reply={"text": "hmm"}, retry=streak), deps=parts)
+    assert update["retry"]["count"] == 2
+    assert update["action"] is None
+
+
+def test_a_retry_at_the_step_limit_stops_and_clears_the_action() -> None:
+    parts = deps(protocol="text", on_invalid_action="retry", max_steps=3)
+    assert validate(state(reply={"text": "hmm"}, usage={"steps": 2}), deps=parts)["retry"]
+    update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), deps=parts)
+    assert update == {
+        "stop_reason": "max_steps",
+        "message": "max_steps 3 reached (4 requested)",
+        "action": None,
+    }
+
+
+def test_a_schema_miss_gets_one_reminder_even_with_no_retries() -> None:
+    parts = deps(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=0)
+    first = validate(state(reply={"text": "Yes"}), deps=parts)
+    assert first["retry"]["count"] == 1
+    second = validate(state(reply={"text": "Yes"}, retry=first["retry"]), deps=parts)
+    assert second["stop_reason"] == "invalid_action:answer_schema"
+
+
+def test_the_protocol_reads_the_reply_against_the_registered_tools() -> None:
+    update = validate(
+        state(reply={"text": "Action: get_user_profile[42]"}), deps=deps(protocol="text")
+    )
+    assert update == {
+        "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
+    }

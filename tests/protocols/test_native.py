@@ -1,10 +1,22 @@
 from __future__ import annotations
 
-import pytest
+import asyncio
 
+import pytest
+from langchain_core.language_models.fake_chat_models import (
+    FakeMessagesListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from gated_react import build_graph
 from gated_react._engine.contract import ActionError
-from gated_react.protocols.native import ToolsProtocol
+from gated_react.protocols.native import ToolsProtocol, one_call_per_reply
 from gated_react.state import Reply
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
 
 PROTOCOL = ToolsProtocol()
 
@@ -36,3 +48,30 @@ def test_rejections(reply: Reply, why: str) -> None:
     with pytest.raises(ActionError) as err:
         PROTOCOL.candidate(reply, {})
     assert err.value.why == why
+
+
+@pytest.mark.parametrize("model_class", [GenericFakeChatModel, FakeMessagesListChatModel])
+@pytest.mark.parametrize("body", ["invoke", "ainvoke"])
+def test_langchains_fake_models_without_bind_tools_run(model_class: type, body: str) -> None:
+    """They cannot bind tools but reply with tool calls: they are used as they are."""
+    script = [
+        AIMessage(
+            "", tool_calls=[{"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}]
+        ),
+        AIMessage("Ada is on the pro plan."),
+    ]
+    if model_class is GenericFakeChatModel:
+        model = GenericFakeChatModel(messages=iter(script))
+    else:
+        model = FakeMessagesListChatModel(responses=script)
+    graph = build_graph(model, SUPPORT_TOOLS)
+    goal = {"goal": "Which plan is user 42 on?"}
+    out = graph.invoke(goal) if body == "invoke" else asyncio.run(graph.ainvoke(goal))
+    assert (out["status"], out["answer"]) == ("ok", "Ada is on the pro plan.")
+    assert [entry["action"]["name"] for entry in out["history"]] == ["get_user_profile"]
+
+
+def test_one_call_per_reply_is_asked_only_where_bind_tools_takes_it() -> None:
+    assert one_call_per_reply(ScriptedChatModel(replies=[])) == {}
+    openai = ChatOpenAI(api_key=SecretStr("sk-test"), base_url="http://127.0.0.1:9")
+    assert one_call_per_reply(openai) == {"parallel_tool_calls": False}

@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from gated_react._engine.contract import ActionError, check_contract
-from gated_react._engine.storable import MAX_NESTING, Unstorable, plain
+from gated_react._engine.storable import MAX_NESTING, Unstorable, clean_text, plain
 from gated_react.nodes.decide import reply_of
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import FinalAction, Reply, ToolAction, dump
@@ -117,6 +117,21 @@ def test_tools_protocol_on_any_message(
         assert result == "multiple_actions"
     elif broken:
         assert result == "bad_json"
+    elif calls:
+        assert result == expected_call(*calls[0])
+    else:
+        answer = clean_text(text).strip()
+        assert result == (FinalAction(answer=answer) if answer else "missing_answer")
+
+
+def expected_call(name: str, args: dict[str, Any]) -> ToolAction | str:
+    """One call: its action, or the why for a blank name or arguments no store could hold."""
+    try:
+        stored = plain(args)
+    except Unstorable:
+        return "bad_json"
+    name = clean_text(name).strip()
+    return ToolAction(name=name, args=stored) if name else "missing_tool_name"
 
 
 @fuzz

@@ -132,7 +132,7 @@ def test_approval_required_tools_still_pause(protocol: str, answer: str) -> None
     graph = setup(protocol, policy, script).graph
     REFUNDS.clear()
     paused = run(graph, "Summarize my newest email.")
-    assert paused["status"] is None  # not finished: waiting for a human
+    assert paused["status"] == "paused"  # not finished: waiting for a human
     question = paused["pending"][0]
     assert (question["kind"], question["tool"]) == ("approval", "issue_refund")
     assert question["args"] == {"user_id": 42, "amount_usd": 5000}

@@ -1,12 +1,18 @@
-"""Fake tools shared by node, end-to-end and graph tests: a side effect that records what it
-sent, a slow tool, one that always fails and one that fails twice before it works."""
+"""Fakes shared by node, end-to-end and graph tests: a side effect that records what it sent, a
+slow tool, one that always fails, one that fails twice before it works, and a model that hangs."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from typing import Annotated, Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolArg, tool
+from pydantic import Field
 
 from gated_react.tools._meta import idempotent
 
@@ -42,3 +48,21 @@ def flaky() -> str:
     if len(FLAKY) < 3:
         raise ConnectionError("try again")
     return "finally"
+
+
+class HangingChatModel(BaseChatModel):
+    """A model server that accepted the request and never answers (until ``release``)."""
+
+    release: threading.Event = Field(default_factory=threading.Event)
+
+    @property
+    def _llm_type(self) -> str:
+        return "hanging"
+
+    def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        self.release.wait(60)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])
+
+    async def _agenerate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        await asyncio.sleep(60)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.types import interrupt
 
 from gated_react._engine.storable import plain
+from gated_react.runs import UNSTORABLE_ANSWER
 
 ANSWERS = {
     "approve": {"approved": True},
@@ -27,6 +29,8 @@ class Decision:
 
 def parse_answer(value: Any) -> Decision:
     """A Decision from a resume value; raises ValueError naming what is wrong."""
+    if isinstance(value, dict) and set(value) == {UNSTORABLE_ANSWER}:
+        raise ValueError(f"no store can hold it ({value[UNSTORABLE_ANSWER]})")
     if not isinstance(value, dict):
         raise ValueError(
             f"expected an object like {ANSWERS['approve']}, got {type(value).__name__}"
@@ -48,12 +52,20 @@ def parse_answer(value: Any) -> Decision:
     return Decision(approved=approved, args=args, reason=reason.strip())
 
 
-def ask(question: dict[str, Any]) -> Decision:
-    """Pause the run until a human answers; a malformed answer asks again with the error."""
+def ask(
+    question: dict[str, Any], check_args: Callable[[dict[str, Any]], str | None] | None = None
+) -> Decision:
+    """Pause the run until a human answers; a malformed answer, or edited arguments that
+    ``check_args`` refuses (it says why), asks again with the error."""
     error = None
     while True:
         value = interrupt({**question, "answers": ANSWERS, "error": error})
         try:
-            return parse_answer(value)
+            decision = parse_answer(value)
         except ValueError as exc:
             error = f"your last answer was not understood: {exc}"
+            continue
+        why = None if decision.args is None or check_args is None else check_args(decision.args)
+        if why is None:
+            return decision
+        error = f"the edited arguments were refused: {why}"

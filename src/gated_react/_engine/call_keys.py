@@ -12,11 +12,14 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
 from gated_react.policy import LoopMode
 
 _SPACES = re.compile(r"\s+")
+# Plain decimal numbers only: no "nan", "inf", "0x10" or digit-group underscores.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def canonical_json(value: Any) -> str:
@@ -41,7 +44,12 @@ def idempotency_key(thread: str, step: int, tool: str, args: dict[str, Any]) -> 
 
 
 def normalize(value: Any) -> Any:
-    """Strings trimmed, inner whitespace collapsed and case-folded, at every depth."""
+    """Strings trimmed, inner whitespace collapsed and case-folded, at every depth; numbers and
+    strings that spell a finite decimal number become one canonical number string, so ``42``,
+    ``42.0``, ``"42"`` and ``" 4.2e1 "`` are the same argument. Booleans stay booleans."""
+    number = _number(value)
+    if number is not None:
+        return number
     if isinstance(value, str):
         return _SPACES.sub(" ", value.strip()).casefold()
     if isinstance(value, dict):
@@ -51,8 +59,34 @@ def normalize(value: Any) -> Any:
     return value
 
 
+def _number(value: Any) -> str | None:
+    """The canonical decimal form of a number or a number-like string, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    text = value.strip() if isinstance(value, str) else str(value)
+    if isinstance(value, str) and not _NUMBER.fullmatch(text):
+        return None
+    try:
+        number = Decimal(text)
+    except ArithmeticError:  # decimal's InvalidOperation: "nan" or "inf" from a float
+        return None
+    return _canonical(number) if number.is_finite() else None
+
+
+def _canonical(number: Decimal) -> str:
+    """Plain digits without trailing zeros (scientific beyond a thousand digits)."""
+    if number.is_zero():
+        return "0"
+    if abs(number.adjusted()) >= 1000:
+        return f"{number.normalize():E}"
+    if number == number.to_integral_value():
+        return f"{number:f}".split(".")[0]
+    return f"{number.normalize():f}"
+
+
 def loop_key(tool: str, args: dict[str, Any]) -> str:
-    """``<tool>:<exact args hash>:<normalized args hash>``."""
+    """``<tool>:<exact args hash>:<normalized args hash>``; the tool's name may hold colons,
+    the hashes never do."""
     return f"{tool}:{args_hash(args)}:{args_hash(normalize(args))}"
 
 
@@ -60,7 +94,11 @@ def is_repeat(seen: Iterable[str], tool: str, args: dict[str, Any], mode: LoopMo
     """True when ``tool(args)`` already ran in this run (never, with mode ``off``)."""
     if mode == "off":
         return False
-    name, exact, normalized = loop_key(tool, args).split(":")
-    if mode == "exact":
-        return any(key.startswith(f"{name}:{exact}:") for key in seen)
-    return any(key.startswith(f"{name}:") and key.endswith(f":{normalized}") for key in seen)
+    exact, normalized = args_hash(args), args_hash(normalize(args))
+    wanted = (tool, exact) if mode == "exact" else (tool, normalized)
+    position = 1 if mode == "exact" else 2
+    for key in seen:
+        parts = key.rsplit(":", 2)
+        if len(parts) == 3 and (parts[0], parts[position]) == wanted:
+            return True
+    return False

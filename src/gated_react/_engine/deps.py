@@ -33,6 +33,7 @@ class NodeDeps:
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
         registry = _registry(tools)
+        policy.check_tools(registry)
         allowed = policy.allowed(frozenset(registry))
         visible = [tool for name, tool in registry.items() if name in allowed]
         protocol = PROTOCOLS[policy.protocol]

@@ -12,10 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_DURABILITY, CONFIG_KEY_RESUMING
+from langgraph._internal._constants import (
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_DURABILITY,
+    CONFIG_KEY_RESUMING,
+)
 from langgraph._internal._runnable import RunnableCallable
 
-__all__ = ["CONFIG_KEY_DURABILITY", "is_resuming", "node", "route"]
+__all__ = ["CONFIG_KEY_DURABILITY", "can_pause", "is_resuming", "node", "route"]
 
 
 def node(
@@ -38,3 +42,9 @@ def route(router: Callable[..., Any]) -> RunnableCallable:
 def is_resuming(config: RunnableConfig) -> bool:
     """True in the first node of an invocation that continues a saved checkpoint."""
     return bool(config.get("configurable", {}).get(CONFIG_KEY_RESUMING))
+
+
+def can_pause(config: RunnableConfig) -> bool:
+    """True when the run has a checkpointer (its own, a parent graph's or the server's), so
+    ``interrupt()`` can pause it and a later resume can answer."""
+    return config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None

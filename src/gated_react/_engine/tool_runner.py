@@ -1,28 +1,23 @@
 """Running one tool call: argument check, timeout, retries, and a JSON-safe, bounded result.
 
-Sync tools run on reusable daemon threads, so a call that hangs past its timeout is abandoned
-without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
-quick call pays no thread start.
+Sync tools run on the deadline module's daemon threads, so a call that hangs past its timeout
+is abandoned without keeping the process alive.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import dataclasses
 import json
-import queue
 import random
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
+from gated_react._engine.deadline import DeadlinePassed, acall_within, await_within, call_within
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react.errors import GatedReactError, validation_line
 
@@ -44,54 +39,6 @@ def _contained(exc: BaseException, tool: BaseTool) -> BaseException:
     if isinstance(exc, Exception | KeyboardInterrupt | asyncio.CancelledError):
         return exc
     return ToolExit(f"{tool.name} raised {type(exc).__name__}: {str(exc)[:200]}")
-
-
-class _DaemonThreads:
-    """Daemon worker threads, started on demand, reused, and retired after a minute idle."""
-
-    def __init__(self, idle_seconds: float = 60.0) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-        self._idle_seconds = idle_seconds
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            reuse = self._idle > 0
-            if reuse:
-                self._idle -= 1  # claim an idle worker; it takes the job from the queue
-        if reuse:
-            self._jobs.put(job)
-        else:
-            # Handed over in a list the worker empties: a Thread keeps its args until it ends.
-            threading.Thread(
-                target=self._work, args=([job],), name="gated-react-tool", daemon=True
-            ).start()
-
-    def _work(self, first: list[Callable[[], None]]) -> None:
-        job: Callable[[], None] | None = first.pop()
-        while job is not None:
-            job()
-            # An idle worker must not keep the finished call (its tool, args and the run's
-            # config, hence the graph) alive until the next job or its retirement.
-            job = None
-            with self._lock:
-                self._idle += 1
-            job = self._next()
-
-    def _next(self) -> Callable[[], None] | None:
-        """The next job, or None when this worker retires after its idle time."""
-        while True:
-            try:
-                return self._jobs.get(timeout=self._idle_seconds)
-            except queue.Empty:
-                with self._lock:
-                    if self._idle > 0:  # no claim is waiting for this worker: retire
-                        self._idle -= 1
-                        return None
-
-
-_THREADS = _DaemonThreads()
 
 
 def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
@@ -167,11 +114,10 @@ async def ainvoke(
 def _invoke_once(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
 ) -> Any:
-    done = threading.Event()
-    box = _start(tool, args, config, done.set)
-    if not done.wait(timeout):
-        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
-    return _unbox(box)
+    try:
+        return call_within(lambda: _call(tool, args, config), timeout)
+    except DeadlinePassed:
+        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
 
 
 async def _ainvoke_once(
@@ -179,53 +125,23 @@ async def _ainvoke_once(
 ) -> Any:
     try:
         if _is_async(tool):
-            return await asyncio.wait_for(tool.ainvoke(args, config), timeout)
-        loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = loop.create_future()
-
-        def resolve() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def wake() -> None:
-            with contextlib.suppress(RuntimeError):  # loop closed: nobody waits any more
-                loop.call_soon_threadsafe(resolve)
-
-        box = _start(tool, args, config, wake)
-        await asyncio.wait_for(finished, timeout)
-        return _unbox(box)
-    except TimeoutError:
+            return await await_within(tool.ainvoke(args, config), timeout)
+        return await acall_within(lambda: _call(tool, args, config), timeout)
+    except DeadlinePassed:
         raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
 
 
-def _start(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, on_done: Callable[[], None]
-) -> list[tuple[bool, Any]]:
-    box: list[tuple[bool, Any]] = []
-    context = contextvars.copy_context()
-
-    def call() -> Any:
+def _call(tool: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
+    """The call a worker thread makes; a tool's exit becomes an error there."""
+    try:
         if isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None:
             return asyncio.run(tool.ainvoke(args, config))  # an async-only tool under sync invoke
         return tool.invoke(args, config)
-
-    def work() -> None:
-        try:
-            box.append((True, context.run(call)))
-        except BaseException as exc:  # handed to the caller's thread, which decides
-            box.append((False, _contained(exc, tool)))
-        finally:
-            on_done()
-
-    _THREADS.submit(work)
-    return box
-
-
-def _unbox(box: list[tuple[bool, Any]]) -> Any:
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value
+    except BaseException as exc:
+        contained = _contained(exc, tool)
+        if contained is exc:
+            raise
+        raise contained from None
 
 
 def _is_async(tool: BaseTool) -> bool:

@@ -12,33 +12,71 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.prompt import build_messages
 from gated_react._engine.storable import Unstorable, clean_text, plain
-from gated_react.state import Reply, State, dump
+from gated_react.state import Reply, State, Usage, dump
+from gated_react.stops import Stop, StopReason
 
 
 def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
-    """Sync body: call the bound model with the bounded prompt."""
+    """Sync body: call the bound model with the bounded prompt, for at most the active
+    seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
     messages = build_messages(state, deps.system, deps.policy)
-    started = time.monotonic()
+    started, left = time.monotonic(), seconds_left(state, deps)
+    if left <= 0:
+        return out_of_time(state, started, deps)
     try:
-        message = deps.bound.invoke(messages, config)
+        message = call_within(lambda: deps.bound.invoke(messages, config), left)
+    except DeadlinePassed:
+        return out_of_time(state, started, deps)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
         return failed(state, exc, started, deps.secrets)
     return decided(state, messages, message, started, deps.secrets)
 
 
 async def adecide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
-    """Async body: the same, awaiting the model."""
+    """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
     messages = build_messages(state, deps.system, deps.policy)
-    started = time.monotonic()
+    started, left = time.monotonic(), seconds_left(state, deps)
+    if left <= 0:
+        return out_of_time(state, started, deps)
     try:
-        message = await deps.bound.ainvoke(messages, config)
+        message = await await_within(deps.bound.ainvoke(messages, config), left)
+    except DeadlinePassed:
+        return out_of_time(state, started, deps)
     except Exception as exc:
         return failed(state, exc, started, deps.secrets)
     return decided(state, messages, message, started, deps.secrets)
+
+
+def seconds_left(state: State, deps: NodeDeps) -> float:
+    """The active seconds the budget still allows: a model call gets no more than these."""
+    return deps.policy.budget.max_seconds - state.usage.seconds
+
+
+def out_of_time(state: State, started: float, deps: NodeDeps) -> dict[str, Any]:
+    """The update when the budget ran out while the model was still thinking."""
+    usage = spent(state, started)
+    budget = deps.policy.budget.max_seconds
+    stop = Stop(
+        StopReason.MAX_SECONDS,
+        message=f"max_seconds {budget:g} reached while waiting for the model "
+        f"({usage.seconds:.2f} active seconds spent)",
+    )
+    return {**stop.update(), "usage": dump(usage), "reply": None}
+
+
+def spent(state: State, started: float) -> Usage:
+    """Usage after one more model call that took the time since ``started``."""
+    return state.usage.model_copy(
+        update={
+            "steps": state.usage.steps + 1,
+            "seconds": state.usage.seconds + (time.monotonic() - started),
+        }
+    )
 
 
 def decided(
@@ -49,13 +87,8 @@ def decided(
     secrets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used."""
-    usage = state.usage.model_copy(
-        update={
-            "steps": state.usage.steps + 1,
-            "tokens": state.usage.tokens + _tokens(messages, message),
-            "seconds": state.usage.seconds + (time.monotonic() - started),
-        }
-    )
+    usage = spent(state, started)
+    usage.tokens += _tokens(messages, message)
     return {"reply": dump(reply_of(message, secrets)), "usage": dump(usage)}
 
 
@@ -82,12 +115,7 @@ def failed(
     state: State, exc: Exception, started: float, secrets: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """The update after a failed call: the step and seconds still count."""
-    usage = state.usage.model_copy(
-        update={
-            "steps": state.usage.steps + 1,
-            "seconds": state.usage.seconds + (time.monotonic() - started),
-        }
-    )
+    usage = spent(state, started)
     return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
 
 

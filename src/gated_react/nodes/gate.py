@@ -6,6 +6,7 @@ proposed call and the run's own counters, never tool output: an observation cann
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -14,14 +15,17 @@ from gated_react._engine.approval import ask
 from gated_react._engine.budget_checks import check_before_tool
 from gated_react._engine.call_keys import args_hash, idempotency_key, is_repeat, loop_key
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.langgraph_internals import can_pause
+from gated_react._engine.tool_runner import check_args
 from gated_react.state import Call, CoreState, Outcome, ToolAction, TraceEntry, dump
 from gated_react.stops import Stop, StopReason
 
 
 def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Let the proposed call through (recording it first), refuse it, or stop the run."""
-    if not isinstance(state.action, ToolAction):
-        raise TypeError("gate runs only after validate produced a tool action")
+    if not isinstance(state.action, ToolAction):  # the routers never send one; a caller might
+        why = "the gate was reached without a tool call to check"
+        return Stop(StopReason.INVALID_ACTION, "no_action", why).update()
     name, args = state.action.name, state.action.args
     over = check_before_tool(state.usage, deps.policy.budget, name)
     if over is not None:
@@ -32,7 +36,7 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
     if is_repeat(state.seen, name, args, deps.policy.loop_detection):
         return stopped(state, name, args, loop(name))
     if name in deps.policy.require_approval:
-        approved = approve(state, deps, name, args)
+        approved = approve(state, deps, name, args) if can_pause(config) else unavailable(name)
         if isinstance(approved, Stop):
             return stopped(state, name, args, approved)
         args = approved
@@ -56,20 +60,30 @@ def loop(name: str) -> Stop:
     )
 
 
+def unavailable(name: str) -> Stop:
+    """A call that needs approval in a graph with no checkpointer: nothing could ever answer."""
+    return Stop(
+        StopReason.APPROVAL_UNAVAILABLE,
+        name,
+        f"{name} needs a human's approval, but the graph has no checkpointer to pause on; "
+        "build it with one (build_graph(..., checkpointer=...)) or serve it with langgraph.json",
+    )
+
+
 def approve(
     state: CoreState, deps: NodeDeps, name: str, args: dict[str, Any]
 ) -> dict[str, Any] | Stop:
     """Ask a human; the arguments to run with, or the stop their answer causes.
-    Edited arguments pass the loop check again (and the tool's schema check in execute)."""
-    decision = ask(
-        {
-            "kind": "approval",
-            "tool": name,
-            "args": args,
-            "step": state.usage.steps,
-            "why": f"policy requires a human to approve every {name} call",
-        }
-    )
+    Edited arguments must fit the tool's schema (else the human is asked again) and pass the
+    loop check again."""
+    question = {
+        "kind": "approval",
+        "tool": name,
+        "args": args,
+        "step": state.usage.steps,
+        "why": f"policy requires a human to approve every {name} call",
+    }
+    decision = ask(question, partial(check_args, deps.tools[name]))
     if not decision.approved:
         why = decision.reason or "no reason given"
         return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {why}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,18 @@ Reply in one of two ways:
 - when the facts suffice, reply with your final answer as plain text and no tool call."""
 
 
+def one_call_per_reply(model: BaseChatModel) -> dict[str, Any]:
+    """Ask the provider for one tool call per reply wherever its ``bind_tools`` takes
+    ``parallel_tool_calls`` (OpenAI and Anthropic do; OpenAI's models call tools in parallel
+    by default). A provider that ignores it still meets the contract: two calls in one reply
+    are ``invalid_action:multiple_actions``."""
+    try:
+        parameters = inspect.signature(model.bind_tools).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {"parallel_tool_calls": False} if "parallel_tool_calls" in parameters else {}
+
+
 class ToolsProtocol:
     """A reply with one tool call is a tool action; a reply with text and no call is final."""
 
@@ -29,12 +42,11 @@ class ToolsProtocol:
         if not tools:
             return model
         try:
-            return model.bind_tools(list(tools))
+            return model.bind_tools(list(tools), **one_call_per_reply(model))
         except NotImplementedError:
-            raise ValueError(
-                f"{type(model).__name__} does not support native tool calls; "
-                "use Policy(protocol='json') or Policy(protocol='text')"
-            ) from None
+            # LangChain's fake chat models cannot bind tools but reply with tool calls: such a
+            # model is called as it is, and its replies meet the same contract.
+            return model
 
     def instructions(self, tools: Sequence[BaseTool]) -> str:
         return _INSTRUCTIONS

@@ -1,0 +1,134 @@
+"""Calls that must return by a deadline: tool calls within their timeout, model calls within
+the seconds left in the run's budget.
+
+Sync calls run on reusable daemon threads, so a call that hangs past its deadline is abandoned
+without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
+quick call pays no thread start. Async calls are awaited and cancelled at the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import queue
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from gated_react.errors import GatedReactError
+
+T = TypeVar("T")
+
+
+class DeadlinePassed(GatedReactError, TimeoutError):
+    """The call had not returned by its deadline (it may still be running on its thread)."""
+
+
+class _DaemonThreads:
+    """Daemon worker threads, started on demand, reused, and retired after a minute idle."""
+
+    def __init__(self, idle_seconds: float = 60.0) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._idle_seconds = idle_seconds
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            reuse = self._idle > 0
+            if reuse:
+                self._idle -= 1  # claim an idle worker; it takes the job from the queue
+        if reuse:
+            self._jobs.put(job)
+        else:
+            # Handed over in a list the worker empties: a Thread keeps its args until it ends.
+            threading.Thread(
+                target=self._work, args=([job],), name="gated-react-call", daemon=True
+            ).start()
+
+    def _work(self, first: list[Callable[[], None]]) -> None:
+        job: Callable[[], None] | None = first.pop()
+        while job is not None:
+            job()
+            # An idle worker must not keep the finished call (its tool, args and the run's
+            # config, hence the graph) alive until the next job or its retirement.
+            job = None
+            with self._lock:
+                self._idle += 1
+            job = self._next()
+
+    def _next(self) -> Callable[[], None] | None:
+        """The next job, or None when this worker retires after its idle time."""
+        while True:
+            try:
+                return self._jobs.get(timeout=self._idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # no claim is waiting for this worker: retire
+                        self._idle -= 1
+                        return None
+
+
+_THREADS = _DaemonThreads()
+
+
+def call_within(call: Callable[[], T], seconds: float) -> T:
+    """``call()`` on a worker thread (in a copy of this context); its result or its exception,
+    or ``DeadlinePassed`` after ``seconds``."""
+    done = threading.Event()
+    box = _start(call, done.set)
+    if not done.wait(max(seconds, 0.0)):
+        raise DeadlinePassed(f"no result within {seconds:g} s")
+    result: T = _unbox(box)
+    return result
+
+
+async def acall_within(call: Callable[[], T], seconds: float) -> T:
+    """Async ``call_within``: the event loop waits, the sync call runs on a worker thread."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def resolve() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # loop closed: nobody waits any more
+            loop.call_soon_threadsafe(resolve)
+
+    box = _start(call, wake)
+    await await_within(finished, seconds)
+    result: T = _unbox(box)
+    return result
+
+
+async def await_within(awaitable: Awaitable[T], seconds: float) -> T:
+    """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (it is cancelled)."""
+    try:
+        return await asyncio.wait_for(awaitable, max(seconds, 0.0))
+    except TimeoutError:
+        raise DeadlinePassed(f"no result within {seconds:g} s") from None
+
+
+def _start(call: Callable[[], Any], on_done: Callable[[], None]) -> list[tuple[bool, Any]]:
+    box: list[tuple[bool, Any]] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box.append((True, context.run(call)))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            box.append((False, exc))
+        finally:
+            on_done()
+
+    _THREADS.submit(work)
+    return box
+
+
+def _unbox(box: list[tuple[bool, Any]]) -> Any:
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value

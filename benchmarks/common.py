@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 import warnings
@@ -18,6 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import PrivateAttr
 
 from gated_react import Budget, Policy, build_graph
+from gated_react._engine.transcript import calls_shown
 
 OBSERVATION_BYTES = 1000
 PEERS = ("ours", "create_agent", "create_react_agent", "plain_loop")
@@ -79,13 +79,9 @@ CRASH_AT: list[int] = []  # set by the resume benchmark: this record "kills" the
 
 
 def _calls_done(messages: list[BaseMessage]) -> int:
-    """Tool calls a run has made, read from what the model is shown: the transcript's tool
-    messages (the peers), or the state summary in gated-react's bounded prompt."""
-    for message in messages:
-        text = message.content if isinstance(message.content, str) else ""
-        if '"state_summary"' in text:
-            return int(json.loads(text)["state_summary"]["tool_calls_done"])
-    return sum(isinstance(m, ToolMessage) for m in messages)
+    """Tool calls a run has made, read from what the model is shown: the peers' tool messages,
+    or gated-react's transcript (folded steps included)."""
+    return calls_shown(messages)
 
 
 def _lookup(record: int) -> str:

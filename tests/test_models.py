@@ -13,7 +13,7 @@ from gated_react.models import ModelNotConfigured, chat_model
 from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.openai_server import FakeOpenAI, Status, reply, tool_call
+from .support.openai_server import FakeOpenAI, Reply, Status, reply, tool_call
 
 
 def _settings(server: FakeOpenAI, **env: Any) -> Settings:
@@ -73,3 +73,20 @@ def test_no_model_refuses_to_be_called_and_idle_graphs_keep_the_shape() -> None:
         NoModel().invoke("hello")
     idle = idle_graph().get_graph().draw_mermaid()
     assert idle == build_graph(ScriptedChatModel(replies=[]), []).get_graph().draw_mermaid()
+
+
+def test_cached_tokens_the_server_reports_are_counted_beside_all_tokens() -> None:
+    script = [
+        Reply(
+            tool_calls=[("get_user_billing", {"user_id": 42})], prompt_tokens=1500, cached_tokens=0
+        ),
+        Reply("USD 49", prompt_tokens=1600, completion_tokens=5, cached_tokens=1408),
+    ]
+    with FakeOpenAI(script) as server:
+        graph = build_graph(
+            chat_model(_settings(server)), SUPPORT_TOOLS, policy=Policy().replace(max_tokens=3200)
+        )
+        out = graph.invoke({"goal": "refund?"})
+    assert out["usage"]["cached_tokens"] == 1408
+    assert out["usage"]["tokens"] == 1507 + 1605  # max_tokens counts every token, cached or not
+    assert out["stop_reason"] == "success"

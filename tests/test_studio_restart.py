@@ -4,12 +4,14 @@ run is lost and no step repeats (the durable checkpointer from ``langgraph.json`
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import convert_to_messages
 from langgraph_sdk.client import LangGraphClient
+
+from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import Delay, FakeOpenAI, reply, tool_call
 from .support.studio_server import dev_server, drive
@@ -25,9 +27,9 @@ def _respond(request: dict[str, Any], first_seen: set[str]) -> Any:
     """A model that answers from the prompt, not from a script order: the server may replay a
     request after a restart. Holds the first 'second decision' of the mid-run thread for 60 s,
     long enough for the test to kill the server while the call is in flight."""
-    payload = json.loads(request["messages"][1]["content"])
-    done = [step["tool"] for step in payload["recent_steps"]]
-    if payload["goal"] == PAUSED_GOAL:
+    messages = convert_to_messages(request["messages"])
+    done = calls_shown(messages)
+    if messages[1].content == PAUSED_GOAL:
         return tool_call("get_user_billing", user_id=42) if not done else reply("USD 49")
     if not done:
         return tool_call("get_user_profile", user_id=42)

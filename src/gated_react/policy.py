@@ -73,8 +73,12 @@ class Policy(BaseModel):
     """Caps integer magnitudes in that schema, for the same reason."""
     loop_detection: LoopMode = "exact"
     """Stop on a repeated call: same tool and arguments, compared exactly or normalized."""
-    context_steps: int | None = Field(default=3, ge=0)
-    """How many recent steps the model sees in full; None sends the whole history."""
+    context_steps: int | None = Field(default=16, ge=1)
+    """The most past steps the model sees in full. Past it, the oldest are folded into a short
+    summary after the goal, leaving ``context_keep``, and the transcript grows again: the prompt
+    stays bounded and its prefix, which servers cache, changes once per fold. None never folds."""
+    context_keep: int = Field(default=2, ge=0)
+    """Steps still shown in full right after a fold (at most ``context_steps - 1``)."""
     max_observation_chars: int = Field(default=4000, ge=100)
     """Longer tool results are cut to this many characters with a visible marker."""
     tool_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -128,7 +128,11 @@ class Usage(_Strict):
     per_tool: dict[str, int] = Field(default_factory=dict)
     """The same, per tool name."""
     tokens: int = 0
-    """Model tokens spent (reported by the model, else estimated)."""
+    """Model tokens spent (reported by the model, else estimated); ``max_tokens`` counts these."""
+    cached_tokens: int = 0
+    """Of the input tokens, those the provider reported as read from its prompt cache
+    (``input_token_details.cache_read``): billed at a fraction of the price; counted in
+    ``tokens`` too."""
     seconds: float = 0.0
     """Active seconds spent in model and tool calls; paused or crashed time is not counted."""
 
@@ -222,6 +226,7 @@ class UsageDict(TypedDict):
     tool_calls: int
     per_tool: dict[str, int]
     tokens: int
+    cached_tokens: int
     seconds: float
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import httpx
@@ -11,40 +10,25 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
 
 from ..support.fakes import HangingChatModel
 from ..support.helpers import deps, history_entry, logs, policy, state
 
 
-def _payload(messages: list) -> dict:  # type: ignore[type-arg]
-    return json.loads(messages[1].content)
-
-
-def test_prompt_holds_goal_summary_and_only_the_last_steps() -> None:
-    parts = deps(["ok"], context_steps=2)
+def test_the_model_gets_the_transcript_and_the_update_counts_the_step() -> None:
+    parts = deps(["ok"], context_steps=4, context_keep=1)
     history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 11)]
-    update = decide(state(**logs(history)), {}, deps=parts)
-    payload = _payload(parts.model.requests[0])  # type: ignore[attr-defined]
-    assert payload["goal"].startswith("User 42")
-    assert [s["step"] for s in payload["recent_steps"]] == [9, 10]
-    assert payload["state_summary"]["tools_used"] == {"search_policy": 10}
-    assert payload["state_summary"]["steps_done"] == 10
+    hand_built = state(**logs(history))
+    update = decide(hand_built, {}, deps=parts)
+    sent = parts.model.requests[0]  # type: ignore[attr-defined]
+    assert sent == build_messages(hand_built, parts.system, parts.policy, parts.protocol.replay)
+    assert sent[1].content.startswith("User 42")
+    assert "Earlier steps" in sent[1].content  # 10 steps, at most 4 in full: folded
     assert update["usage"]["steps"] == 11
     assert update["usage"]["tokens"] > 0
     assert update["reply"]["text"] == "ok"
-
-
-def test_context_steps_none_sends_everything_and_zero_sends_last_observation() -> None:
-    history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 6)]
-    full = deps(["ok"], context_steps=None)
-    decide(state(history=history), {}, deps=full)
-    assert len(_payload(full.model.requests[0])["recent_steps"]) == 5  # type: ignore[attr-defined]
-    none = deps(["ok"], context_steps=0)
-    decide(state(history=history), {}, deps=none)
-    payload = _payload(none.model.requests[0])  # type: ignore[attr-defined]
-    assert payload["recent_steps"] == []
-    assert payload["state_summary"]["last_observation"] == "obs 5"
 
 
 def test_reply_keeps_tool_calls_and_reported_tokens() -> None:

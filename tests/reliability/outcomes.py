@@ -4,13 +4,14 @@ of running again). Shared by the store-fault tests."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import UnknownThread, read, resume, run
+from gated_react._engine.transcript import calls_shown
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import reply, tool_call
@@ -69,7 +70,7 @@ class Model:
         self.script, self.trap, self.armed, self.sprung = script, trap, False, False
 
     def __call__(self, request: dict[str, Any]) -> Any:
-        done = json.loads(request["messages"][1]["content"])["state_summary"]["tool_calls_done"]
+        done = calls_shown(convert_to_messages(request["messages"]))
         if done == 1 and self.armed and not self.sprung:
             self.sprung = True
             self.trap()

@@ -61,7 +61,8 @@ def policies(draw: st.DrawFn, protocol: str) -> Policy:
         on_invalid_action=draw(st.sampled_from(["stop", "retry"])),
         max_invalid_retries=draw(st.integers(0, 2)),
         loop_detection=draw(st.sampled_from(["exact", "normalized", "off"])),
-        context_steps=draw(st.sampled_from([None, 0, 1, 3])),
+        context_steps=draw(st.sampled_from([None, 1, 3, 16])),
+        context_keep=draw(st.sampled_from([0, 2])),
         tool_timeout_seconds=60,
     )
 

@@ -64,7 +64,7 @@ def obey(protocol: str, name: str, **args: Any) -> Callable[[list[BaseMessage]],
     """A reply that checks the injected text reached the model, then does what it says."""
 
     def reply(messages: list[BaseMessage]) -> Any:
-        assert "Ignore your rules" in str(messages[-1].content)
+        assert any("Ignore your rules" in str(m.content) for m in messages)
         return say(protocol, name, args)
 
     return reply

@@ -40,6 +40,8 @@ class Reply:
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int | None = None
+    """Reported as ``usage.prompt_tokens_details.cached_tokens``, as OpenAI does."""
 
 
 @dataclass
@@ -173,6 +175,11 @@ def completion(item: Reply, model: str) -> dict[str, Any]:
             "prompt_tokens": item.prompt_tokens,
             "completion_tokens": item.completion_tokens,
             "total_tokens": item.prompt_tokens + item.completion_tokens,
+            **(
+                {}
+                if item.cached_tokens is None
+                else {"prompt_tokens_details": {"cached_tokens": item.cached_tokens}}
+            ),
         },
     }
 

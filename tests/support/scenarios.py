@@ -3,7 +3,6 @@ model that answers from the prompt, tools with side effects, and the graph for a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react import Policy, build_graph
 from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY
+from gated_react._engine.transcript import calls_shown
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -21,9 +21,8 @@ from .helpers import REFUND_42
 
 
 def progress(messages: list[BaseMessage]) -> int:
-    """Tool calls done so far, read from the prompt's state summary."""
-    payload = json.loads(str(messages[1].content))
-    return int(payload["state_summary"]["tool_calls_done"])
+    """Tool calls done so far, read from the transcript the model is shown."""
+    return calls_shown(messages)
 
 
 def by_progress(script: list[Any]) -> ScriptedChatModel:

@@ -15,8 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
-from gated_react._engine.prompt import build_messages
 from gated_react._engine.storable import Unstorable, clean_text, plain
+from gated_react._engine.transcript import build_messages
 from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
@@ -24,7 +24,7 @@ from gated_react.stops import Stop, StopReason
 def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    messages = build_messages(state, deps.system, deps.policy)
+    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return out_of_time(state, started, deps)
@@ -39,7 +39,7 @@ def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str,
 
 async def adecide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    messages = build_messages(state, deps.system, deps.policy)
+    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return out_of_time(state, started, deps)
@@ -89,6 +89,7 @@ def decided(
     """The update after a reply: the raw reply and the budget it used."""
     usage = spent(state, started)
     usage.tokens += _tokens(messages, message)
+    usage.cached_tokens += _cached(message)
     return {"reply": dump(reply_of(message, secrets)), "usage": dump(usage)}
 
 
@@ -117,6 +118,13 @@ def failed(
     """The update after a failed call: the step and seconds still count."""
     usage = spent(state, started)
     return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
+
+
+def _cached(message: BaseMessage) -> int:
+    """Input tokens the provider served from its prompt cache, when it says."""
+    reported = message.usage_metadata if isinstance(message, AIMessage) else None
+    details = reported.get("input_token_details") if reported else None
+    return int((details or {}).get("cache_read") or 0)
 
 
 def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:

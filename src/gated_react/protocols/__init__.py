@@ -15,7 +15,7 @@ from gated_react.policy import Policy
 from gated_react.protocols.jsonmode import JsonProtocol
 from gated_react.protocols.native import ToolsProtocol
 from gated_react.protocols.text import TextProtocol
-from gated_react.state import Reply
+from gated_react.state import HistoryEntry, Reply
 
 BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
@@ -33,6 +33,10 @@ class ActionProtocol(Protocol):
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
         """A parsed object for ``check_contract``; raises ``ActionError`` when parsing fails."""
+        ...
+
+    def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
+        """One past step (its calls, in order) as the model's own turns and their results."""
         ...
 
 

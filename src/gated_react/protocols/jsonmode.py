@@ -12,9 +12,10 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from gated_react._engine.contract import load_json
+from gated_react._engine.transcript import replies
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import args_schema, describe
-from gated_react.state import Reply
+from gated_react.state import HistoryEntry, Reply
 
 _INSTRUCTIONS = """\
 Reply with exactly one JSON object and nothing else, in one of two shapes:
@@ -85,3 +86,12 @@ class JsonProtocol:
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
         return load_json(reply.text)
+
+    def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
+        """Each call as the JSON object the model wrote, then its observation."""
+        return replies(entries, _as_json)
+
+
+def _as_json(entry: HistoryEntry) -> str:
+    action = {"kind": "tool", "name": entry.action.name, "args": entry.action.args}
+    return json.dumps(action, ensure_ascii=False)

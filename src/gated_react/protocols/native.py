@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from gated_react._engine.contract import ActionError
+from gated_react._engine.transcript import shown
 from gated_react.policy import Policy
-from gated_react.state import Reply
+from gated_react.state import HistoryEntry, Reply
 
 _INSTRUCTIONS = """\
 Reply in one of two ways:
@@ -67,3 +68,16 @@ class ToolsProtocol:
             call = reply.tool_calls[0]
             return {"kind": "tool", "name": call.get("name"), "args": call.get("args")}
         return {"kind": "final", "answer": reply.text}
+
+    def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
+        """The assistant's tool calls, then one ``ToolMessage`` per call, as in any chat app."""
+        ids = [f"call_{entry.step}_{i}" for i, entry in enumerate(entries)]
+        calls = [
+            {"name": entry.action.name, "args": entry.action.args, "id": id_, "type": "tool_call"}
+            for entry, id_ in zip(entries, ids, strict=True)
+        ]
+        results = [
+            ToolMessage(shown(entry.observation), tool_call_id=id_, name=entry.action.name)
+            for entry, id_ in zip(entries, ids, strict=True)
+        ]
+        return [AIMessage("", tool_calls=calls), *results]

@@ -19,9 +19,10 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gated_react._engine.contract import ActionError, load_json
+from gated_react._engine.transcript import replies
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import all_params, describe, required_params
-from gated_react.state import Reply
+from gated_react.state import HistoryEntry, Reply
 
 _INSTRUCTIONS = """\
 Reply in this format, in English labels, and stop after the action:
@@ -132,3 +133,12 @@ class TextProtocol:
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
         return parse_text(reply.text, tools)
+
+    def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
+        """Each call as the Action lines the model wrote, then its observation."""
+        return replies(entries, _as_text)
+
+
+def _as_text(entry: HistoryEntry) -> str:
+    args = json.dumps(entry.action.args, ensure_ascii=False)
+    return f"Action: {entry.action.name}\nAction Input: {args}"

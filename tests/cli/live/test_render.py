@@ -3,13 +3,16 @@ reaches the terminal as control sequences or rich markup, and never shows a secr
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import Result
+from rich.console import Console
 
+from gated_react import Budget
 from gated_react.cli.live import render
 
 from ...support.openai_server import FakeOpenAI, reply, tool_call
@@ -95,3 +98,14 @@ def test_safe_masks_secrets_before_it_clips_and_keeps_lines_when_asked() -> None
     assert render.safe(f"key {secret} end", (secret,), limit=12) == "key *** end"
     assert render.safe(f"{'x' * 20} {KEY}", limit=27) == f"{'x' * 20} sk-***"
     assert render.safe("a\r\nb\tc\x1b", lines=True) == "a\nb\tc\\x1b"
+
+
+def test_the_summary_says_how_many_input_tokens_came_from_the_prompt_cache() -> None:
+    out = io.StringIO()
+    usage = {"steps": 2, "tokens": 3112, "cached_tokens": 1408, "seconds": 0.5}
+    result = {"status": "ok", "stop_reason": "success", "usage": usage, "history": []}
+    render.summary(Console(file=out, width=120), result, Budget(), ())
+    assert "3112 (1408 input tokens from the prompt cache)" in out.getvalue()
+    out = io.StringIO()
+    render.summary(Console(file=out, width=120), {**result, "usage": {"tokens": 9}}, Budget(), ())
+    assert "prompt cache" not in out.getvalue()

@@ -130,7 +130,7 @@ def summary(
         ("answer", safe(str(result.get("answer") or ""), secrets, lines=True)),
         ("steps", f"{safe(usage.get('steps', 0))}/{budget.max_steps}"),
         ("tool calls", f"{len(result.get('history') or ())}/{budget.max_tool_calls}"),
-        ("tokens", safe(usage.get("tokens", 0))),
+        ("tokens", _tokens(usage)),
         ("seconds", f"{float(usage.get('seconds', 0.0)):.2f}/{budget.max_seconds:g} (active)"),
         ("thread", safe(str(result.get("thread_id")), secrets)),
     ]
@@ -142,6 +142,13 @@ def summary(
             table.add_row(key, value)
     console.print()
     console.print(table, highlight=False)
+
+
+def _tokens(usage: Mapping[str, Any]) -> str:
+    """All tokens, and how many of the input tokens the provider read from its prompt cache."""
+    cached = usage.get("cached_tokens") or 0
+    tokens = safe(usage.get("tokens", 0))
+    return f"{tokens} ({safe(cached)} input tokens from the prompt cache)" if cached else tokens
 
 
 def pending(

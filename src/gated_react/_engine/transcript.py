@@ -1,0 +1,137 @@
+"""What the model sees: its own past steps as chat messages, append-only between foldings.
+
+A request is ``[system, goal, step 1, step 2, ...]``, each step in the form the model itself
+uses (a tool call and its ``ToolMessage``, or its reply and an ``Observation:`` turn). A server
+that caches prompt prefixes (llama.cpp, vLLM, OpenAI, Anthropic) reuses everything but the newest
+step. When more than ``Policy.context_steps`` steps would be shown, the oldest are folded into a
+summary inside the goal's message and appending resumes, so the prompt stays bounded and its
+prefix changes once every few steps, not every step. Whatever is only true for this one request
+(a format reminder, the last step) goes in the last message, never earlier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from itertools import groupby
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from gated_react.policy import Policy
+from gated_react.state import HistoryEntry, State
+
+FOLDED_LINES = 24
+"""The most folded steps the summary lists one by one; older ones are counted per tool."""
+_ARGS_CHARS, _RESULT_CHARS = 160, 240
+
+
+def folded_count(steps: int, policy: Policy) -> int:
+    """How many of ``steps`` shown steps are folded: none up to ``context_steps``; past it the
+    oldest go in a block, leaving ``context_keep`` and then growing again to ``context_steps``."""
+    limit = policy.context_steps
+    if limit is None or steps <= limit:
+        return 0
+    keep = min(policy.context_keep, limit - 1)
+    period = limit - keep
+    shown: int = keep + ((steps - keep) % period or period)
+    return steps - shown
+
+
+def build_messages(state: State, system: str, policy: Policy, replay: Any) -> list[BaseMessage]:
+    """The model input for the next decision."""
+    steps = [list(group) for _, group in groupby(state.history, key=lambda e: e.step)]
+    folded = folded_count(len(steps), policy)
+    goal = state.goal
+    if folded:
+        goal = f"{goal}\n\n{summary([e for step in steps[:folded] for e in step])}"
+    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(goal)]
+    for step in steps[folded:]:
+        messages.extend(replay(step))
+    note = _note(state, policy)
+    return _with_note(messages, note) if note else messages
+
+
+def summary(entries: Sequence[HistoryEntry]) -> str:
+    """The folded steps, one line each (the newest ``FOLDED_LINES``), older ones counted."""
+    lines = ["Earlier steps, folded to keep this conversation short:"]
+    older, listed = entries[:-FOLDED_LINES], entries[-FOLDED_LINES:]
+    if older:
+        counts: dict[str, int] = {}
+        for entry in older:
+            counts[entry.action.name] = counts.get(entry.action.name, 0) + 1
+        calls = ", ".join(f"{name} x{count}" for name, count in counts.items())
+        lines.append(f"- steps {older[0].step}-{older[-1].step}: {calls}")
+    for entry in listed:
+        args = clip(json.dumps(entry.action.args, ensure_ascii=False), _ARGS_CHARS)
+        result = clip(shown(entry.observation), _RESULT_CHARS)
+        lines.append(f"- step {entry.step}: {entry.action.name}({args}) -> {result}")
+    return "\n".join(lines)
+
+
+def shown(observation: Any) -> str:
+    """An observation as the model reads it: text as is, anything else as JSON."""
+    if isinstance(observation, str):
+        return observation
+    return json.dumps(observation, ensure_ascii=False, default=str)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _note(state: State, policy: Policy) -> str:
+    """What is true for this request only."""
+    notes = []
+    if state.retry is not None:
+        notes.append(
+            f"Your last reply was rejected ({state.retry.why}: {state.retry.message}). "
+            "Reply again, exactly in the required format."
+        )
+    if policy.budget.max_steps - state.usage.steps == 1:
+        notes.append("This is your last step: give your final answer now.")
+    return " ".join(notes)
+
+
+def _with_note(messages: list[BaseMessage], note: str) -> list[BaseMessage]:
+    """The note joins the last human turn, or follows a tool result as a turn of its own, so
+    user and assistant turns keep alternating."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and isinstance(last.content, str):
+        return [*messages[:-1], HumanMessage(f"{last.content}\n\n{note}")]
+    return [*messages, HumanMessage(note)]
+
+
+def observation_turn(entry: HistoryEntry) -> HumanMessage:
+    """The observation as a user turn of its own, for protocols that reply in text."""
+    return HumanMessage(f"Observation: {shown(entry.observation)}")
+
+
+def replies(
+    entries: Sequence[HistoryEntry], render: Callable[[HistoryEntry], str]
+) -> list[BaseMessage]:
+    """Text protocols: the model's reply (``render(entry)``), then its observation, per call."""
+    out: list[BaseMessage] = []
+    for entry in entries:
+        out += [AIMessage(render(entry)), observation_turn(entry)]
+    return out
+
+
+def calls_shown(messages: Sequence[BaseMessage]) -> int:
+    """How many tool calls a request shows as done, folded ones included: what a scripted model
+    that follows a trajectory needs to know where it is."""
+    count = 0
+    for message in messages[2:]:
+        text = message.content if isinstance(message.content, str) else ""
+        count += message.type == "tool" or (
+            message.type == "human" and text.startswith("Observation: ")
+        )
+    goal = messages[1].content if len(messages) > 1 and isinstance(messages[1].content, str) else ""
+    for line in goal.splitlines():
+        if line.startswith("- step "):
+            count += 1
+        elif line.startswith("- steps "):
+            count += sum(
+                int(part.rsplit(" x", 1)[1]) for part in line.split(": ", 1)[1].split(", ")
+            )
+    return count

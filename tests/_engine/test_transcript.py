@@ -1,0 +1,154 @@
+"""The transcript: each protocol's exact message sequence, where folds happen, and the promise a
+prefix-caching server relies on (between two folds every request starts with the previous one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from gated_react._engine.transcript import FOLDED_LINES, build_messages, calls_shown, folded_count
+from gated_react.policy import Policy
+from gated_react.protocols import PROTOCOLS
+from gated_react.state import State
+
+from ..support.helpers import history_entry
+
+
+def _state(steps: int, **fields: Any) -> State:
+    history = [
+        history_entry(i, "lookup", {"id": i, "text": "x" * 40}, user_id=i)
+        for i in range(1, steps + 1)
+    ]
+    return State.model_validate(
+        {"goal": "Find it.", "history": history, "usage": {"steps": steps}, **fields}
+    )
+
+
+def _messages(steps: int, protocol: str = "json", **policy: Any) -> list[BaseMessage]:
+    return build_messages(_state(steps), "SYSTEM", Policy(**policy), PROTOCOLS[protocol].replay)
+
+
+def _wire(message: BaseMessage) -> Any:
+    """What a provider receives for a message: its role, text and calls."""
+    return (
+        type(message).__name__,
+        message.content,
+        getattr(message, "tool_calls", None),
+        getattr(message, "tool_call_id", None),
+    )
+
+
+def test_tools_protocol_shows_each_step_as_a_tool_call_and_its_tool_message() -> None:
+    system, goal, call, result, *rest = _messages(2, "tools")
+    assert (system, goal) == (SystemMessage("SYSTEM"), HumanMessage("Find it."))
+    assert isinstance(call, AIMessage)
+    assert call.tool_calls == [
+        {"name": "lookup", "args": {"user_id": 1}, "id": "call_1_0", "type": "tool_call"}
+    ]
+    assert isinstance(result, ToolMessage)
+    assert (result.tool_call_id, result.content) == (
+        "call_1_0",
+        '{"id": 1, "text": "' + "x" * 40 + '"}',
+    )
+    assert [type(m).__name__ for m in rest] == ["AIMessage", "ToolMessage"]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "reply"),
+    [
+        ("json", '{"kind": "tool", "name": "lookup", "args": {"user_id": 1}}'),
+        ("text", 'Action: lookup\nAction Input: {"user_id": 1}'),
+    ],
+)
+def test_text_protocols_alternate_the_models_reply_and_an_observation_turn(
+    protocol: str, reply: str
+) -> None:
+    messages = _messages(3, protocol)
+    assert [type(m).__name__ for m in messages] == ["SystemMessage"] + [
+        "HumanMessage",
+        "AIMessage",
+    ] * 3 + ["HumanMessage"]
+    assert messages[2] == AIMessage(reply)
+    assert messages[3].content == 'Observation: {"id": 1, "text": "' + "x" * 40 + '"}'
+
+
+def test_a_retry_reminder_and_the_last_step_join_the_last_turn_only() -> None:
+    retry = {"why": "no_action", "message": "no Action line", "count": 1}
+    state = _state(2, retry=retry, usage={"steps": 7})
+    plain = build_messages(_state(2), "S", Policy(), PROTOCOLS["json"].replay)
+    noted = build_messages(state, "S", Policy(), PROTOCOLS["json"].replay)
+    assert noted[:-1] == plain[:-1]
+    assert noted[-1].content.startswith(plain[-1].content)
+    assert "no_action" in noted[-1].content
+    assert "last step" in noted[-1].content
+    tools = build_messages(state, "S", Policy(), PROTOCOLS["tools"].replay)
+    assert isinstance(tools[-2], ToolMessage)  # a tool result stays as it is: the note follows
+    assert isinstance(tools[-1], HumanMessage)
+    assert "no_action" in tools[-1].content
+
+
+@pytest.mark.parametrize(
+    ("steps", "folded"), [(0, 0), (16, 0), (17, 14), (30, 14), (31, 28), (44, 28), (45, 42)]
+)
+def test_folds_happen_past_context_steps_and_keep_context_keep(steps: int, folded: int) -> None:
+    assert folded_count(steps, Policy()) == folded
+    assert folded_count(steps, Policy(context_steps=None)) == 0
+
+
+def test_context_keep_is_at_most_one_less_than_context_steps() -> None:
+    policy = Policy(context_steps=1, context_keep=5)
+    assert [folded_count(n, policy) for n in range(1, 5)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+def test_between_folds_each_request_starts_with_the_previous_one(protocol: str) -> None:
+    """What a prefix cache reuses: all of the previous request but its last message."""
+    policy = {"context_steps": 8, "context_keep": 2}
+    previous = _messages(0, protocol, **policy)
+    folds = 0
+    for steps in range(1, 40):
+        current = _messages(steps, protocol, **policy)
+        if folded_count(steps, Policy(**policy)) != folded_count(steps - 1, Policy(**policy)):
+            folds += 1
+            assert current[1] != previous[1]  # the fold rewrites the goal turn, once
+        else:
+            reused = previous[:-1]
+            assert [_wire(m) for m in current[: len(reused)]] == [_wire(m) for m in reused]
+            if steps > 4:  # most of the prompt is reused
+                assert sum(len(str(m.content)) for m in reused) > 0.6 * sum(
+                    len(str(m.content)) for m in current
+                )
+        previous = current
+    assert folds == 6
+
+
+def test_the_largest_prompt_stays_flat_however_long_the_run() -> None:
+    sizes = {
+        n: sum(
+            len(str(m.content)) + len(str(getattr(m, "tool_calls", "")))
+            for m in _messages(n, "tools")
+        )
+        for n in range(1, 400)
+    }
+    assert max(sizes.values()) == max(size for n, size in sizes.items() if n < 200)
+
+
+def test_the_summary_lists_the_newest_folded_steps_and_counts_the_rest() -> None:
+    goal = _messages(200, "json", context_steps=4, context_keep=1)[1].content
+    assert isinstance(goal, str)
+    lines = goal.splitlines()
+    assert lines[0] == "Find it."
+    assert lines[2].startswith("Earlier steps")
+    assert lines[3].startswith("- steps 1-")
+    assert "lookup x" in lines[3]
+    listed = [line for line in lines if line.startswith("- step ")]
+    assert len(listed) == FOLDED_LINES
+    assert listed[-1].startswith('- step 198: lookup({"user_id": 198}) -> ')
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+@pytest.mark.parametrize("steps", [0, 1, 5, 16, 17, 40, 200])
+def test_calls_shown_counts_every_call_folded_or_not(protocol: str, steps: int) -> None:
+    assert calls_shown(_messages(steps, protocol)) == steps

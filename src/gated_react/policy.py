@@ -87,6 +87,9 @@ class Policy(BaseModel):
     """Per-tool timeouts that override the default."""
     tool_retries: int = Field(default=0, ge=0, le=10)
     """Extra attempts for a failing idempotent tool (exponential backoff with jitter)."""
+    max_parallel_calls: int = Field(default=1, ge=1, le=16)
+    """How many tool calls one reply may hold (``tools`` protocol). The gate checks them all
+    before any runs; the allowed ones run at once. With 1, providers are asked for one call."""
     on_tool_error: OnError = "stop"
     """What a refused, failed or timed-out call does: end the run, or become an observation."""
     on_invalid_action: OnInvalid = "stop"

@@ -31,7 +31,7 @@ class Route(TypedDict, total=False):
 
     stop_reason: str | None
     action: dict[str, Any] | None
-    call: dict[str, Any] | None
+    calls: list[dict[str, Any]]
 
 
 def after_decide(state: Route) -> AfterDecide:
@@ -46,15 +46,17 @@ def after_validate(state: Route) -> AfterValidate:
     action = state.get("action")
     if action is None:
         return "retry"
-    return "tool" if action["kind"] == "tool" else "final"
+    return "final" if action["kind"] == "final" else "tool"
 
 
 def after_gate(state: Route) -> AfterGate:
-    """Allowed calls run; refusals the model may see go straight to observe."""
+    """Allowed calls run; a step whose calls were all refused (shown to the model) goes
+    straight to observe."""
     if state.get("stop_reason"):
         return "stop"
-    call = state.get("call")
-    return "refused" if call is not None and call.get("outcome") is not None else "allowed"
+    calls = state.get("calls") or []
+    settled = bool(calls) and all(call.get("outcome") is not None for call in calls)
+    return "refused" if settled else "allowed"
 
 
 def after_observe(state: Route) -> AfterObserve:

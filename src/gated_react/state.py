@@ -40,6 +40,15 @@ class ToolAction(_Strict):
     """Keyword arguments for the tool."""
 
 
+class ToolCalls(_Strict):
+    """The model asks for several tool calls in one reply (``Policy.max_parallel_calls``)."""
+
+    kind: Literal["tools"] = "tools"
+    """Always ``"tools"``."""
+    calls: list[ToolAction] = Field(min_length=2)
+    """The calls, in the reply's order."""
+
+
 class FinalAction(_Strict):
     """The model gives its final answer."""
 
@@ -49,7 +58,14 @@ class FinalAction(_Strict):
     """The answer, non-blank."""
 
 
-Action = Annotated[ToolAction | FinalAction, Field(discriminator="kind")]
+Action = Annotated[ToolAction | ToolCalls | FinalAction, Field(discriminator="kind")]
+
+
+def tool_actions(action: ToolAction | ToolCalls | FinalAction | None) -> list[ToolAction]:
+    """The tool calls an action asks for, in order (none for a final answer)."""
+    if isinstance(action, ToolAction):
+        return [action]
+    return list(action.calls) if isinstance(action, ToolCalls) else []
 
 
 class Reply(_Strict):
@@ -191,9 +207,10 @@ class CoreState(_Strict):
     reply: Reply | None = None
     """The model's latest raw reply."""
     action: Action | None = None
-    """The latest reply after the action contract: one tool call or a final answer."""
-    call: Call | None = None
-    """The call between gate and observe; its outcome is None while it has not finished."""
+    """The latest reply after the action contract: tool calls or a final answer."""
+    calls: list[Call] = Field(default_factory=list)
+    """The calls of this step between gate and observe, in the reply's order; an outcome is
+    None while its call has not finished."""
     retry: Retry | None = None
     """Set while a malformed reply is being retried with a reminder."""
     usage: Usage = Field(default_factory=Usage)

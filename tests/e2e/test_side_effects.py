@@ -154,9 +154,9 @@ def test_an_outcome_stored_before_the_crash_is_not_unknown(store_url: str, tmp_p
         with open_checkpointer(store_url) as saver:
             latest = saver.get_tuple({"configurable": {"thread_id": "pay"}})
         assert latest is not None
-        assert latest.checkpoint["channel_values"]["call"]["outcome"] is None  # gate's record
-        outcomes = [v for _, ch, v in latest.pending_writes or () if ch == "call"]
-        assert [call["outcome"]["ok"] for call in outcomes] == [True]  # execute's, pending
+        assert latest.checkpoint["channel_values"]["calls"][0]["outcome"] is None  # gate's record
+        outcomes = [v for _, ch, v in latest.pending_writes or () if ch == "calls"]
+        assert [calls[0]["outcome"]["ok"] for calls in outcomes] == [True]  # execute's, pending
         out = kids.start(store_url, "pay", "resume", **spec).result()
     assert out["stop_reason"] == "success"
     assert [entry["observation"] for entry in out["history"]] == ["appended"]

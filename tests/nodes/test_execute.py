@@ -22,12 +22,12 @@ TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
 
 def _run(tool_name: str, args: dict[str, Any], config: Any = None, **fields: Any) -> dict[str, Any]:
     call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
-    return execute(state(call=call), config or {}, deps=deps(tools=TOOLS, **fields))
+    return execute(state(calls=[call]), config or {}, deps=deps(tools=TOOLS, **fields))
 
 
 def test_success_records_a_json_observation_and_time() -> None:
     update = _run("get_user_profile", {"user_id": 42})
-    assert update["call"]["outcome"] == {
+    assert update["calls"][0]["outcome"] == {
         "ok": True,
         "observation": {"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}},
         "error": None,
@@ -43,7 +43,7 @@ def test_success_records_a_json_observation_and_time() -> None:
 def test_bad_args_stop_before_the_tool_runs(args: dict[str, Any]) -> None:
     update = _run("get_user_profile", args)
     assert update["stop_reason"] == "tool_bad_args:get_user_profile"
-    assert update["call"]["outcome"]["ok"] is False
+    assert update["calls"][0]["outcome"]["ok"] is False
 
 
 def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
@@ -64,11 +64,11 @@ def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
         return f"refunded {cents}"
 
     call = {"step": 1, "tool": "refund", "args": {"cents": -5}, "key": "k"}
-    update = execute(state(call=call), {}, deps=deps(tools=[refund]))
+    update = execute(state(calls=[call]), {}, deps=deps(tools=[refund]))
     assert update["stop_reason"] == "tool_bad_args:refund"
     assert "must be positive" in update["message"]
     call = {"step": 1, "tool": "refund", "args": {"cents": 5}, "key": "k"}
-    assert execute(state(call=call), {}, deps=deps(tools=[refund]))["call"]["outcome"]["ok"]
+    assert execute(state(calls=[call]), {}, deps=deps(tools=[refund]))["calls"][0]["outcome"]["ok"]
 
 
 def test_timeout_and_error() -> None:
@@ -100,15 +100,15 @@ def unprintable() -> str:
 
 def test_tool_errors_are_one_line_without_secrets() -> None:
     leaked = execute(
-        state(call={"step": 1, "tool": "leaky", "args": {}, "key": "k"}),
+        state(calls=[{"step": 1, "tool": "leaky", "args": {}, "key": "k"}]),
         {},
         deps=deps(tools=[leaky]),
     )
     assert leaked["stop_reason"] == "tool_error:leaky"
     assert "hunter2" not in leaked["message"]
-    assert "hunter2" not in str(leaked["call"]["outcome"])
+    assert "hunter2" not in str(leaked["calls"][0]["outcome"])
     shown = execute(
-        state(call={"step": 1, "tool": "unprintable", "args": {}, "key": "k"}),
+        state(calls=[{"step": 1, "tool": "unprintable", "args": {}, "key": "k"}]),
         {},
         deps=deps(tools=[unprintable]),
     )
@@ -118,14 +118,14 @@ def test_tool_errors_are_one_line_without_secrets() -> None:
 def test_observe_mode_keeps_going_with_the_error_as_observation() -> None:
     update = _run("broken", {}, on_tool_error="observe")
     assert "stop_reason" not in update
-    outcome = update["call"]["outcome"]
+    outcome = update["calls"][0]["outcome"]
     assert outcome["error"] == "tool_error:broken"
     assert "disk on fire" in outcome["observation"]
 
 
 def test_idempotent_tools_are_retried_and_others_are_not() -> None:
     FLAKY.clear()
-    assert _run("flaky", {}, tool_retries=2)["call"]["outcome"]["observation"] == "finally"
+    assert _run("flaky", {}, tool_retries=2)["calls"][0]["outcome"]["observation"] == "finally"
     FLAKY.clear()
     assert _run("flaky", {}, tool_retries=1)["stop_reason"] == "tool_error:flaky"
 
@@ -143,7 +143,7 @@ def test_on_resume_a_non_idempotent_call_is_not_run_again() -> None:
     assert update["stop_reason"] == "tool_outcome_unknown:send_email"
     assert SENT == []
     again = _run("get_user_profile", {"user_id": 42}, resumed)
-    assert again["call"]["outcome"]["ok"] is True
+    assert again["calls"][0]["outcome"]["ok"] is True
 
 
 def test_long_output_is_cut_with_a_marker() -> None:
@@ -153,8 +153,8 @@ def test_long_output_is_cut_with_a_marker() -> None:
         return "x" * 50_000
 
     call = {"step": 1, "tool": "big", "args": {}, "key": "k"}
-    update = execute(state(call=call), {}, deps=deps(tools=[big], max_observation_chars=1000))
-    observation = update["call"]["outcome"]["observation"]
+    update = execute(state(calls=[call]), {}, deps=deps(tools=[big], max_observation_chars=1000))
+    observation = update["calls"][0]["outcome"]["observation"]
     assert observation.startswith("x" * 1000)
     assert "[cut: 50000 chars, first 1000 shown]" in observation
 
@@ -169,10 +169,10 @@ def test_async_body_times_out_sync_and_async_tools() -> None:
     parts = deps(tools=[slow, slow_async], tool_timeout_seconds=0.2)
     for name in ("slow", "slow_async"):
         call = {"step": 1, "tool": name, "args": {"seconds": 5}, "key": "k"}
-        update = asyncio.run(aexecute(state(call=call), {}, deps=parts))
+        update = asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))
         assert update["stop_reason"] == f"tool_timeout:{name}"
     call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
-    assert asyncio.run(aexecute(state(call=call), {}, deps=parts))["call"]["outcome"]["ok"]
+    assert asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))["calls"][0]["outcome"]["ok"]
 
 
 def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
@@ -189,13 +189,13 @@ def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
     parts = deps(tools=[quitter, aquitter])
     for name in ("quitter", "aquitter"):
         call = {"step": 1, "tool": name, "args": {}, "key": "k"}
-        sync = execute(state(call=call), {}, deps=parts)
+        sync = execute(state(calls=[call]), {}, deps=parts)
         assert sync["stop_reason"] == f"tool_error:{name}"
         assert "SystemExit" in sync["message"]
     # Under ainvoke a sync tool runs on a thread, where its exit is contained too. (An async
     # tool's SystemExit leaves the event loop from LangChain's own task: asyncio's rule.)
     call = {"step": 1, "tool": "quitter", "args": {}, "key": "k"}
-    assert asyncio.run(aexecute(state(call=call), {}, deps=parts))["stop_reason"] == (
+    assert asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))["stop_reason"] == (
         "tool_error:quitter"
     )
 
@@ -207,6 +207,6 @@ def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
         return ValueError("just data")
 
     call = {"step": 1, "tool": "describe", "args": {}, "key": "k"}
-    update = execute(state(call=call), {}, deps=deps(tools=[describe]))
-    assert update["call"]["outcome"]["ok"] is True
-    assert "just data" in str(update["call"]["outcome"]["observation"])
+    update = execute(state(calls=[call]), {}, deps=deps(tools=[describe]))
+    assert update["calls"][0]["outcome"]["ok"] is True
+    assert "just data" in str(update["calls"][0]["outcome"]["observation"])

@@ -33,12 +33,12 @@ def _gate(
 def test_allowed_call_is_recorded_with_a_stable_key_before_it_runs() -> None:
     first = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
     again = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
-    call = first["call"]
+    call = first["calls"][0]
     assert call["tool"] == "get_user_profile"
     assert call["step"] == 3
     assert call["outcome"] is None
     assert len(call["key"]) == 24
-    assert call["key"] == again["call"]["key"]
+    assert call["key"] == again["calls"][0]["key"]
     assert "stop_reason" not in first
 
 
@@ -82,7 +82,7 @@ def test_loop_detected_in_exact_and_normalized_modes() -> None:
 def test_observe_mode_turns_refusals_into_observations_naming_allowed_tools() -> None:
     update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
     assert "stop_reason" not in update
-    outcome = update["call"]["outcome"]
+    outcome = update["calls"][0]["outcome"]
     assert outcome["ok"] is False
     assert outcome["error"] == "tool_missing:nope"
     assert "get_user_profile" in outcome["observation"]
@@ -139,13 +139,13 @@ def test_a_loop_stop_names_the_tool_and_traces_the_refused_call() -> None:
 def test_a_run_without_a_thread_id_still_gets_a_stable_key() -> None:
     current = state(action={"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}})
     update = gate(current, {}, deps=deps())
-    assert update["call"]["key"] == idempotency_key("-", 0, "get_user_profile", {"user_id": 42})
+    assert update["calls"][0]["key"] == idempotency_key("-", 0, "get_user_profile", {"user_id": 42})
 
 
 def test_observe_mode_shows_the_refusal_without_a_key() -> None:
     update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
-    assert update["call"]["key"] == ""
-    assert update["call"]["outcome"]["observation"] == (
+    assert update["calls"][0]["key"] == ""
+    assert update["calls"][0]["outcome"]["observation"] == (
         "there is no tool named 'nope'. Tools you may call: ['get_user_profile']"
     )
     assert update["usage"]["tool_calls"] == 1  # a refusal shown to the model counts

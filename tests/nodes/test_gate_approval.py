@@ -55,15 +55,17 @@ def test_the_question_names_the_tool_args_step_and_why(monkeypatch: pytest.Monke
     assert check is not None  # edits are checked against the tool's own schema
     assert check({"user_id": 7}) is None
     assert "get_user_billing" in (check({"user_id": "x"}) or "")
-    assert update["call"]["args"] == {"user_id": 42}
-    assert update["call"]["key"] == idempotency_key("t1", 2, "get_user_billing", {"user_id": 42})
+    assert update["calls"][0]["args"] == {"user_id": 42}
+    assert update["calls"][0]["key"] == idempotency_key(
+        "t1", 2, "get_user_billing", {"user_id": 42}
+    )
 
 
 def test_tools_without_approval_are_never_asked_about(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[Any] = []
     monkeypatch.setattr(gate_module, "ask", lambda *question: asked.append(question))
     profile = {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
-    assert "call" in gate(state(action=profile), CONFIG, deps=APPROVAL)
+    assert "calls" in gate(state(action=profile), CONFIG, deps=APPROVAL)
     assert asked == []
 
 
@@ -79,7 +81,7 @@ def test_approval_without_a_checkpointer_stops_instead_of_asking(
         "on; build it with one (build_graph(..., checkpointer=...)) or serve it with langgraph.json"
     )
     assert update["trace"][0]["stop_reason"] == "approval_unavailable:get_user_billing"
-    assert "call" not in update
+    assert "calls" not in update
     assert asked == []
 
 
@@ -98,21 +100,21 @@ def test_a_rejection_stops_with_the_reason_or_says_none_was_given(
             "stop_reason": "tool_rejected:get_user_billing",
         }
     ]
-    assert "call" not in update
+    assert "calls" not in update
     silent, _ = _approve(monkeypatch, Decision(approved=False))
     assert silent["message"] == "a human rejected get_user_billing: no reason given"
 
 
 def test_edited_args_run_with_their_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
     update, _ = _approve(monkeypatch, Decision(approved=True, args={"user_id": 7}))
-    assert update["call"]["args"] == {"user_id": 7}
-    assert update["call"]["key"] == idempotency_key("t1", 2, "get_user_billing", {"user_id": 7})
+    assert update["calls"][0]["args"] == {"user_id": 7}
+    assert update["calls"][0]["key"] == idempotency_key("t1", 2, "get_user_billing", {"user_id": 7})
 
 
 def test_edits_equal_to_the_proposal_are_not_a_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     history = [history_entry(1, "get_user_billing", user_id=7)]
     same, _ = _approve(monkeypatch, Decision(approved=True, args={"user_id": 42}), history)
-    assert same["call"]["args"] == {"user_id": 42}
+    assert same["calls"][0]["args"] == {"user_id": 42}
 
 
 def test_edited_args_that_repeat_an_earlier_call_are_a_loop(
@@ -132,4 +134,4 @@ def test_edited_args_follow_the_policys_loop_mode(
     history = [history_entry(1, "get_user_billing", user_id=7)]
     parts = deps(require_approval=frozenset({"get_user_billing"}), loop_detection=mode)
     update, _ = _approve(monkeypatch, Decision(approved=True, args=edit), history, parts)
-    assert update["call"]["args"] == edit
+    assert update["calls"][0]["args"] == edit

@@ -22,7 +22,7 @@ def _through_gate(current: State, **fields: Any) -> tuple[State, dict[str, Any]]
     """One gate step; the next state holds its writes as the graph's channels would."""
     update = gate(current, CONFIG, deps=deps(**fields))
     data = current.model_dump(mode="json")
-    data.update({key: update[key] for key in ("usage", "call") if key in update})
+    data.update({key: update[key] for key in ("usage", "calls") if key in update})
     data["seen"] = [*data["seen"], *update.get("seen", [])]
     return State.model_validate(data), update
 
@@ -52,7 +52,7 @@ def test_an_admitted_call_counts_once_in_total_and_for_its_tool() -> None:
     assert update["usage"]["per_tool"] == {"search_policy": 2, "get_user_profile": 2}
     assert update["usage"]["steps"] == 4
     assert update["seen"] == [loop_key("search_policy", {"query": "a"})]
-    assert update["call"] == {
+    assert update["calls"][0] == {
         "step": 4,
         "tool": "search_policy",
         "args": {"query": "a"},
@@ -131,9 +131,8 @@ def test_a_cap_counts_only_its_own_tool_end_to_end() -> None:
 @pytest.mark.parametrize("action", [None, {"kind": "final", "answer": "x"}])
 def test_gate_without_a_tool_action_stops_with_a_reason(action: Any) -> None:
     update = gate(state(action=action), CONFIG, deps=deps())
-    reason, _ = parse_stop_reason(update["stop_reason"])
-    assert update["message"]
-    assert "call" not in update
-    assert "usage" not in update
-    assert update["stop_reason"] == "invalid_action:no_action"
-    assert reason  # any documented reason; parse_stop_reason rejects unknown ones
+    assert update == {
+        "stop_reason": "invalid_action:no_action",
+        "message": "the gate was reached without a tool call to check",
+    }
+    parse_stop_reason(update["stop_reason"])  # a documented reason (raises on unknown ones)

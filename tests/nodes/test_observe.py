@@ -14,18 +14,18 @@ OK_CALL = {
 
 
 def test_appends_history_and_trace_and_clears_the_call() -> None:
-    update = observe(state(call=OK_CALL, usage={"steps": 2}), deps=deps())
+    update = observe(state(calls=[OK_CALL], usage={"steps": 2}), deps=deps())
     assert update["history"] == [history_entry(2, "get_user_billing", {"billing": {}}, user_id=42)]
     assert update["trace"] == [
         {"step": 2, "tool": "get_user_billing", "args_hash": "feaa769a39ae", "ok": True}
     ]
-    assert update["call"] is None
+    assert update["calls"] == []
     assert "stop_reason" not in update
 
 
 def test_a_call_that_stopped_the_run_is_traced_but_not_in_history() -> None:
     failed = {**OK_CALL, "outcome": {"ok": False, "error": "tool_error:get_user_billing"}}
-    update = observe(state(call=failed, stop_reason="tool_error:get_user_billing"), deps=deps())
+    update = observe(state(calls=[failed], stop_reason="tool_error:get_user_billing"), deps=deps())
     assert "history" not in update
     assert update["trace"][0]["stop_reason"] == "tool_error:get_user_billing"
     assert update["trace"][0]["ok"] is False
@@ -33,14 +33,14 @@ def test_a_call_that_stopped_the_run_is_traced_but_not_in_history() -> None:
 
 def test_observed_errors_join_history_with_the_error_in_trace() -> None:
     failed = {**OK_CALL, "outcome": {"ok": False, "observation": "boom", "error": "tool_error:x"}}
-    update = observe(state(call=failed), deps=deps())
+    update = observe(state(calls=[failed]), deps=deps())
     assert update["history"][0]["observation"] == "boom"
     assert update["trace"][0]["error"] == "tool_error:x"
 
 
 def test_budgets_are_checked_before_the_next_decision() -> None:
-    update = observe(state(call=OK_CALL, usage={"steps": 4}), deps=deps(max_steps=4))
+    update = observe(state(calls=[OK_CALL], usage={"steps": 4}), deps=deps(max_steps=4))
     assert update["stop_reason"] == "max_steps"
     assert len(update["history"]) == 1
-    slow = observe(state(call=OK_CALL, usage={"steps": 1, "seconds": 30}), deps=deps())
+    slow = observe(state(calls=[OK_CALL], usage={"steps": 1, "seconds": 30}), deps=deps())
     assert slow["stop_reason"] == "max_seconds"

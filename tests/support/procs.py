@@ -128,8 +128,8 @@ def slow_gate_checkpoints(saver: BaseCheckpointSaver[Any], marker: str) -> None:
     put = saver.put
 
     def hanging(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        call_value = checkpoint["channel_values"].get("call")
-        if "branch:to:execute" in new_versions and call_value and not call_value["outcome"]:
+        calls = checkpoint["channel_values"].get("calls") or []
+        if "branch:to:execute" in new_versions and calls and not calls[0]["outcome"]:
             touch(marker)
             hang()
         return put(config, checkpoint, metadata, new_versions)
@@ -145,12 +145,12 @@ def hang_after_the_outcome(saver: BaseCheckpointSaver[Any], marker: str) -> None
 
     def writes(config: Any, items: Any, task_id: str, task_path: str = "") -> None:
         put_writes(config, items, task_id, task_path)
-        if any(channel == "call" and value and value["outcome"] for channel, value in items):
+        if any(channel == "calls" and value and value[0]["outcome"] for channel, value in items):
             saved.set()
 
     def checkpoint(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        call_value = checkpoint["channel_values"].get("call")
-        if call_value and call_value["outcome"]:
+        calls = checkpoint["channel_values"].get("calls") or []
+        if calls and calls[0]["outcome"]:
             saved.wait()
             touch(marker)
             hang()

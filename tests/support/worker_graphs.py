@@ -8,7 +8,6 @@ which run and that none finished twice.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -32,7 +31,7 @@ def _reply(messages: list[BaseMessage]) -> Any:
     if done == 1:
         _maybe_stall()
     if done >= len(REFUND_42) - 1:
-        goal = json.loads(str(messages[1].content))["goal"]
+        goal = str(messages[1].content).split("\n\n", 1)[0]  # the goal's turn
         with open(os.environ[LOG_VAR], "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\t{goal}\n")
     return REFUND_42[min(done, len(REFUND_42) - 1)]

@@ -37,10 +37,12 @@ def args_hash(args: dict[str, Any] | None) -> str:
     return short_hash(canonical_json(args or {}))
 
 
-def idempotency_key(thread: str, step: int, tool: str, args: dict[str, Any]) -> str:
-    """Stable for one thread, step, tool and arguments: a retried or resumed call sends the
-    same key, so a tool that honours it runs its side effect once."""
-    return short_hash(f"{thread}:{step}:{tool}:{canonical_json(args)}", 24)
+def idempotency_key(thread: str, step: int, tool: str, args: dict[str, Any], index: int = 0) -> str:
+    """Stable for one thread, step, tool and arguments (and the call's place in a reply with
+    several): a retried or resumed call sends the same key, so a tool that honours it runs its
+    side effect once."""
+    place = f":{index}" if index else ""  # the first call's key is the key a single call has
+    return short_hash(f"{thread}:{step}:{tool}:{canonical_json(args)}{place}", 24)
 
 
 def normalize(value: Any) -> Any:

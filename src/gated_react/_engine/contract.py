@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react.errors import GatedReactError, validation_line
-from gated_react.state import FinalAction, ToolAction
+from gated_react.state import FinalAction, ToolAction, ToolCalls
 
 _FINAL_KEYS = frozenset({"kind", "answer"})
 _TOOL_KEYS = frozenset({"kind", "name", "args"})
@@ -81,6 +81,17 @@ def check_contract(candidate: Any) -> ToolAction | FinalAction:
         return _tool(candidate)
     shown = kind[:50] if isinstance(kind, str) else type(kind).__name__
     raise ActionError("bad_kind", f"kind must be 'tool' or 'final', got {shown!r}")
+
+
+def check_calls(candidates: list[Any]) -> ToolCalls:
+    """Several tool calls from one reply, each held to the contract of a tool call."""
+    calls = []
+    for candidate in candidates:
+        action = check_contract(candidate)
+        if not isinstance(action, ToolAction):
+            raise ActionError("bad_kind", "every call of a reply with several must be a tool call")
+        calls.append(action)
+    return ToolCalls(calls=calls)
 
 
 def _final(candidate: dict[Any, Any]) -> FinalAction:

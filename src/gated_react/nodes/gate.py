@@ -1,11 +1,15 @@
 """gate: the policy boundary. Budgets, allowlist, loop detection and human approval, in that order.
 
 Nothing the model says reaches a tool without passing here, and the gate reads only the
-proposed call and the run's own counters, never tool output: an observation cannot talk it round.
+proposed calls and the run's own counters, never tool output: an observation cannot talk it
+round. A reply with several calls (``Policy.max_parallel_calls``) is checked whole before any
+call runs: each counts against the budgets as if the ones before it had run, and if any one
+would stop the run, none runs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -17,32 +21,78 @@ from gated_react._engine.call_keys import args_hash, idempotency_key, is_repeat,
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react._engine.tool_runner import check_args
-from gated_react.state import Call, CoreState, Outcome, ToolAction, TraceEntry, dump
+from gated_react.state import (
+    Call,
+    CoreState,
+    Outcome,
+    ToolAction,
+    TraceEntry,
+    Usage,
+    dump,
+    tool_actions,
+)
 from gated_react.stops import Stop, StopReason
 
 
+@dataclass
+class Ledger:
+    """The run's counters as they stand with the calls of this step admitted so far."""
+
+    usage: Usage
+    seen: list[str]
+    step: int
+    """The step the calls belong to (the model decision that proposed them)."""
+    new_keys: list[str] = field(default_factory=list)
+
+    def count(self, call: Call) -> None:
+        per_tool = dict(self.usage.per_tool)
+        per_tool[call.tool] = per_tool.get(call.tool, 0) + 1
+        self.usage = self.usage.model_copy(
+            update={"tool_calls": self.usage.tool_calls + 1, "per_tool": per_tool}
+        )
+        key = loop_key(call.tool, call.args)
+        self.seen.append(key)
+        self.new_keys.append(key)
+
+
 def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
-    """Let the proposed call through (recording it first), refuse it, or stop the run."""
-    if not isinstance(state.action, ToolAction):  # the routers never send one; a caller might
+    """Let the proposed calls through (recording them first), refuse them, or stop the run."""
+    actions = tool_actions(state.action)
+    if not actions:  # the routers never send one; a direct caller might
         why = "the gate was reached without a tool call to check"
         return Stop(StopReason.INVALID_ACTION, "no_action", why).update()
-    name, args = state.action.name, state.action.args
-    over = check_before_tool(state.usage, deps.policy.budget, name)
+    ledger = Ledger(state.usage, list(state.seen), state.usage.steps)
+    calls = []
+    for index, action in enumerate(actions):
+        checked = check(ledger, deps, config, action, index)
+        if isinstance(checked, Stop):
+            return stopped(state, action.name, action.args, checked)
+        ledger.count(checked)
+        calls.append(checked)
+    return {"calls": [dump(c) for c in calls], "usage": dump(ledger.usage), "seen": ledger.new_keys}
+
+
+def check(
+    ledger: Ledger, deps: NodeDeps, config: RunnableConfig, action: ToolAction, index: int
+) -> Call | Stop:
+    """One call: admitted (to run, or refused and shown to the model), or the stop it causes."""
+    name, args, step = action.name, action.args, ledger.step
+    over = check_before_tool(ledger.usage, deps.policy.budget, name)
     if over is not None:
-        return stopped(state, name, args, over)
+        return over
     refusal = refuse(deps, name)
     if refusal is not None:
-        return refused(state, deps, name, args, refusal)
-    if is_repeat(state.seen, name, args, deps.policy.loop_detection):
-        return stopped(state, name, args, loop(name))
+        return refused(ledger, deps, action, step, refusal)
+    if is_repeat(ledger.seen, name, args, deps.policy.loop_detection):
+        return loop(name)
     if name in deps.policy.require_approval:
-        approved = approve(state, deps, name, args) if can_pause(config) else unavailable(name)
+        approved = approve(ledger, deps, action, step) if can_pause(config) else unavailable(name)
         if isinstance(approved, Stop):
-            return stopped(state, name, args, approved)
+            return approved
         args = approved
     thread = str(config.get("configurable", {}).get("thread_id", "-"))
-    key = idempotency_key(thread, state.usage.steps, name, args)
-    return admitted(state, Call(step=state.usage.steps, tool=name, args=args, key=key))
+    key = idempotency_key(thread, step, name, args, index)
+    return Call(step=step, tool=name, args=args, key=key)
 
 
 def refuse(deps: NodeDeps, name: str) -> Stop | None:
@@ -70,17 +120,16 @@ def unavailable(name: str) -> Stop:
     )
 
 
-def approve(
-    state: CoreState, deps: NodeDeps, name: str, args: dict[str, Any]
-) -> dict[str, Any] | Stop:
+def approve(ledger: Ledger, deps: NodeDeps, action: ToolAction, step: int) -> dict[str, Any] | Stop:
     """Ask a human; the arguments to run with, or the stop their answer causes.
     Edited arguments must fit the tool's schema (else the human is asked again) and pass the
     loop check again."""
+    name, args = action.name, action.args
     question = {
         "kind": "approval",
         "tool": name,
         "args": args,
-        "step": state.usage.steps,
+        "step": step,
         "why": f"policy requires a human to approve every {name} call",
     }
     decision = ask(question, partial(check_args, deps.tools[name]))
@@ -89,39 +138,28 @@ def approve(
         return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {why}")
     if decision.args is None or decision.args == args:
         return args
-    if is_repeat(state.seen, name, decision.args, deps.policy.loop_detection):
+    if is_repeat(ledger.seen, name, decision.args, deps.policy.loop_detection):
         return loop(name)
     return decision.args
 
 
-def admitted(state: CoreState, call: Call) -> dict[str, Any]:
-    """Record the call and count it against the budgets before anything runs."""
-    per_tool = dict(state.usage.per_tool)
-    per_tool[call.tool] = per_tool.get(call.tool, 0) + 1
-    usage = state.usage.model_copy(
-        update={"tool_calls": state.usage.tool_calls + 1, "per_tool": per_tool}
-    )
-    return {"call": dump(call), "usage": dump(usage), "seen": [loop_key(call.tool, call.args)]}
-
-
 def refused(
-    state: CoreState, deps: NodeDeps, name: str, args: dict[str, Any], why: Stop
-) -> dict[str, Any]:
+    ledger: Ledger, deps: NodeDeps, action: ToolAction, step: int, why: Stop
+) -> Call | Stop:
     """Stop; or, with ``on_tool_error="observe"``, show the model the refusal and its tools.
     A refusal shown to the model still counts as a call, and repeating it is a loop."""
     if deps.policy.on_tool_error == "stop":
-        return stopped(state, name, args, why)
-    if is_repeat(state.seen, name, args, deps.policy.loop_detection):
-        return stopped(state, name, args, loop(name))
+        return why
+    if is_repeat(ledger.seen, action.name, action.args, deps.policy.loop_detection):
+        return loop(action.name)
     shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
     outcome = Outcome(ok=False, observation=shown, error=str(why))
-    return admitted(
-        state, Call(step=state.usage.steps, tool=name, args=args, key="", outcome=outcome)
-    )
+    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
 
 
 def stopped(state: CoreState, name: str, args: dict[str, Any], stop: Stop) -> dict[str, Any]:
-    """End the run here; the refused call goes into the trace with its stop reason."""
+    """End the run here; the call that stopped it goes into the trace with its stop reason
+    (the other calls of its reply never ran)."""
     entry = TraceEntry(
         step=state.usage.steps,
         tool=name,

@@ -1,4 +1,4 @@
-"""observe: the call's outcome joins the history and the trace; then the budgets are checked
+"""observe: the calls' outcomes join the history and the trace; then the budgets are checked
 before the next decision (this is the conditional edge's input)."""
 
 from __future__ import annotations
@@ -8,31 +8,49 @@ from typing import Any
 from gated_react._engine.budget_checks import check_before_step
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
-from gated_react.state import CoreState, HistoryEntry, ToolAction, TraceEntry, dump
+from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
 def observe(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
-    """Append the step; a call that stopped the run is traced but not added to the history."""
-    call = state.call
-    if call is None or call.outcome is None:
-        raise TypeError("observe runs only after a call has an outcome")
-    outcome = call.outcome
-    entry = TraceEntry(
+    """Append the step's calls in the reply's order. The call that stopped the run is traced
+    last and kept out of the history; calls of a stopped step that never ran are left out."""
+    calls = [call for call in state.calls if call.outcome is not None]
+    if not calls or (len(calls) < len(state.calls) and not state.stop_reason):
+        raise TypeError("observe runs only after every call of the step has an outcome")
+    stopper = _stopper(calls) if state.stop_reason else None
+    shown = [call for call in calls if call is not stopper]
+    trace = [_entry(call) for call in shown]
+    if stopper is not None:
+        trace.append(_entry(stopper, stop_reason=state.stop_reason))
+    update: dict[str, Any] = {"trace": [dump(e) for e in trace], "calls": []}
+    if shown:
+        update["history"] = [dump(_step(call)) for call in shown]
+    if state.stop_reason:
+        return update
+    over = check_before_step(state.usage, deps.policy.budget)
+    return {**update, **over.update()} if over else update
+
+
+def _stopper(calls: list[Call]) -> Call:
+    """The call that stopped the run: the first that failed, in the reply's order."""
+    return next((c for c in calls if c.outcome is not None and not c.outcome.ok), calls[-1])
+
+
+def _entry(call: Call, stop_reason: str | None = None) -> TraceEntry:
+    ok = call.outcome is not None and call.outcome.ok
+    error = None if ok or stop_reason or call.outcome is None else call.outcome.error
+    return TraceEntry(
         step=call.step,
         tool=call.tool,
         args_hash=args_hash(call.args),
-        ok=outcome.ok,
-        error=None if outcome.ok or state.stop_reason else outcome.error,
-        stop_reason=state.stop_reason,
+        ok=ok,
+        error=error,
+        stop_reason=stop_reason,
     )
-    update: dict[str, Any] = {"trace": [dump(entry)], "call": None}
-    if state.stop_reason:
-        return update
-    step = HistoryEntry(
-        step=call.step,
-        action=ToolAction(name=call.tool, args=call.args),
-        observation=outcome.observation,
+
+
+def _step(call: Call) -> HistoryEntry:
+    observation = call.outcome.observation if call.outcome is not None else None
+    return HistoryEntry(
+        step=call.step, action=ToolAction(name=call.tool, args=call.args), observation=observation
     )
-    update["history"] = [dump(step)]
-    over = check_before_step(state.usage, deps.policy.budget)
-    return {**update, **over.update()} if over else update

@@ -5,19 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from gated_react._engine.budget_checks import check_before_step
-from gated_react._engine.contract import ActionError, check_answer, check_contract
+from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import CoreState, FinalAction, Retry, dump
 from gated_react.stops import Stop, StopReason
 
 
 def validate(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
-    """Parse the reply with the policy's protocol and apply the contract."""
+    """Parse the reply with the policy's protocol and apply the contract (to every call of a
+    reply that holds several)."""
     if state.reply is None:
         return rejected(state, ActionError("bad_json", "there is no model reply to validate"), deps)
     try:
-        candidate = deps.protocol.candidate(state.reply, deps.tools)
-        action = check_contract(candidate)
+        limit = deps.policy.max_parallel_calls
+        candidate = deps.protocol.candidate(state.reply, deps.tools, limit)
+        action = (
+            check_calls(candidate) if isinstance(candidate, list) else check_contract(candidate)
+        )
         schema = deps.policy.answer_schema
         if isinstance(action, FinalAction) and schema is not None:
             action = check_answer(action, schema)

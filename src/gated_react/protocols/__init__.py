@@ -31,8 +31,9 @@ class ActionProtocol(Protocol):
         """The part of the system prompt that teaches the reply format."""
         ...
 
-    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
-        """A parsed object for ``check_contract``; raises ``ActionError`` when parsing fails."""
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
+        """A parsed object for ``check_contract`` (a list of them for several tool calls, which
+        only native tool calling can express, up to ``max_calls``); raises ``ActionError``."""
         ...
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:

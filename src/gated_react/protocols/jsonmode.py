@@ -84,7 +84,7 @@ class JsonProtocol:
     def instructions(self, tools: Sequence[BaseTool]) -> str:
         return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
 
-    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         return load_json(reply.text)
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:

@@ -43,7 +43,8 @@ class ToolsProtocol:
         if not tools:
             return model
         try:
-            return model.bind_tools(list(tools), **one_call_per_reply(model))
+            ask = one_call_per_reply(model) if policy.max_parallel_calls == 1 else {}
+            return model.bind_tools(list(tools), **ask)
         except NotImplementedError:
             # LangChain's fake chat models cannot bind tools but reply with tool calls: such a
             # model is called as it is, and its replies meet the same contract.
@@ -52,11 +53,12 @@ class ToolsProtocol:
     def instructions(self, tools: Sequence[BaseTool]) -> str:
         return _INSTRUCTIONS
 
-    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
-        if calls > 1:
+        if calls > max_calls:
+            allowed = "one is" if max_calls == 1 else f"{max_calls} are"
             raise ActionError(
-                "multiple_actions", f"{calls} tool calls in one reply; one is allowed"
+                "multiple_actions", f"{calls} tool calls in one reply; {allowed} allowed"
             )
         if reply.invalid_tool_calls:
             bad = reply.invalid_tool_calls[0]
@@ -64,10 +66,13 @@ class ToolsProtocol:
             # decide's own reasons are one short line; a client's parse error quotes the args
             why = error if error and len(error) <= 80 and "\n" not in error else "not valid JSON"
             raise ActionError("bad_json", f"arguments of tool call {name!r} refused: {why}")
-        if reply.tool_calls:
-            call = reply.tool_calls[0]
-            return {"kind": "tool", "name": call.get("name"), "args": call.get("args")}
-        return {"kind": "final", "answer": reply.text}
+        found = [
+            {"kind": "tool", "name": call.get("name"), "args": call.get("args")}
+            for call in reply.tool_calls
+        ]
+        if not found:
+            return {"kind": "final", "answer": reply.text}
+        return found[0] if len(found) == 1 else found
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
         """The assistant's tool calls, then one ``ToolMessage`` per call, as in any chat app."""

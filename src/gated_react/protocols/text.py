@@ -131,7 +131,7 @@ class TextProtocol:
     def instructions(self, tools: Sequence[BaseTool]) -> str:
         return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
 
-    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool]) -> Any:
+    def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         return parse_text(reply.text, tools)
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:

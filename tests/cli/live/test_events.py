@@ -33,10 +33,10 @@ UPDATES: list[tuple[str, dict[str, Any], str]] = [
     ("validate", {"action": {"kind": "final", "answer": "42"}, "retry": None}, "final"),
     ("validate", {"action": None, "retry": {"why": "bad_json", "count": 1}}, "retry"),
     ("validate", {"action": None, "stop_reason": "invalid_action:bad_json"}, "invalid"),
-    ("gate", {"call": CALL, "usage": {"steps": 1}}, "allowed"),
-    ("gate", {"call": {**CALL, "outcome": REFUSAL}}, "refused"),
+    ("gate", {"calls": [CALL], "usage": {"steps": 1}}, "allowed"),
+    ("gate", {"calls": [{**CALL, "outcome": REFUSAL}]}, "refused"),
     ("gate", {"stop_reason": "loop_detected", "message": "again", "trace": TRACE}, "stopped"),
-    ("observe", {"trace": TRACE, "call": None, "history": [{}]}, "next"),
+    ("observe", {"trace": TRACE, "calls": [], "history": [{}]}, "next"),
     ("observe", {"trace": TRACE, "stop_reason": "max_steps", "message": "8"}, "stopped"),
 ]
 
@@ -84,7 +84,7 @@ def _answering(branch: str, seen: list[dict[str, Any]]) -> Callable[[dict[str, A
 
 
 def test_a_refusal_shows_the_tool_and_its_error() -> None:
-    event = Tracker("t").event("gate", {"call": {**CALL, "outcome": REFUSAL}})
+    event = Tracker("t").event("gate", {"calls": [{**CALL, "outcome": REFUSAL}]})
     assert event.action == {"tool": "get_user_billing", "args": {"user_id": 42}}
     assert event.observation == "tool_denied:refund"
 

@@ -18,7 +18,7 @@ def test_the_model_is_waited_on_after_observe_and_a_retry_a_tool_after_the_gate(
     assert next_wait(_event("observe", {"trace": [{"tool": "t"}]})) == MODEL  # type: ignore[arg-type]
     retry = {"retry": {"why": "no_action", "message": "m", "count": 1}}
     assert next_wait(_event("validate", retry)) == MODEL  # type: ignore[arg-type]
-    call = {"call": {"tool": "search\x1b[2J", "args": {}, "step": 1, "key": "k"}}
+    call = {"calls": [{"tool": "search\x1b[2J", "args": {}, "step": 1, "key": "k"}]}
     assert next_wait(_event("gate", call)) == "running search\\x1b[2J"  # type: ignore[arg-type]
     assert next_wait(_event("finish", {"status": "ok", "answer": "a"})) is None  # type: ignore[arg-type]
 

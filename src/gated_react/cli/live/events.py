@@ -176,6 +176,8 @@ def _validate(update: dict[str, Any]) -> Described:
     branch = routing.after_validate(_route(update))
     decision = VALIDATE_WORDS[branch]
     action = update.get("action") or {}
+    if branch == "tool" and action.get("kind") == "tools":
+        return {"tools": [c.get("name") for c in action.get("calls") or ()]}, decision, None
     if branch == "tool":
         return _call(action.get("name"), action.get("args")), decision, None
     if branch == "final":
@@ -191,18 +193,28 @@ def _gate(update: dict[str, Any]) -> Described:
     if branch == "stop":
         trace = update.get("trace") or [{}]
         return {"tool": trace[0].get("tool")}, decision, None
-    call = update.get("call") or {}
-    action = _call(call.get("tool"), call.get("args"))
+    calls = update.get("calls") or [{}]
+    action = _calls(calls)
     if branch == "refused":
-        return action, decision, clip((call.get("outcome") or {}).get("error"))
+        errors = [(c.get("outcome") or {}).get("error") for c in calls]
+        return action, decision, clip(errors[0] if len(errors) == 1 else errors)
     return action, decision, None
 
 
 def _execute(update: dict[str, Any]) -> Described:
-    call = update.get("call") or {}
-    outcome = call.get("outcome") or {}
-    decision = "ok" if outcome.get("ok") else "error"
-    return {"tool": call.get("tool")}, decision, clip(outcome.get("observation"), 200)
+    calls = update.get("calls") or [{}]
+    outcomes = [c.get("outcome") or {} for c in calls]
+    decision = "ok" if all(o.get("ok") for o in outcomes) else "error"
+    shown = [o.get("observation") for o in outcomes]
+    return _calls(calls, args=False), decision, clip(shown[0] if len(shown) == 1 else shown, 200)
+
+
+def _calls(calls: list[dict[str, Any]], *, args: bool = True) -> dict[str, Any]:
+    """One call as ``{"tool", "args"}``, several as ``{"tools": [names]}``."""
+    if len(calls) > 1:
+        return {"tools": [c.get("tool") for c in calls]}
+    call = calls[0]
+    return _call(call.get("tool"), call.get("args")) if args else {"tool": call.get("tool")}
 
 
 def _observe(update: dict[str, Any]) -> Described:

@@ -25,7 +25,10 @@ def next_wait(event: Event) -> str | None:
     }:
         return MODEL
     if (event.node, event.decision) == ("gate", GATE_WORDS["allowed"]):
-        tool = (event.action or {}).get("tool")
+        action = event.action or {}
+        if action.get("tools"):
+            return f"running {len(action['tools'])} tools at once"
+        tool = action.get("tool")
         return f"running {plain(tool, limit=60)}" if tool else "running the tool"
     return None
 

@@ -73,6 +73,10 @@ class Policy(BaseModel):
     """Caps integer magnitudes in that schema, for the same reason."""
     loop_detection: LoopMode = "exact"
     """Stop on a repeated call: same tool and arguments, compared exactly or normalized."""
+    repeat_reminders: int = Field(default=0, ge=0, le=5)
+    """How many times a repeated call is answered with a reminder instead of running (an
+    observation saying it was already made and that its result is above) before the next repeat
+    stops the run as ``loop_detected``. Each reminder counts as a tool call."""
     context_steps: int | None = Field(default=16, ge=1)
     """The most past steps the model sees in full. Past it, the oldest are folded into a short
     summary after the goal, leaving ``context_keep``, and the transcript grows again: the prompt

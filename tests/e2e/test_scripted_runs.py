@@ -255,3 +255,13 @@ def test_normalized_loops_treat_42_and_its_spellings_as_one_call() -> None:
     out = run(replies, loop_detection="normalized")
     assert out["stop_reason"] == "loop_detected"
     assert len(out["history"]) == 1
+
+
+def test_a_reminded_repeat_lets_the_model_recover_and_a_second_repeat_stops() -> None:
+    profile = call("get_user_profile", user_id=42)
+    recovered = run([profile, profile, "Anna is on the pro plan."], repeat_reminders=1)
+    assert recovered["stop_reason"] == "success"
+    assert [h["observation"] for h in recovered["history"]][1].startswith("You already called")
+    looped = run([profile, profile, profile], repeat_reminders=1)
+    assert looped["stop_reason"] == "loop_detected"
+    assert len(looped["history"]) == 2

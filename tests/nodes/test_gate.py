@@ -170,3 +170,16 @@ def test_observe_mode_loops_follow_the_policys_loop_mode() -> None:
     )
     assert looped["message"] == "nope was already called with the same arguments"
     assert looped["trace"][0]["args_hash"] == args_hash({"q": "A"})
+
+
+def test_a_repeat_gets_the_reminders_the_policy_allows_then_stops() -> None:
+    call = {"name": "get_user_profile", "args": {"user_id": 42}}
+    once = [history_entry(1, "get_user_profile", "ok", user_id=42)]
+    reminded = _gate(call, once, repeat_reminders=1)
+    (shown,) = reminded["calls"]
+    assert shown["outcome"]["error"] == "loop_detected"
+    assert "already called get_user_profile" in shown["outcome"]["observation"]
+    assert reminded["usage"]["tool_calls"] == 2  # a reminder counts as a call
+    twice = [*once, history_entry(2, "get_user_profile", "ok", user_id=42)]
+    assert _gate(call, twice, repeat_reminders=1)["stop_reason"] == "loop_detected"
+    assert _gate(call, once)["stop_reason"] == "loop_detected"  # the default: no reminder

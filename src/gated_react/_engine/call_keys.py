@@ -94,13 +94,18 @@ def loop_key(tool: str, args: dict[str, Any]) -> str:
 
 def is_repeat(seen: Iterable[str], tool: str, args: dict[str, Any], mode: LoopMode) -> bool:
     """True when ``tool(args)`` already ran in this run (never, with mode ``off``)."""
+    return repeats(seen, tool, args, mode) > 0
+
+
+def repeats(seen: Iterable[str], tool: str, args: dict[str, Any], mode: LoopMode) -> int:
+    """How many times ``tool(args)`` was already let through in this run (0 with mode ``off``)."""
     if mode == "off":
-        return False
+        return 0
     exact, normalized = args_hash(args), args_hash(normalize(args))
     wanted = (tool, exact) if mode == "exact" else (tool, normalized)
     position = 1 if mode == "exact" else 2
+    count = 0
     for key in seen:
         parts = key.rsplit(":", 2)
-        if len(parts) == 3 and (parts[0], parts[position]) == wanted:
-            return True
-    return False
+        count += len(parts) == 3 and (parts[0], parts[position]) == wanted
+    return count

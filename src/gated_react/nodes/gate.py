@@ -17,7 +17,13 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import ask
 from gated_react._engine.budget_checks import check_before_tool
-from gated_react._engine.call_keys import args_hash, idempotency_key, is_repeat, loop_key
+from gated_react._engine.call_keys import (
+    args_hash,
+    idempotency_key,
+    is_repeat,
+    loop_key,
+    repeats,
+)
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react._engine.tool_runner import check_args
@@ -83,8 +89,9 @@ def check(
     refusal = refuse(deps, name)
     if refusal is not None:
         return refused(ledger, deps, action, step, refusal)
-    if is_repeat(ledger.seen, name, args, deps.policy.loop_detection):
-        return loop(name)
+    earlier = repeats(ledger.seen, name, args, deps.policy.loop_detection)
+    if earlier:
+        return remind(action, step) if earlier <= deps.policy.repeat_reminders else loop(name)
     if name in deps.policy.require_approval:
         approved = approve(ledger, deps, action, step) if can_pause(config) else unavailable(name)
         if isinstance(approved, Stop):
@@ -108,6 +115,18 @@ def loop(name: str) -> Stop:
     return Stop(
         StopReason.LOOP_DETECTED, message=f"{name} was already called with the same arguments"
     )
+
+
+def remind(action: ToolAction, step: int) -> Call:
+    """A repeat the policy answers instead of running it: shown to the model like a refusal
+    (``loop_detected`` in the trace's ``error``), so the next repeat stops the run."""
+    shown = (
+        f"You already called {action.name} with these arguments, and its result is above in "
+        "this conversation: use it, call something else, or give your final answer. "
+        "Calling it again ends the run."
+    )
+    outcome = Outcome(ok=False, observation=shown, error=str(StopReason.LOOP_DETECTED))
+    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
 
 
 def unavailable(name: str) -> Stop:

@@ -88,6 +88,8 @@ class Outcome(_Strict):
     """The tool's result (JSON), or the error text the model is shown."""
     error: str | None = None
     """A stop-reason string when the call failed or was refused, e.g. ``tool_timeout:search``."""
+    by_human: bool = False
+    """True when a human answered in place of the tool (a ``respond`` decision): it did not run."""
 
 
 class Call(_Strict):
@@ -131,6 +133,8 @@ class TraceEntry(_Strict):
     """Why a call that did not stop the run failed (``Policy.on_tool_error="observe"``)."""
     stop_reason: str | None = None
     """Set on the entry of the call that ended the run."""
+    by_human: bool | None = None
+    """True when a human answered in place of the tool (``respond``): the tool did not run."""
 
 
 class Usage(_Strict):

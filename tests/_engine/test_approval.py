@@ -11,7 +11,7 @@ from langgraph.types import Command
 
 from gated_react import build_graph
 from gated_react._engine import approval
-from gated_react._engine.approval import ANSWERS, Decision, ask, parse_answer
+from gated_react._engine.approval import ANSWERS, DECISIONS, Decision, ask, parse_answer, question
 from gated_react.runs import UNSTORABLE_ANSWER
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -144,7 +144,13 @@ def test_the_example_answers_shown_with_the_question_are_accepted() -> None:
         "approve": {"approved": True},
         "approve_with_edits": {"approved": True, "args": {"...": "..."}},
         "reject": {"approved": False, "reason": "why"},
+        "respond": {
+            "decisions": [{"type": "respond", "message": "the answer, in place of the tool"}]
+        },
     }
+    assert parse_answer(ANSWERS["respond"]) == Decision(
+        approved=False, response="the answer, in place of the tool"
+    )
     assert parse_answer(ANSWERS["approve"]) == Decision(approved=True)
     edits = parse_answer(ANSWERS["approve_with_edits"])
     assert edits == Decision(approved=True, args={"...": "..."})
@@ -162,7 +168,10 @@ def _ask(
         return answers[len(questions) - 1]
 
     monkeypatch.setattr(approval, "interrupt", interrupt)
-    return ask({"kind": "approval", "tool": "t"}, check), questions
+    return ask(QUESTION, check), questions
+
+
+QUESTION = question("approval", "t", {"n": 1}, 3, "policy says so", allowed=DECISIONS)
 
 
 def test_ask_shows_the_examples_and_returns_the_first_valid_answer(
@@ -170,7 +179,7 @@ def test_ask_shows_the_examples_and_returns_the_first_valid_answer(
 ) -> None:
     decision, questions = _ask(monkeypatch, [{"approved": False, "reason": " no "}])
     assert decision == Decision(approved=False, reason="no")
-    assert questions == [{"kind": "approval", "tool": "t", "answers": ANSWERS, "error": None}]
+    assert questions == [{**QUESTION, "answers": ANSWERS, "error": None}]
 
 
 def test_ask_asks_again_until_edits_pass_the_check(monkeypatch: pytest.MonkeyPatch) -> None:

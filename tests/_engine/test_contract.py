@@ -11,11 +11,12 @@ from pydantic import BaseModel, ConfigDict
 from gated_react._engine.contract import (
     ActionError,
     check_answer,
+    check_calls,
     check_contract,
     load_json,
     strip_fence,
 )
-from gated_react.state import FinalAction, ToolAction
+from gated_react.state import FinalAction, ToolAction, ToolCalls
 
 
 @pytest.mark.parametrize(
@@ -177,3 +178,38 @@ def test_check_answer_names_where_the_answer_misses_the_schema(answer: str, mess
 def test_check_answer_rewrites_a_fitting_answer_as_canonical_json() -> None:
     fitted = check_answer(FinalAction(answer='{"amount_usd": 5, "eligible": false}'), Refund)
     assert fitted == FinalAction(answer='{"eligible":false,"amount_usd":5.0}')
+
+
+def _call(name: Any, **args: Any) -> dict[str, Any]:
+    return {"kind": "tool", "name": name, "args": args}
+
+
+def test_check_calls_holds_each_call_to_the_tool_contract_in_order() -> None:
+    calls = check_calls([_call(" a ", x=1), _call("b")])
+    assert calls == ToolCalls(calls=[ToolAction(name="a", args={"x": 1}), ToolAction(name="b")])
+
+
+@pytest.mark.parametrize(
+    ("candidates", "why", "message"),
+    [
+        (
+            [_call("a"), {"kind": "final", "answer": "x"}],
+            "bad_kind",
+            "every call of a reply with several must be a tool call",
+        ),
+        ([_call("a"), _call("")], "missing_tool_name", NAME),
+        ([_call("a"), "b"], "not_object", "expected a JSON object, got str"),
+    ],
+)
+def test_check_calls_rejects_a_batch_with_one_bad_call(
+    candidates: list[Any], why: str, message: str
+) -> None:
+    with pytest.raises(ActionError) as err:
+        check_calls(candidates)
+    assert (err.value.why, str(err.value)) == (why, message)
+
+
+@pytest.mark.parametrize("candidates", [[], [{"kind": "tool", "name": "a"}]])
+def test_check_calls_raises_only_action_errors(candidates: list[Any]) -> None:
+    with pytest.raises(ActionError, match="two or more"):  # the module's promise
+        check_calls(candidates)

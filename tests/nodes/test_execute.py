@@ -31,6 +31,7 @@ def test_success_records_a_json_observation_and_time() -> None:
         "ok": True,
         "observation": {"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}},
         "error": None,
+        "by_human": False,
     }
     assert update["usage"]["seconds"] >= 0
     assert "stop_reason" not in update

@@ -1,4 +1,10 @@
-"""Human approval: the question the gate asks through ``interrupt()`` and the answers it accepts."""
+"""Human approval: the question the gate asks through ``interrupt()`` and the answers it accepts.
+
+The question carries LangChain's human-in-the-loop format (``HITLRequest``: ``action_requests``
+and ``review_configs``) beside our own keys, so LangChain's UIs (Agent Chat UI, Agent Inbox)
+show approve / edit / reject / respond buttons for it; the answer may be their
+``{"decisions": [...]}`` or our ``{"approved": ..., "args": ..., "reason": ...}``.
+"""
 
 from __future__ import annotations
 
@@ -15,22 +21,45 @@ ANSWERS = {
     "approve": {"approved": True},
     "approve_with_edits": {"approved": True, "args": {"...": "..."}},
     "reject": {"approved": False, "reason": "why"},
+    "respond": {"decisions": [{"type": "respond", "message": "the answer, in place of the tool"}]},
 }
+DECISIONS = ("approve", "edit", "reject", "respond")
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A human's valid answer."""
+    """A human's valid answer; ``response`` is set when the human answered in place of the
+    tool (the tool does not run and the text is the observation)."""
 
     approved: bool
     args: dict[str, Any] | None = None
     reason: str = ""
+    response: str | None = None
+    tool: str | None = None
+    """The tool an ``edit`` decision names (it must be the one asked about)."""
+
+
+def question(
+    kind: str, tool: str, args: dict[str, Any], step: int, why: str, *, allowed: tuple[str, ...]
+) -> dict[str, Any]:
+    """A question in our keys and in LangChain's ``HITLRequest`` shape, for one call."""
+    return {
+        "kind": kind,
+        "tool": tool,
+        "args": args,
+        "step": step,
+        "why": why,
+        "action_requests": [{"name": tool, "args": args, "description": why}],
+        "review_configs": [{"action_name": tool, "allowed_decisions": list(allowed)}],
+    }
 
 
 def parse_answer(value: Any) -> Decision:
     """A Decision from a resume value; raises ValueError naming what is wrong."""
     if isinstance(value, dict) and set(value) == {UNSTORABLE_ANSWER}:
         raise ValueError(f"no store can hold it ({value[UNSTORABLE_ANSWER]})")
+    if isinstance(value, dict) and "decisions" in value:
+        return _from_decisions(value)
     if not isinstance(value, dict):
         raise ValueError(
             f"expected an object like {ANSWERS['approve']}, got {type(value).__name__}"
@@ -52,11 +81,44 @@ def parse_answer(value: Any) -> Decision:
     return Decision(approved=approved, args=args, reason=reason.strip())
 
 
+def _from_decisions(value: dict[str, Any]) -> Decision:
+    """LangChain's ``HITLResponse``: one decision for the one action request."""
+    decisions = value.get("decisions")
+    if set(value) != {"decisions"} or not isinstance(decisions, list) or len(decisions) != 1:
+        raise ValueError("expected {'decisions': [one decision]} for the one action asked about")
+    (decision,) = decisions
+    kind = decision.get("type") if isinstance(decision, dict) else None
+    if kind not in DECISIONS:
+        raise ValueError(f"a decision's 'type' must be one of {', '.join(DECISIONS)}")
+    message = decision.get("message", "")
+    if not isinstance(message, str):
+        raise ValueError("a decision's 'message' must be a string")
+    if kind == "approve":
+        return Decision(approved=True)
+    if kind == "reject":
+        return Decision(approved=False, reason=message.strip())
+    if kind == "respond":
+        if not message.strip():
+            raise ValueError("a 'respond' decision needs a non-blank 'message'")
+        return Decision(approved=False, response=plain(message.strip()))
+    return _edited(decision.get("edited_action"))
+
+
+def _edited(action: Any) -> Decision:
+    if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
+        raise ValueError("an 'edit' decision needs 'edited_action': {'name', 'args': {...}}")
+    name = action.get("name")
+    return Decision(
+        approved=True, args=plain(action["args"]), tool=None if name is None else str(name)
+    )
+
+
 def ask(
     question: dict[str, Any], check_args: Callable[[dict[str, Any]], str | None] | None = None
 ) -> Decision:
-    """Pause the run until a human answers; a malformed answer, or edited arguments that
-    ``check_args`` refuses (it says why), asks again with the error."""
+    """Pause the run until a human answers; a malformed answer, a decision the question does
+    not allow, an edit of another tool, or edited arguments that ``check_args`` refuses (it
+    says why), asks again with the error."""
     error = None
     while True:
         value = interrupt({**question, "answers": ANSWERS, "error": error})
@@ -65,7 +127,27 @@ def ask(
         except ValueError as exc:
             error = f"your last answer was not understood: {exc}"
             continue
-        why = None if decision.args is None or check_args is None else check_args(decision.args)
-        if why is None:
+        error = _refusal(question, decision, check_args)
+        if error is None:
             return decision
-        error = f"the edited arguments were refused: {why}"
+
+
+def _refusal(
+    question: dict[str, Any],
+    decision: Decision,
+    check_args: Callable[[dict[str, Any]], str | None] | None,
+) -> str | None:
+    """Why a well-formed decision cannot be taken for this question, or None."""
+    allowed = question["review_configs"][0]["allowed_decisions"]
+    kind = "respond" if decision.response is not None else None
+    kind = kind or ("edit" if decision.args is not None else None)
+    if kind is not None and kind not in allowed:
+        return f"a {kind!r} decision is not allowed here; allowed: {', '.join(allowed)}"
+    tool = question["tool"]
+    if decision.tool is not None and decision.tool != tool:
+        return (
+            f"an edit cannot change the tool: the gate asked about {tool}, not "
+            f"{decision.tool[:60]}; edit its arguments, or reject it"
+        )
+    why = None if decision.args is None or check_args is None else check_args(decision.args)
+    return None if why is None else f"the edited arguments were refused: {why}"

@@ -85,6 +85,8 @@ def check_contract(candidate: Any) -> ToolAction | FinalAction:
 
 def check_calls(candidates: list[Any]) -> ToolCalls:
     """Several tool calls from one reply, each held to the contract of a tool call."""
+    if len(candidates) < 2:  # one call is a ToolAction, none a final answer
+        raise ActionError("bad_kind", f"a list of calls holds two or more, got {len(candidates)}")
     calls = []
     for candidate in candidates:
         action = check_contract(candidate)

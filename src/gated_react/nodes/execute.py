@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_runner
-from gated_react._engine.approval import ask
+from gated_react._engine.approval import ask, question
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import is_resuming
 from gated_react._engine.storable import error_text
@@ -88,10 +88,12 @@ def prepare(
     if not any(call.outcome is None for call in calls):
         raise TypeError("execute runs only after gate recorded a call without an outcome")
     if is_resuming(config):
-        for call in calls:
+        for index, call in enumerate(calls):
             if call.outcome is None and not deps.idempotent(call.tool):
                 unknown = _outcome_unknown(deps, calls, call)
-                if unknown is not None:
+                if isinstance(unknown, Outcome):
+                    calls[index] = _with(call, unknown)
+                elif unknown is not None:
                     return calls, unknown
     for index, call in enumerate(calls):
         problem = None if call.outcome else tool_runner.check_args(deps.tools[call.tool], call.args)
@@ -105,23 +107,22 @@ def prepare(
     return calls, None
 
 
-def _outcome_unknown(deps: NodeDeps, calls: list[Call], call: Call) -> dict[str, Any] | None:
-    question = (
-        f"{call.tool} may already have run before the process stopped; its outcome is unknown"
-    )
+def _outcome_unknown(
+    deps: NodeDeps, calls: list[Call], call: Call
+) -> dict[str, Any] | Outcome | None:
+    """The stop (or, under approval, the human's answer: run it again, None; or what came of
+    it, an outcome) for a call that may have run before a crash."""
+    why = f"{call.tool} may already have run before the process stopped; its outcome is unknown"
     if call.tool in deps.policy.require_approval:
-        decision = ask(
-            {
-                "kind": "outcome_unknown",
-                "tool": call.tool,
-                "args": call.args,
-                "step": call.step,
-                "why": question + ". Approve to run it again.",
-            }
-        )
+        allowed = ("approve", "reject", "respond")
+        asked = question("outcome_unknown", call.tool, call.args, call.step, why, allowed=allowed)
+        asked["why"] = why + ". Approve to run it again, or respond with what came of it."
+        decision = ask(asked)
+        if decision.response is not None:
+            return Outcome(ok=True, observation=decision.response, by_human=True)
         if decision.approved:
             return None
-    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, question)
+    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, why)
     marked = [_with(c, Outcome(ok=False, error=str(stop))) if c is call else c for c in calls]
     return {**stop.update(), "calls": [dump(c) for c in marked]}
 

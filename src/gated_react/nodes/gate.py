@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.approval import ask
+from gated_react._engine.approval import DECISIONS, ask, question
 from gated_react._engine.budget_checks import check_before_tool
 from gated_react._engine.call_keys import (
     args_hash,
@@ -81,7 +81,8 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
 def check(
     ledger: Ledger, deps: NodeDeps, config: RunnableConfig, action: ToolAction, index: int
 ) -> Call | Stop:
-    """One call: admitted (to run, or refused and shown to the model), or the stop it causes."""
+    """One call: admitted (to run; or settled and shown to the model: refused, a reminder, a
+    human's answer), or the stop it causes."""
     name, args, step = action.name, action.args, ledger.step
     over = check_before_tool(ledger.usage, deps.policy.budget, name)
     if over is not None:
@@ -94,7 +95,7 @@ def check(
         return remind(action, step) if earlier <= deps.policy.repeat_reminders else loop(name)
     if name in deps.policy.require_approval:
         approved = approve(ledger, deps, action, step) if can_pause(config) else unavailable(name)
-        if isinstance(approved, Stop):
+        if isinstance(approved, Stop | Call):
             return approved
         args = approved
     thread = str(config.get("configurable", {}).get("thread_id", "-"))
@@ -139,27 +140,33 @@ def unavailable(name: str) -> Stop:
     )
 
 
-def approve(ledger: Ledger, deps: NodeDeps, action: ToolAction, step: int) -> dict[str, Any] | Stop:
-    """Ask a human; the arguments to run with, or the stop their answer causes.
-    Edited arguments must fit the tool's schema (else the human is asked again) and pass the
-    loop check again."""
+def approve(
+    ledger: Ledger, deps: NodeDeps, action: ToolAction, step: int
+) -> dict[str, Any] | Call | Stop:
+    """Ask a human; the arguments to run with, the call they answered in place of the tool
+    (``respond``), or the stop their answer causes. Edited arguments must fit the tool's schema
+    (else the human is asked again) and pass the loop check again."""
     name, args = action.name, action.args
-    question = {
-        "kind": "approval",
-        "tool": name,
-        "args": args,
-        "step": step,
-        "why": f"policy requires a human to approve every {name} call",
-    }
-    decision = ask(question, partial(check_args, deps.tools[name]))
+    why = f"policy requires a human to approve every {name} call"
+    asked = question("approval", name, args, step, why, allowed=DECISIONS)
+    decision = ask(asked, partial(check_args, deps.tools[name]))
+    if decision.response is not None:
+        return answered(action, step, decision.response)
     if not decision.approved:
-        why = decision.reason or "no reason given"
-        return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {why}")
+        reason = decision.reason or "no reason given"
+        return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {reason}")
     if decision.args is None or decision.args == args:
         return args
     if is_repeat(ledger.seen, name, decision.args, deps.policy.loop_detection):
         return loop(name)
     return decision.args
+
+
+def answered(action: ToolAction, step: int, response: str) -> Call:
+    """A call a human answered in place of the tool: it counts as a call, its loop key is kept
+    (asking again is a repeat), and the answer is its observation."""
+    outcome = Outcome(ok=True, observation=response, by_human=True)
+    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
 
 
 def refused(

@@ -46,6 +46,7 @@ def _entry(call: Call, stop_reason: str | None = None) -> TraceEntry:
         ok=ok,
         error=error,
         stop_reason=stop_reason,
+        by_human=True if call.outcome is not None and call.outcome.by_human else None,
     )
 
 

@@ -61,6 +61,24 @@ def test_args_approve_with_edited_arguments(server: FakeOpenAI) -> None:
     assert step["observation"]["billing"]["plan"] == "free"
 
 
+def test_respond_answers_in_place_of_the_tool(server: FakeOpenAI) -> None:
+    _paused(server, reply("USD 49"))
+    out = invoke("resume", "t-approve", "--respond", "billing says USD 49", "--json")
+    assert out.exit_code == 0, out.stdout
+    result = json.loads(out.stdout)
+    assert result["history"][0]["observation"] == "billing says USD 49"
+    assert result["trace"][0]["by_human"] is True
+    assert len(server.requests) == 2  # the model was asked again; the tool never ran
+
+
+def test_answer_takes_langchains_decisions(server: FakeOpenAI) -> None:
+    _paused(server, reply("Max is on the free plan"))
+    edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
+    out = invoke("resume", "t-approve", "--answer", json.dumps({"decisions": [edit]}), "--json")
+    assert out.exit_code == 0, out.stdout
+    assert json.loads(out.stdout)["history"][0]["action"]["args"] == {"user_id": 7}
+
+
 def test_resume_rebuilds_the_recorded_policy(server: FakeOpenAI) -> None:
     server.push(
         tool_call("get_user_billing", user_id=42), tool_call("get_user_profile", user_id=42)

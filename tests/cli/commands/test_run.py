@@ -107,6 +107,11 @@ def _one_line_error(out: object, *needles: str) -> str:
         (["resume", "nope", "--args", "{bad"], ["--args is not valid JSON"]),
         (["resume", "nope", "--args", "[1]"], ["--args must be a JSON object"]),
         (["resume", "nope", "--approve", "--reject", "no"], ["only one of"]),
+        (
+            ["resume", "nope", "--respond", "x", "--answer", "{}"],
+            ["only one of --respond, --answer"],
+        ),
+        (["resume", "nope", "--answer", "[1]"], ["--answer must be a JSON object"]),
         (["graph", "--format", "svg"], ["--format"]),
     ],
 )

@@ -39,6 +39,24 @@ def resume_command(
             "--args", help="Approve with these arguments instead (a JSON object).", metavar="JSON"
         ),
     ] = None,
+    respond: Annotated[
+        str | None,
+        typer.Option(
+            "--respond",
+            metavar="TEXT",
+            help="Answer in place of the tool: it does not run; TEXT is what the model sees.",
+            show_default=False,
+        ),
+    ] = None,
+    answer_json: Annotated[
+        str | None,
+        typer.Option(
+            "--answer",
+            metavar="JSON",
+            help='Any answer the question takes, e.g. {"decisions": [{"type": "approve"}]}.',
+            show_default=False,
+        ),
+    ] = None,
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
@@ -47,7 +65,7 @@ def resume_command(
     no_log: flags.NoLog = False,
 ) -> None:
     """Continue a run where it stopped; answer a pending approval. Same exit codes as run."""
-    answer = parse_answer(approve, reject, args)
+    answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
     code = _resume(thread, answer, place, model=model, base_url=base_url)
     if code:
@@ -96,30 +114,44 @@ def _resume(
             return session.finish(result)
 
 
-def parse_answer(approve: bool, reject: str | None, args: str | None) -> dict[str, Any] | None:
+def parse_answer(
+    approve: bool,
+    reject: str | None,
+    args: str | None,
+    *,
+    respond: str | None = None,
+    answer: str | None = None,
+) -> dict[str, Any] | None:
     """The approval answer from the flags; at most one of them."""
-    given = [
-        name
-        for name, on in (
-            ("--approve", approve),
-            ("--reject", reject is not None),
-            ("--args", args is not None),
-        )
-        if on
-    ]
+    flags = {
+        "--approve": approve or None,
+        "--reject": reject,
+        "--args": args,
+        "--respond": respond,
+        "--answer": answer,
+    }
+    given = [name for name, value in flags.items() if value is not None]
     if len(given) > 1:
         raise CliError(f"use only one of {', '.join(given)}")
     if reject is not None:
         return {"approved": False, "reason": reject}
+    if respond is not None:
+        return {"decisions": [{"type": "respond", "message": respond}]}
     if args is not None:
-        try:
-            value = json.loads(args)
-        except ValueError as exc:
-            raise CliError(f"--args is not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise CliError(f"--args must be a JSON object, got {type(value).__name__}")
-        return {"approved": True, "args": value}
+        return {"approved": True, "args": _json_object("--args", args)}
+    if answer is not None:
+        return _json_object("--answer", answer)
     return {"approved": True} if approve else None
+
+
+def _json_object(flag: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{flag} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{flag} must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 def recorded_options(saver: Any, thread: str) -> RunOptions:
@@ -163,7 +195,7 @@ def _settled(current: Result, answer: Any, thread: str) -> Exit | None:
     if answer is not None:
         raise CliError(
             f"thread {thread!r} is not waiting for an approval; "
-            f"resume it without --approve/--reject/--args"
+            f"resume it without --approve/--reject/--args/--respond/--answer"
         )
     return None
 

@@ -154,7 +154,7 @@ def _tokens(usage: Mapping[str, Any]) -> str:
 def pending(
     console: Console, result: Mapping[str, Any], resume_cmd: str, secrets: tuple[str, ...]
 ) -> None:
-    """A paused run: what waits for approval and the three ways to answer."""
+    """A paused run: what waits for approval and the ways to answer."""
     example = "{...}"
     for question in result.get("pending") or ():
         if not isinstance(question, dict):
@@ -173,7 +173,8 @@ def pending(
     console.print(
         f"  approve: {cmd} --approve\n"
         f"  reject:  {cmd} --reject 'why'\n"
-        f"  edit:    {cmd} --args {safe(shlex.quote(example), secrets)}",
+        f"  edit:    {cmd} --args {safe(shlex.quote(example), secrets)}\n"
+        f"  respond: {cmd} --respond 'the answer, in place of the tool'",
         highlight=False,
         soft_wrap=True,
     )

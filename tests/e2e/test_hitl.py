@@ -1,0 +1,114 @@
+"""Approvals in LangChain's human-in-the-loop format, end to end through ``run`` and ``resume``:
+the question validates against the middleware's own types, and every decision type does what
+LangChain's UIs promise (approve, edit, reject, respond), beside our older answer form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.human_in_the_loop import (
+    ActionRequest,
+    HITLRequest,
+    HITLResponse,
+    ReviewConfig,
+)
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import TypeAdapter
+
+from gated_react import Policy, build_graph, resume, run
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+BILLING = call("get_user_billing", user_id=42)
+
+
+def _graph(replies: list[Any], **policy: Any) -> Any:
+    approval = Policy(require_approval=frozenset({"get_user_billing"}), **policy)
+    model = ScriptedChatModel(replies=replies)
+    return build_graph(model, SUPPORT_TOOLS, policy=approval, checkpointer=InMemorySaver())
+
+
+def _paused(replies: list[Any], **policy: Any) -> tuple[Any, dict[str, Any]]:
+    graph = _graph(replies, **policy)
+    out = run(graph, "refund?", thread_id="t")
+    assert out["status"] == "paused"
+    return graph, out["pending"][0]
+
+
+def test_the_question_is_a_langchain_hitl_request_beside_our_keys() -> None:
+    _, question = _paused([BILLING])
+    hitl = {key: question[key] for key in HITLRequest.__annotations__}
+    TypeAdapter(HITLRequest).validate_python(hitl, strict=True)
+    (request,) = question["action_requests"]
+    assert set(request) <= set(ActionRequest.__annotations__)
+    assert request == {
+        "name": "get_user_billing",
+        "args": {"user_id": 42},
+        "description": "policy requires a human to approve every get_user_billing call",
+    }
+    (review,) = question["review_configs"]
+    assert set(review) <= set(ReviewConfig.__annotations__)
+    assert review["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
+    assert {"kind", "tool", "args", "step", "id", "error"} <= set(question)
+
+
+def _answer(decision: dict[str, Any]) -> dict[str, Any]:
+    answer = {"decisions": [decision]}
+    TypeAdapter(HITLResponse).validate_python(answer)  # what LangChain's UIs send
+    return answer
+
+
+def test_approve_runs_the_call() -> None:
+    graph, question = _paused([BILLING, "USD 49"])
+    out = resume(graph, "t", _answer({"type": "approve"}), question=question["id"])
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["observation"]["billing"]["price_usd"] == 49.0
+
+
+def test_edit_runs_the_edited_arguments_and_may_not_change_the_tool() -> None:
+    graph, _ = _paused([BILLING, "no refund for 7"])
+    other = {"type": "edit", "edited_action": {"name": "get_user_profile", "args": {"user_id": 7}}}
+    again = resume(graph, "t", _answer(other))
+    assert again["status"] == "paused"
+    assert "cannot change the tool" in again["pending"][0]["error"]
+    edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
+    out = resume(graph, "t", _answer(edit))
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["action"]["args"] == {"user_id": 7}
+
+
+def test_reject_stops_the_run_with_the_message() -> None:
+    graph, _ = _paused([BILLING])
+    out = resume(graph, "t", _answer({"type": "reject", "message": "not today"}))
+    assert out["stop_reason"] == "tool_rejected:get_user_billing"
+    assert "not today" in out["message"]
+
+
+def test_respond_answers_in_place_of_the_tool_and_counts_as_a_call() -> None:
+    graph, _ = _paused([BILLING, BILLING, "USD 49"], repeat_reminders=1)
+    message = "Billing is down; the customer paid USD 49 ten days ago."
+    out = resume(graph, "t", _answer({"type": "respond", "message": message}))
+    first, second = out["history"][:2]
+    assert first["observation"] == message
+    assert second["observation"].startswith("You already called")  # its loop key was kept
+    assert out["trace"][0]["by_human"] is True
+    assert out["trace"][0]["ok"] is True
+    assert out["usage"]["per_tool"] == {"get_user_billing": 2}
+    assert out["stop_reason"] == "success"
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ({"decisions": []}, "one decision"),
+        ({"decisions": [{"type": "maybe"}]}, "must be one of"),
+        ({"decisions": [{"type": "respond", "message": " "}]}, "non-blank"),
+        ({"decisions": [{"type": "edit", "edited_action": {"name": "x"}}]}, "edited_action"),
+    ],
+)
+def test_a_malformed_decision_asks_again(answer: dict[str, Any], error: str) -> None:
+    graph, _ = _paused([BILLING])
+    again = resume(graph, "t", answer)
+    assert again["status"] == "paused"
+    assert error in again["pending"][0]["error"]

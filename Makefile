@@ -8,7 +8,7 @@ CONSTRAINTS := constraints.txt
 LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: help setup local test lint typecheck pytest format demo studio bench clean
+.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation
 
 help:
 	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
@@ -40,8 +40,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples benchmarks
-	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/ruff check src tests examples benchmarks mutation
+	$(BIN)/ruff format --check src tests examples benchmarks mutation
 
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios
@@ -73,6 +73,16 @@ studio: setup
 	@port=$${STUDIO_PORT:-$$($(BIN)/python -c '$(FREE_PORT)')}; \
 	echo "langgraph dev on http://127.0.0.1:$$port, runs stored in $$($(BIN)/python -c '$(STORE)')"; \
 	$(OFFLINE_ENV) $(BIN)/langgraph dev --no-browser --no-reload --host 127.0.0.1 --port $$port
+
+# Mutation testing (not part of CI): mutmut, one module at a time with its own fast tests
+# (mutation/modules.toml), at the lowest priority on one worker. MODULES="gate validate" narrows
+# it; results go to MUTATION.md by hand.
+$(VENV)/.mutation-installed: $(VENV)/.dev-installed mutation/requirements.txt
+	$(PIP) install -q -c $(CONSTRAINTS) -r mutation/requirements.txt
+	@touch $@
+
+mutation: $(VENV)/.mutation-installed
+	nice -n 19 $(BIN)/python mutation/run.py $(MODULES)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api

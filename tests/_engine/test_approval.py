@@ -112,7 +112,10 @@ ARGS = "'args' must be an object and goes only with approved=true"
         ({"approved": False, "args": {}}, ARGS),
         ({"approved": True, "sudo": True}, UNKNOWN),
         ({"approved": False, "reason": 5}, "'reason' must be a string"),
-        ({"approved": True, "args": {"user_id": 10**30}}, "an integer of 100 bits (64 at most)"),
+        (
+            {"approved": True, "args": {"user_id": 10**30}},
+            "an integer outside the 64-bit range (100 bits; from -2**63 to 2**64-1)",
+        ),
         ({UNSTORABLE_ANSWER: "int too big"}, "no store can hold it (int too big)"),
         (
             {UNSTORABLE_ANSWER: "x", "approved": True},

@@ -165,3 +165,11 @@ def test_numbers_have_one_canonical_spelling(spellings: tuple[Any, ...], canonic
 def test_a_fraction_is_not_its_integer_part() -> None:
     seen = [loop_key("get_user", {"user_id": 1})]
     assert not is_repeat(seen, "get_user", {"user_id": 1.5}, "normalized")
+
+
+def test_a_calls_place_in_a_batch_is_part_of_its_key_except_for_the_first() -> None:
+    args = {"amount": 5, "user": 42}
+    single = idempotency_key("t1", 3, "refund", args)
+    places = [idempotency_key("t1", 3, "refund", args, i) for i in range(3)]
+    assert places[0] == single == "e9af0c09261b0fc6ba21be11"  # the key runs had before batches
+    assert len(set(places)) == 3

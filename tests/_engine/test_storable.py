@@ -7,6 +7,7 @@ serialization depth exceeded", or the checkpointer's "Integer exceeds 64-bit ran
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -42,10 +43,17 @@ def test_plain_keeps_64_bit_integers(number: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [2**64, -(2**63) - 1, 10**30, [10**5000], nested(MAX_NESTING + 1)]
+    ("value", "message"),
+    [
+        (2**64, "an integer outside the 64-bit range (65 bits; from -2**63 to 2**64-1)"),
+        (-(2**63) - 1, "an integer outside the 64-bit range (64 bits; from -2**63 to 2**64-1)"),
+        (10**30, "an integer outside the 64-bit range (100 bits; from -2**63 to 2**64-1)"),
+        ([10**5000], "an integer outside the 64-bit range (16610 bits; from -2**63 to 2**64-1)"),
+        (nested(MAX_NESTING + 1), f"values nested deeper than {MAX_NESTING} levels"),
+    ],
 )
-def test_plain_refuses_what_no_store_holds(value: Any) -> None:
-    with pytest.raises(Unstorable):
+def test_plain_refuses_what_no_store_holds(value: Any, message: str) -> None:
+    with pytest.raises(Unstorable, match=f"^{re.escape(message)}$"):
         plain(value)
 
 
@@ -108,7 +116,7 @@ DEEP = json.dumps({"kind": "tool", "name": "get_user_profile", "args": {"x": nes
 CASES = [
     ("tools", [AIMessage("answer \ud800")], SUPPORT_TOOLS, "success", "answer \ufffd"),
     ("text", ["Finish: answer \ud800"], SUPPORT_TOOLS, "success", "answer \ufffd"),
-    ("json", [BIG], SUPPORT_TOOLS, "invalid_action:bad_json", "84 bits (64 at most)"),
+    ("json", [BIG], SUPPORT_TOOLS, "invalid_action:bad_json", "(84 bits; from -2**63 to 2**64-1)"),
     ("json", [DEEP], SUPPORT_TOOLS, "invalid_action:bad_json", "deeper than 64 levels"),
     (
         "tools",
@@ -122,7 +130,7 @@ CASES = [
         [call("get_user_profile", user_id=10**30)],
         SUPPORT_TOOLS,
         "invalid_action:bad_json",
-        "100 bits (64 at most)",
+        "(100 bits; from -2**63 to 2**64-1)",
     ),
     (
         "tools",
@@ -150,4 +158,4 @@ def test_durable_runs_survive_what_models_and_tools_produce(
     out = graph.invoke({"goal": "g"}, config)
     assert out["stop_reason"] == reason, out["message"]
     assert graph.get_state(config).values["stop_reason"] == reason
-    assert shows in json.dumps(out, ensure_ascii=False)
+    assert shows in json.dumps(out, ensure_ascii=False, default=str)

@@ -177,8 +177,15 @@ def test_a_repeat_gets_the_reminders_the_policy_allows_then_stops() -> None:
     once = [history_entry(1, "get_user_profile", "ok", user_id=42)]
     reminded = _gate(call, once, repeat_reminders=1)
     (shown,) = reminded["calls"]
-    assert shown["outcome"]["error"] == "loop_detected"
-    assert "already called get_user_profile" in shown["outcome"]["observation"]
+    assert shown["key"] == ""  # nothing runs, so nothing needs a key
+    assert shown["outcome"] == {
+        "ok": False,
+        "observation": "You already called get_user_profile with these arguments, and its "
+        "result is above in this conversation: use it, call something else, or give your final "
+        "answer. Calling it again ends the run.",
+        "error": "loop_detected",
+        "by_human": False,
+    }
     assert reminded["usage"]["tool_calls"] == 2  # a reminder counts as a call
     twice = [*once, history_entry(2, "get_user_profile", "ok", user_id=42)]
     assert _gate(call, twice, repeat_reminders=1)["stop_reason"] == "loop_detected"

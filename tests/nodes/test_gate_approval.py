@@ -136,3 +136,18 @@ def test_edited_args_follow_the_policys_loop_mode(
     parts = deps(require_approval=frozenset({"get_user_billing"}), loop_detection=mode)
     update, _ = _approve(monkeypatch, Decision(approved=True, args=edit), history, parts)
     assert update["calls"][0]["args"] == edit
+
+
+def test_a_human_may_answer_in_place_of_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    update, _ = _approve(monkeypatch, Decision(approved=False, response="USD 49"))
+    assert "stop_reason" not in update
+    assert update["calls"] == [
+        {
+            "step": 2,
+            "tool": "get_user_billing",
+            "args": {"user_id": 42},
+            "key": "",
+            "outcome": {"ok": True, "observation": "USD 49", "error": None, "by_human": True},
+        }
+    ]
+    assert update["usage"]["tool_calls"] == 1  # an answer in place of the tool counts as a call

@@ -156,3 +156,12 @@ def test_the_protocol_reads_the_reply_against_the_registered_tools() -> None:
     assert update == {
         "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
     }
+
+
+def test_every_call_of_a_batch_is_held_to_the_contract() -> None:
+    calls = [{"name": "get_user_profile", "args": {"user_id": 42}}, {"name": " ", "args": {}}]
+    reply = {"text": "", "tool_calls": calls}
+    update = validate(state(reply=reply), deps=deps(max_parallel_calls=2))
+    assert update["stop_reason"] == "invalid_action:missing_tool_name"
+    good = {"text": "", "tool_calls": [calls[0], {"name": "search_policy", "args": {"query": "x"}}]}
+    assert validate(state(reply=good), deps=deps(max_parallel_calls=3))["action"]["kind"] == "tools"

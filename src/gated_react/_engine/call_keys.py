@@ -68,11 +68,8 @@ def _number(value: Any) -> str | None:
     text = value.strip() if isinstance(value, str) else str(value)
     if isinstance(value, str) and not _NUMBER.fullmatch(text):
         return None
-    try:
-        number = Decimal(text)
-    except ArithmeticError:  # decimal's InvalidOperation: "nan" or "inf" from a float
-        return None
-    return _canonical(number) if number.is_finite() else None
+    number = Decimal(text)  # never raises here: the pattern or str() of an int or float
+    return _canonical(number) if number.is_finite() else None  # a float's nan or inf
 
 
 def _canonical(number: Decimal) -> str:

@@ -39,7 +39,10 @@ def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
         return value
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
-            raise Unstorable(f"an integer of {value.bit_length()} bits (64 at most)")
+            raise Unstorable(
+                f"an integer outside the 64-bit range ({value.bit_length()} bits; "
+                "from -2**63 to 2**64-1)"
+            )
         return value
     if depth >= MAX_NESTING:
         raise Unstorable(f"values nested deeper than {MAX_NESTING} levels")

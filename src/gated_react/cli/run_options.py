@@ -10,14 +10,26 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gated_react.cli.exits import CliError
+from gated_react.cli.exits import CliError, user_errors
 from gated_react.policy import Protocol
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from gated_react.examples import Example
-    from gated_react.policy import Policy
+    from gated_react.mcp import MCPTools
+    from gated_react.policy import Budget, Policy
+
+_OPENED: dict[tuple[str, ...], MCPTools] = {}
+"""The MCP tools this process started, by config files: a command starts them once (checking
+the flags, building the graph) and stops them with ``close_mcp`` when it ends."""
+
+
+def close_mcp() -> None:
+    """Stop every MCP server this process started (stdio servers are its children)."""
+    while _OPENED:
+        _OPENED.popitem()[1].close()
+
 
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key; LangGraph stores only scalar metadata, so the value is JSON text."""
@@ -34,6 +46,10 @@ class RunOptions(BaseModel):
     """Tools the model may call; None: every tool of the toolkits."""
     approve: list[str] = []
     """Tools whose calls wait for a human."""
+    mcp: list[str] = []
+    """MCP config files (absolute paths) whose servers' tools join the toolkits'."""
+    trust: list[str] = []
+    """Destructive MCP tools that run without asking (``mcp_policy``'s ``trust``)."""
     protocol: Protocol | None = None
     """How the model states its action; None: ``tools``, or ``json`` on the local model."""
     local: bool = False
@@ -61,7 +77,24 @@ class RunOptions(BaseModel):
     base_url: str | None = None
     """``--base-url`` as given (left out when it carries credentials)."""
 
+    def budget(self) -> Budget:
+        """The run's budget (it never depends on the tools: no MCP server starts for it)."""
+        return self._base_policy().budget
+
     def policy(self) -> Policy:
+        """The run's policy. With MCP configs, destructive MCP tools ask for approval unless
+        ``--trust-tool`` names them; that needs their tools, so ``tools()`` must come first
+        (``graph_for`` calls it first; only the budget is read without it)."""
+        base = self._base_policy()
+        opened = _OPENED.get(tuple(self.mcp)) if self.mcp else None
+        if opened is None:
+            return base
+        from gated_react.mcp import mcp_policy
+
+        with user_errors():
+            return mcp_policy(opened, base, trust=self.trust)
+
+    def _base_policy(self) -> Policy:
         from gated_react.policy import Policy
 
         limits = {
@@ -85,13 +118,37 @@ class RunOptions(BaseModel):
         return base.replace(allow=allow, require_approval=frozenset(self.approve), **given)
 
     def tools(self) -> list[BaseTool]:
-        """The tools of every toolkit; unknown toolkits or tool names are a ``CliError``."""
+        """The tools of every toolkit and MCP config; unknown toolkits or tool names, and MCP
+        servers that fail to start, are a ``CliError``. MCP servers start once per process
+        and run until ``close_mcp()``."""
+        tools = self._toolkit_tools()
+        remote = self._mcp_tools() if self.mcp else []
+        tools.extend(remote)
+        known = {tool.name for tool in tools}
+        unknown = self._base_policy().unknown_tools(known)  # build_graph's check, flag-named
+        for field, flag in (("allow", "--allow"), ("require_approval", "--approve-tool")):
+            if field in unknown:
+                sources = [f"toolkit(s) {', '.join(self.toolkits)}"] if self.toolkits else []
+                sources += [f"MCP config {path}" for path in self.mcp]
+                raise CliError(
+                    f"{flag}: no tool named {', '.join(unknown[field])} in "
+                    f"{' or '.join(sources)}; tools: {', '.join(sorted(known))}"
+                )
+        untrusted = sorted(set(self.trust) - {tool.name for tool in remote})
+        if untrusted:
+            names = ", ".join(sorted(tool.name for tool in remote)) or "none (no --mcp)"
+            raise CliError(
+                f"--trust-tool: no MCP tool named {', '.join(untrusted)}; MCP tools: {names}"
+            )
+        return tools
+
+    def _toolkit_tools(self) -> list[BaseTool]:
         from gated_react.tools import load_toolkit
 
-        tools: list[BaseTool] = []
         if self.example:
-            tools = self._example().tools(Path(self.example_dir or "."))
-        for name in dict.fromkeys([] if self.example else self.toolkits):
+            return self._example().tools(Path(self.example_dir or "."))
+        tools: list[BaseTool] = []
+        for name in dict.fromkeys(self.toolkits):
             try:
                 tools.extend(
                     load_toolkit(
@@ -102,15 +159,16 @@ class RunOptions(BaseModel):
                 )
             except (ValueError, OSError) as exc:
                 raise CliError(str(exc)) from None
-        known = {tool.name for tool in tools}
-        unknown = self.policy().unknown_tools(known)  # the check build_graph makes, flag-named
-        for field, flag in (("allow", "--allow"), ("require_approval", "--approve-tool")):
-            if field in unknown:
-                raise CliError(
-                    f"{flag}: no tool named {', '.join(unknown[field])} in toolkit(s) "
-                    f"{', '.join(self.toolkits)}; tools: {', '.join(sorted(known))}"
-                )
         return tools
+
+    def _mcp_tools(self) -> list[BaseTool]:
+        key = tuple(self.mcp)
+        if key not in _OPENED:
+            from gated_react.mcp import load_tools
+
+            with user_errors():  # a bad config or a server that fails to start: one line
+                _OPENED[key] = load_tools(list(self.mcp))
+        return list(_OPENED[key])
 
     def _example(self) -> Example:
         from gated_react import examples

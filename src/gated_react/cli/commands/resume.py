@@ -85,13 +85,16 @@ def _resume(
     with resources.opened(url) as saver:
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
             options, current = recorded_options(saver, thread), _current(saver, thread)
-            budget = options.policy().budget
+            budget = options.budget()  # no MCP server starts to show an ended run
             early = _settled(current, answer, thread)
             if early is not None:  # nothing to run: show what is stored
                 show(render.console(), current, budget, config.secrets(), place)
                 return early
         model, base_url = model or options.model, base_url or options.base_url
+        from gated_react.cli.run_options import close_mcp
+
         with contextlib.ExitStack() as stack:
+            stack.callback(close_mcp)  # the run's MCP servers stop with it
             with user_errors():
                 chosen = stack.enter_context(
                     model_for_run(

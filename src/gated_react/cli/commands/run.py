@@ -58,6 +58,26 @@ Approve = Annotated[
         show_default=False,
     ),
 ]
+McpConfigs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mcp",
+        metavar="CONFIG.json",
+        help='Tools of the MCP servers in this config ({"mcpServers": ...}), named '
+        "SERVER__TOOL; repeat for several; alongside or instead of --toolkit",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+Trust = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trust-tool",
+        metavar="TOOL",
+        help="This MCP tool runs without asking although its server marks it destructive (repeat)",
+        show_default=False,
+    ),
+]
 
 
 def run_command(
@@ -73,6 +93,8 @@ def run_command(
     toolkit: Toolkits = None,
     allow: Names = None,
     approve_tool: Approve = None,
+    mcp: McpConfigs = None,
+    trust_tool: Trust = None,
     max_steps: Annotated[
         int | None,
         typer.Option(min=1, metavar="N", help="Model decisions [default: 8]", show_default=False),
@@ -137,8 +159,9 @@ def run_command(
     no_log: flags.NoLog = False,
 ) -> None:
     """Run one goal; exit 0 success, 2 policy stop, 3 model/tool failure, 4 paused, 130 Ctrl-C."""
-    if example and toolkit:
-        raise CliError("use --example or --toolkit, not both (an example brings its own tools)")
+    for flag, given in (("--toolkit", toolkit), ("--mcp", mcp)):
+        if example and given:
+            raise CliError(f"use --example or {flag}, not both (an example brings its own tools)")
     if example:
         goal = goal or _example_goal(example)
     if goal is None:
@@ -154,9 +177,11 @@ def run_command(
         model_file=str(model_file) if model_file else None,
         example=example,
         example_dir=str(example_dir(thread)) if example else None,
-        toolkits=toolkit or ["support"],
+        toolkits=toolkit or ([] if mcp else ["support"]),
         allow=allow,
         approve=approve_tool or [],
+        mcp=[str(path.expanduser().resolve()) for path in mcp or []],  # resume runs elsewhere
+        trust=trust_tool or [],
         protocol=protocol.value if protocol else None,
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
@@ -174,10 +199,13 @@ def run_command(
 
 
 def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: str | None) -> Exit:
+    from gated_react.cli.run_options import close_mcp
+
     config = resources.settings()
-    options.tools()  # unknown toolkits and tool names fail before anything else starts
-    url = resources.store_url(config, place.db)
     with contextlib.ExitStack() as stack:
+        stack.callback(close_mcp)  # MCP servers are the run's children: none outlives it
+        options.tools()  # unknown toolkits and tool names fail before anything else starts
+        url = resources.store_url(config, place.db)
         with user_errors():  # no model configured, local model missing: one line, nothing made
             model = stack.enter_context(
                 model_for_run(
@@ -188,7 +216,7 @@ def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: st
         runlog = stack.enter_context(logged(url, place, config))
         _refuse_existing(saver, thread)
         graph = resources.graph_for(options, model.chat, saver)
-        budget = options.policy().budget
+        budget = options.budget()
         session = Session(Tracker(thread), budget, runlog, config.secrets(), place)
         session.header(model.label, url)
         session.note("started", action={"goal": clip(redact(goal, *config.secrets()), 200)})

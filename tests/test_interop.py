@@ -40,11 +40,19 @@ def _reference() -> dict[str, Any]:
 
 
 def _same(out: dict[str, Any], reference: dict[str, Any]) -> None:
-    """The result's keys with equal values, but for the measured seconds. (Streams of values
-    carry the whole state: every channel, the result's keys among them.)"""
+    """The result's keys with equal values, but for the measured seconds and the messages' ids
+    (fresh in every run). (Streams of values carry the whole state: every channel, the result's
+    keys among them.)"""
     assert set(out) >= RESULT
-    strip = {key: out[key] for key in RESULT} | {"usage": {**out["usage"], "seconds": 0}}
-    assert strip == {**reference, "usage": {**reference["usage"], "seconds": 0}}
+    assert _chat(out) == _chat(reference)
+    keys = RESULT - {"messages"}
+    strip = {key: out[key] for key in keys} | {"usage": {**out["usage"], "seconds": 0}}
+    expected = {key: reference[key] for key in keys}
+    assert strip == {**expected, "usage": {**reference["usage"], "seconds": 0}}
+
+
+def _chat(result: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m.type, m.text) for m in result["messages"]]
 
 
 def test_sync_and_async_invoke_and_batch_return_the_same_shape() -> None:

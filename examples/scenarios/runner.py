@@ -102,13 +102,19 @@ def main(seed: Seed, argv: Sequence[str] | None = None, *, script: str) -> int:
     return _scripted(example, chosen, as_json=args.json)
 
 
+def _message(value: Any) -> dict[str, Any]:
+    """A chat message of the result as JSON: its type and content."""
+    return {"type": value.type, "content": value.content}
+
+
 def _scripted(example: Example, chosen: list[Scenario], *, as_json: bool) -> int:
     failed = 0
     for scenario in chosen:
         result, problems = run_scripted(example, scenario)
         failed += bool(problems)
         if as_json:
-            print(json.dumps({"scenario": scenario.name, "problems": problems, **result}))
+            shown = {"scenario": scenario.name, "problems": problems, **result}
+            print(json.dumps(shown, default=_message))
             continue
         mark = "ok" if not problems else "MISMATCH"
         print(f"[{mark}] {example.name} / {scenario.name}: {scenario.shows}")
@@ -125,7 +131,8 @@ def _live(example: Example, scenario: Scenario, settings: Settings, *, as_json: 
     with tempfile.TemporaryDirectory(prefix=f"gated-react-{example.name}-") as scratch:
         result = run_scenario(example, scenario, model, Path(scratch))
     if as_json:
-        print(redact(json.dumps({"scenario": scenario.name, **result}), *settings.secrets()))
+        shown = json.dumps({"scenario": scenario.name, **result}, default=_message)
+        print(redact(shown, *settings.secrets()))
     else:
         print(f"{example.name} / {scenario.name} on {settings.openai_model}: {scenario.shows}")
         for line in describe(result, settings.secrets()):

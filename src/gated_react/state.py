@@ -1,7 +1,8 @@
 """The run's state as the checkpointer stores it.
 
-Channels hold plain JSON values only (nodes write ``model_dump()`` output), so any checkpointer,
-the LangGraph server and Studio can store and show them without importing this package.
+Channels hold plain JSON values (nodes write ``model_dump()`` output), so any checkpointer, the
+LangGraph server and Studio can store and show them without importing this package; ``messages``
+holds LangChain messages, the convention chat clients read.
 ``history`` and ``trace`` are append-only ``DeltaChannel``s: a checkpoint stores the new entries,
 not the whole list again, so storage grows linearly with the run instead of quadratically.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
+from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.channels import DeltaChannel
-from pydantic import BaseModel, ConfigDict, Field
+from langgraph.graph.message import add_messages
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Status = Literal["ok", "stopped"]
 
@@ -169,16 +172,37 @@ class Retry(_Strict):
 
 
 class RunInput(_Strict):
-    """What starts a run."""
+    """What starts a run: a goal, or chat messages whose last human message is the goal."""
 
-    goal: str = Field(min_length=1)
+    goal: str | None = Field(default=None, min_length=1)
     """The task, in the user's words."""
+    messages: list[AnyMessage] | None = None
+    """Chat messages (Studio's chat, Agent Chat UI, apps built for ``create_agent``): the last
+    human message is the goal; earlier ones are the conversation the model is shown once."""
+
+    @model_validator(mode="after")
+    def _has_a_goal(self) -> RunInput:
+        if self.goal is None and last_human_text(self.messages or []) is None:
+            raise ValueError(
+                "a run needs a goal: {'goal': '...'} or {'messages': [...]} with a human message"
+            )
+        return self
 
 
-class RunInputDict(TypedDict):
-    """``RunInput`` as a plain dict, the way apps pass it: ``graph.invoke({"goal": ...})``."""
+def last_human_text(messages: Sequence[Any]) -> str | None:
+    """The text of the last message when it is a human message with text, else None."""
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and last.text.strip():
+        return last.text.strip()
+    return None
+
+
+class RunInputDict(TypedDict, total=False):
+    """``RunInput`` as a plain dict, the way apps pass it: ``graph.invoke({"goal": ...})`` or
+    ``graph.invoke({"messages": [...]})``."""
 
     goal: str
+    messages: list[Any]
 
 
 class RunResult(BaseModel):
@@ -194,6 +218,9 @@ class RunResult(BaseModel):
     """A human sentence about the end, with numbers."""
     answer: str | None = None
     """The final answer; None unless status is ``ok``."""
+    messages: list[AnyMessage] = Field(default_factory=list)
+    """The conversation as a chat client shows it: each run's goal as a human message, then its
+    answer (or why it stopped) as an AI message; tool steps are in ``history``."""
     history: list[HistoryEntry] = Field(default_factory=list)
     """Completed tool steps."""
     trace: list[TraceEntry] = Field(default_factory=list)
@@ -206,8 +233,9 @@ class CoreState(_Strict):
     """The state without its logs: what most nodes read. Validating it costs the same at step 1
     and at step 1,000, so only the nodes that need the logs pay for them (decide, gate)."""
 
-    goal: str = Field(min_length=1)
-    """The task, in the user's words."""
+    goal: str = ""
+    """The task, in the user's words (from the last human message when a run starts from
+    ``messages``)."""
     reply: Reply | None = None
     """The model's latest raw reply."""
     action: Action | None = None
@@ -221,6 +249,10 @@ class CoreState(_Strict):
     """Budget consumption."""
     seen: Annotated[list[str], DeltaChannel(_append)] = Field(default_factory=list)
     """Loop keys of the calls made so far: tool, exact and normalized argument hashes."""
+    seen_from: int = 0
+    """Loop keys before this index belong to earlier runs on the thread (not compared)."""
+    history_from: int = 0
+    """History entries before this index belong to earlier runs on the thread."""
     status: Status | None = None
     """``ok`` or ``stopped`` once the run has ended."""
     stop_reason: str | None = None
@@ -238,6 +270,8 @@ class State(CoreState):
     """Completed tool steps (append-only)."""
     trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Every call that reached the gate (append-only)."""
+    messages: Annotated[list[AnyMessage], add_messages] = Field(default_factory=list)
+    """The conversation: each run's goal (human) and answer or stop (AI), across runs."""
 
 
 class UsageDict(TypedDict):
@@ -264,6 +298,7 @@ class ThreadResult(TypedDict):
     history: list[dict[str, Any]]
     trace: list[dict[str, Any]]
     usage: UsageDict
+    messages: list[Any]
     thread_id: str
     pending: list[Any]
     """The questions a paused run waits on, each with its ``id``."""

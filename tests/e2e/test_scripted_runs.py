@@ -35,7 +35,12 @@ def test_refund_for_user_42_is_yes_usd_49() -> None:
     assert out["history"][1]["observation"]["billing"]["days_since_first_payment"] == 10
     assert [t["ok"] for t in out["trace"]] == [True, True, True]
     assert out["usage"]["steps"] == 4
-    assert set(out) == {"status", "stop_reason", "message", "answer", "history", "trace", "usage"}
+    keys = {"status", "stop_reason", "message", "answer", "messages", "history", "trace", "usage"}
+    assert set(out) == keys
+    assert [(m.type, m.text) for m in out["messages"]] == [
+        ("human", REFUND_GOAL),
+        ("ai", out["answer"]),
+    ]
 
 
 def test_refund_for_user_7_is_no() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop
@@ -15,6 +16,7 @@ def test_finish_writes_success_and_the_answer() -> None:
         "stop_reason": "success",
         "message": "final answer after 4 steps",
         "answer": "USD 49",
+        "messages": [AIMessage("USD 49")],  # the conversation's answer
     }
 
 
@@ -24,6 +26,9 @@ def test_stop_writes_stopped_and_no_answer() -> None:
         "status": "stopped",
         "answer": None,
         "message": "max_steps 8 reached (9 requested)",
+        "messages": [
+            AIMessage("I stopped before finishing (max_steps): max_steps 8 reached (9 requested)")
+        ],
     }
 
 

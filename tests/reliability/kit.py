@@ -248,7 +248,9 @@ def check_run(
     assert not {name for name, n in executions.counts.items() if n and name not in allowed}
     ran = Counter(entry["tool"] for entry in trace if _executed(entry))
     assert +executions.counts == ran, (executions.counts, trace)
-    json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8")  # plain, storable
+    logs = {key: value for key, value in out.items() if key != "messages"}
+    json.dumps(logs, allow_nan=False, ensure_ascii=False).encode("utf-8")  # plain, storable
+    assert [m.type for m in out["messages"]][-1] == "ai"  # the conversation ends with the run
 
 
 def no_secret_in(value: Any, *secrets: str) -> None:

@@ -134,5 +134,5 @@ def test_the_library_masks_the_models_key_before_it_stores_an_error(tmp_path: Pa
             out = run(build_graph(model, SUPPORT_TOOLS, checkpointer=saver), GOAL)
     assert out["stop_reason"] == "llm_error:auth"
     assert "Incorrect API key provided: ***" in out["message"]
-    assert KEY not in json.dumps(out)
+    assert KEY not in json.dumps(out, default=str)
     assert KEY.encode() not in stored_bytes(str(db))

@@ -52,7 +52,7 @@ def test_a_server_echoing_the_api_key_never_leaks_it(
             graph = build_graph(chat_model(Settings()), SUPPORT_TOOLS, checkpointer=saver)
             out = run(graph, "Is user 42 refundable?")
     assert out["status"] == "stopped"
-    assert key not in json.dumps(out)
+    assert key not in json.dumps(out, default=str)
     assert key.encode() not in store.read_bytes()  # nor in any stored checkpoint
     tally.count("secret checks: model errors")
 
@@ -81,9 +81,9 @@ def test_a_tool_error_never_carries_the_key_or_a_password(
         )
         out = graph.invoke({"goal": "Refund user 42 through the partner."})
         sent = json.dumps(server.requests)
-    assert "failed" in json.dumps(out)
+    assert "failed" in json.dumps(out, default=str)
     for secret in (KEYS[1], PASSWORD):
-        assert secret not in json.dumps(out)
+        assert secret not in json.dumps(out, default=str)
         assert secret not in sent  # nor in what the model is shown next
     tally.count("secret checks: tool errors")
 

@@ -22,6 +22,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.calculator import calculate
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ..support.scenarios import comparable
 from . import tally
 from .kit import DELETED, Executions, counted, delete_account, fd_count, rss_mb
 
@@ -46,9 +47,9 @@ MAX_RSS_GROWTH_MB = 25.0
 
 
 def outcome(out: dict[str, Any]) -> dict[str, Any]:
-    """Everything a run reports except its thread id and the seconds it took."""
-    usage = {k: v for k, v in out["usage"].items() if k != "seconds"}
-    return {k: v for k, v in out.items() if k not in ("thread_id", "usage")} | {"usage": usage}
+    """Everything a run reports except its thread id, the seconds it took and the ids of its
+    chat messages."""
+    return comparable(out)
 
 
 def one_run(url: str, number: int, executions: Executions) -> dict[str, Any]:

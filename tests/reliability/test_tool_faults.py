@@ -183,7 +183,7 @@ def test_a_raising_tool_stops_or_is_observed_as_the_policy_says(
     assert shown.startswith("fetch failed: ")
     assert "\n" not in shown
     assert len(shown) <= 600
-    assert "hunter2" not in json.dumps(out)
+    assert "hunter2" not in json.dumps(out, default=str)
     assert stored["stop_reason"] == out["stop_reason"]
     tally.count("fault runs: raising tools")
 

@@ -188,7 +188,7 @@ def child(spec: dict[str, Any]) -> None:
     except Exception as exc:
         out = {"error": f"{type(exc).__name__}: {exc}"}
     tmp = spec["out"] + ".tmp"
-    Path(tmp).write_text(json.dumps(out))
+    Path(tmp).write_text(json.dumps(out, default=_message))
     os.replace(tmp, spec["out"])
 
 
@@ -334,3 +334,8 @@ def open_store(url: str, go: str) -> None:
         time.sleep(0.001)
     with open_checkpointer(url):
         pass
+
+
+def _message(value: Any) -> dict[str, Any]:
+    """A chat message of the result as JSON: its type and content (``comparable`` reads them)."""
+    return {"type": value.type, "content": value.content}

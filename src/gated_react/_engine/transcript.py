@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from gated_react._engine.turns import conversation
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State
 
@@ -40,9 +41,11 @@ def folded_count(steps: int, policy: Policy) -> int:
 
 def build_messages(state: State, system: str, policy: Policy, replay: Any) -> list[BaseMessage]:
     """The model input for the next decision."""
-    steps = [list(group) for _, group in groupby(state.history, key=lambda e: e.step)]
+    shown = state.history[state.history_from :]  # earlier runs on the thread are the chat's
+    steps = [list(group) for _, group in groupby(shown, key=lambda e: e.step)]
     folded = folded_count(len(steps), policy)
-    goal = state.goal
+    earlier = conversation(state.messages)
+    goal = f"Earlier in this conversation:\n{earlier}\n\n{state.goal}" if earlier else state.goal
     if folded:
         goal = f"{goal}\n\n{summary([e for step in steps[:folded] for e in step])}"
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(goal)]

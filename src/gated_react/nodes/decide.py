@@ -17,6 +17,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.transcript import build_messages
+from gated_react._engine.turns import opening
 from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
@@ -24,32 +25,34 @@ from gated_react.stops import Stop, StopReason
 def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
+    state, opened = opening(state)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
-        return out_of_time(state, started, deps)
+        return opened | out_of_time(state, started, deps)
     try:
         message = call_within(lambda: deps.bound.invoke(messages, config), left)
     except DeadlinePassed:
-        return out_of_time(state, started, deps)
+        return opened | out_of_time(state, started, deps)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-        return failed(state, exc, started, deps.secrets)
-    return decided(state, messages, message, started, deps.secrets)
+        return opened | failed(state, exc, started, deps.secrets)
+    return opened | decided(state, messages, message, started, deps.secrets)
 
 
 async def adecide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
+    state, opened = opening(state)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
-        return out_of_time(state, started, deps)
+        return opened | out_of_time(state, started, deps)
     try:
         message = await await_within(deps.bound.ainvoke(messages, config), left)
     except DeadlinePassed:
-        return out_of_time(state, started, deps)
+        return opened | out_of_time(state, started, deps)
     except Exception as exc:
-        return failed(state, exc, started, deps.secrets)
-    return decided(state, messages, message, started, deps.secrets)
+        return opened | failed(state, exc, started, deps.secrets)
+    return opened | decided(state, messages, message, started, deps.secrets)
 
 
 def seconds_left(state: State, deps: NodeDeps) -> float:

@@ -67,7 +67,7 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
     if not actions:  # the routers never send one; a direct caller might
         why = "the gate was reached without a tool call to check"
         return Stop(StopReason.INVALID_ACTION, "no_action", why).update()
-    ledger = Ledger(state.usage, list(state.seen), state.usage.steps)
+    ledger = Ledger(state.usage, state.seen[state.seen_from :], state.usage.steps)
     calls = []
     for index, action in enumerate(actions):
         checked = check(ledger, deps, config, action, index)

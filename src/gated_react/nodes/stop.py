@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gated_react._engine.turns import closing
 from gated_react.state import CoreState
 
 
 def stop(state: CoreState) -> dict[str, Any]:
-    """Write the stopped end. The node that detected the stop already named its reason."""
+    """Write the stopped end (and tell the conversation why). The node that detected the stop
+    already named its reason."""
     if not state.stop_reason:
         raise TypeError("stop runs only after a node recorded a stop_reason")
-    return {"status": "stopped", "answer": None, "message": state.message or state.stop_reason}
+    message = state.message or state.stop_reason
+    said = f"I stopped before finishing ({state.stop_reason}): {message}"
+    return {"status": "stopped", "answer": None, "message": message, **closing(said)}

@@ -17,8 +17,8 @@ SECTIONS = ("## Use inside your app", "## Debug in LangGraph Studio")
 EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
-        "stream: gate ['call', 'seen', 'usage']",
-        "stream: finish ['answer', 'message', 'status', 'stop_reason']",
+        "stream: gate ['calls', 'seen', 'usage']",
+        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason']",
         "ainvoke: success",
         "tool finished: search_policy",
     ],
@@ -28,6 +28,15 @@ EXPECTED = {
         "inner: tool_denied:get_user_billing",
     ],
     "answer_schema.py": ["success True 49.0", "steps: 3"],
+    "chat_messages.py": [
+        "answer: Anna is on the pro plan.",
+        "follow-up: She pays USD 49 a month.",
+        "turns: ['human', 'ai', 'human', 'ai']",
+    ],
+    "mcp_tools.py": [
+        "paused: notes__delete_note {'title': 'draft'}",
+        "success: Deleted the draft; 1 note left.",
+    ],
 }
 
 

@@ -180,9 +180,18 @@ def pending(
     )
 
 
+def _plain(value: Any) -> Any:
+    """A chat message as its type and content (the conversation, not the client's metadata);
+    anything else as text."""
+    kind = getattr(value, "type", None)  # a LangChain message, without importing LangChain
+    if isinstance(kind, str) and hasattr(value, "content"):
+        return {"type": kind, "content": value.content}
+    return str(value)
+
+
 def print_json(value: Any, secrets: tuple[str, ...]) -> None:
     """Exactly one JSON document on stdout, nothing else; values are kept exact (JSON escapes
     every control character, so none reaches the terminal raw)."""
-    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=_plain)
     sys.stdout.write(printable_json(redact(text, *secrets)) + "\n")
     sys.stdout.flush()

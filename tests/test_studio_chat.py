@@ -1,0 +1,184 @@
+"""Chat through ``langgraph dev``, exactly as a chat client (LangGraph Studio's chat view, Agent
+Chat UI) drives it with ``langgraph-sdk``: ``{"messages": [...]}`` in, ``values["messages"]`` out
+(LangChain messages as the server serializes them: dicts with ``type`` and ``content``), the AI
+turn last; a follow-up on the same thread is a new run that sees the earlier turns; a stopped run
+says why in the chat. One server for the module, one thread per case."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import convert_to_messages
+from langgraph_sdk.client import LangGraphClient
+
+from gated_react._engine.transcript import calls_shown
+
+from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from .support.studio_server import DevServer, dev_server, drive
+
+pytestmark = pytest.mark.studio
+
+FIRST = "Which plan is user 42 on?"
+SECOND = "What did I ask you first?"
+EARLIER = "Earlier in this conversation:\n"
+ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}
+ANSWER = f"observed: {json.dumps({'billing': ANNA})}"
+TWO_STEPS = {"max_steps": 2}  # one tool call and the answer: a second run needs fresh budgets
+
+
+def _model(request: dict[str, Any]) -> Reply:
+    """Answers from the prompt alone, so no case depends on the order the server serves in.
+    A first turn reads user 42's billing and answers with what it saw; a follow-up (the prompt
+    shows earlier turns) reads the profile, then answers with the first thing the user asked."""
+    messages = convert_to_messages(request["messages"])
+    goal = str(messages[1].content)
+    if not calls_shown(messages):
+        name = "get_user_profile" if goal.startswith(EARLIER) else "get_user_billing"
+        return tool_call(name, user_id=42)
+    if goal.startswith(EARLIER):
+        asked = next(line for line in goal.splitlines() if line.startswith("User: "))
+        return reply(f"You first asked: {asked.removeprefix('User: ')}")
+    seen = [m.content for m in messages if m.type == "tool"]
+    return reply(f"observed: {seen[-1]}")
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(default=_model) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    server = dev_server(tmp_path_factory.mktemp("studio-chat"), model)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+
+
+def _human(text: str) -> dict[str, Any]:
+    """A message as LangGraph Studio's chat view sends it."""
+    return {"type": "human", "content": text}
+
+
+def _human_blocks(text: str) -> dict[str, Any]:
+    """A message as Agent Chat UI sends it: its own id, content as a list of blocks."""
+    return {"id": str(uuid.uuid4()), "type": "human", "content": [{"type": "text", "text": text}]}
+
+
+def _chat(*messages: dict[str, Any]) -> Any:
+    """A run's input as the chat clients send it."""
+    return {"messages": list(messages)}
+
+
+def _turns(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """The chat as a client renders it: (type, text) per message, text blocks joined."""
+    out = []
+    for message in values["messages"]:
+        content = message["content"]
+        if isinstance(content, list):
+            content = "".join(block["text"] for block in content if block.get("type") == "text")
+        out.append((message["type"], content))
+    return out
+
+
+async def _thread(client: LangGraphClient, context: dict[str, Any]) -> tuple[str, str]:
+    assistant = await client.assistants.create(graph_id="refund", context=context)
+    return assistant["assistant_id"], (await client.threads.create())["thread_id"]
+
+
+async def _streamed(
+    client: LangGraphClient, tid: str, aid: str, message: dict[str, Any]
+) -> list[Any]:
+    """Every values snapshot of a run, streamed as the chat clients stream it."""
+    stream = client.runs.stream(tid, aid, input=_chat(message), stream_mode="values")
+    return [part.data async for part in stream if part.event == "values"]
+
+
+def test_the_input_schema_offers_messages(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> dict[str, Any]:
+        assistant = await client.assistants.create(graph_id="refund")
+        return dict(await client.assistants.get_schemas(assistant["assistant_id"]))
+
+    schemas = drive(dev, scenario)
+    shown = schemas["input_schema"]["properties"]
+    assert set(shown) == {"goal", "messages"}
+    variants = shown["messages"].get("anyOf", [shown["messages"]])
+    assert "array" in [v.get("type") for v in variants], shown["messages"]  # a list, optional
+    assert "messages" in schemas["output_schema"]["properties"]
+
+
+def test_a_message_is_answered_by_the_last_message(dev: DevServer, model: FakeOpenAI) -> None:
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid = await _thread(client, TWO_STEPS)
+        out = await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
+        return out, (await client.threads.get_state(tid))["values"]
+
+    out, state = drive(dev, scenario)
+    assert isinstance(out, dict)
+    assert (out["status"], out["stop_reason"], out["answer"]) == ("ok", "success", ANSWER)
+    assert _turns(out) == [("human", FIRST), ("ai", ANSWER)]
+    assert out["messages"] == state["messages"]
+    assert all(message["id"] for message in out["messages"])  # clients key their list on it
+    goals = [r["messages"][1]["content"] for r in model.requests]
+    assert FIRST in goals  # the message was the goal, with no earlier conversation
+
+
+def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
+    dev: DevServer, model: FakeOpenAI
+) -> None:
+    follow_up = _human_blocks(SECOND)
+
+    async def scenario(client: LangGraphClient) -> tuple[Any, list[Any], Any]:
+        aid, tid = await _thread(client, TWO_STEPS)
+        first = await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
+        snapshots = await _streamed(client, tid, aid, follow_up)
+        return first, snapshots, (await client.threads.get_state(tid))["values"]
+
+    first, snapshots, state = drive(dev, scenario)
+    assert first["stop_reason"] == "success"
+    final = snapshots[-1]
+    assert (final["status"], final["stop_reason"]) == ("ok", "success")
+    assert final["usage"]["steps"] == 2  # fresh budgets: two more steps within max_steps 2
+    assert [step["action"]["name"] for step in final["history"]] == [
+        "get_user_billing",
+        "get_user_profile",
+    ]
+    recalled = f"You first asked: {FIRST}"
+    chat = [("human", FIRST), ("ai", ANSWER), ("human", SECOND), ("ai", recalled)]
+    assert _turns(final) == _turns(state) == chat
+    assert state["messages"][2]["id"] == follow_up["id"]  # the client's optimistic message
+    for shown in snapshots:  # the chat only grows: nothing shown is later replaced
+        assert shown["messages"] == final["messages"][: len(shown["messages"])]
+    assert f"{EARLIER}User: {FIRST}\nAssistant: {ANSWER}\n\n{SECOND}" in [
+        r["messages"][1]["content"] for r in model.requests
+    ]
+
+
+@pytest.mark.parametrize(
+    ("context", "reason"),
+    [
+        ({"allow": ["get_user_profile"]}, "tool_denied:get_user_billing"),
+        ({"max_steps": 1}, "max_steps"),
+    ],
+)
+def test_a_stopped_run_ends_with_a_message_saying_why(
+    dev: DevServer, context: dict[str, Any], reason: str
+) -> None:
+    async def scenario(client: LangGraphClient) -> list[Any]:
+        aid, tid = await _thread(client, context)
+        return await _streamed(client, tid, aid, _human(FIRST))
+
+    snapshots = drive(dev, scenario)
+    final = snapshots[-1]
+    assert (final["status"], final["stop_reason"], final["answer"]) == ("stopped", reason, None)
+    (human, ai) = _turns(final)
+    assert human == ("human", FIRST)
+    assert ai == ("ai", f"I stopped before finishing ({reason}): {final['message']}")
+    assert final["message"]

@@ -1,0 +1,188 @@
+"""Approvals through ``langgraph dev``, driven as LangChain's UIs (Agent Chat UI, Agent Inbox)
+drive them with ``langgraph-sdk``: a run on the served refund graph pauses, the thread's
+interrupt is a ``HITLRequest``, and ``Command(resume={"decisions": [...]})`` approves, edits,
+rejects or answers in place of the tool. One server for the module, one thread per case."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.human_in_the_loop import HITLRequest, HITLResponse
+from langchain_core.messages import convert_to_messages
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import Command
+from pydantic import TypeAdapter
+
+from gated_react._engine.transcript import calls_shown
+
+from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from .support.studio_server import DevServer, dev_server, drive
+
+pytestmark = pytest.mark.studio
+
+BILLING_NEEDS_A_HUMAN: dict[str, Any] = {"require_approval": ["get_user_billing"], "max_steps": 4}
+ASKED = {"user_id": 42}
+BILLING_CALL = {"kind": "tool", "name": "get_user_billing", "args": ASKED}
+OUR_KEYS = {"kind", "tool", "args", "step", "why", "answers", "error"}
+WHY = "policy requires a human to approve every get_user_billing call"
+ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}
+MAX = {"currency": "USD", "plan": "free", "price_usd": 0.0, "days_since_first_payment": 120}
+
+
+def _model(request: dict[str, Any]) -> Reply:
+    """Asks for user 42's billing, then answers with what the tool message said: the final
+    answer shows the observation the model was given, whoever produced it. Stateless, so the
+    threads never depend on the order the server serves them in."""
+    messages = convert_to_messages(request["messages"])
+    if not calls_shown(messages):
+        return tool_call("get_user_billing", **ASKED)
+    seen = [m.content for m in messages if m.type == "tool"]
+    return reply(f"observed: {seen[-1]}")
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    with FakeOpenAI(default=_model) as model:
+        server = dev_server(tmp_path_factory.mktemp("studio-hitl"), model)
+        try:
+            server.start()
+            yield server
+        finally:
+            server.cleanup()
+
+
+def _decision(decision: dict[str, Any]) -> Command:
+    """The resume command of one decision, checked to be what LangChain's UIs send."""
+    answer = {"decisions": [decision]}
+    TypeAdapter(HITLResponse).validate_python(answer, strict=True)
+    return Command(resume=answer)
+
+
+def _edit(name: str, **args: Any) -> Command:
+    return _decision({"type": "edit", "edited_action": {"name": name, "args": args}})
+
+
+async def _paused(client: LangGraphClient) -> tuple[str, str, dict[str, Any]]:
+    """A new thread whose run waits at the gate: (assistant id, thread id, its question). The
+    run is streamed as Agent Chat UI streams it; the question is the thread's one interrupt,
+    the same in the stream and in the thread's state, checked to be a ``HITLRequest``."""
+    assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
+    aid, tid = assistant["assistant_id"], (await client.threads.create())["thread_id"]
+    goal = {"goal": "User 42: can I get a refund?"}
+    stream = client.runs.stream(tid, aid, input=goal, stream_mode="values")
+    shown = [part.data async for part in stream if part.event == "values"]
+    (streamed,) = shown[-1]["__interrupt__"]
+    question = await _question(client, tid)
+    assert streamed["value"] == question
+    return aid, tid, question
+
+
+async def _question(client: LangGraphClient, tid: str) -> dict[str, Any]:
+    """The thread's one open question, as the UIs read it, about the proposed billing call."""
+    state = await client.threads.get_state(tid)
+    assert state["next"] == ["gate"], state["values"]
+    (interrupt,) = state["interrupts"]
+    value: dict[str, Any] = interrupt["value"]
+    hitl = {key: value[key] for key in HITLRequest.__annotations__}
+    TypeAdapter(HITLRequest).validate_python(hitl, strict=True)
+    assert hitl == {
+        "action_requests": [{"name": "get_user_billing", "args": ASKED, "description": WHY}],
+        "review_configs": [
+            {
+                "action_name": "get_user_billing",
+                "allowed_decisions": ["approve", "edit", "reject", "respond"],
+            }
+        ],
+    }
+    assert set(value) >= OUR_KEYS
+    assert (value["kind"], value["tool"], value["args"]) == ("approval", "get_user_billing", ASKED)
+    return value
+
+
+async def _resume(client: LangGraphClient, aid: str, tid: str, command: Command) -> Any:
+    """Resume as the UIs do, and the thread's values after the run."""
+    await client.runs.wait(tid, aid, command=command)
+    return (await client.threads.get_state(tid))["values"]
+
+
+def test_approve_runs_the_call_and_the_model_sees_its_result(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid, question = await _paused(client)
+        assert (question["step"], question["error"]) == (1, None)
+        return await _resume(client, aid, tid, _decision({"type": "approve"}))
+
+    final = drive(dev, scenario)
+    assert (final["status"], final["stop_reason"]) == ("ok", "success")
+    (step,) = final["history"]
+    assert step["action"] == BILLING_CALL
+    assert step["observation"] == {"billing": ANNA}
+    assert final["answer"] == f"observed: {json.dumps({'billing': ANNA})}"
+    assert "by_human" not in final["trace"][0]  # the tool ran: only a human answer is marked
+
+
+def test_an_edit_runs_the_edited_arguments(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid, _ = await _paused(client)
+        return await _resume(client, aid, tid, _edit("get_user_billing", user_id=7))
+
+    final = drive(dev, scenario)
+    assert (final["status"], final["stop_reason"]) == ("ok", "success")
+    (step,) = final["history"]
+    assert step["action"] == {**BILLING_CALL, "args": {"user_id": 7}}
+    assert step["observation"] == {"billing": MAX}
+    assert final["answer"] == f"observed: {json.dumps({'billing': MAX})}"
+
+
+def test_an_edit_of_another_tool_or_off_schema_asks_again(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> tuple[list[str], Any]:
+        aid, tid, _ = await _paused(client)
+        errors = []
+        for edit in (_edit("get_user_profile", user_id=42), _edit("get_user_billing", user_id=0)):
+            await client.runs.wait(tid, aid, command=edit)
+            errors.append((await _question(client, tid))["error"])
+        values = (await client.threads.get_state(tid))["values"]
+        assert isinstance(values, dict)
+        assert values.get("history", []) == []  # nothing ran while it was asked again
+        return errors, await _resume(client, aid, tid, _decision({"type": "approve"}))
+
+    (other_tool, off_schema), final = drive(dev, scenario)
+    assert "an edit cannot change the tool" in other_tool
+    assert "get_user_profile" in other_tool
+    assert "the edited arguments were refused" in off_schema
+    assert "user_id" in off_schema
+    assert final["stop_reason"] == "success"
+    assert final["history"][0]["action"]["args"] == ASKED  # the proposal, as finally approved
+
+
+def test_a_reject_stops_the_thread_with_its_message(dev: DevServer) -> None:
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid, _ = await _paused(client)
+        reject = _decision({"type": "reject", "message": "billing data stays private"})
+        return await _resume(client, aid, tid, reject)
+
+    final = drive(dev, scenario)
+    assert (final["status"], final["stop_reason"]) == ("stopped", "tool_rejected:get_user_billing")
+    assert "billing data stays private" in final["message"]
+    assert final.get("history", []) == []
+    assert final["trace"][-1]["stop_reason"] == "tool_rejected:get_user_billing"
+
+
+def test_a_respond_is_the_observation_and_the_tool_never_runs(dev: DevServer) -> None:
+    said = "Anna pays USD 49 a month; refund approved by support"
+
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid, _ = await _paused(client)
+        return await _resume(client, aid, tid, _decision({"type": "respond", "message": said}))
+
+    final = drive(dev, scenario)
+    assert (final["status"], final["stop_reason"]) == ("ok", "success")
+    (step,) = final["history"]
+    assert step == {"step": 1, "action": BILLING_CALL, "observation": said}
+    assert final["answer"] == f"observed: {said}"  # what the model was shown as the result
+    (entry,) = final["trace"]
+    assert (entry["tool"], entry["ok"], entry["by_human"]) == ("get_user_billing", True, True)
+    assert final["usage"]["tool_calls"] == 1
+    assert final["usage"]["per_tool"] == {"get_user_billing": 1}

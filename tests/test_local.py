@@ -15,7 +15,11 @@ import pytest
 
 from gated_react import build_graph
 from gated_react.local import (
+    EXAMPLE,
+    TEMPERATURE,
+    THREADS,
     LocalModelUnavailable,
+    LocalServer,
     default_model_file,
     local_chat_model,
     local_policy,
@@ -25,6 +29,7 @@ from gated_react.stops import StopReason, parse_stop_reason
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.helpers import REFUND_GOAL
+from .support.openai_server import FakeOpenAI, reply
 
 try:
     default_model_file()
@@ -96,6 +101,72 @@ def test_a_killed_parent_leaves_no_server_behind(tmp_path: Path) -> None:
             assert not _alive(server_pid), "the server outlived its killed parent"
         finally:
             parent.kill()
+
+
+BILLING = '{"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}}'
+ANSWER = '{"kind": "final", "answer": "Yes, USD 49."}'
+
+
+def _fake_local(server: FakeOpenAI) -> LocalServer:
+    """The fake server addressed as the local one: ``local_chat_model`` then talks to it."""
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    return LocalServer(pid=0, port=port, log=Path("unused.log"))
+
+
+def test_the_local_policy_answers_a_first_repeat_with_a_reminder() -> None:
+    with FakeOpenAI([reply(BILLING), reply(BILLING), reply(ANSWER)]) as server:
+        model = local_chat_model(_fake_local(server))
+        out = build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
+        asked = server.requests
+    assert (out["status"], out["answer"]) == ("ok", "Yes, USD 49.")
+    assert [(t["tool"], t.get("error")) for t in out["trace"]] == [
+        ("get_user_billing", None),
+        ("get_user_billing", "loop_detected"),
+    ]
+    assert "You already called get_user_billing" in asked[2]["messages"][-1]["content"]
+
+
+def test_the_local_policy_still_stops_the_second_repeat() -> None:
+    with FakeOpenAI([reply(BILLING)] * 3) as server:
+        model = local_chat_model(_fake_local(server))
+        out = build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
+    assert out["stop_reason"] == "loop_detected"
+    assert out["usage"]["steps"] == 3
+
+
+def test_every_local_request_opens_with_the_worked_example_and_samples() -> None:
+    with FakeOpenAI([reply(BILLING), reply(ANSWER)]) as server:
+        model = local_chat_model(_fake_local(server))
+        build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
+        asked = server.requests
+    example = [{"role": role, "content": text} for role, text in EXAMPLE]
+    for request in asked:  # the same prefix every time, so the server's cache keeps it
+        messages = request["messages"]
+        assert messages[0]["role"] == "system"
+        assert messages[1 : 1 + len(example)] == example
+        assert messages[1 + len(example)] == {"role": "user", "content": REFUND_GOAL}
+        assert request["temperature"] == TEMPERATURE > 0
+    assert len(asked[1]["messages"]) == 1 + len(example) + 3  # goal, the call, its observation
+    with FakeOpenAI([reply(ANSWER)]) as server:
+        bare = local_chat_model(_fake_local(server), example=())
+        bare.invoke("hi")
+        assert server.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_the_example_names_no_tool_the_demo_has() -> None:
+    tools = {tool.name for tool in SUPPORT_TOOLS}
+    calls = [json.loads(text) for role, text in EXAMPLE if text.startswith('{"kind": "tool"')]
+    assert calls, "the example shows no tool call"
+    assert not {call["name"] for call in calls} & tools
+    assert json.loads(EXAMPLE[-1][1])["kind"] == "final"
+
+
+@needs_model
+def test_the_server_runs_on_the_configured_threads() -> None:
+    with local_server() as server:
+        command = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
+    assert command[command.index(b"-t") + 1] == str(THREADS).encode()
+    assert THREADS == 1
 
 
 def test_a_missing_model_file_is_one_clear_error(tmp_path: Path) -> None:

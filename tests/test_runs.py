@@ -219,3 +219,18 @@ def test_edited_arguments_that_cannot_run_or_be_stored_ask_again(
     done = resume(graph, thread, {"approved": True, "args": {"user_id": 7}})
     assert done["stop_reason"] == "success"
     assert done["history"][0]["action"]["args"] == {"user_id": 7}
+
+
+def test_none_is_not_an_answer_it_asks_again(store: Any) -> None:
+    graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
+    thread = run(graph, "refund?")["thread_id"]
+    again = resume(graph, thread, None)
+    assert again["status"] == "paused"
+    assert "None is not an answer" in again["pending"][0]["error"]
+    assert resume(graph, thread, {"approved": True})["stop_reason"] == "success"
+
+
+def test_an_answer_to_a_finished_thread_says_the_run_has_ended(store: Any) -> None:
+    out = run(_graph(store, REFUND_42, Policy()), "refund?")
+    with pytest.raises(NotWaiting, match="its run has ended"):
+        resume(_graph(store, []), out["thread_id"], {"approved": True})

@@ -18,7 +18,7 @@ from langgraph_sdk.client import LangGraphClient
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, dev_server, drive
+from .support.studio_server import DevServer, drive, serving
 
 pytestmark = pytest.mark.studio
 
@@ -54,12 +54,8 @@ def model() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    server = dev_server(tmp_path_factory.mktemp("studio-chat"), model)
-    try:
-        server.start()
+    with serving(tmp_path_factory.mktemp("studio-chat"), model) as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 def _human(text: str) -> dict[str, Any]:

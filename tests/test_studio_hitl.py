@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, dev_server, drive
+from .support.studio_server import DevServer, drive, serving
 
 pytestmark = pytest.mark.studio
 
@@ -45,13 +45,11 @@ def _model(request: dict[str, Any]) -> Reply:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with FakeOpenAI(default=_model) as model:
-        server = dev_server(tmp_path_factory.mktemp("studio-hitl"), model)
-        try:
-            server.start()
-            yield server
-        finally:
-            server.cleanup()
+    with (
+        FakeOpenAI(default=_model) as model,
+        serving(tmp_path_factory.mktemp("studio-hitl"), model) as server,
+    ):
+        yield server
 
 
 def _decision(decision: dict[str, Any]) -> Command:

@@ -17,7 +17,7 @@ from gated_react.studio import RefundContext, WorkbenchContext
 
 from .support.helpers import REFUND_GOAL
 from .support.openai_server import FakeOpenAI, reply, tool_call
-from .support.studio_server import REPO, DevServer, dev_server, drive
+from .support.studio_server import REPO, DevServer, drive, serving
 from .test_graph import EDGES, NODES
 
 pytestmark = pytest.mark.studio
@@ -39,12 +39,8 @@ def model() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    server = dev_server(tmp_path_factory.mktemp("studio"), model)
-    try:
-        server.start()
+    with serving(tmp_path_factory.mktemp("studio"), model) as server:
         yield server
-    finally:
-        server.cleanup()
     assert not (server.workdir / ".langgraph_api").exists()
 
 

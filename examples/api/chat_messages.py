@@ -3,6 +3,7 @@
 Runs offline with a scripted model; use ChatOpenAI(model=..., temperature=0) for a real one.
 """
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import build_graph
@@ -18,7 +19,7 @@ model = ScriptedChatModel(
     ]
 )
 graph = build_graph(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
-chat = {"configurable": {"thread_id": "chat-1"}}
+chat: RunnableConfig = {"configurable": {"thread_id": "chat-1"}}
 
 question = {"role": "user", "content": "Which plan is user 42 on?"}
 result = graph.invoke({"messages": [question]}, chat)

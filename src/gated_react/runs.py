@@ -26,9 +26,10 @@ OnUpdate = Callable[[str, Any], None]
 """Called with ``(node, update)`` after every node, and ``("__interrupt__", interrupts)``."""
 NO_ANSWER: Any = object()
 """The default of ``resume(answer=)``: resume without answering (distinct from ``None``)."""
-UNSTORABLE_ANSWER = "unstorable_answer"
-"""The key of the stand-in for an answer the store cannot hold (an integer beyond 64 bits):
-the question is asked again with the reason, as for any other malformed answer."""
+UNUSABLE_ANSWER = "unusable_answer"
+"""The key of the stand-in for an answer LangGraph cannot take (one the store cannot hold, such
+as an integer beyond 64 bits, or ``None``): the question is asked again with the reason, as for
+any other malformed answer."""
 
 
 class UnknownThread(GatedReactError, LookupError):
@@ -41,12 +42,14 @@ class UnknownThread(GatedReactError, LookupError):
 class NotWaiting(GatedReactError, ValueError):
     """An answer was given for a thread that is not waiting for one (or not for that question)."""
 
-    def __init__(self, thread_id: str, question: str | None = None) -> None:
+    def __init__(self, thread_id: str, question: str | None = None, *, ended: bool = False) -> None:
         what = "an answer" if question is None else f"an answer to question {question!r}"
-        super().__init__(
-            f"thread {thread_id!r} is not waiting for {what}; resume it without one "
-            "and answer the question it asks"
+        hint = (
+            "its run has ended; start a new one"
+            if ended
+            else "resume it without one and answer the question it asks"
         )
+        super().__init__(f"thread {thread_id!r} is not waiting for {what}; {hint}")
         self.thread_id, self.question = thread_id, question
 
 
@@ -148,16 +151,20 @@ async def _aadvance(
 
 
 def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
-    """The resume command; an answer the store cannot hold is replaced by a stand-in that
-    says why, since LangGraph stores the answer before any node could refuse it."""
+    """The resume command; an answer LangGraph cannot take is replaced by a stand-in that says
+    why, since LangGraph stores the answer before any node could refuse it (and fails inside on
+    ``None``)."""
     if answer is NO_ANSWER:
         return None
+    if answer is None:
+        return Command(resume={UNUSABLE_ANSWER: "None is not an answer"})
     saver = saver_of(graph)
     if saver is not None:
         try:
             saver.serde.dumps_typed(answer)
         except Exception as exc:  # the serializer's own error names what it cannot hold
-            answer = {UNSTORABLE_ANSWER: one_line(str(exc) or type(exc).__name__)[:200]}
+            why = one_line(str(exc) or type(exc).__name__)[:200]
+            answer = {UNUSABLE_ANSWER: f"no store can hold it ({why})"}
     return Command(resume=answer)
 
 
@@ -168,7 +175,7 @@ def _settled(
     if not snapshot.values:
         raise UnknownThread(thread_id)
     if has_ended(snapshot) and answer is not NO_ANSWER:
-        raise NotWaiting(thread_id)
+        raise NotWaiting(thread_id, question, ended=True)
     if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
         return from_snapshot(snapshot, thread_id)
     if answer is NO_ANSWER:

@@ -12,7 +12,7 @@ from langgraph.types import Command
 from gated_react import build_graph
 from gated_react._engine import approval
 from gated_react._engine.approval import ANSWERS, DECISIONS, Decision, ask, parse_answer, question
-from gated_react.runs import UNSTORABLE_ANSWER
+from gated_react.runs import UNUSABLE_ANSWER
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -116,10 +116,13 @@ ARGS = "'args' must be an object and goes only with approved=true"
             {"approved": True, "args": {"user_id": 10**30}},
             "an integer outside the 64-bit range (100 bits; from -2**63 to 2**64-1)",
         ),
-        ({UNSTORABLE_ANSWER: "int too big"}, "no store can hold it (int too big)"),
         (
-            {UNSTORABLE_ANSWER: "x", "approved": True},
-            "unknown keys ['unstorable_answer']; allowed: approved, args, reason",
+            {UNUSABLE_ANSWER: "no store can hold it (int too big)"},
+            "no store can hold it (int too big)",
+        ),
+        (
+            {UNUSABLE_ANSWER: "x", "approved": True},
+            "unknown keys ['unusable_answer']; allowed: approved, args, reason",
         ),
     ],
 )

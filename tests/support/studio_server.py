@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,17 @@ def dev_server(workdir: Path, model: FakeOpenAI) -> DevServer:
         "GATED_REACT_DB": str(workdir / "runs.sqlite"),
     }
     return DevServer(workdir, env)
+
+
+@contextlib.contextmanager
+def serving(workdir: Path, model: FakeOpenAI) -> Iterator[DevServer]:
+    """A started dev server (``dev_server``), stopped and cleaned up afterwards."""
+    server = dev_server(workdir, model)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
 
 
 def drive(server: DevServer, scenario: Callable[[LangGraphClient], Awaitable[Any]]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.types import interrupt
 
 from gated_react._engine.storable import plain
-from gated_react.runs import UNSTORABLE_ANSWER
+from gated_react.runs import UNUSABLE_ANSWER
 
 ANSWERS = {
     "approve": {"approved": True},
@@ -56,8 +56,8 @@ def question(
 
 def parse_answer(value: Any) -> Decision:
     """A Decision from a resume value; raises ValueError naming what is wrong."""
-    if isinstance(value, dict) and set(value) == {UNSTORABLE_ANSWER}:
-        raise ValueError(f"no store can hold it ({value[UNSTORABLE_ANSWER]})")
+    if isinstance(value, dict) and set(value) == {UNUSABLE_ANSWER}:
+        raise ValueError(str(value[UNUSABLE_ANSWER]))
     if isinstance(value, dict) and "decisions" in value:
         return _from_decisions(value)
     if not isinstance(value, dict):

@@ -47,7 +47,7 @@ def classify(exc: BaseException, *secrets: str) -> Stop:
     """The stop for a failed model call, with a one-line message free of secrets (``secrets``
     are masked whatever their shape: a server may echo the API key it was sent)."""
     names = [cls.__name__ for cls in type(exc).__mro__]
-    text = error_text(exc, *secrets)[:300]
+    text = error_text(exc, *secrets)[:300] or type(exc).__name__
     if _TIMEOUTS.intersection(names):
         return Stop(StopReason.LLM_TIMEOUT, message=f"the model did not answer in time ({text})")
     kind = _kind(exc, names, text)

@@ -114,7 +114,8 @@ def refuse(deps: NodeDeps, name: str) -> Stop | None:
 
 def loop(name: str) -> Stop:
     return Stop(
-        StopReason.LOOP_DETECTED, message=f"{name} was already called with the same arguments"
+        StopReason.LOOP_DETECTED,
+        message=f"{name} was already called with the same arguments in this run",
     )
 
 

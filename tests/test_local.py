@@ -15,8 +15,6 @@ import pytest
 
 from gated_react import build_graph
 from gated_react.local import (
-    EXAMPLE,
-    TEMPERATURE,
     THREADS,
     LocalModelUnavailable,
     LocalServer,
@@ -124,6 +122,7 @@ def test_the_local_policy_answers_a_first_repeat_with_a_reminder() -> None:
         ("get_user_billing", "loop_detected"),
     ]
     assert "You already called get_user_billing" in asked[2]["messages"][-1]["content"]
+    assert {request["temperature"] for request in asked} == {0}  # greedy: the demo reproduces
 
 
 def test_the_local_policy_still_stops_the_second_repeat() -> None:
@@ -134,31 +133,10 @@ def test_the_local_policy_still_stops_the_second_repeat() -> None:
     assert out["usage"]["steps"] == 3
 
 
-def test_every_local_request_opens_with_the_worked_example_and_samples() -> None:
-    with FakeOpenAI([reply(BILLING), reply(ANSWER)]) as server:
-        model = local_chat_model(_fake_local(server))
-        build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
-        asked = server.requests
-    example = [{"role": role, "content": text} for role, text in EXAMPLE]
-    for request in asked:  # the same prefix every time, so the server's cache keeps it
-        messages = request["messages"]
-        assert messages[0]["role"] == "system"
-        assert messages[1 : 1 + len(example)] == example
-        assert messages[1 + len(example)] == {"role": "user", "content": REFUND_GOAL}
-        assert request["temperature"] == TEMPERATURE > 0
-    assert len(asked[1]["messages"]) == 1 + len(example) + 3  # goal, the call, its observation
-    with FakeOpenAI([reply(ANSWER)]) as server:
-        bare = local_chat_model(_fake_local(server), example=())
-        bare.invoke("hi")
-        assert server.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
-
-
-def test_the_example_names_no_tool_the_demo_has() -> None:
-    tools = {tool.name for tool in SUPPORT_TOOLS}
-    calls = [json.loads(text) for role, text in EXAMPLE if text.startswith('{"kind": "tool"')]
-    assert calls, "the example shows no tool call"
-    assert not {call["name"] for call in calls} & tools
-    assert json.loads(EXAMPLE[-1][1])["kind"] == "final"
+def test_local_policy_changes_override_its_defaults() -> None:
+    policy = local_policy(repeat_reminders=0, max_steps=3, protocol="text")
+    assert (policy.repeat_reminders, policy.budget.max_steps, policy.protocol) == (0, 3, "text")
+    assert (local_policy().repeat_reminders, local_policy().budget.max_tool_calls) == (1, 5)
 
 
 @needs_model

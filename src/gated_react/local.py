@@ -10,18 +10,16 @@ out of the ``with`` block. If this process is killed outright, the kernel's pare
 ends the server too, so no orphan outlives its parent.
 
 A 135M-parameter model makes poor decisions. With the JSON protocol and a schema built from the
-allowed tools it always emits well-formed actions; what it does with them is another matter.
-Left alone it repeats its first call. What helps it, measured in BENCHMARKS.md ("The local
-demo"): a worked example of the protocol before the goal, sampling instead of greedy decoding,
-and one reminder before a repeated call stops the run. The point of running it is still to
-watch the gate hold, not to get good answers.
+allowed tools it always emits well-formed actions; what it does with them is another matter: on
+the refund demo it repeats its first call in every run, whatever it is told or shown
+(BENCHMARKS.md, "The local demo"). The point of running it is to watch the gate hold, not to get
+good answers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import importlib.util
 import os
 import signal
@@ -36,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 
 from gated_react.errors import GatedReactError
 from gated_react.policy import Policy
@@ -53,27 +51,8 @@ WARNING = (
 )
 MAX_REPLY_TOKENS = 256
 THREADS = 1
-"""llama-server's threads. On a busy 2-core machine two threads wait on each other and prefill
-several times slower than one; on an idle one the second thread gains little (BENCHMARKS.md)."""
-TEMPERATURE = 0.7
-"""Sampled, not greedy: greedy decoding repeats the first call in every run, sampling leaves the
-model a chance to move on (BENCHMARKS.md, "The local demo")."""
-EXAMPLE: tuple[tuple[str, str], ...] = (
-    ("user", "Can user 5 return order 9? Check the order and the returns rule, then answer."),
-    ("assistant", '{"kind": "tool", "name": "get_order", "args": {"order_id": 9}}'),
-    ("user", 'Observation: {"order": {"id": 9, "user_id": 5, "days_since_delivery": 3}}'),
-    ("assistant", '{"kind": "tool", "name": "find_rule", "args": {"topic": "returns"}}'),
-    ("user", 'Observation: {"rule": "Orders can be returned within 30 days of delivery."}'),
-    (
-        "assistant",
-        '{"kind": "final", "answer": "Yes: order 9 was delivered 3 days ago, within the 30-day '
-        'return window."}',
-    ),
-)
-"""A worked exchange on a toy task whose tools the schema forbids, so it shows the rhythm (call,
-observation, another call, answer) without anything to copy. Sent as real turns between the
-system prompt and the goal: as turns it made answering about five times likelier than as text
-inside the system prompt."""
+"""llama-server's threads. On a busy 2-core machine two threads wait on each other: the demo
+took 2.8x as long with two as with one (BENCHMARKS.md, "The local demo")."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -97,7 +76,7 @@ class LocalServer:
 def local_policy(**changes: Any) -> Policy:
     """What a tiny model needs: the JSON protocol with a schema whose strings and integers are
     capped, so a reply cannot run out of tokens in the middle of an object, and one reminder
-    before a repeated call stops the run (it repeats its first call more often than not).
+    before a repeated call stops the run, so a demo shows the reminder as well as the stop.
     ``changes`` override any of it, budget fields included, as in ``Policy.replace``."""
     defaults: dict[str, Any] = {
         "protocol": "json",
@@ -241,46 +220,20 @@ def _tail(log: Path, lines: int = 3) -> str:
     return " | ".join(text[-lines:]) or "(empty log)"
 
 
-def local_chat_model(
-    server: LocalServer, timeout: float = 120.0, *, example: tuple[tuple[str, str], ...] = EXAMPLE
-) -> BaseChatModel:
-    """A ``ChatOpenAI`` on the local server: replies bounded to ``MAX_REPLY_TOKENS``, sampled at
-    ``TEMPERATURE``, every request opening with ``example`` (``()`` sends none)."""
-    return _local_chat_class()(
+def local_chat_model(server: LocalServer, timeout: float = 120.0) -> BaseChatModel:
+    """A ``ChatOpenAI`` on the local server, with replies bounded to ``MAX_REPLY_TOKENS``.
+
+    Greedy (temperature 0), so a run is reproducible: sampling let the model try a second tool
+    now and then, but with made-up arguments and answers, and it reached no more answers
+    (BENCHMARKS.md, "The local demo")."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
         base_url=server.base_url,
         api_key="local-model",
         model="smollm2-135m-instruct",
-        temperature=TEMPERATURE,
+        temperature=0,
         max_tokens=MAX_REPLY_TOKENS,
         timeout=timeout,
         max_retries=0,
-        example=example,
     )
-
-
-@functools.cache
-def _local_chat_class() -> type[BaseChatModel]:
-    """Built on first use: importing langchain_openai takes a second or more, which commands
-    that only read a local run's policy (``show``) should not pay."""
-    from langchain_openai import ChatOpenAI
-
-    class LocalChat(ChatOpenAI):
-        """Puts the example turns after the system prompt of every request. They are the same
-        in every request, so the server's prompt cache keeps them; the run's state never
-        holds them."""
-
-        example: tuple[tuple[str, str], ...] = ()
-        """(role, text) turns sent between the system prompt and the goal."""
-
-        def _get_request_payload(
-            self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any
-        ) -> dict[str, Any]:
-            payload: dict[str, Any] = super()._get_request_payload(input_, stop=stop, **kwargs)
-            messages = payload.get("messages")
-            if self.example and isinstance(messages, list):
-                at = 1 if messages and messages[0].get("role") == "system" else 0
-                turns = [{"role": role, "content": text} for role, text in self.example]
-                payload["messages"] = [*messages[:at], *turns, *messages[at:]]
-            return payload
-
-    return LocalChat

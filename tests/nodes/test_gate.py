@@ -124,7 +124,9 @@ def test_refusals_say_why_in_the_message() -> None:
 def test_a_loop_stop_names_the_tool_and_traces_the_refused_call() -> None:
     history = [history_entry(1, "search_policy", query="x")]
     update = _gate({"name": "search_policy", "args": {"query": "x"}}, history)
-    assert update["message"] == "search_policy was already called with the same arguments in this run"
+    assert update["message"] == (
+        "search_policy was already called with the same arguments in this run"
+    )
     assert update["trace"] == [
         {
             "step": 3,

@@ -124,7 +124,9 @@ def test_edited_args_that_repeat_an_earlier_call_are_a_loop(
     history = [history_entry(1, "get_user_billing", user_id=7)]
     update, _ = _approve(monkeypatch, Decision(approved=True, args={"user_id": 7}), history)
     assert update["stop_reason"] == "loop_detected"
-    assert update["message"] == "get_user_billing was already called with the same arguments in this run"
+    assert update["message"] == (
+        "get_user_billing was already called with the same arguments in this run"
+    )
     assert update["trace"][0]["args_hash"] == args_hash({"user_id": 42})
 
 

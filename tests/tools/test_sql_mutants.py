@@ -71,6 +71,7 @@ def _worker_that(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> 
         ("import sys\nsys.stdout.write('not marshal')\n", "exit code 0: no output"),
         ("import sys\nsys.exit('x' * 300)\n", f"exit code 1: {'x' * 200}"),
         ("import sys\nsys.exit('first\\nlast line\\n\\n')\n", "exit code 1: last line"),
+        ("import os\nos.write(2, b'bad \\xff')\nos._exit(2)\n", "exit code 2: bad \ufffd"),
     ],
 )
 def test_a_worker_without_an_answer_is_one_line(

@@ -12,7 +12,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cli_start, concurrency, report, resume, step_time, storage, tokens
+from benchmarks import (
+    cli_start,
+    concurrency,
+    prefix_cache,
+    report,
+    resume,
+    step_time,
+    storage,
+    tokens,
+)
 
 SUITES = {
     "step_time": step_time.measure,
@@ -21,6 +30,7 @@ SUITES = {
     "concurrency": concurrency.measure,
     "resume": resume.measure,
     "cli_start": cli_start.measure,
+    "prefix_cache": prefix_cache.measure,
 }
 RESULTS = Path(__file__).parent / "results"
 
@@ -61,7 +71,10 @@ def main() -> None:
     args = parser.parse_args()
     args.out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
     started = time.perf_counter()
-    results: dict[str, Any] = {"quick": args.quick, "machine": machine()}
+    results: dict[str, Any] = {}
+    if args.only and args.out.exists():  # a partial run updates its suites, keeps the others
+        results = json.loads(args.out.read_text())
+    results |= {"quick": args.quick, "machine": machine()}
     for name in args.only or SUITES:
         print(f"running {name} ...", file=sys.stderr, flush=True)
         results[name] = SUITES[name](args.quick)

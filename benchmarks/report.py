@@ -76,7 +76,10 @@ def tokens(rows: list[dict[str, Any]]) -> str:
         "ca last step",
         "ours/ca",
     ]
-    return _table("2. Prompt tokens over a whole run (approximate)", header, out)
+    title = (
+        "2. Prompt tokens sent over a whole run (approximate; not what a caching server computes)"
+    )
+    return _table(title, header, out)
 
 
 def storage(rows: list[dict[str, Any]]) -> str:
@@ -150,6 +153,57 @@ def cli_start(result: dict[str, Any]) -> str:
     return _table("6. CLI start (median wall s of a fresh process)", ["command", "seconds"], rows)
 
 
+def _prefix_rows(result: dict[str, Any]) -> tuple[list[list[Any]], list[list[Any]]]:
+    totals, ratios = [], []
+    for row in result["rows"]:
+        if "error" in row:
+            totals.append([row["steps"], "failed:", row["error"]] + [""] * 8)
+            continue
+        for runtime, e in row["runtimes"].items():
+            name = f"{runtime} (= {e['same_requests_as']})" if "same_requests_as" in e else runtime
+            totals.append(
+                [row["steps"], name, e["prompt_tokens"], e["processed"], f"{e['hit_rate']:.1%}",
+                 f"{e['prefill_ms']['median'] / 1000:.1f}", round(e["cost_25"]),
+                 round(e["cost_10"]), round(e["cost_openai"]), e["largest_prompt"],
+                 len(e["breaks"])]
+            )  # fmt: skip
+            r = row["ratios"].get(runtime)
+            if r:
+                keys = ("prompt_tokens", "processed", "prefill_ms", "cost_25", "cost_10")
+                ratios.append([row["steps"], runtime, *(r[k] for k in keys), r["cost_openai"]])
+    return totals, ratios
+
+
+def prefix_cache(result: dict[str, Any]) -> str:
+    title = "7. On a real prefix-caching server (llama-server, one slot)"
+    if "skipped" in result:
+        return f"{title}: skipped, {result['skipped']}"
+    totals, ratios = _prefix_rows(result)
+    loads = [load for row in result["rows"] for load in row.get("load", ())] or [float("nan")]
+    head = (
+        f"{title}; interleaved runs per size {result['repetitions']}, medians; "
+        f"-t {result['threads']}; "
+        f"load average {min(loads):.1f} to {max(loads):.1f}"
+    )
+    header = ["steps", "runtime", "prompt tokens", "processed", "cache hits", "prefill s",
+              "cost 25%", "cost 10%", "cost OpenAI", "largest prompt", "breaks"]  # fmt: skip
+    ratio_header = ["steps", "runtime", "tokens", "processed", "prefill", "cost 25%",
+                    "cost 10%", "cost OpenAI"]  # fmt: skip
+    checked = [
+        [c["steps"], c["runtime"], c["metric"], f"<= {c['target']}", c["ratio"],
+         "met" if c["met"] else "missed"]
+        for c in result["checks"]
+    ]  # fmt: skip
+    parts = [
+        _table(head, header, totals),
+        _table("7b. Ratios to create_agent", ratio_header, ratios),
+    ]
+    if checked:
+        header = ["steps", "runtime", "metric", "target", "ratio", ""]
+        parts.append(_table("7c. Targets (ratio to create_agent)", header, checked))
+    return "\n\n".join(parts)
+
+
 RENDER = {
     "step_time": step_time,
     "tokens": tokens,
@@ -157,6 +211,7 @@ RENDER = {
     "concurrency": concurrency,
     "resume": resume,
     "cli_start": cli_start,
+    "prefix_cache": prefix_cache,
 }
 
 

@@ -30,7 +30,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert policy.allow is None
     assert policy.protocol == "tools"
     assert policy.loop_detection == "exact"
-    assert (policy.context_steps, policy.context_keep) == (16, 2)
+    assert (policy.context_steps, policy.context_keep) == (12, 1)
     assert policy.max_observation_chars == 4000
     assert policy.tool_timeout_seconds == 30
     assert policy.on_tool_error == "stop"

@@ -77,11 +77,12 @@ class Policy(BaseModel):
     """How many times a repeated call is answered with a reminder instead of running (an
     observation saying it was already made and that its result is above) before the next repeat
     stops the run as ``loop_detected``. Each reminder counts as a tool call."""
-    context_steps: int | None = Field(default=16, ge=1)
+    context_steps: int | None = Field(default=12, ge=1)
     """The most past steps the model sees in full. Past it, the oldest are folded into a short
-    summary after the goal, leaving ``context_keep``, and the transcript grows again: the prompt
-    stays bounded and its prefix, which servers cache, changes once per fold. None never folds."""
-    context_keep: int = Field(default=2, ge=0)
+    summary at the end of the goal's turn, leaving ``context_keep``, and the transcript grows
+    again: the prompt stays bounded, and a fold only appends to the summary, so a server's
+    prefix cache keeps the system prompt, the goal and the earlier summary. None never folds."""
+    context_keep: int = Field(default=1, ge=0)
     """Steps still shown in full right after a fold (at most ``context_steps - 1``)."""
     max_observation_chars: int = Field(default=4000, ge=100)
     """Longer tool results are cut to this many characters with a visible marker."""

@@ -90,7 +90,7 @@ def test_a_retry_reminder_and_the_last_step_join_the_last_turn_only() -> None:
 
 
 @pytest.mark.parametrize(
-    ("steps", "folded"), [(0, 0), (16, 0), (17, 14), (30, 14), (31, 28), (44, 28), (45, 42)]
+    ("steps", "folded"), [(0, 0), (12, 0), (13, 11), (23, 11), (24, 22), (34, 22), (35, 33)]
 )
 def test_folds_happen_past_context_steps_and_keep_context_keep(steps: int, folded: int) -> None:
     assert folded_count(steps, Policy()) == folded
@@ -124,15 +124,43 @@ def test_between_folds_each_request_starts_with_the_previous_one(protocol: str) 
     assert folds == 6
 
 
+@pytest.mark.parametrize("protocol", ["tools", "json"])
+def test_a_fold_only_appends_to_the_goal_turn_until_a_block_is_counted(protocol: str) -> None:
+    """A fold re-sends the goal turn with new summary lines at its end, so a server still reuses
+    the goal and the earlier lines; only when the oldest listed lines become counts (once per
+    FOLDED_LINES // 2 folded calls) does the summary change from its start."""
+    policy = Policy()
+    goals = [str(_messages(n, protocol)[1].content) for n in range(0, 200)]
+    changed = [n for n in range(1, 200) if goals[n] != goals[n - 1]]
+    assert changed == [
+        n for n in range(1, 200) if folded_count(n, policy) != folded_count(n - 1, policy)
+    ]
+    rewritten = [n for n in changed if not goals[n].startswith(goals[n - 1])]
+    counted = [folded_count(n, policy) for n in rewritten]
+    # a rewrite only happens on the fold that fills a block of FOLDED_LINES
+    assert counted == [c for c in counted if c % FOLDED_LINES < policy.context_steps]
+    assert rewritten
+    assert len(rewritten) <= len(changed) // 2
+
+
+def test_a_folded_call_keeps_its_arguments_and_the_start_of_its_result() -> None:
+    goal = str(_messages(13, "json")[1].content)
+    line = next(line for line in goal.splitlines() if line.startswith("- step 3:"))
+    result = '{"id": 3, "text": "' + "x" * 18 + "..."  # 40 characters of the result
+    assert line == '- step 3: lookup({"user_id": 3}) -> ' + result
+
+
 def test_the_largest_prompt_stays_flat_however_long_the_run() -> None:
     sizes = {
         n: sum(
             len(str(m.content)) + len(str(getattr(m, "tool_calls", "")))
             for m in _messages(n, "tools")
         )
-        for n in range(1, 400)
+        for n in range(100, 1000, 3)  # three-digit step numbers throughout
     }
-    assert max(sizes.values()) == max(size for n, size in sizes.items() if n < 200)
+    # The layout repeats every 264 steps (folds of 11 calls, blocks of 24): a second period
+    # holds no larger prompt than the first.
+    assert max(sizes.values()) == max(size for n, size in sizes.items() if n < 100 + 2 * 264)
 
 
 def test_the_summary_lists_the_newest_folded_steps_and_counts_the_rest() -> None:
@@ -141,10 +169,10 @@ def test_the_summary_lists_the_newest_folded_steps_and_counts_the_rest() -> None
     lines = goal.splitlines()
     assert lines[0] == "Find it."
     assert lines[2].startswith("Earlier steps")
-    assert lines[3].startswith("- steps 1-")
     assert "lookup x" in lines[3]
+    assert lines[3].startswith("- steps 1-192: lookup x192")
     listed = [line for line in lines if line.startswith("- step ")]
-    assert len(listed) == FOLDED_LINES
+    assert len(listed) == 198 - 192  # folded calls past the last full block of FOLDED_LINES
     assert listed[-1].startswith('- step 198: lookup({"user_id": 198}) -> ')
 
 

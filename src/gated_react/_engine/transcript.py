@@ -23,8 +23,12 @@ from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State
 
 FOLDED_LINES = 24
-"""The most folded steps the summary lists one by one; older ones are counted per tool."""
-_ARGS_CHARS, _RESULT_CHARS = 160, 240
+"""The most folded calls the summary lists one by one. Past it, every full block of this many is
+counted per tool instead, so the summary stays bounded and its text changes from its start only
+once every 24 folded calls; other folds only append lines."""
+_ARGS_CHARS, _RESULT_CHARS = 80, 40
+"""A folded call keeps its arguments and the start of its result: about 30 tokens where the step
+took 130, which is what makes folding pay on a server that bills cached tokens."""
 
 
 def folded_count(steps: int, policy: Policy) -> int:
@@ -56,9 +60,12 @@ def build_messages(state: State, system: str, policy: Policy, replay: Any) -> li
 
 
 def summary(entries: Sequence[HistoryEntry]) -> str:
-    """The folded steps, one line each (the newest ``FOLDED_LINES``), older ones counted."""
+    """The folded calls, one line each, oldest first, after a line counting the blocks of
+    ``FOLDED_LINES`` that came before them. A fold only appends lines, so the text before them
+    stays a cached prefix, until a block fills."""
     lines = ["Earlier steps, folded to keep this conversation short:"]
-    older, listed = entries[:-FOLDED_LINES], entries[-FOLDED_LINES:]
+    counted = (len(entries) - 1) // FOLDED_LINES * FOLDED_LINES
+    older, listed = entries[:counted], entries[counted:]
     if older:
         counts: dict[str, int] = {}
         for entry in older:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from .support import pg
 # Nothing in the test suite may reach a hosted API or send traces.
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ.pop("OPENAI_API_KEY", None)
+
+# A test run started in the background (`make test &`, nohup, a CI step without job control)
+# ignores SIGINT, and every CLI it spawns would inherit that: the Ctrl-C tests need a CLI that
+# gets Ctrl-C as a terminal delivers it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""What every comparison shares: one scripted model, one tool, one step count, four runtimes."""
+"""What every comparison shares: one scripted model, one tool, one step count, five runtimes."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from gated_react import Budget, Policy, build_graph
 from gated_react._engine.transcript import calls_shown
 
 OBSERVATION_BYTES = 1000
-PEERS = ("ours", "create_agent", "create_react_agent", "plain_loop")
+PEERS = ("ours", "create_agent", "create_react_agent", "floor", "plain_loop")
 _USAGE = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
 
 
@@ -128,20 +128,24 @@ def build_with(model: ScriptModel, peer: str, steps: int, checkpointer: Any = No
             return create_react_agent(model, tools, checkpointer=checkpointer)
     if peer == "plain_loop":
         return PlainLoop(model, tools[0])
+    if peer == "floor":
+        from benchmarks.floor import floor_graph
+
+        return floor_graph(model, tools[0], checkpointer)
     raise ValueError(peer)
 
 
 def run_input(peer: str) -> dict[str, Any]:
     return (
         {"goal": "look up the records"}
-        if peer == "ours"
+        if peer in ("ours", "floor")
         else {"messages": [("user", "look up the records")]}
     )
 
 
 @dataclass
 class PlainLoop:
-    """The floor: a hand-written loop, no graph, no store, whole transcript resent each time."""
+    """A hand-written loop, no graph, no store, whole transcript resent each time."""
 
     model: ScriptModel
     tool: BaseTool

@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.common import ratio, run_input
 from benchmarks.stores import postgres_url
 
-PEERS = ("ours", "create_agent", "create_react_agent")
+PEERS = ("ours", "create_agent", "create_react_agent", "floor")
 
 
 async def _batch(peer: str, store: str, runs: int, steps: int) -> dict[str, Any]:

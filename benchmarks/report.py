@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.common import ratio
+
 
 def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     cells = [header, *[[str(c) for c in row] for row in rows]]
@@ -18,22 +20,26 @@ def _med(entry: dict[str, Any], key: str) -> str:
     return f"{entry[key]['median']:.2f}" if entry else "-"
 
 
+def _cpu_ratio(row: dict[str, Any], peer: str) -> Any:
+    return row.get(f"ratio_vs_{peer}", {}).get("cpu", "-")
+
+
 def step_time(rows: list[dict[str, Any]]) -> str:
     out = []
     for row in rows:
-        ours = row["ours"]
-        ca = row["create_agent"]
         out.append(
             [
                 row["store"],
                 row["durability"],
                 row["steps"],
-                _med(ours, "wall_ms_per_step"),
-                _med(ca, "wall_ms_per_step"),
-                _med(row["create_react_agent"], "wall_ms_per_step"),
-                _med(row.get("plain_loop", {}), "wall_ms_per_step"),
+                _med(row["ours"], "cpu_ms_per_step"),
+                _med(row.get("floor", {}), "cpu_ms_per_step"),
+                _med(row["create_agent"], "cpu_ms_per_step"),
+                _med(row["create_react_agent"], "cpu_ms_per_step"),
+                _med(row.get("plain_loop", {}), "cpu_ms_per_step"),
+                _cpu_ratio(row, "floor"),
+                _cpu_ratio(row, "create_agent"),
                 row["ratio_vs_create_agent"]["wall"],
-                row["ratio_vs_create_agent"]["cpu"],
             ]
         )
     header = [
@@ -41,15 +47,19 @@ def step_time(rows: list[dict[str, Any]]) -> str:
         "durability",
         "steps",
         "ours ms",
+        "floor ms",
         "create_agent ms",
         "react_agent ms",
         "plain ms",
+        "ours/floor",
+        "ours/ca",
         "ours/ca wall",
-        "ours/ca cpu",
     ]
-    return _table(
-        "1. Framework time per ReAct step (median wall ms; ratios wall and CPU)", header, out
+    title = (
+        "1. Framework time per ReAct step (median CPU ms; floor: a bare five-node LangGraph "
+        "loop, same store and durability; ratios of CPU, and of wall to create_agent)"
     )
+    return _table(title, header, out)
 
 
 def tokens(rows: list[dict[str, Any]]) -> str:
@@ -110,8 +120,12 @@ def storage(rows: list[dict[str, Any]]) -> str:
 def concurrency(rows: list[dict[str, Any]]) -> str:
     out = []
     for r in rows:
-        for peer in ("ours", "create_agent", "create_react_agent"):
-            m = r[peer]
+        ca = r["create_agent"]
+        for peer in ("ours", "floor", "create_agent", "create_react_agent"):
+            m = r.get(peer)
+            if m is None:  # results from before the floor was measured
+                continue
+            both = "error" not in m and "error" not in ca
             out.append(
                 [
                     r["store"],
@@ -119,11 +133,13 @@ def concurrency(rows: list[dict[str, Any]]) -> str:
                     peer,
                     m.get("runs_per_second", m.get("error")),
                     m.get("peak_rss_mb", "-"),
+                    ratio(m["runs_per_second"], ca["runs_per_second"]) if both else "-",
+                    ratio(m["peak_rss_mb"], ca["peak_rss_mb"]) if both else "-",
                 ]
             )
     return _table(
-        "4. Concurrent runs with ainvoke (runs/s, peak RSS MB)",
-        ["store", "runs", "runtime", "runs/s", "peak MB"],
+        "4. Concurrent runs with ainvoke (runs/s, peak RSS MB, both as ratios to create_agent)",
+        ["store", "runs", "runtime", "runs/s", "peak MB", "runs/s / ca", "RSS / ca"],
         out,
     )
 

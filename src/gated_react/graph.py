@@ -19,7 +19,7 @@ from gated_react import routing
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY, node, route
 from gated_react.models import NoModel
-from gated_react.nodes.decide import adecide, decide
+from gated_react.nodes.decide import Channels, adecide, decide
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.finish import finish
 from gated_react.nodes.gate import gate
@@ -50,7 +50,7 @@ def build_graph(
     policy = policy or Policy()
     deps = NodeDeps.build(model, tools, policy)
     graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
-    graph.add_node("decide", node(decide, adecide, deps=deps))
+    graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)
     graph.add_node("gate", node(gate, deps=deps), input_schema=CoreState)
     graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=CoreState)

@@ -6,7 +6,8 @@ A failing model call ends the run with a stop reason, never with an exception.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -22,10 +23,39 @@ from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
 
-def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+class Channels(TypedDict, total=False):
+    """The channels decide reads, as stored: every one but ``trace``. decide never reads the
+    audit log, and validating it cost more with every step (0.5 ms of each step by step 100,
+    more than all the rest of the state), so the graph hands decide these and ``state_of``
+    validates them."""
+
+    goal: str
+    reply: dict[str, Any] | None
+    action: dict[str, Any] | None
+    calls: list[dict[str, Any]]
+    retry: dict[str, Any] | None
+    usage: dict[str, Any]
+    seen: list[str]
+    seen_from: int
+    history_from: int
+    status: str | None
+    stop_reason: str | None
+    message: str | None
+    answer: str | None
+    history: list[dict[str, Any]]
+    messages: list[Any]
+
+
+def state_of(channels: State | Mapping[str, Any]) -> State:
+    """The state decide works from, validated as LangGraph would (``trace`` stays empty); a
+    ``State`` built by hand (the unit tests) is taken as it is."""
+    return channels if isinstance(channels, State) else State(**channels)
+
+
+def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opening(state)
+    state, opened = opening(state_of(state))
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
@@ -39,9 +69,11 @@ def decide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str,
     return opened | decided(state, messages, message, started, deps.secrets)
 
 
-async def adecide(state: State, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+async def adecide(
+    state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
+) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opening(state)
+    state, opened = opening(state_of(state))
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:

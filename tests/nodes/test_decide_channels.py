@@ -1,0 +1,31 @@
+"""decide reads every channel but the audit log: validating ``trace`` grew with every step and
+decide never reads it. The graph hands decide its channels as stored; ``state_of`` validates
+them into the ``State`` decide has always worked from."""
+
+from __future__ import annotations
+
+from typing import get_type_hints
+
+import pytest
+from pydantic import ValidationError
+
+from gated_react.nodes.decide import Channels, state_of
+from gated_react.state import State
+
+from ..test_graph import _graph
+
+
+def test_decide_reads_every_channel_but_the_trace() -> None:
+    assert set(get_type_hints(Channels)) == set(State.model_fields) - {"trace"}
+    builder = _graph().builder
+    assert builder.nodes["decide"].input_schema is Channels
+    assert "trace" not in builder.schemas[Channels]
+
+
+def test_the_state_from_the_channels_is_validated_as_before() -> None:
+    entry = {"step": 1, "action": {"name": "t", "args": {"a": 1}}, "observation": "x"}
+    channels = {"goal": "g", "history": [entry], "usage": {"steps": 1}, "history_from": 0}
+    assert state_of(channels) == State(**channels)  # type: ignore[arg-type]
+    assert state_of(channels).history[0].action.args == {"a": 1}
+    with pytest.raises(ValidationError):
+        state_of({**channels, "history": [{"step": "one"}]})

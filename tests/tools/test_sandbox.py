@@ -137,36 +137,37 @@ def probe(reads, writes, port):
 """
 
 
-@pytest.fixture
-def listener() -> Any:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        yield server
-
-
-def test_the_workspace_code_sees_and_changes_nothing_outside(
-    root: Path, tmp_path: Path, listener: socket.socket
-) -> None:
-    reads = [tmp_path / "outside" / "secret.txt", REPO / "README.md", Path("/etc/passwd")]
-    writes = [tmp_path / "outside" / "written.txt", Path(sys.prefix) / "written.txt"]
+def probe_outside(root: Path, readable: Path, run: Callable[[], dict[str, Any]]) -> None:
+    """Run the workspace's tests with ``PROBE`` in their conftest (``run()``, by whatever path
+    runs them): they must read ``root``'s sibling ``outside/secret.txt``, ``readable`` and
+    /etc/passwd as absent, write nothing outside, and reach no port of the host."""
+    outside = root.parent / "outside"
+    reads = [outside / "secret.txt", readable, Path("/etc/passwd")]
+    writes = [outside / "written.txt", Path(sys.prefix) / "written.txt"]
     assert all(path.read_text() for path in reads)  # all readable here, so the test can fail
-    (root / "conftest.py").write_text(
-        PROBE + f"\nprobe({[str(p) for p in reads]!r}, {[str(p) for p in writes]!r}, "
-        f"{listener.getsockname()[1]})\n"
-    )
-    (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
-    _, _, run_tests = workspace_tools(root)
-    try:
-        out = run_tests.invoke({"path": "test_ok.py"})
-        leaked = [path for path in writes if path.exists()]
-    finally:
-        for path in writes:
-            path.unlink(missing_ok=True)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        (root / "conftest.py").write_text(
+            PROBE + f"\nprobe({[str(p) for p in reads]!r}, {[str(p) for p in writes]!r}, "
+            f"{listener.getsockname()[1]})\n"
+        )
+        (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
+        try:
+            out = run()
+            leaked = [path for path in writes if path.exists()]
+        finally:
+            for path in writes:
+                path.unlink(missing_ok=True)
     assert out["passed"] is True, out["output"]
     report = json.loads((root / "report.json").read_text())
     assert report == {"read": [], "wrote": [], "net": "refused"}
     assert leaked == []
+
+
+def test_the_workspace_code_sees_and_changes_nothing_outside(root: Path) -> None:
+    _, _, run_tests = workspace_tools(root)
+    probe_outside(root, REPO / "README.md", lambda: run_tests.invoke({"path": "test_ok.py"}))
 
 
 def test_hidden_files_of_the_workspace_are_empty_inside_the_sandbox(root: Path) -> None:

@@ -4,9 +4,7 @@ does not reap, the tail of the output, and what the workspace code can reach."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +17,7 @@ import pytest
 from gated_react.tools import sandbox
 from gated_react.tools.sandbox import RunStopped, RunTimedOut
 
-from .test_sandbox import PROBE
+from .test_sandbox import probe_outside
 
 POPEN = subprocess.Popen
 
@@ -193,27 +191,7 @@ def test_the_workspace_code_sees_writes_and_reaches_nothing_outside(tmp_path: Pa
     root.mkdir()
     (tmp_path / "outside").mkdir()  # inside the sandbox's own /tmp, the folder is not there
     (tmp_path / "outside" / "secret.txt").write_text("sk-outside")
-    reads = [tmp_path / "outside" / "secret.txt", Path(__file__), Path("/etc/passwd")]
-    writes = [tmp_path / "outside" / "written.txt", Path(sys.prefix) / "written.txt"]
-    assert all(path.read_text() for path in reads)  # all readable here, so the test can fail
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        (root / "conftest.py").write_text(
-            f"{PROBE}\nprobe({[str(p) for p in reads]!r}, {[str(p) for p in writes]!r}, {port})\n"
-        )
-        (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
-        try:
-            out = sandbox.run_pytest(root, root / "test_ok.py", 60)
-            leaked = [path for path in writes if path.exists()]
-        finally:
-            for path in writes:
-                path.unlink(missing_ok=True)
-    assert out["passed"] is True, out["output"]
-    report = json.loads((root / "report.json").read_text())
-    assert report == {"read": [], "wrote": [], "net": "refused"}
-    assert leaked == []
+    probe_outside(root, Path(__file__), lambda: sandbox.run_pytest(root, root / "test_ok.py", 60))
 
 
 class FakeClock:

@@ -1,0 +1,51 @@
+"""The ``python -m gated_react.workers`` command line: one worker, or a supervisor of ``-n``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from gated_react.checkpoint import StoreError
+from gated_react.workers.queue import queue_store
+from gated_react.workers.supervisor import supervise
+from gated_react.workers.worker import load_factory, work
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gated_react.workers``: run one worker, or supervise ``-n`` of them."""
+    from gated_react import workers
+
+    parser = argparse.ArgumentParser(
+        prog="python -m gated_react.workers", description=workers.__doc__
+    )
+    parser.add_argument("--store", required=True, help="postgresql:// URL for runs and queue")
+    parser.add_argument("--graph", required=True, help="graph factory, module:function")
+    parser.add_argument("-n", "--processes", type=int, default=1, help="worker processes")
+    parser.add_argument("--concurrency", type=int, default=1, help="jobs at once per process")
+    parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    parser.add_argument("--stalled-after", type=float, default=30.0, help="heartbeat timeout")
+    parser.add_argument("--name", default="worker", help="worker name (logs)")
+    args = parser.parse_args(argv)
+    try:
+        queue_store(args.store)
+        factory = load_factory(args.graph)
+        if args.processes > 1:
+            return supervise(args)
+        asyncio.run(
+            work(
+                args.store,
+                factory,
+                concurrency=args.concurrency,
+                burst=args.burst,
+                stalled_after=args.stalled_after,
+                name=args.name,
+            )
+        )
+    except (StoreError, ValueError) as exc:
+        print(f"gated-react worker: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

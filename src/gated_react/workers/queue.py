@@ -1,0 +1,82 @@
+"""The queue: the procrastinate app on the store's database, its tables, and enqueueing."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import procrastinate
+from procrastinate.schema import SchemaManager
+
+from gated_react.checkpoint import StoreError, StoreURL
+from gated_react.errors import exception_line
+from gated_react.runs import NO_ANSWER
+from gated_react.workers.job import advance
+
+QUEUE = "gated-react"
+TASK = "gated_react.advance"
+
+
+def queue_store(url: str) -> StoreURL:
+    """The parsed store URL; the queue needs Postgres."""
+    store = StoreURL.parse(url)
+    if store.kind != "postgres":
+        raise StoreError(f"store {store.shown}: workers need a postgresql:// store")
+    return store
+
+
+def make_app(url: str) -> procrastinate.App:
+    """The queue on the Postgres database at ``url`` (small pools: many workers share it)."""
+    store = queue_store(url)
+    connector = procrastinate.PsycopgConnector(conninfo=store.target, min_size=1, max_size=4)
+    app = procrastinate.App(connector=connector)
+    app.task(name=TASK, queue=QUEUE, pass_context=True)(advance)
+    return app
+
+
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(1735549284, 2)"  # one installer at a time
+
+
+def install_queue(url: str) -> None:
+    """Create procrastinate's tables and functions unless the database has them."""
+    import psycopg
+
+    store = queue_store(url)
+    schema = SchemaManager.get_schema()
+    try:
+        with psycopg.connect(store.target, connect_timeout=10) as conn, conn.transaction():
+            conn.execute(_SCHEMA_LOCK)
+            found = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+            if found is None or found[0] is None:
+                conn.execute(schema)  # procrastinate's own SQL, applied once
+    except psycopg.Error as exc:
+        line = exception_line(exc, first_only=True)
+        raise StoreError(f"store {store.shown}: {line}") from None
+
+
+def _deferrer(app: procrastinate.App, thread_id: str) -> Any:
+    return app.tasks[TASK].configure(lock=thread_id)
+
+
+def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = None) -> str:
+    """Queue a new run (the app must be open); returns its thread id."""
+    thread_id = thread_id or uuid.uuid4().hex
+    _deferrer(app, thread_id).defer(thread_id=thread_id, goal=goal)
+    return thread_id
+
+
+def enqueue_resume(
+    app: procrastinate.App,
+    thread_id: str,
+    answer: Any = NO_ANSWER,
+    *,
+    question: str | None = None,
+) -> None:
+    """Queue a resume; ``answer`` replies to the question the paused run waits on (only to the
+    one whose ``id`` is ``question``, if given: a repeated answer then never answers another)."""
+    kwargs: dict[str, Any] = {"thread_id": thread_id}
+    if answer is not NO_ANSWER:
+        kwargs["answer"] = answer
+    if question is not None:
+        kwargs["question"] = question
+    _deferrer(app, thread_id).defer(**kwargs)

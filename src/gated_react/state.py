@@ -253,6 +253,9 @@ class CoreState(_Strict):
     """Loop keys before this index belong to earlier runs on the thread (not compared)."""
     history_from: int = 0
     """History entries before this index belong to earlier runs on the thread."""
+    turn: str | None = None
+    """The id of the human message in ``messages`` this run answers: a message after it, or a
+    goal that differs from it, is a new turn that ends this run if it is unfinished."""
     status: Status | None = None
     """``ok`` or ``stopped`` once the run has ended."""
     stop_reason: str | None = None

@@ -4,55 +4,160 @@ budgets when the thread's previous run has ended, and the conversation so far.
 ``decide`` is every run's first node, so a run starts there: on a new thread, or when a new goal
 or message arrives on a thread whose last run ended. The thread's logs (``history``, ``trace``)
 are kept; this run's steps and loop keys start where the earlier runs' end.
+
+A message (or goal) that arrives while the thread's run is unfinished, typically paused on a
+question, ends that run first: the calls it was waiting on are traced as refused by the human
+(``tool_rejected:<tool>``; ``tool_outcome_unknown:<tool>`` for a call that may have run before a
+crash), the conversation gets the AI message that says so, and the new message starts a new run
+with fresh budgets. ``CoreState.turn`` (the id of the human message a run answers) is how a new
+message is told from the one the run started on.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from gated_react.state import RunInput, State, Usage, dump, last_human_text
+from gated_react._engine.call_keys import args_hash
+from gated_react.state import (
+    RunInput,
+    State,
+    TraceEntry,
+    Usage,
+    dump,
+    last_human_text,
+    tool_actions,
+)
+from gated_react.stops import Stop, StopReason
 
 CONTEXT_MESSAGES = 20
 """The most earlier messages shown to the model as the conversation so far."""
 _CONTEXT_CHARS = 2000
+_FRESH = ("status", "stop_reason", "message", "answer", "retry", "action")
 
 
 def opening(state: State) -> tuple[State, dict[str, Any]]:
     """The state this decision works from, and the update that starts a run when this is the
     run's first decision (empty otherwise)."""
-    if state.status is None and state.usage.steps:
+    cut = cut_in(state)
+    if state.status is None and state.usage.steps and cut is None:
         return state, {}
     # LangGraph maps input keys to channels without the input schema's own checks: apply them
     # here, so {} or {"goal": ""} is the same clear ValidationError as a wrong type.
     RunInput.model_validate({"goal": state.goal or None, "messages": state.messages or None})
     changes: dict[str, Any] = {}
     update: dict[str, Any] = {}
-    if state.status is not None:  # the thread's last run ended: this is a new run
+    if state.status is not None or cut is not None:  # a new run after the thread's last one
         changes = {
             "usage": Usage(),
             "retry": None,
+            "calls": [],
             "history_from": len(state.history),
             "seen_from": len(state.seen),
         }
         update = {
             "usage": dump(Usage()),
-            **dict.fromkeys(("status", "stop_reason", "message", "answer", "retry", "action")),
+            **dict.fromkeys(_FRESH),
             "reply": None,
             "calls": [],
             "history_from": changes["history_from"],
             "seen_from": changes["seen_from"],
         }
+    if cut is not None:
+        return _after_cut_in(state, cut, changes, update)
     text = last_human_text(state.messages)
     if text is not None:
         changes["goal"] = update["goal"] = text
+        changes["turn"] = update["turn"] = state.messages[-1].id
     else:
-        asked = HumanMessage(state.goal)
+        asked = HumanMessage(state.goal, id=str(uuid.uuid4()))
         changes["messages"] = [*state.messages, asked]
+        changes["turn"] = update["turn"] = asked.id
         update["messages"] = [asked]
     return state.model_copy(update=changes), update
+
+
+def cut_in(state: State) -> list[BaseMessage] | None:
+    """The messages that arrived after the human message an unfinished run answers (empty when
+    only the goal changed, or the same goal came again while a step was waiting); None when
+    this decision continues the run."""
+    if state.status is not None or not state.usage.steps or state.turn is None:
+        return None
+    at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
+    if at is None:
+        return None
+    after = state.messages[at + 1 :]
+    asked = state.messages[at].text.strip()
+    if after or state.goal != asked or waiting(state):
+        return list(after)
+    return None
+
+
+def waiting(state: State) -> bool:
+    """True when the run's latest step never reached ``observe``: its calls wait on the gate
+    (a question) or on ``execute`` (a question after a crash), or never ran."""
+    if state.calls:
+        return True
+    shown = state.history[state.history_from :]
+    unobserved = not shown or shown[-1].step != state.usage.steps
+    return bool(tool_actions(state.action)) and state.retry is None and unobserved
+
+
+def _after_cut_in(
+    state: State, after: list[BaseMessage], changes: dict[str, Any], update: dict[str, Any]
+) -> tuple[State, dict[str, Any]]:
+    """End the unfinished run (its waiting calls traced, the conversation told) and start the
+    new one on the message that cut in: the new messages, or the new goal as a human message."""
+    said, entries = interrupted(state)
+    note = AIMessage(said, id=str(uuid.uuid4()))
+    turn_at = next(i for i, m in enumerate(state.messages) if m.id == state.turn)
+    before = list(state.messages[: turn_at + 1])
+    if after:
+        goal = last_human_text(after) or state.goal
+        new = after
+        update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *before, note, *new]
+    else:
+        goal = state.goal
+        new = [HumanMessage(goal, id=str(uuid.uuid4()))]
+        update["messages"] = [note, *new]
+    changes |= {"goal": goal, "turn": new[-1].id, "messages": [*before, note, *new]}
+    update |= {"goal": goal, "turn": new[-1].id}
+    if entries:
+        update["trace"] = [dump(e) for e in entries]
+    return state.model_copy(update=changes), update
+
+
+def interrupted(state: State) -> tuple[str, list[TraceEntry]]:
+    """What the conversation is told of the unfinished run, and the trace entries of the calls
+    it left waiting: not run, refused by the human whose new message came instead of an answer
+    (or, for calls the gate had let through, of unknown outcome)."""
+    pending = [(c.tool, c.args) for c in state.calls if c.outcome is None]
+    reason = StopReason.TOOL_OUTCOME_UNKNOWN
+    if not pending and waiting(state):
+        pending = [(a.name, a.args) for a in tool_actions(state.action)]
+        reason = StopReason.TOOL_REJECTED
+    if not pending:
+        return "I did not finish: a new message came first.", []
+    entries = [
+        TraceEntry(
+            step=state.usage.steps,
+            tool=tool,
+            args_hash=args_hash(args),
+            ok=False,
+            stop_reason=str(Stop(reason, tool)),
+        )
+        for tool, args in pending
+    ]
+    names = ", ".join(dict.fromkeys(tool for tool, _ in pending))
+    if reason is StopReason.TOOL_REJECTED:
+        why = f"{names} waited for approval and did not run: a new message came instead"
+    else:
+        why = f"{names} may have run before the process stopped; a new message came instead"
+    return f"I stopped before finishing ({entries[0].stop_reason}): {why}.", entries
 
 
 def conversation(messages: Sequence[BaseMessage]) -> str:

@@ -38,6 +38,7 @@ class Channels(TypedDict, total=False):
     seen: list[str]
     seen_from: int
     history_from: int
+    turn: str | None
     status: str | None
     stop_reason: str | None
     message: str | None

@@ -1,0 +1,121 @@
+"""A message typed while a question waits is never lost: the waiting calls are traced as not
+run, the conversation says why the run ended, and the new message starts a new run with fresh
+budgets (with ``{"messages": [...]}`` or ``{"goal": ...}``, sync and async). Without the fix
+the model was shown the old goal, the call vanished and the budgets carried over."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import Policy, build_graph
+from gated_react._engine.turns import opening
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.helpers import state
+
+CONFIG: Any = {"configurable": {"thread_id": "chat"}}
+BILLING = call("get_user_billing", user_id=42)
+REJECTED = (
+    "I stopped before finishing (tool_rejected:get_user_billing): get_user_billing waited for "
+    "approval and did not run: a new message came instead."
+)
+
+
+def _graph(model: ScriptedChatModel) -> Any:
+    policy = Policy(require_approval=["get_user_billing"]).replace(max_steps=1)
+    return build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=InMemorySaver())
+
+
+def _goal_shown(model: ScriptedChatModel) -> str:
+    """The goal in the last request (after the conversation, before the last-step note)."""
+    return str(model.requests[-1][1].content).split("\n\n")[1]
+
+
+def _check(out: dict[str, Any], graph: Any, old: str, new: str) -> None:
+    assert (out["stop_reason"], out["answer"]) == ("success", "Hello.")
+    assert out["usage"]["steps"] == 1  # fresh budgets: with the old run's, max_steps 1 stops it
+    (entry,) = out["trace"]
+    assert entry["tool"] == "get_user_billing"
+    assert (entry["ok"], entry["stop_reason"]) == (False, "tool_rejected:get_user_billing")
+    assert [(m.type, m.text) for m in out["messages"]] == [
+        ("human", old),
+        ("ai", REJECTED),
+        ("human", new),
+        ("ai", "Hello."),
+    ]
+    snapshot = graph.get_state(CONFIG)
+    assert (snapshot.next, snapshot.interrupts) == ((), ())
+
+
+@pytest.mark.parametrize("key", ["messages", "goal"])
+def test_a_message_typed_while_a_question_waits_starts_a_new_run(key: str) -> None:
+    model = ScriptedChatModel(replies=[BILLING, "Hello."])
+    graph = _graph(model)
+
+    def said(text: str) -> dict[str, Any]:
+        return {"messages": [HumanMessage(text)]} if key == "messages" else {"goal": text}
+
+    asked = graph.invoke(said("Bill user 42."), CONFIG)
+    assert asked["__interrupt__"]
+    out = graph.invoke(said("Never mind, say hello."), CONFIG)
+    assert _goal_shown(model) == "Never mind, say hello."
+    assert "Assistant: " + REJECTED in str(model.requests[-1][1].content)
+    _check(out, graph, "Bill user 42.", "Never mind, say hello.")
+
+
+def test_the_same_goal_again_while_a_question_waits_is_a_new_run_too() -> None:
+    model = ScriptedChatModel(replies=[BILLING, "Hello."])
+    graph = _graph(model)
+    graph.invoke({"goal": "Bill user 42."}, CONFIG)
+    out = graph.invoke({"goal": "Bill user 42."}, CONFIG)
+    _check(out, graph, "Bill user 42.", "Bill user 42.")
+
+
+def test_async_runs_the_same_way() -> None:
+    model = ScriptedChatModel(replies=[BILLING, "Hello."])
+    graph = _graph(model)
+
+    async def main() -> dict[str, Any]:
+        await graph.ainvoke({"messages": [HumanMessage("Bill user 42.")]}, CONFIG)
+        return dict(await graph.ainvoke({"messages": [HumanMessage("Say hello.")]}, CONFIG))
+
+    _check(asyncio.run(main()), graph, "Bill user 42.", "Say hello.")
+
+
+def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
+    """A question after a crash in execute (or the crash itself): the call may have run."""
+    human = HumanMessage("Bill user 42.", id="h1")
+    waiting = state(
+        goal="Bill user 42.",
+        turn="h1",
+        messages=[human, HumanMessage("Stop.", id="h2")],
+        usage={"steps": 1, "tool_calls": 1},
+        calls=[{"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k"}],
+    )
+    opened, update = opening(waiting)
+    assert (opened.goal, opened.usage.steps, opened.calls) == ("Stop.", 0, [])
+    assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
+    note = update["messages"][2]
+    assert note.text.startswith("I stopped before finishing (tool_outcome_unknown:")
+    assert [m.text for m in opened.messages] == ["Bill user 42.", note.text, "Stop."]
+
+
+def test_a_continuing_run_is_left_alone() -> None:
+    """After observe the step is in the history: the next decision continues the run."""
+    human = HumanMessage("Bill user 42.", id="h1")
+    history = [{"step": 1, "action": {"name": "get_user_billing"}, "observation": "ok"}]
+    going = state(
+        goal="Bill user 42.",
+        turn="h1",
+        messages=[human],
+        usage={"steps": 1, "tool_calls": 1},
+        action={"kind": "tool", "name": "get_user_billing", "args": {}},
+        history=history,
+    )
+    assert opening(going) == (going, {})

@@ -90,3 +90,47 @@ def test_cached_tokens_the_server_reports_are_counted_beside_all_tokens() -> Non
     assert out["usage"]["cached_tokens"] == 1408
     assert out["usage"]["tokens"] == 1507 + 1605  # max_tokens counts every token, cached or not
     assert out["stop_reason"] == "success"
+
+
+def test_cost_of_a_run_through_chatopenai_is_priced_with_its_cached_tokens() -> None:
+    """gpt-4.1-mini (the default model) by genai-prices: 10,000 input tokens of which 8,000
+    cached and 500 output cost 0.0024 USD by hand; the same without the cache 0.0048."""
+    script = [
+        Reply(
+            tool_calls=[("get_user_billing", {"user_id": 42})],
+            prompt_tokens=10_000,
+            completion_tokens=500,
+            cached_tokens=8_000,
+        ),
+        Reply("USD 49", prompt_tokens=10_000, completion_tokens=500, cached_tokens=0),
+    ]
+    with FakeOpenAI(script) as server:
+        graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS)
+        out = graph.invoke({"goal": "refund?"})
+    usage = out["usage"]
+    assert (usage["input_tokens"], usage["cached_tokens"], usage["output_tokens"]) == (
+        20_000,
+        8_000,
+        1_000,
+    )
+    assert usage["cost"] == pytest.approx(0.0024 + 0.0048)
+    assert usage["unpriced"] is None
+
+
+def test_max_cost_stops_before_the_tool_call_after_the_limit() -> None:
+    script = [
+        Reply(
+            tool_calls=[("get_user_billing", {"user_id": 42})],
+            prompt_tokens=10_000,
+            completion_tokens=500,
+            cached_tokens=8_000,
+        ),
+    ]
+    with FakeOpenAI(script) as server:
+        policy = Policy().replace(max_cost=0.002)
+        graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS, policy=policy)
+        out = graph.invoke({"goal": "refund?"})
+    assert out["stop_reason"] == "max_cost"
+    assert out["message"] == "max_cost 0.002 USD reached (0.002400 USD spent)"
+    assert out["history"] == []  # the billing call never ran
+    assert len(server.requests) == 1

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.locks import ThreadBusy
-    from gated_react.policy import Budget, Policy, UnknownToolName
+    from gated_react.policy import Budget, Policy, Price, UnknownToolName, UnpricedModel
     from gated_react.runs import (
         NotWaiting,
         ThreadExists,
@@ -36,6 +36,7 @@ _HOMES = {
     "GatedReactError": "errors",
     "NotWaiting": "runs",
     "Policy": "policy",
+    "Price": "policy",
     "RunInput": "state",
     "RunResult": "state",
     "State": "state",
@@ -47,6 +48,7 @@ _HOMES = {
     "ThreadResult": "state",
     "UnknownThread": "runs",
     "UnknownToolName": "policy",
+    "UnpricedModel": "policy",
     "aopen_checkpointer": "checkpoint",
     "aresume": "runs",
     "arun": "runs",
@@ -63,6 +65,7 @@ __all__ = [
     "GatedReactError",
     "NotWaiting",
     "Policy",
+    "Price",
     "RunInput",
     "RunResult",
     "State",
@@ -74,6 +77,7 @@ __all__ = [
     "ThreadResult",
     "UnknownThread",
     "UnknownToolName",
+    "UnpricedModel",
     "aopen_checkpointer",
     "aresume",
     "arun",

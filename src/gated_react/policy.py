@@ -27,6 +27,10 @@ class UnknownToolName(GatedReactError, ValueError):
         self.unknown = unknown
 
 
+class UnpricedModel(GatedReactError, ValueError):
+    """A cost budget for a model no price is known for: it could never be enforced."""
+
+
 class Budget(BaseModel):
     """Hard limits for one run. They are checked by the graph, never left to the model."""
 
@@ -40,6 +44,10 @@ class Budget(BaseModel):
     """Active seconds (model and tool time) the run may spend; paused or crashed time is free."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Total model tokens (as reported by the model) the run may spend; None means unlimited."""
+    max_cost: float | None = Field(default=None, gt=0)
+    """US dollars the run's model calls may cost (priced by ``genai-prices`` or
+    ``Policy.prices``); None means unlimited. An unpriced model with a cost budget is refused
+    when the graph is built."""
     tool_limits: dict[str, int] = Field(default_factory=dict)
     """Per-tool caps on calls, e.g. ``{"search_policy": 2}``."""
 
@@ -50,6 +58,20 @@ class Budget(BaseModel):
         if bad:
             raise ValueError(f"tool limits must be >= 0, got {bad}")
         return value
+
+
+class Price(BaseModel):
+    """What one model costs, in US dollars per million tokens: for self-hosted or private
+    models no price table knows, or to override the table's figure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    input: float = Field(ge=0)
+    """Input (prompt) tokens not read from the provider's prompt cache."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """Input tokens read from the prompt cache; None charges them at the ``input`` price."""
+    output: float = Field(ge=0)
+    """Output (completion) tokens, reasoning tokens included."""
 
 
 class Policy(BaseModel):
@@ -103,6 +125,10 @@ class Policy(BaseModel):
     """How many reminders in a row a malformed reply may get before the run stops."""
     answer_schema: type[BaseModel] | None = None
     """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Prices by model name (as the chat model names itself: ``model_name``, ``model``, else its
+    type), used before ``genai-prices``' table, e.g. ``{"my-llama": Price(input=0.1,
+    output=0.2)}``."""
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with ``changes`` applied and validated like the constructor (an unknown name

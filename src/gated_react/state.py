@@ -156,6 +156,15 @@ class Usage(_Strict):
     """Of the input tokens, those the provider reported as read from its prompt cache
     (``input_token_details.cache_read``): billed at a fraction of the price; counted in
     ``tokens`` too."""
+    input_tokens: int = 0
+    """Input (prompt) tokens the provider reported, the cached ones included."""
+    output_tokens: int = 0
+    """Output (completion) tokens the provider reported, reasoning tokens included."""
+    cost: float | None = 0.0
+    """US dollars the model calls cost (input, cached input and output tokens at the model's
+    prices); None when any call could not be priced (``unpriced`` says why): never a guess."""
+    unpriced: str | None = None
+    """Why ``cost`` is None: the model is in no price table, or a reply reported no tokens."""
     seconds: float = 0.0
     """Active seconds spent in model and tool calls; paused or crashed time is not counted."""
 
@@ -285,6 +294,10 @@ class UsageDict(TypedDict):
     per_tool: dict[str, int]
     tokens: int
     cached_tokens: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    unpriced: str | None
     seconds: float
 
 

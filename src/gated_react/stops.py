@@ -18,6 +18,7 @@ class StopReason(StrEnum):
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_SECONDS = "max_seconds"
     MAX_TOKENS = "max_tokens"
+    MAX_COST = "max_cost"
     LOOP_DETECTED = "loop_detected"
     TOOL_LIMIT = "tool_limit"  # :<tool>
     TOOL_MISSING = "tool_missing"  # :<tool>

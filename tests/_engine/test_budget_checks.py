@@ -93,3 +93,25 @@ def test_the_total_is_checked_before_the_tools_cap() -> None:
     budget = Budget(max_tool_calls=1, tool_limits={"search": 1})
     spent = Usage(tool_calls=1, per_tool={"search": 1})
     assert str(check_before_tool(spent, budget, "search")) == "max_tool_calls"
+
+
+def test_cost_is_checked_before_a_step_and_before_a_tool_call() -> None:
+    budget = Budget(max_cost=0.01)
+    assert check_before_step(Usage(cost=0.0099), budget) is None
+    step = check_before_step(Usage(cost=0.01), budget)
+    assert step is not None
+    assert step.reason is StopReason.MAX_COST
+    assert step.message == "max_cost 0.01 USD reached (0.010000 USD spent)"
+    tool = check_before_tool(Usage(cost=0.02), budget, "search")
+    assert tool is not None
+    assert str(tool) == "max_cost"
+    assert check_before_step(Usage(cost=5.0), Budget()) is None  # max_cost off by default
+
+
+def test_a_cost_that_became_unknown_cannot_pass_a_cost_budget() -> None:
+    unknown = Usage(cost=None, unpriced="a reply of x reported no tokens")
+    stop = check_before_step(unknown, Budget(max_cost=1))
+    assert stop is not None
+    assert stop.reason is StopReason.MAX_COST
+    assert stop.message == "max_cost 1 USD cannot be checked: a reply of x reported no tokens"
+    assert check_before_step(unknown, Budget()) is None

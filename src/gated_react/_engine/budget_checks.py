@@ -8,7 +8,7 @@ from gated_react.stops import Stop, StopReason
 
 
 def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
-    """Run before every model decision: steps, active seconds, tokens."""
+    """Run before every model decision: steps, active seconds, tokens, cost."""
     if usage.steps >= budget.max_steps:
         return Stop(
             StopReason.MAX_STEPS,
@@ -25,11 +25,29 @@ def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
             StopReason.MAX_TOKENS,
             message=f"max_tokens {budget.max_tokens} reached ({usage.tokens} spent)",
         )
+    return check_cost(usage, budget)
+
+
+def check_cost(usage: Usage, budget: Budget) -> Stop | None:
+    """Run before every model decision and every tool call: the dollars spent. A cost that
+    became unknown (a reply without token counts) cannot be shown to be under the limit."""
+    if budget.max_cost is None:
+        return None
+    if usage.cost is None:
+        return Stop(
+            StopReason.MAX_COST,
+            message=f"max_cost {budget.max_cost:g} USD cannot be checked: {usage.unpriced}",
+        )
+    if usage.cost >= budget.max_cost:
+        return Stop(
+            StopReason.MAX_COST,
+            message=f"max_cost {budget.max_cost:g} USD reached ({usage.cost:.6f} USD spent)",
+        )
     return None
 
 
 def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
-    """Run in the gate before a call: the run's total and the tool's own cap."""
+    """Run in the gate before a call: the run's total, the tool's own cap, the cost."""
     calls, calls_of_tool = usage.tool_calls, usage.per_tool.get(tool, 0)
     if calls + 1 > budget.max_tool_calls:
         return Stop(
@@ -43,4 +61,4 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
             tool,
             message=f"tool_limit {tool} {cap} reached ({calls_of_tool + 1} requested)",
         )
-    return None
+    return check_cost(usage, budget)

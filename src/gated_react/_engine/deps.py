@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
 from gated_react._engine.tool_runner import accepts_key
-from gated_react.policy import Policy
+from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
 
@@ -27,6 +28,8 @@ class NodeDeps:
     policy: Policy
     protocol: ActionProtocol
     system: str
+    pricer: Pricer
+    """How the model's calls are priced (the policy's price, else genai-prices' table)."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The model's keys: masked in every message a failed call leaves in the state."""
 
@@ -37,6 +40,11 @@ class NodeDeps:
         allowed = policy.allowed(frozenset(registry))
         visible = [tool for name, tool in registry.items() if name in allowed]
         protocol = PROTOCOLS[policy.protocol]
+        pricer = pricer_for(model, policy.prices)
+        if policy.budget.max_cost is not None and pricer.unpriced:
+            limit = policy.budget.max_cost
+            why = f"max_cost {limit:g} needs a price: {pricer.unpriced} (give one in Policy.prices)"
+            raise UnpricedModel(why)
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),
@@ -46,6 +54,7 @@ class NodeDeps:
             policy=policy,
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
+            pricer=pricer,
             secrets=secrets_of(model),
         )
 

@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
+from gated_react._engine.pricing import Tokens, add_cost
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.transcript import build_messages
 from gated_react._engine.turns import opening
@@ -67,7 +68,7 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
         return opened | out_of_time(state, started, deps)
     except Exception as exc:  # any model failure becomes a stop reason, never a traceback
         return opened | failed(state, exc, started, deps.secrets)
-    return opened | decided(state, messages, message, started, deps.secrets)
+    return opened | decided(state, messages, message, started, deps)
 
 
 async def adecide(
@@ -85,7 +86,7 @@ async def adecide(
         return opened | out_of_time(state, started, deps)
     except Exception as exc:
         return opened | failed(state, exc, started, deps.secrets)
-    return opened | decided(state, messages, message, started, deps.secrets)
+    return opened | decided(state, messages, message, started, deps)
 
 
 def seconds_left(state: State, deps: NodeDeps) -> float:
@@ -120,13 +121,21 @@ def decided(
     messages: list[BaseMessage],
     message: BaseMessage,
     started: float,
-    secrets: tuple[str, ...] = (),
+    deps: NodeDeps,
 ) -> dict[str, Any]:
-    """The update after a reply: the raw reply and the budget it used."""
+    """The update after a reply: the raw reply and the budget it used, priced."""
     usage = spent(state, started)
     usage.tokens += _tokens(messages, message)
-    usage.cached_tokens += _cached(message)
-    return {"reply": dump(reply_of(message, secrets)), "usage": dump(usage)}
+    reported = reported_tokens(message)
+    if reported is None:  # an estimate counts for max_tokens, never for money
+        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} reported no tokens"
+    else:
+        usage.cached_tokens += reported.cached
+        usage.input_tokens += reported.input
+        usage.output_tokens += reported.output
+        usage.cost = add_cost(usage.cost, deps.pricer.cost(reported))
+        usage.unpriced = usage.unpriced or deps.pricer.unpriced
+    return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
 
 
 def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
@@ -156,11 +165,18 @@ def failed(
     return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
 
 
-def _cached(message: BaseMessage) -> int:
-    """Input tokens the provider served from its prompt cache, when it says."""
+def reported_tokens(message: BaseMessage) -> Tokens | None:
+    """Input (cached among them) and output tokens, as the provider reported them; None when
+    it reported none."""
     reported = message.usage_metadata if isinstance(message, AIMessage) else None
-    details = reported.get("input_token_details") if reported else None
-    return int((details or {}).get("cache_read") or 0)
+    if not reported:
+        return None
+    details = reported.get("input_token_details") or {}
+    return Tokens(
+        input=int(reported.get("input_tokens") or 0),
+        cached=int(details.get("cache_read") or 0),
+        output=int(reported.get("output_tokens") or 0),
+    )
 
 
 def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:

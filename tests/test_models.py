@@ -92,16 +92,20 @@ def test_cached_tokens_the_server_reports_are_counted_beside_all_tokens() -> Non
     assert out["stop_reason"] == "success"
 
 
+BILLING_CACHED = Reply(
+    tool_calls=[("get_user_billing", {"user_id": 42})],
+    prompt_tokens=10_000,
+    completion_tokens=500,
+    cached_tokens=8_000,
+)
+"""A tool call for which the server reports 10,000 input tokens, 8,000 of them cached."""
+
+
 def test_cost_of_a_run_through_chatopenai_is_priced_with_its_cached_tokens() -> None:
     """gpt-4.1-mini (the default model) by genai-prices: 10,000 input tokens of which 8,000
     cached and 500 output cost 0.0024 USD by hand; the same without the cache 0.0048."""
     script = [
-        Reply(
-            tool_calls=[("get_user_billing", {"user_id": 42})],
-            prompt_tokens=10_000,
-            completion_tokens=500,
-            cached_tokens=8_000,
-        ),
+        BILLING_CACHED,
         Reply("USD 49", prompt_tokens=10_000, completion_tokens=500, cached_tokens=0),
     ]
     with FakeOpenAI(script) as server:
@@ -119,12 +123,7 @@ def test_cost_of_a_run_through_chatopenai_is_priced_with_its_cached_tokens() -> 
 
 def test_max_cost_stops_before_the_tool_call_after_the_limit() -> None:
     script = [
-        Reply(
-            tool_calls=[("get_user_billing", {"user_id": 42})],
-            prompt_tokens=10_000,
-            completion_tokens=500,
-            cached_tokens=8_000,
-        ),
+        BILLING_CACHED,
     ]
     with FakeOpenAI(script) as server:
         policy = Policy().replace(max_cost=0.002)

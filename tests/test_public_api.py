@@ -27,6 +27,7 @@ PUBLIC = [
     "UnknownThread",
     "UnknownToolName",
     "UnpricedModel",
+    "UnsafeCheckpoint",
     "aopen_checkpointer",
     "aresume",
     "arun",

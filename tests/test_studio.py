@@ -187,6 +187,29 @@ def test_the_checkpointer_opens_the_configured_store(
     assert (tmp_path / "studio.sqlite").is_file()
 
 
+def test_the_studio_checkpointer_revives_no_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gated_react import UnsafeCheckpoint, open_checkpointer
+
+    from .support.tamper import poison, touch
+
+    db = tmp_path / "studio.sqlite"
+    monkeypatch.setenv("GATED_REACT_DB", str(db))
+    with open_checkpointer(str(db)) as saver:
+        graph = build_graph(ScriptedChatModel(replies=["ok"]), SUPPORT_TOOLS, checkpointer=saver)
+        graph.invoke({"goal": "refund?"}, {"configurable": {"thread_id": "t"}})
+        poison(saver, "t", {"answer": touch(tmp_path / "x")})
+
+    async def read_it() -> None:
+        async with checkpointer() as saver:
+            await saver.aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+
+    with pytest.raises(UnsafeCheckpoint, match=r"os\.system"):
+        asyncio.run(read_it())
+    assert not (tmp_path / "x").exists()
+
+
 def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
     assert {name: spec["path"] for name, spec in config["graphs"].items()} == {

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         resume,
         run,
     )
+    from gated_react.serializer import UnsafeCheckpoint
     from gated_react.state import RunInput, RunResult, State, ThreadResult
     from gated_react.stops import Stop, StopReason
 
@@ -49,6 +50,7 @@ _HOMES = {
     "UnknownThread": "runs",
     "UnknownToolName": "policy",
     "UnpricedModel": "policy",
+    "UnsafeCheckpoint": "serializer",
     "aopen_checkpointer": "checkpoint",
     "aresume": "runs",
     "arun": "runs",
@@ -78,6 +80,7 @@ __all__ = [
     "UnknownThread",
     "UnknownToolName",
     "UnpricedModel",
+    "UnsafeCheckpoint",
     "aopen_checkpointer",
     "aresume",
     "arun",

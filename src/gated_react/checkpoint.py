@@ -6,6 +6,9 @@
     postgresql://user@host/db       PostgresSaver (the [postgres] extra), for many workers
 
 A malformed or unreachable URL raises ``StoreError`` with one line naming the URL, password masked.
+Every saver reads with ``serializer.serializer(allow)``: a stored value of any type but those a
+run's state holds (and those named in ``allow``) is refused with ``UnsafeCheckpoint``, never
+revived, so whoever can write the store cannot make a reader run code.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
+from gated_react.serializer import AllowedType, GuardedSerializer, serializer
 
 Kind = Literal["memory", "sqlite", "postgres"]
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
@@ -77,30 +81,37 @@ def mask(url: str) -> str:
 
 
 @contextmanager
-def open_checkpointer(url: str) -> Iterator[BaseCheckpointSaver[str]]:
-    """A ready checkpointer for ``url`` (tables created on first use); closed on exit."""
-    store = StoreURL.parse(url)
+def open_checkpointer(
+    url: str, *, allow: Iterable[AllowedType] = ()
+) -> Iterator[BaseCheckpointSaver[str]]:
+    """A ready checkpointer for ``url`` (tables created on first use); closed on exit.
+    ``allow``: your own types that your state stores (classes or ``(module, name)`` pairs);
+    anything else that is not a type of LangGraph's, LangChain's messages or this package's state
+    is refused on read (``UnsafeCheckpoint``)."""
+    store, serde = StoreURL.parse(url), serializer(allow)
     if store.kind == "memory":
-        yield InMemorySaver()
+        yield InMemorySaver(serde=serde)
     elif store.kind == "sqlite":
-        with _sqlite(store) as saver:
+        with _sqlite(store, serde) as saver:
             yield saver
     else:
-        with _postgres(store) as saver:
+        with _postgres(store, serde) as saver:
             yield saver
 
 
 @asynccontextmanager
-async def aopen_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def aopen_checkpointer(
+    url: str, *, allow: Iterable[AllowedType] = ()
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers."""
-    store = StoreURL.parse(url)
+    store, serde = StoreURL.parse(url), serializer(allow)
     if store.kind == "memory":
-        yield InMemorySaver()
+        yield InMemorySaver(serde=serde)
     elif store.kind == "sqlite":
-        async with _asqlite(store) as saver:
+        async with _asqlite(store, serde) as saver:
             yield saver
     else:
-        async with _apostgres(store) as saver:
+        async with _apostgres(store, serde) as saver:
             yield saver
 
 
@@ -134,7 +145,7 @@ def _cause(path: Path) -> str:
 
 
 @contextmanager
-def _sqlite(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
+def _sqlite(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = sqlite_file(store)
@@ -143,7 +154,7 @@ def _sqlite(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
     except sqlite3.Error as exc:
         raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:  # closed on every exit, a failed setup included (no descriptor left behind)
-        saver = SqliteSaver(conn)
+        saver = SqliteSaver(conn, serde=serde)
         try:
             saver.setup()
             conn.execute(_SYNCHRONOUS)
@@ -155,7 +166,9 @@ def _sqlite(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
 
 
 @asynccontextmanager
-async def _asqlite(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def _asqlite(
+    store: StoreURL, serde: GuardedSerializer
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -165,7 +178,7 @@ async def _asqlite(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]:
     except sqlite3.Error as exc:
         raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:
-        saver = AsyncSqliteSaver(conn)
+        saver = AsyncSqliteSaver(conn, serde=serde)
         try:
             await saver.setup()
             await conn.execute(_SYNCHRONOUS)
@@ -229,7 +242,7 @@ def _pg_kwargs() -> dict[str, Any]:
 
 
 @contextmanager
-def _postgres(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
+def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -240,7 +253,7 @@ def _postgres(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     with conn:  # closed on every exit, a failed setup included
-        saver = PostgresSaver(conn)
+        saver = PostgresSaver(conn, serde=serde)
         try:
             _pg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:
@@ -249,7 +262,9 @@ def _postgres(store: StoreURL) -> Iterator[BaseCheckpointSaver[str]]:
 
 
 @asynccontextmanager
-async def _apostgres(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def _apostgres(
+    store: StoreURL, serde: GuardedSerializer
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -260,7 +275,7 @@ async def _apostgres(store: StoreURL) -> AsyncIterator[BaseCheckpointSaver[str]]
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:
-        saver = AsyncPostgresSaver(conn)
+        saver = AsyncPostgresSaver(conn, serde=serde)
         try:
             await _apg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:

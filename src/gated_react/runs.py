@@ -160,8 +160,8 @@ def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
         return Command(resume={UNUSABLE_ANSWER: "None is not an answer"})
     saver = saver_of(graph)
     if saver is not None:
-        try:
-            saver.serde.dumps_typed(answer)
+        try:  # read back too: a type the store will not revive would make the thread unreadable
+            saver.serde.loads_typed(saver.serde.dumps_typed(answer))
         except Exception as exc:  # the serializer's own error names what it cannot hold
             why = one_line(str(exc) or type(exc).__name__)[:200]
             answer = {UNUSABLE_ANSWER: f"no store can hold it ({why})"}

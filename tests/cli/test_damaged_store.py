@@ -59,3 +59,24 @@ def test_garbage_rows_are_one_line_naming_the_thread(
     assert "thread 't'" in out.stderr
     assert "cannot be read" in out.stderr
     assert len(server.requests) == 1  # resume ran nothing
+
+
+@pytest.mark.parametrize("args", READERS, ids=" ".join)
+def test_a_checkpoint_that_names_a_callable_runs_nothing(
+    paused: Path, server: FakeOpenAI, tmp_path: Path, args: list[str]
+) -> None:
+    """A row edited to hold ``os.system("touch ...")`` as a msgpack extension value: every
+    reader refuses it in one line, exit 1, and the command never runs."""
+    from gated_react import open_checkpointer
+
+    from ..support.tamper import poison, touch
+
+    with open_checkpointer(str(paused)) as saver:
+        poison(saver, "t", {"answer": touch(tmp_path / "x")})
+    out = invoke(*args, "--db", str(paused))
+    assert out.exit_code == 1, (out.stdout, out.stderr)
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1
+    assert "thread 't'" in out.stderr
+    assert "os.system, which gated-react does not revive" in out.stderr
+    assert not (tmp_path / "x").exists()

@@ -63,9 +63,14 @@ _STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool"})
 def readable(thread: str) -> Iterator[None]:
     """Reading what a thread stored: rows this version cannot decode (a damaged file, or rows
     written by another program) are one line naming the thread, exit 1; the store itself
-    failing and our own errors pass through to their handlers."""
+    failing and our own errors pass through to their handlers. A value the serializer refused
+    to revive (``gated_react.serializer``) names the thread too."""
+    from gated_react.serializer import UnsafeCheckpoint  # the store is open: LangGraph is loaded
+
     try:
         yield
+    except UnsafeCheckpoint as exc:
+        raise CliError(f"thread {thread!r}: its stored checkpoint cannot be read: {exc}") from None
     except GatedReactError:
         raise
     except Exception as exc:

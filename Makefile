@@ -8,13 +8,15 @@ CONSTRAINTS := constraints.txt
 LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation
+.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation docs docs-serve
 
 help:
 	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
 	@echo "make test   - set up and run lint, type checks and the test suite"
 	@echo "make studio - serve the graphs to LangGraph Studio (offline dev server)"
 	@echo "make bench  - run the benchmarks against create_agent and create_react_agent"
+	@echo "make docs   - build the documentation site into site/ (strict: a broken link fails)"
+	@echo "make docs-serve - serve the documentation on http://127.0.0.1:8000"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +42,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples benchmarks mutation
-	$(BIN)/ruff format --check src tests examples benchmarks mutation
+	$(BIN)/ruff check src tests examples benchmarks mutation docs/_hooks
+	$(BIN)/ruff format --check src tests examples benchmarks mutation docs/_hooks
 
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios
@@ -74,6 +76,15 @@ studio: setup
 	echo "langgraph dev on http://127.0.0.1:$$port, runs stored in $$($(BIN)/python -c '$(STORE)')"; \
 	$(OFFLINE_ENV) $(BIN)/langgraph dev --no-browser --no-reload --host 127.0.0.1 --port $$port
 
+# The documentation site, offline: no web fonts, search built in; --strict turns every warning
+# (a broken link or anchor, a missing API reference, a page left out of the nav) into a failure.
+DOCS_ENV := NO_MKDOCS_2_WARNING=1
+docs: setup
+	$(DOCS_ENV) $(BIN)/mkdocs build --strict
+
+docs-serve: setup
+	$(DOCS_ENV) $(BIN)/mkdocs serve --strict --no-livereload -a 127.0.0.1:$${DOCS_PORT:-8000}
+
 # Mutation testing (not part of CI): mutmut, one module at a time with its own fast tests
 # (mutation/modules.toml), at the lowest priority on one worker. MODULES="gate validate" narrows
 # it; results go to MUTATION.md by hand.
@@ -85,4 +96,4 @@ mutation: $(VENV)/.mutation-installed
 	nice -n 19 $(BIN)/python mutation/run.py $(MODULES)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api site

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MODULES = Path(__file__).with_name("modules.toml")
 MUTMUT = Path(sys.executable).with_name("mutmut")
-COPIED = ("src", "tests", "pyproject.toml", "README.md")  # some tests read the README
+COPIED = ("src", "tests", "pyproject.toml", "README.md", "docs")  # some tests read the docs
 # Statuses that mean a test noticed the mutant (a hang counts: the run would never pass).
 DETECTED = ("killed", "timeout", "segfault")
 

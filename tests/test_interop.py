@@ -21,6 +21,7 @@ from gated_react.state import RunResult
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from .support.docs import page, section
 from .support.helpers import REFUND_42, REFUND_GOAL
 
 RESULT = set(RunResult.model_fields)
@@ -176,11 +177,10 @@ def test_an_approval_inside_the_subgraph_pauses_the_parent_and_resumes() -> None
     assert done["reply"] == "USD 49 (checked by policy)"
 
 
-def test_the_agents_own_steps_stream_only_with_subgraphs_as_the_readme_says() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("### As a node of your own graph\n", 1)[1].split("\n### ", 1)[0]
-    section = re.sub(r"```.*?```", "", section, flags=re.DOTALL)  # prose only
-    (snippet,) = [s for s in re.findall(r"`([^`]+)`", section) if "subgraphs=True" in s]
+def test_the_agents_own_steps_stream_only_with_subgraphs_as_the_guide_says() -> None:
+    prose = section(page("guides/embedding.md"), "As a node of your own graph")
+    prose = re.sub(r"```.*?```", "", prose, flags=re.DOTALL)  # prose only
+    (snippet,) = [s for s in re.findall(r"`([^`]+)`", prose) if "subgraphs=True" in s]
     inputs = {"question": REFUND_GOAL}
     plain = _desk(_agent()).stream(inputs, {"configurable": {"thread_id": "s1"}})
     assert [next(iter(update)) for update in plain] == ["route", "refunds", "post"]

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from .support.docs import all_text
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "gated_react"
 # Folders whose modules the map describes in one line (one module per node, command, ...).
@@ -42,8 +44,8 @@ def test_the_map_names_every_module_and_nothing_else() -> None:
     assert sorted(named - existing - top - {"__init__.py", "test_layout.py"}) == []
 
 
-def test_every_root_module_is_named_by_the_readme_langgraph_json_or_the_cli() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_every_root_module_is_named_by_the_docs_langgraph_json_or_the_cli() -> None:
+    readme = all_text()
     langgraph = json.dumps(json.loads((REPO / "langgraph.json").read_text()))
     cli = "\n".join(path.read_text() for path in (PACKAGE / "cli").rglob("*.py"))
     unnamed = [

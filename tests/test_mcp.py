@@ -1,6 +1,6 @@
 """gated_react.mcp against real MCP servers (tests/support/mcp_servers.py) over stdio and
 streamable HTTP: names, one session per server, invoke and ainvoke, annotations into the policy,
-config errors, the server's environment, the example the README quotes."""
+config errors, the server's environment, the example the MCP guide quotes."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._mcp_config import tool_name
 
 from .support import mcp_servers
+from .support.docs import page, python_blocks
 from .support.mcp_servers import serve_http, stdio_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -285,10 +286,8 @@ def test_the_api_example_runs_and_the_readme_quotes_it(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert "paused: notes__delete_note {'title': 'draft'}" in lines
     assert "success: Deleted the draft; 1 note left." in lines
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("\n## MCP tools\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    blocks = python_blocks(page("guides/mcp.md"))
     assert blocks
     source = example.read_text()
     for block in blocks:
-        assert block.strip() in source, f"README block not in mcp_tools.py:\n{block}"
+        assert block.strip() in source, f"mcp.md block not in mcp_tools.py:\n{block}"

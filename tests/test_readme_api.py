@@ -1,6 +1,6 @@
-"""The README's Tools section and result table say what the code does: every import the toolkit
-table shows works and gives the tools it names, the section's code runs as written, and every
-key a trace entry can carry is documented."""
+"""The tools guide and the result table (getting started) say what the code does: every import
+the toolkit table shows works and gives the tools it names, the guide's code runs as written,
+and every key a trace entry can carry is documented."""
 
 from __future__ import annotations
 
@@ -15,16 +15,12 @@ from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools import TOOLKITS
 
-REPO = Path(__file__).resolve().parents[1]
+from .support.docs import REPO, all_text, page, python_blocks, section
+
 FILES = REPO / "src" / "gated_react" / "examples" / "files"
 SPAN = re.compile(r"`([^`]+)`")
 NAME = re.compile(r"[a-z_][a-z0-9_]*")
 CALL = re.compile(r"(\w+)\((.*)\)")
-
-
-def _section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
-    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def _table(section: str, header: str) -> list[list[str]]:
@@ -40,8 +36,8 @@ def _table(section: str, header: str) -> list[list[str]]:
 
 
 def _toolkit_rows() -> list[list[str]]:
-    rows = _table(_section("Tools"), "| toolkit | import |")
-    assert rows, "the Tools section has no toolkit table"
+    rows = _table(page("guides/tools.md"), "| toolkit | import |")
+    assert rows, "the tools guide has no toolkit table"
     return rows
 
 
@@ -95,14 +91,13 @@ def test_the_table_covers_every_toolkit() -> None:
     assert {*TOOLKITS, "search", "by name", "marker"} <= kinds
 
 
-def test_the_readme_imports_nothing_private_from_the_tools() -> None:
-    text = (REPO / "README.md").read_text()
-    assert re.findall(r"gated_react\.tools\._\w+", text) == []
+def test_the_docs_import_nothing_private_from_the_tools() -> None:
+    assert re.findall(r"gated_react\.tools\._\w+", all_text()) == []
 
 
-def test_the_tools_section_code_runs_as_written() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", _section("Tools"), flags=re.DOTALL)
-    assert blocks, "no Python in the Tools section"
+def test_the_tools_guide_code_runs_as_written() -> None:
+    blocks = python_blocks(page("guides/tools.md"))
+    assert blocks, "no Python in the tools guide"
     for block in blocks:
         scope: dict[str, Any] = {}
         exec(block, scope)
@@ -111,8 +106,8 @@ def test_the_tools_section_code_runs_as_written() -> None:
 
 
 def _documented_trace_keys() -> set[str]:
-    top = (REPO / "README.md").read_text().split("\n## The graph\n", 1)[0]
-    (row,) = [cells for cells in _table(top, "| key | meaning |") if cells[0] == "`trace`"]
+    result = section(page("getting-started.md"), "The result")
+    (row,) = [cells for cells in _table(result, "| key | meaning |") if cells[0] == "`trace`"]
     return {name for span in SPAN.findall(row[1]) for name in re.findall(r"\w+", span)}
 
 

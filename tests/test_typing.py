@@ -1,22 +1,14 @@
-"""The package is typed for its users: the README's code passes ``mypy --strict`` in an app of
-one's own against the installed package, and the results of ``run``/``resume``/``read`` are
-typed, so a misspelled key is a type error, not a ``KeyError`` in production."""
+"""The package is typed for its users: the README's and the docs' code passes ``mypy --strict``
+in an app of one's own against the installed package, and the results of ``run``, ``resume``
+and ``read`` are typed, so a misspelled key is a type error, not a ``KeyError`` in production."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _blocks(section: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
-    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
-
+from .support.docs import page, python_blocks, section
 
 TYPO = """\
 from gated_react import build_graph, read, run
@@ -31,8 +23,16 @@ print(read(graph, out["thread_id"])["usage"]["tokns"])
 
 
 def test_readme_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
-    resuming = _blocks("Resuming runs")[:3]  # one story: run, resume after a crash, approval
-    files = {"use_it.py": _blocks("Use it")[0], "resuming.py": "\n".join(resuming), "typo.py": TYPO}
+    first_run = python_blocks(section(page("getting-started.md"), "First run in Python"))[0]
+    # one story: run, resume after a crash (resuming.md), then approval (approvals.md)
+    resuming = python_blocks(page("guides/resuming.md"))[:2]
+    resuming.append(python_blocks(page("guides/approvals.md"))[0])
+    files = {
+        "readme.py": python_blocks(page("README.md"))[0],
+        "first_run.py": first_run,
+        "resuming.py": "\n".join(resuming),
+        "typo.py": TYPO,
+    }
     for name, code in files.items():
         (tmp_path / name).write_text(code)
     mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files]
@@ -46,4 +46,4 @@ def test_readme_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Pa
 
 
 def test_the_package_says_it_is_typed() -> None:
-    assert (REPO / "src" / "gated_react" / "py.typed").is_file()
+    assert (Path(__file__).resolve().parents[1] / "src" / "gated_react" / "py.typed").is_file()

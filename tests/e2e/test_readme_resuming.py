@@ -1,24 +1,16 @@
-"""The README's "Resuming runs" examples run as written (with a scripted model for ChatOpenAI)."""
+"""The resuming and approval guides' examples run as written (a scripted model for ChatOpenAI)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import langchain_openai
 import pytest
 
+from ..support.docs import page, python_blocks
 from ..support.helpers import REFUND_42
 from ..support.scenarios import by_progress
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def section_code(title: str) -> list[str]:
-    text = README.read_text()
-    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
 
 
 def test_the_crash_resume_and_approval_examples_run(
@@ -26,7 +18,8 @@ def test_the_crash_resume_and_approval_examples_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(langchain_openai, "ChatOpenAI", lambda **_: by_progress(REFUND_42))
-    start, after_crash, approval, *_ = section_code("Resuming runs")
+    start, after_crash, *_ = python_blocks(page("guides/resuming.md"))
+    approval, *_ = python_blocks(page("guides/approvals.md"))
     scope: dict[str, Any] = {}
     exec(start, scope)
     exec(after_crash, scope)

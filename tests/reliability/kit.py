@@ -25,7 +25,7 @@ from gated_react.tools.sql import sql_tools
 from gated_react.tools.support import SUPPORT_TOOLS
 from gated_react.tools.workspace import workspace_tools
 
-# The README's documented `<why>` codes of invalid_action and `<kind>` codes of llm_error.
+# The `<why>` codes of invalid_action and `<kind>` codes of llm_error that the docs list.
 WHYS = frozenset(
     {
         "bad_json",
@@ -185,7 +185,7 @@ UNKNOWN = ("delete_account_now", "transfer_funds", "shell", "42", "GET_USER_PROF
 
 
 def check_stop_reason(stop_reason: str, registered: frozenset[str] = frozenset()) -> None:
-    """The reason is documented: a StopReason, with a detail exactly where the README has one."""
+    """The reason is documented: a StopReason, with a detail exactly where the docs give one."""
     reason, detail = parse_stop_reason(stop_reason)  # ValueError for anything undocumented
     if reason in _NO_DETAIL:
         assert detail is None, stop_reason

@@ -1,8 +1,8 @@
 """Figures the reliability suite collects while it runs; the conftest prints them at the end.
 
 ``COUNTS`` holds what was checked (fuzz cases, runs, tool executions); ``SERIES`` holds
-measurements worth reading in order (the soak's RSS, the 1 MB parse times). The README's
-"Guarantees" section quotes the figures from the last full run.
+measurements worth reading in order (the soak's RSS, the 1 MB parse times). docs/guarantees.md
+quotes the figures from the last full run.
 """
 
 from __future__ import annotations

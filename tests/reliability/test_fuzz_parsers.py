@@ -142,7 +142,7 @@ def test_tools_protocol_on_raw_calls(calls: list[dict[str, Any]]) -> None:
 
 
 def expected(candidate: Any) -> str | None:
-    """The contract as the README states it, written out independently: the why, or None."""
+    """The contract as the docs state it, written out independently: the why, or None."""
     if not isinstance(candidate, dict):
         return "not_object"
     kind = candidate.get("kind")

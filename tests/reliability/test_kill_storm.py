@@ -4,7 +4,7 @@ zero steps duplicated (history and trace equal an uninterrupted run's), zero non
 repeated (counted in a ledger file the tools write). On SQLite and Postgres.
 
 ``GATED_REACT_KILL_RUNS`` sets the runs per store (CI's default keeps it short; the figures in the
-README come from 100), ``GATED_REACT_KILL_SEED`` the seed."""
+docs/guarantees.md come from 100), ``GATED_REACT_KILL_SEED`` the seed."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ...support.docs import page
 from ...support.openai_server import FakeOpenAI, Status, reply, tool_call
 from ..conftest import REFUND, invoke
 
@@ -190,7 +191,7 @@ def test_db_flag_and_env_choose_the_store(
 
 
 def _readme_json_sample() -> dict[str, object]:
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    readme = page("reference/cli.md")
     command = "--toolkit calculator --thread year --json\n"
     start = readme.index(command) + len(command)
     return json.loads(readme[start : readme.index("\n$ echo", start)])  # type: ignore[no-any-return]
@@ -205,7 +206,7 @@ def _shape(value: object) -> object:
     return type(value).__name__
 
 
-def test_the_readme_json_sample_is_real_output(server: FakeOpenAI) -> None:
+def test_the_cli_reference_json_sample_is_real_output(server: FakeOpenAI) -> None:
     sample = _readme_json_sample()
     server.push(tool_call("calculate", expression="49 * 12"), reply("588"))
     args = ("--toolkit", "calculator", "--thread", "year", "--json")

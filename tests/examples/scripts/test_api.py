@@ -1,19 +1,20 @@
 """Every API example in examples/api runs (offline ones here; studio_client.py against a real dev
-server in tests/test_studio_server.py), and every Python block of the README sections that
-point at them is an excerpt of one of them."""
+server in tests/test_studio_server.py), and every Python block of the guides that point at them
+is an excerpt of one of them."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from ...support.docs import page, python_blocks
+
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "api"
-SECTIONS = ("## Use inside your app", "## Debug in LangGraph Studio")
+PAGES = ("guides/embedding.md", "guides/chat.md", "guides/studio.md")
 EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
@@ -63,22 +64,14 @@ def test_example_runs_offline(name: str, tmp_path: Path) -> None:
         assert expected in lines, f"{name}: {expected!r} not in {lines}"
 
 
-def _python_blocks(section: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
-    start = text.index(section + "\n")
-    end = text.find("\n## ", start + len(section))
-    body = text[start : end if end != -1 else len(text)]
-    return re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
-
-
 def _lines(code: str) -> list[str]:
     return [line.strip() for line in code.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("section", SECTIONS)
-def test_readme_code_is_taken_from_the_examples(section: str) -> None:
-    blocks = _python_blocks(section)
-    assert blocks, f"no Python in {section}"
+@pytest.mark.parametrize("name", PAGES)
+def test_guide_code_is_taken_from_the_examples(name: str) -> None:
+    blocks = python_blocks(page(name))
+    assert blocks, f"no Python in {name}"
     sources = [_lines(path.read_text()) for path in EXAMPLES.glob("*.py")]
     for block in blocks:
         wanted = _lines(block)
@@ -86,4 +79,4 @@ def test_readme_code_is_taken_from_the_examples(section: str) -> None:
             source[i : i + len(wanted)] == wanted
             for source in sources
             for i in range(len(source) - len(wanted) + 1)
-        ), f"README block not found verbatim in examples/api:\n{block}"
+        ), f"{name} block not found verbatim in examples/api:\n{block}"

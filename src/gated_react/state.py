@@ -151,7 +151,11 @@ class Usage(_Strict):
     per_tool: dict[str, int] = Field(default_factory=dict)
     """The same, per tool name."""
     tokens: int = 0
-    """Model tokens spent (reported by the model, else estimated); ``max_tokens`` counts these."""
+    """Model tokens spent (reported by the model, else estimated); ``max_tokens`` counts these.
+    A reported count is used only if it is a non-negative integer (capped at 10**15)."""
+    estimated_tokens: int = 0
+    """Of ``tokens``, those estimated because a reply reported no usable total (none, zero,
+    negative or not an integer): how much of ``tokens`` is a guess."""
     cached_tokens: int = 0
     """Of the input tokens, those the provider reported as read from its prompt cache
     (``input_token_details.cache_read``): billed at a fraction of the price; counted in
@@ -293,6 +297,7 @@ class UsageDict(TypedDict):
     tool_calls: int
     per_tool: dict[str, int]
     tokens: int
+    estimated_tokens: int
     cached_tokens: int
     input_tokens: int
     output_tokens: int

@@ -125,14 +125,18 @@ def decided(
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used, priced."""
     usage = spent(state, started)
-    usage.tokens += _tokens(messages, message)
     reported = reported_tokens(message)
+    tokens, estimated = _tokens(messages, message, reported)
+    usage.tokens = _added(usage.tokens, tokens)
+    if estimated:
+        usage.estimated_tokens = _added(usage.estimated_tokens, tokens)
     if reported is None:  # an estimate counts for max_tokens, never for money
-        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} reported no tokens"
+        why = "reported no usable token counts"
+        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {why}"
     else:
-        usage.cached_tokens += reported.cached
-        usage.input_tokens += reported.input
-        usage.output_tokens += reported.output
+        usage.cached_tokens = _added(usage.cached_tokens, reported.cached)
+        usage.input_tokens = _added(usage.input_tokens, reported.input)
+        usage.output_tokens = _added(usage.output_tokens, reported.output)
         usage.cost = add_cost(usage.cost, deps.pricer.cost(reported))
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
     return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
@@ -165,23 +169,50 @@ def failed(
     return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
 
 
+TOKEN_CAP = 10**15
+"""The most one token count holds. A larger report is capped here, not refused, so it still
+ends a run under ``max_tokens``; no store holds more than 64 bits, JSON clients 53 exactly."""
+
+
+def reported_count(value: Any) -> int | None:
+    """A count as a provider reported it, if it is one: a non-negative integer, capped at
+    ``TOKEN_CAP``; None for anything else (missing, negative, a float, a string, a bool), which
+    must never lower what a run has spent."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return min(value, TOKEN_CAP)
+
+
+def _added(total: int, more: int) -> int:
+    return min(total + more, TOKEN_CAP)
+
+
 def reported_tokens(message: BaseMessage) -> Tokens | None:
     """Input (cached among them) and output tokens, as the provider reported them; None when
-    it reported none."""
+    it reported none, or a count that is not one (the reply is then unpriced, never cheap)."""
     reported = message.usage_metadata if isinstance(message, AIMessage) else None
     if not reported:
         return None
     details = reported.get("input_token_details") or {}
-    return Tokens(
-        input=int(reported.get("input_tokens") or 0),
-        cached=int(details.get("cache_read") or 0),
-        output=int(reported.get("output_tokens") or 0),
+    cached = reported_count(details.get("cache_read", 0)) if isinstance(details, Mapping) else None
+    found = (
+        reported_count(reported.get("input_tokens")),
+        reported_count(reported.get("output_tokens")),
     )
+    if cached is None or found[0] is None or found[1] is None:
+        return None
+    return Tokens(input=found[0], cached=min(cached, found[0]), output=found[1])
 
 
-def _tokens(messages: list[BaseMessage], message: BaseMessage) -> int:
-    """Tokens the model reported; an estimate when it reports none, so max_tokens still binds."""
-    reported = message.usage_metadata if isinstance(message, AIMessage) else None
-    if reported and reported.get("total_tokens"):
-        return int(reported["total_tokens"])
-    return count_tokens_approximately([*messages, message])
+def _tokens(
+    messages: list[BaseMessage], message: BaseMessage, reported: Tokens | None
+) -> tuple[int, bool]:
+    """The reply's tokens and whether they are an estimate: the reported total (never less
+    than its input and output), else an estimate, so ``max_tokens`` binds whatever the reply
+    says about itself."""
+    usage = message.usage_metadata if isinstance(message, AIMessage) else None
+    total = reported_count(usage.get("total_tokens")) if usage else None
+    if total:
+        parts = reported.input + reported.output if reported is not None else 0
+        return max(total, min(parts, TOKEN_CAP)), False
+    return count_tokens_approximately([*messages, message]), True

@@ -1,0 +1,120 @@
+"""What a reply reports about its own usage cannot break budgets or runs: a count that is not a
+non-negative integer is ignored and estimated (and the figures say so), a huge one is capped,
+and none ever lowers what the run has spent."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from gated_react import Budget, Policy, build_graph, open_checkpointer
+from gated_react.nodes.decide import TOKEN_CAP, decide
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.helpers import deps, state
+
+GOOD = {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
+
+
+def _reply(usage: dict[str, Any], tool: bool = True) -> AIMessage:
+    """A reply carrying ``usage`` as its usage_metadata, whatever its types (set after
+    construction, as a model class that skips validation would hand it over)."""
+    calls = [{"name": "get_user_profile", "args": {"user_id": 42}, "id": uuid.uuid4().hex}]
+    message = AIMessage("" if tool else "done", tool_calls=calls if tool else [])
+    message.usage_metadata = usage  # type: ignore[assignment]
+    return message
+
+
+def _decided(message: AIMessage) -> dict[str, Any]:
+    parts = deps([lambda _: message])
+    object.__setattr__(parts, "bound", GenericFakeChatModel(messages=iter([message])))
+    return decide(state(), {}, deps=parts)["usage"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "total",
+    [-(10**9), -1, 0, None, "12", 12.5, True, [3]],
+    ids=["-1e9", "-1", "0", "missing", "str", "float", "bool", "list"],
+)
+def test_a_total_that_is_no_count_is_estimated_and_said_so(total: Any) -> None:
+    usage = {**GOOD} if total is None else {**GOOD, "total_tokens": total}
+    if total is None:
+        del usage["total_tokens"]
+    spent = _decided(_reply(usage))
+    assert spent["tokens"] > 0
+    assert spent["estimated_tokens"] == spent["tokens"]
+
+
+@pytest.mark.parametrize(
+    "field", ["input_tokens", "output_tokens", "cache_read"], ids=lambda f: f"negative {f}"
+)
+def test_a_bad_input_or_output_count_never_lowers_counts_or_cost(field: str) -> None:
+    usage: dict[str, Any] = {**GOOD, "input_token_details": {"cache_read": 2}}
+    if field == "cache_read":
+        usage["input_token_details"] = {"cache_read": -(10**9)}
+    else:
+        usage[field] = -(10**9)
+    spent = _decided(_reply(usage))
+    assert (spent["input_tokens"], spent["output_tokens"], spent["cached_tokens"]) == (0, 0, 0)
+    assert spent["cost"] is None
+    assert "reported no usable token counts" in spent["unpriced"]
+    assert spent["tokens"] == 10  # the total itself was a count
+
+
+def test_a_total_below_its_parts_counts_the_parts_and_cached_cannot_exceed_input() -> None:
+    usage = {
+        "input_tokens": 500,
+        "output_tokens": 20,
+        "total_tokens": 1,
+        "input_token_details": {"cache_read": 9000},
+    }
+    spent = _decided(_reply(usage))
+    assert (spent["tokens"], spent["estimated_tokens"]) == (520, 0)
+    assert spent["cached_tokens"] == 500
+
+
+def test_an_honest_report_is_used_as_it_is() -> None:
+    spent = _decided(_reply(GOOD))
+    assert (spent["tokens"], spent["estimated_tokens"], spent["input_tokens"]) == (10, 0, 7)
+
+
+def _graph(replies: Any, checkpointer: Any = None, **budget: Any) -> Any:
+    policy = Policy(
+        budget=Budget(max_steps=100, max_tool_calls=100, **budget), loop_detection="off"
+    )
+    model = GenericFakeChatModel(messages=replies)
+    return build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=checkpointer)
+
+
+def test_negative_totals_no_longer_run_past_max_tokens() -> None:
+    """The issue's run: -10**9 per reply under max_tokens=300 made 25 calls and ended success
+    with tokens = -999998010."""
+    lying = {"input_tokens": 5, "output_tokens": 5, "total_tokens": -(10**9)}
+    replies = itertools.cycle([_reply(lying)])
+    out = _graph(replies, max_tokens=300).invoke({"goal": "refund?"})
+    assert out["stop_reason"] == "max_tokens"
+    assert out["usage"]["tokens"] >= 300
+    assert out["usage"]["estimated_tokens"] == out["usage"]["tokens"]
+    assert len(out["history"]) < 25
+
+
+@pytest.mark.parametrize("max_tokens", [300, None])
+def test_an_absurd_total_ends_with_a_stop_reason_not_an_exception(
+    tmp_path: Path, max_tokens: int | None
+) -> None:
+    """10**30 made the serializer raise ``Integer exceeds 64-bit range`` from invoke."""
+    huge = {"input_tokens": 10**30, "output_tokens": 10**30, "total_tokens": 10**30}
+    replies = iter([_reply(huge), _reply(huge), _reply(huge, tool=False)])
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        graph = _graph(replies, saver, max_tokens=max_tokens)
+        out = graph.invoke({"goal": "refund?"}, {"configurable": {"thread_id": "t"}})
+        stored = graph.get_state({"configurable": {"thread_id": "t"}}).values["usage"]
+    assert out["stop_reason"] == ("max_tokens" if max_tokens else "success")
+    assert out["usage"]["tokens"] == stored["tokens"] == TOKEN_CAP
+    assert out["usage"]["input_tokens"] == TOKEN_CAP

@@ -40,6 +40,9 @@ NAMES = {
     "crash",
     "big",
     "whoami",
+    "transfer",
+    "ledger",
+    "spawn",
 }
 
 

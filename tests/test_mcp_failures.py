@@ -19,18 +19,14 @@ from gated_react import Policy, build_graph
 from gated_react.mcp import MCPError, MCPTools, load_tools
 from gated_react.testing import ScriptedChatModel, call
 
-from .support.mcp_servers import alive, serve_http, stdio_config
+from .support.mcp_servers import alive, ends, own_tools, serve_http, stdio_config
 
 
 @pytest.fixture(params=["stdio", "http"])
-def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[MCPTools, str]]:
-    """Tools of a server of their own (some tests end it), and its prefix."""
-    if request.param == "stdio":
-        with load_tools(stdio_config()) as tools:
-            yield tools, "notes"
-    else:
-        with serve_http() as server, load_tools(server.config()) as tools:
-            yield tools, "web"
+def fresh(request: pytest.FixtureRequest) -> Iterator[tuple[MCPTools, str]]:
+    """Tools of a server of their own, and their prefix."""
+    with own_tools(request.param) as tools:
+        yield tools, tools[0].server
 
 
 def run_graph(tools: MCPTools, replies: list[Any], mode: str = "invoke", **policy: Any) -> Any:
@@ -60,6 +56,15 @@ def test_an_oversized_result_is_refused(fresh: tuple[MCPTools, str]) -> None:
     assert "characters, more than max_result_chars 1,000,000" in out["message"]
     small = run_graph(tools, [call(f"{prefix}__big", size=10), "ten"])
     assert small["history"][0]["observation"] == {"result": "x" * 10}
+
+
+def test_a_result_is_counted_once_against_max_result_chars(fresh: tuple[MCPTools, str]) -> None:
+    tools, prefix = fresh  # the server sends it twice: as text and as structured content
+    big = next(tool for tool in tools if tool.name == f"{prefix}__big")
+    assert big.invoke({"size": 600_000}) == {"result": "x" * 600_000}
+    big.max_result_chars = 600_013
+    with pytest.raises(MCPError, match=r"replied with 600,014 characters, more than max_res"):
+        big.invoke({"size": 600_000})
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
@@ -161,6 +166,40 @@ def test_no_stdio_server_outlives_closing_even_mid_call(tmp_path: Path) -> None:
     assert not alive(pid)
     with pytest.raises(MCPError, match="mcp server 'notes' was closed; load the tools again"):
         tools[0].invoke({})
+
+
+def test_a_child_of_a_server_that_failed_to_start_is_stopped(tmp_path: Path) -> None:
+    child = tmp_path / "child"
+    with pytest.raises(MCPError, match="failed to start"):
+        load_tools(stdio_config("--child", str(child), "--broken"))
+    assert ends(int(child.read_text()))
+
+
+def test_a_child_of_a_server_that_never_answered_is_stopped(tmp_path: Path) -> None:
+    child = tmp_path / "child"
+    with pytest.raises(MCPError, match="did not answer within 1 s"):
+        load_tools(stdio_config("--child", str(child), "--mute"), startup_timeout=1)
+    assert ends(int(child.read_text()))
+
+
+def test_a_tools_child_process_ends_with_its_server_on_close() -> None:
+    tools = load_tools(stdio_config())
+    try:
+        spawn = next(tool for tool in tools if tool.name == "notes__spawn")
+        pid = spawn.invoke({})["result"]
+        assert alive(pid)
+    finally:
+        tools.close()  # the server exits at the end of its input; the child is in its group
+    assert ends(pid)
+
+
+def test_a_tools_child_process_ends_when_its_server_crashes() -> None:
+    with load_tools(stdio_config()) as tools:
+        named = {tool.name: tool for tool in tools}
+        pid = named["notes__spawn"].invoke({})["result"]
+        with pytest.raises(MCPError, match="stopped"):
+            named["notes__crash"].invoke({})
+        assert ends(pid)
 
 
 def test_servers_nobody_closed_stop_when_the_program_exits(tmp_path: Path) -> None:

@@ -92,5 +92,9 @@ def validation_line(
 
 
 def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
+    return shorten(repr(value), limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters ending in ``...`` when it is longer."""
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -85,7 +85,12 @@ class MCPTool(BaseTool):
         of the server's env and headers are masked wherever they appear."""
         parts = [_part(block) for block in _blocks(message.content)]
         structured = (message.artifact or {}).get("structured_content")
-        size = sum(len(part) for part in parts) + len(json.dumps(structured, default=str))
+        # What is passed on is counted, once: a server that sends structured content usually
+        # sends its JSON as text too, and only one of them is kept.
+        if structured is not None:
+            size = len(json.dumps(structured, default=str))
+        else:
+            size = sum(len(part) for part in parts)
         if size > self.max_result_chars:
             raise MCPError(
                 f"{self.name} replied with {size:,} characters, more than max_result_chars "

@@ -8,11 +8,13 @@ import textwrap
 import time
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
+from gated_react._engine import tool_runner
 from gated_react._engine.tool_runner import ainvoke, backoff, invoke, to_observation
 
 
@@ -125,3 +127,56 @@ def test_an_idle_worker_keeps_nothing_of_the_call_it_ran(mode: str) -> None:
             break
         time.sleep(0.05)
     assert gone() is None, "an idle tool thread still holds the last call's config"
+
+
+AMOUNT = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "args", "says"),
+    [
+        (AMOUNT, {"amount": 5}, None),
+        (AMOUNT, {"amount": 5, "to": "x"}, "unknown arguments ['to']; pay takes ['amount']"),
+        ({**AMOUNT, "additionalProperties": True}, {"amount": 5, "to": "x"}, None),
+        (
+            {**AMOUNT, "additionalProperties": {"type": "integer"}},
+            {"amount": 5, "to": "x"},
+            "invalid arguments for pay: to: 'x' is not of type 'integer'",
+        ),
+        ({**AMOUNT, "patternProperties": {"^x_": {}}}, {"amount": 1, "x_a": 2}, None),
+        (
+            AMOUNT,
+            {"amount": "y" * 5000},
+            "invalid arguments for pay: amount: '" + "y" * 196 + "...",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"to": {"$ref": "#/$defs/Account"}},
+                "$defs": {"Account": {"type": "object", "properties": {"id": {"type": "string"}}}},
+            },
+            {"to": {"id": 7}},
+            "invalid arguments for pay: to.id: 7 is not of type 'string'",
+        ),
+        (
+            {"type": "object", "properties": {"amount": {"type": "nope"}}},
+            {"amount": 1},
+            "cannot check the arguments of pay: its schema is invalid: 'nope' is not valid",
+        ),
+        (
+            {"type": "object", "properties": {"to": {"$ref": "https://example.invalid/s"}}},
+            {"to": 1},
+            "cannot check the arguments of pay: its schema is invalid: ",
+        ),
+    ],
+)
+def test_json_schema_arguments_are_checked_by_jsonschema(
+    schema: dict[str, Any], args: dict[str, Any], says: str | None
+) -> None:
+    found = tool_runner.check_json_args("pay", schema, args)
+    if says is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found.startswith(says)
+        assert len(found) < 400

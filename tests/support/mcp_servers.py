@@ -3,8 +3,10 @@
 Run as a script: ``python mcp_servers.py stdio|http [--port P] [--pid-file F] [--broken|--mute]
 [--name NAME]``. The ``notes`` server keeps notes in memory (so a test can tell one session
 from a session per call) and has a tool for each way a server fails: an error, a hang
-(``hang`` awaits, ``block`` holds the whole process), a crash and an oversized result.
-``--broken`` exits before it serves, ``--mute`` never answers. ``serve_http()`` runs one on
+(``hang`` awaits, ``block`` holds the whole process), a crash and an oversized result; a
+``transfer`` whose ledger shows what reached the server, and ``spawn``, a child process in the
+server's process group. ``--broken`` exits before it serves, ``--mute`` never answers,
+``--child F`` starts a child first and writes its pid to F. ``serve_http()`` runs one on
 127.0.0.1 at a free port for a test and stops it after.
 
 Only this file's ``__main__`` imports the MCP server library, so importing the helpers here
@@ -84,6 +86,20 @@ def serve_http(*flags: str) -> Iterator[HttpServer]:
         server.stop()
 
 
+@contextlib.contextmanager
+def own_tools(transport: str) -> Iterator[Any]:
+    """The tools of a notes server of their own, over ``transport`` (stdio or http): a test
+    may end it or fill its ledger."""
+    from gated_react.mcp import load_tools
+
+    if transport == "stdio":
+        with load_tools(stdio_config()) as tools:
+            yield tools
+    else:
+        with serve_http() as server, load_tools(server.config()) as tools:
+            yield tools
+
+
 def alive(pid: int) -> bool:
     """Whether a process with this id still runs (a zombie counts as gone)."""
     try:
@@ -91,6 +107,20 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+def ends(pid: int, within: float = 60.0) -> bool:
+    """Whether the process ends within ``within`` seconds (a killed process takes a moment to
+    be gone, longer on a loaded machine); one still running then is killed, so that a failed
+    test leaves nothing behind."""
+    end = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > end:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+            return False
+        time.sleep(0.05)
+    return True
 
 
 NOTES: dict[str, str] = {}
@@ -160,6 +190,36 @@ def big(size: int) -> str:
     return "x" * size
 
 
+LEDGER: list[int] = []
+"""The amounts ``transfer`` was called with."""
+CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
+def transfer(amount: int) -> str:
+    """Send ``amount`` (a call with consequences: what arrives is in the ledger)."""
+    LEDGER.append(amount)
+    return f"sent {amount}"
+
+
+def ledger() -> dict[str, list[int]]:
+    """Every amount sent so far."""
+    return {"sent": list(LEDGER)}
+
+
+def spawn() -> int:
+    """Start a child that sleeps, in the server's process group (no setsid); its pid."""
+    return _child()
+
+
+def _child() -> int:
+    sleeper = [sys.executable, "-c", "import time; time.sleep(3600)"]
+    child = subprocess.Popen(
+        sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    CHILDREN.append(child)
+    return child.pid
+
+
 def whoami() -> dict[str, Any]:
     """The server's process id and environment names."""
     return {"pid": os.getpid(), "env": sorted(os.environ)}
@@ -171,12 +231,13 @@ def _server(name: str) -> Any:
 
     read_only = ToolAnnotations(readOnlyHint=True)
     app = FastMCP(name, log_level="ERROR")
-    for tool in (read_note, list_notes, hang, block, crash, big, whoami):
+    for tool in (read_note, list_notes, hang, block, crash, big, whoami, ledger, spawn):
         app.add_tool(tool, annotations=read_only)
     app.add_tool(add_note, annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
     app.add_tool(
         delete_note, annotations=ToolAnnotations(destructiveHint=True, idempotentHint=True)
     )
+    app.add_tool(transfer, annotations=ToolAnnotations(destructiveHint=False))
     app.add_tool(shout)
     app.add_tool(word_count, name="word.count", annotations=ToolAnnotations(idempotentHint=True))
     return app
@@ -190,10 +251,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--name", default="notes")
     parser.add_argument("--broken", action="store_true")
     parser.add_argument("--mute", action="store_true")
+    parser.add_argument("--child")
     args = parser.parse_args(argv)
     if args.pid_file:
         with open(args.pid_file, "a") as out:
             out.write(json.dumps(os.getpid()) + "\n")
+    if args.child:
+        Path(args.child).write_text(str(_child()))
     if args.broken:
         token = os.environ.get("NOTES_TOKEN", "none")
         sys.exit(f"RuntimeError: the notes database is locked (token {token})")

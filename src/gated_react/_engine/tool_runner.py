@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import random
 import time
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from gated_react._engine.deadline import DeadlinePassed, acall_within, await_within, call_within
 from gated_react._engine.storable import Unstorable, clean_text, plain
-from gated_react.errors import GatedReactError, validation_line
+from gated_react.errors import GatedReactError, exception_line, shorten, validation_line
 
 KEY_PARAM = "idempotency_key"
 
@@ -44,18 +45,19 @@ def _contained(exc: BaseException, tool: BaseTool) -> BaseException:
 def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
     """Why ``args`` do not fit the tool's schema (unknown keys included), or None when they do.
 
-    The model-facing schema names the allowed keys; the full argument model (with its field
-    validators) checks the values, except for injected arguments the model never supplies.
+    A pydantic schema: the model-facing schema names the allowed keys; the full argument model
+    (with its field validators) checks the values, except for injected arguments the model
+    never supplies. A JSON schema (MCP servers give one): ``check_json_args``.
     """
     visible = tool.tool_call_schema
+    if isinstance(visible, dict):
+        return check_json_args(tool.name, visible, args)
     if not (isinstance(visible, type) and issubclass(visible, BaseModel)):
-        required = visible.get("required", []) if isinstance(visible, dict) else []
-        missing = [name for name in required if name not in args]
-        return f"missing arguments {missing[:5]} for {tool.name}" if missing else None
+        return None
     known = set(visible.model_fields)
     unknown = sorted(set(args) - known)
     if unknown:
-        return f"unknown arguments {unknown[:5]}; {tool.name} takes {sorted(known)}"
+        return _unknown(tool.name, unknown, known)
     full = tool.args_schema if isinstance(tool.args_schema, type) else visible
     try:
         full.model_validate(args)  # type: ignore[union-attr]
@@ -67,6 +69,42 @@ def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
             problems = validation_line(errors, root="args", limit=3)
             return f"invalid arguments for {tool.name}: {problems}"
     return None
+
+
+def check_json_args(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the JSON schema of tool ``name``, or None, by ``jsonschema``.
+
+    Keys the schema does not name are refused, as they are for every other tool, unless the
+    schema itself says which other keys it takes (``additionalProperties`` or
+    ``patternProperties``): JSON Schema's own default would let them through to the server.
+    A schema that cannot be checked refuses every call.
+    """
+    known = set(schema.get("properties") or {})
+    if not {"additionalProperties", "patternProperties"} & set(schema):
+        unknown = sorted(set(args) - known)
+        if unknown:
+            return _unknown(name, unknown, known)
+    try:
+        import jsonschema
+
+        validator = jsonschema.validators.validator_for(schema)
+        validator.check_schema(schema)
+        errors = list(itertools.islice(validator(schema).iter_errors(args), 3))
+    except ImportError:
+        return f"cannot check the arguments of {name}: pip install 'gated-react[mcp]'"
+    except Exception as exc:  # a schema that is not one, or a $ref that resolves nowhere
+        why = shorten(exception_line(exc, first_only=True), 200)
+        return f"cannot check the arguments of {name}: its schema is invalid: {why}"
+    problems = [
+        {"loc": tuple(error.absolute_path), "msg": shorten(error.message, 200)} for error in errors
+    ]
+    if problems:
+        return f"invalid arguments for {name}: {validation_line(problems, root='args')}"
+    return None
+
+
+def _unknown(name: str, unknown: list[str], known: set[str]) -> str:
+    return f"unknown arguments {unknown[:5]}; {name} takes {sorted(known)}"
 
 
 def accepts_key(tool: BaseTool) -> bool:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 from collections.abc import AsyncIterator
-from typing import IO, Any, TextIO, cast
+from typing import IO, Any
 
 import httpx
 
 from gated_react.errors import exception_line, one_line
 from gated_react.tools._mcp_config import ServerSpec
+
+STOP_SECONDS = 2.0
+"""How long a stdio server gets to exit at the end of its input, and again after SIGTERM."""
 
 
 @contextlib.asynccontextmanager
@@ -23,14 +27,7 @@ async def connect(
     server writes its stderr to ``errlog``: never onto the user's terminal."""
     lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     if spec.stdio is not None and errlog is not None:
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
-        stdio = spec.stdio
-        params = StdioServerParameters(
-            command=stdio.command, args=stdio.args, env=stdio.env, cwd=stdio.cwd
-        )
-        async with stdio_client(params, errlog=cast(TextIO, errlog)) as (read, write):
+        async with _stdio(spec.stdio, errlog) as (read, write):
             yield read, write, lost
     elif spec.http is not None:
         from mcp.client.streamable_http import streamable_http_client
@@ -38,6 +35,92 @@ async def connect(
         client = _watched_client(spec.http.headers, lost)
         async with client, streamable_http_client(spec.http.url, http_client=client) as streams:
             yield streams[0], streams[1], lost
+
+
+@contextlib.asynccontextmanager
+async def _stdio(stdio: Any, errlog: IO[str]) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport (the server in a session of its own, MCP's shutdown: end of
+    input, then SIGTERM, then SIGKILL), except that the server's whole process group is killed
+    on every way out. A server that exits at the end of its input, as it should, or that fails
+    before its session starts, would otherwise leave the children it started running."""
+    import anyio
+    from mcp.client.stdio import get_default_environment
+
+    env = get_default_environment() | (stdio.env or {})
+    process = await anyio.open_process(
+        [stdio.command, *stdio.args],
+        env=env,
+        stderr=errlog,
+        cwd=stdio.cwd,
+        start_new_session=True,  # its own process group, whose id is its pid
+    )
+    try:
+        async with process, anyio.create_task_group() as tasks:
+            got, read = anyio.create_memory_object_stream[Any](0)
+            write, sent = anyio.create_memory_object_stream[Any](0)
+            tasks.start_soon(_read_messages, process.stdout, got)
+            tasks.start_soon(_write_messages, process.stdin, sent)
+            try:
+                yield read, write
+            finally:
+                await _stop(process)
+                await read.aclose()
+                await write.aclose()
+    finally:
+        signal_group(process.pid, signal.SIGKILL)
+
+
+async def _read_messages(stdout: Any, sink: Any) -> None:
+    """The server's output as session messages, one per line; a line that is not JSON-RPC is
+    passed on as its error, which the session skips (as the SDK does)."""
+    import anyio
+    from anyio.streams.text import TextReceiveStream
+    from mcp import types
+    from mcp.shared.message import SessionMessage
+
+    async with sink:
+        pending = ""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async for chunk in TextReceiveStream(stdout, errors="replace"):
+                *lines, pending = (pending + chunk).split("\n")
+                for line in lines:
+                    item: Any
+                    try:
+                        item = SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+                    except ValueError as exc:
+                        item = exc
+                    await sink.send(item)
+
+
+async def _write_messages(stdin: Any, source: Any) -> None:
+    import anyio
+
+    async with source:
+        with contextlib.suppress(anyio.ClosedResourceError):
+            async for message in source:
+                line = message.message.model_dump_json(by_alias=True, exclude_none=True)
+                await stdin.send((line + "\n").encode())
+
+
+async def _stop(process: Any) -> None:
+    """MCP's stdio shutdown: close the server's input and give it time to exit, then SIGTERM
+    (to its group), more time; the caller's SIGKILL ends whatever is left."""
+    import anyio
+
+    with contextlib.suppress(Exception):
+        await process.stdin.aclose()
+    for then in (signal.SIGTERM, None):
+        with anyio.move_on_after(STOP_SECONDS):
+            await process.wait()
+            return
+        if then is not None:
+            signal_group(process.pid, then)
+
+
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group ``pid`` leads, if any of it is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 async def relay(source: Any, sink: Any, *, fatal: bool) -> None:

@@ -140,7 +140,8 @@ def test_every_stop_reason_ends_a_real_run(
     ("protocol", "reply", "why"),
     [
         ("json", "not json at all", "bad_json"),
-        ("json", "[1, 2]", "not_object"),
+        ("json", '"a string"', "not_object"),
+        ("json", "[1, 2]", "multiple_actions"),
         ("json", '{"kind": "maybe"}', "bad_kind"),
         ("json", '{"kind": "final", "answer": "x", "confidence": 1}', "extra_keys"),
         ("json", '{"kind": "final", "answer": " "}', "missing_answer"),

@@ -5,6 +5,7 @@ with its own key; observe records each; a crash mid-batch repeats no side effect
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import REFUND_GOAL, deps, state
+from ..support.helpers import run as scripted_run
 from ..support.scenarios import append_line, lines, record_line
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
@@ -214,3 +216,33 @@ def test_a_crash_in_the_middle_of_a_batch_repeats_no_side_effect(tmp_path: Path)
     out = resume(graph, "t")
     assert out["stop_reason"] == "tool_outcome_unknown:pay_and_crash"
     assert lines(Path(file)).count("paid") == 1
+
+
+_TWO_REPLIES = {
+    "tools": _reply(PROFILE, BILLING),
+    "json": {"text": json.dumps([{"kind": "tool", **PROFILE}, {"kind": "tool", **BILLING}])},
+    "text": {
+        "text": 'Thought: both\nAction: get_user_profile\nAction Input: {"user_id": 42}\n'
+        'Action: get_user_billing\nAction Input: {"user_id": 42}'
+    },
+}
+
+
+@pytest.mark.parametrize("protocol", list(_TWO_REPLIES))
+def test_more_calls_than_allowed_is_multiple_actions_in_every_protocol(protocol: str) -> None:
+    """A JSON list of two actions once ran both under the default max_parallel_calls=1."""
+    reply = _TWO_REPLIES[protocol]
+    over = validate(state(reply=reply), deps=deps(protocol=protocol))
+    assert over["stop_reason"] == "invalid_action:multiple_actions"
+    assert "2 tool calls in one reply; one is allowed" in over["message"]
+    two = validate(state(reply=reply), deps=deps(protocol=protocol, max_parallel_calls=2))
+    assert two["action"] == _batch(PROFILE, BILLING)
+
+
+def test_a_json_list_of_two_actions_runs_no_tool_under_the_default() -> None:
+    text = json.dumps([{"kind": "tool", **PROFILE}, {"kind": "tool", **BILLING}])
+    out = scripted_run([text], protocol="json")
+    assert out["stop_reason"] == "invalid_action:multiple_actions"
+    assert out["history"] == []
+    assert out["trace"] == []
+    assert out["usage"]["tool_calls"] == 0

@@ -83,6 +83,14 @@ def check_contract(candidate: Any) -> ToolAction | FinalAction:
     raise ActionError("bad_kind", f"kind must be 'tool' or 'final', got {shown!r}")
 
 
+def check_count(count: int, max_calls: int) -> None:
+    """More tool calls in one reply than ``Policy.max_parallel_calls`` allows: the same
+    ``multiple_actions`` in every protocol, before any call is looked at."""
+    if count > max_calls:
+        allowed = "one is" if max_calls == 1 else f"{max_calls} are"
+        raise ActionError("multiple_actions", f"{count} tool calls in one reply; {allowed} allowed")
+
+
 def check_calls(candidates: list[Any]) -> ToolCalls:
     """Several tool calls from one reply, each held to the contract of a tool call."""
     if len(candidates) < 2:  # one call is a ToolAction, none a final answer

@@ -32,8 +32,8 @@ class ActionProtocol(Protocol):
         ...
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
-        """A parsed object for ``check_contract`` (a list of them for several tool calls, which
-        only native tool calling can express, up to ``max_calls``); raises ``ActionError``."""
+        """A parsed object for ``check_contract`` (a list of them for several tool calls, up to
+        ``max_calls``: more is ``multiple_actions``, ``check_count``); raises ``ActionError``."""
         ...
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:

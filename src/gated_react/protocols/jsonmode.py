@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.contract import load_json
+from gated_react._engine.contract import check_count, load_json
 from gated_react._engine.transcript import replies
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import args_schema, describe
@@ -85,7 +85,12 @@ class JsonProtocol:
         return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
-        return load_json(reply.text)
+        """The object; a JSON list of actions is several calls, held to ``max_calls`` like
+        native tool calls (a list of two once ran both under the default of one)."""
+        found = load_json(reply.text)
+        if isinstance(found, list):
+            check_count(len(found), max_calls)
+        return found
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
         """Each call as the JSON object the model wrote, then its observation."""

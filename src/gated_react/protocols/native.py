@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.contract import ActionError
+from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.transcript import shown
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Reply
@@ -54,12 +54,7 @@ class ToolsProtocol:
         return _INSTRUCTIONS
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
-        calls = len(reply.tool_calls) + len(reply.invalid_tool_calls)
-        if calls > max_calls:
-            allowed = "one is" if max_calls == 1 else f"{max_calls} are"
-            raise ActionError(
-                "multiple_actions", f"{calls} tool calls in one reply; {allowed} allowed"
-            )
+        check_count(len(reply.tool_calls) + len(reply.invalid_tool_calls), max_calls)
         if reply.invalid_tool_calls:
             bad = reply.invalid_tool_calls[0]
             name, error = str(bad.get("name"))[:60], str(bad.get("error") or "")

@@ -1,8 +1,8 @@
 """Classic ReAct text: ``Thought:`` / ``Action:`` / ``Action Input:`` / ``Finish:``.
 
 Also seed 001's bracket form: ``Action: read_file[src/cart.py]``, ``Action: finish[answer]``.
-Only the first action counts; anything the model writes after it (a made-up ``Observation:``
-included) is discarded.
+Several ``Action:`` blocks in one reply are several calls (``multiple_actions`` beyond
+``Policy.max_parallel_calls``); anything after a made-up ``Observation:`` is discarded.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from gated_react._engine.contract import ActionError, load_json
+from gated_react._engine.contract import ActionError, check_count, load_json
 from gated_react._engine.transcript import replies
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import all_params, describe, required_params
@@ -58,17 +58,32 @@ def _blocks(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
-def parse_text(text: str, tools: Mapping[str, BaseTool]) -> dict[str, Any]:
-    """Turn a ReAct reply into a contract candidate, or raise ``ActionError``."""
+def parse_text(
+    text: str, tools: Mapping[str, BaseTool], max_calls: int = 1
+) -> dict[str, Any] | list[dict[str, Any]]:
+    """Turn a ReAct reply into a contract candidate (a list for several actions), or raise
+    ``ActionError``. The actions are those before the first ``Observation:`` or ``Finish:``
+    that follows one: what comes after is the model imagining the next turn."""
     blocks = _blocks(text)
+    actions: list[dict[str, Any]] = []
     for i, (label, body) in enumerate(blocks):
+        if label in ("finish", "finalanswer", "observation") and actions:
+            break
         if label in ("finish", "finalanswer"):
             return {"kind": "final", "answer": body}
         if label == "action":
             following = blocks[i + 1] if i + 1 < len(blocks) else None
             raw_input = following[1] if following and following[0] == "actioninput" else None
-            return _action(body, raw_input, tools)
-    raise ActionError("no_action", "the reply has neither an 'Action:' nor a 'Finish:' line")
+            found = _action(body, raw_input, tools)
+            if found["kind"] == "final":  # finish[...]: an answer, or the end of the actions
+                if actions:
+                    break
+                return found
+            actions.append(found)
+    if not actions:
+        raise ActionError("no_action", "the reply has neither an 'Action:' nor a 'Finish:' line")
+    check_count(len(actions), max_calls)
+    return actions[0] if len(actions) == 1 else actions
 
 
 def _action(body: str, raw_input: str | None, tools: Mapping[str, BaseTool]) -> dict[str, Any]:
@@ -132,7 +147,7 @@ class TextProtocol:
         return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
-        return parse_text(reply.text, tools)
+        return parse_text(reply.text, tools, max_calls)
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
         """Each call as the Action lines the model wrote, then its observation."""

@@ -69,6 +69,7 @@ def build_graph(
     configured = compiled.with_config(
         recursion_limit=_NODES_PER_STEP * policy.budget.max_steps + 5,
         configurable=_durability(deps, checkpointer),
+        callbacks=[deps.spans],
     )
     return cast(GatedGraph, configured)
 

@@ -277,6 +277,9 @@ class CoreState(_Strict):
     """A human sentence about the end."""
     answer: str | None = None
     """The final answer after success."""
+    traceparent: str | None = None
+    """The W3C trace context of the last traced invocation on this thread, so the next one
+    (a resume) links its span to it; None while no OpenTelemetry SDK records."""
 
 
 class State(CoreState):

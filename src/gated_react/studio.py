@@ -25,6 +25,7 @@ from gated_react.checkpoint import aopen_checkpointer
 from gated_react.errors import GatedReactError, validation_line
 from gated_react.graph import build_graph, idle_graph
 from gated_react.models import chat_model
+from gated_react.otel import setup_tracing
 from gated_react.policy import Budget, Policy
 from gated_react.settings import Settings
 from gated_react.tools import load_toolkit
@@ -161,7 +162,9 @@ def _reserved(key: str) -> bool:
 
 
 def _agent(context: StudioContext, tools: list[BaseTool]) -> Graph:
-    model = chat_model(Settings(), model=context.model, base_url=context.base_url)
+    settings = Settings()
+    setup_tracing(settings)
+    model = chat_model(settings, model=context.model, base_url=context.base_url)
     graph = build_graph(model, tools, policy=context.policy())
     return graph.copy(update={"context_schema": type(context)})
 

@@ -10,7 +10,9 @@ from langchain_core.tools import BaseTool
 
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
+from gated_react._engine.span_content import Labels
 from gated_react._engine.tool_runner import accepts_key
+from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
@@ -32,6 +34,9 @@ class NodeDeps:
     """How the model's calls are priced (the policy's price, else genai-prices' table)."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The model's keys: masked in every message a failed call leaves in the state."""
+    spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
+    """The graph's OpenTelemetry spans: what they say about its agent and model, and each
+    invocation's span (the graph carries it as a callback handler)."""
 
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
@@ -45,6 +50,7 @@ class NodeDeps:
             limit = policy.budget.max_cost
             why = f"max_cost {limit:g} needs a price: {pricer.unpriced} (give one in Policy.prices)"
             raise UnpricedModel(why)
+        secrets = secrets_of(model)
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),
@@ -55,7 +61,8 @@ class NodeDeps:
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
             pricer=pricer,
-            secrets=secrets_of(model),
+            secrets=secrets,
+            spans=AgentSpans(Labels.of(model, secrets)),
         )
 
     def idempotent(self, tool: str) -> bool:

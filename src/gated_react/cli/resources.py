@@ -95,9 +95,12 @@ def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
 
 
 def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
-    """The run's graph; checkpoints record ``options`` so ``resume`` can rebuild it."""
+    """The run's graph; checkpoints record ``options`` so ``resume`` can rebuild it. Spans go
+    where the ``OTEL_*`` settings say (nowhere unless they are set)."""
     from gated_react.graph import build_graph
+    from gated_react.otel import setup_tracing
 
+    setup_tracing(settings())
     graph = build_graph(model, options.tools(), policy=options.policy(), checkpointer=saver)
     return graph.with_config(metadata=options.metadata())
 

@@ -12,7 +12,9 @@ from typing import Any, TypedDict
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
+from opentelemetry.trace import Span
 
+from gated_react._engine import tracing
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
@@ -46,6 +48,7 @@ class Channels(TypedDict, total=False):
     answer: str | None
     history: list[dict[str, Any]]
     messages: list[Any]
+    traceparent: str | None
 
 
 def state_of(channels: State | Mapping[str, Any]) -> State:
@@ -58,16 +61,19 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
     state, opened = opening(state_of(state))
+    opened |= tracing.carry(deps.spans, state.traceparent, config)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)
-    try:
-        message = call_within(lambda: deps.bound.invoke(messages, config), left)
-    except DeadlinePassed:
-        return opened | out_of_time(state, started, deps)
-    except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-        return opened | failed(state, exc, started, deps.secrets)
+    with tracing.chat(deps.spans, config) as span:
+        try:
+            message = call_within(lambda: deps.bound.invoke(messages, config), left)
+        except DeadlinePassed:
+            return opened | ended(span, out_of_time(state, started, deps))
+        except Exception as exc:  # any model failure becomes a stop reason, never a traceback
+            return opened | ended(span, failed(state, exc, started, deps.secrets))
+        tracing.replied(deps.spans, span, messages, message)
     return opened | decided(state, messages, message, started, deps)
 
 
@@ -76,17 +82,26 @@ async def adecide(
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
     state, opened = opening(state_of(state))
+    opened |= tracing.carry(deps.spans, state.traceparent, config)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)
-    try:
-        message = await await_within(deps.bound.ainvoke(messages, config), left)
-    except DeadlinePassed:
-        return opened | out_of_time(state, started, deps)
-    except Exception as exc:
-        return opened | failed(state, exc, started, deps.secrets)
+    with tracing.chat(deps.spans, config) as span:
+        try:
+            message = await await_within(deps.bound.ainvoke(messages, config), left)
+        except DeadlinePassed:
+            return opened | ended(span, out_of_time(state, started, deps))
+        except Exception as exc:
+            return opened | ended(span, failed(state, exc, started, deps.secrets))
+        tracing.replied(deps.spans, span, messages, message)
     return opened | decided(state, messages, message, started, deps)
+
+
+def ended(span: Span, update: dict[str, Any]) -> dict[str, Any]:
+    """A stop the model call caused, recorded on its span too."""
+    tracing.chat_failed(span, update["stop_reason"], update["message"])
+    return update
 
 
 def seconds_left(state: State, deps: NodeDeps) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import tool_runner
+from gated_react._engine import tool_runner, tracing
 from gated_react._engine.approval import ask, question
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import is_resuming
@@ -30,9 +30,10 @@ Ran = tuple[int, Any, Exception | None]
 
 def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
+    linked = tracing.carry(deps.spans, state.traceparent, config)
     calls, early = prepare(state, config, deps)
     if early is not None:
-        return early
+        return linked | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     if len(todo) == 1:
@@ -44,38 +45,46 @@ def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict
                 for i in todo
             ]
             ran = [job.result() for job in jobs]
-    return completed(state, deps, calls, ran, started)
+    return linked | completed(state, deps, calls, ran, started)
 
 
 async def aexecute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
+    linked = tracing.carry(deps.spans, state.traceparent, config)
     calls, early = prepare(state, config, deps)
     if early is not None:
-        return early
+        return linked | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     ran = await asyncio.gather(*(arun_one(deps, calls, i, config) for i in todo))
-    return completed(state, deps, calls, list(ran), started)
+    return linked | completed(state, deps, calls, list(ran), started)
 
 
 def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
     call = calls[index]
-    try:
-        value = tool_runner.invoke(
-            deps.tools[call.tool], _args(deps, call), config, *_limits(deps, call)
-        )
-    except Exception as exc:
-        return index, None, exc
+    with tracing.tool(deps.spans, config, call) as span:
+        try:
+            value = tool_runner.invoke(
+                deps.tools[call.tool], _args(deps, call), config, *_limits(deps, call)
+            )
+        except Exception as exc:
+            tracing.tool_failed(deps.spans, span, exc)
+            return index, None, exc
+        tracing.tool_done(deps.spans, span, value)
     return index, value, None
 
 
 async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
     call = calls[index]
-    try:
-        tool = deps.tools[call.tool]
-        value = await tool_runner.ainvoke(tool, _args(deps, call), config, *_limits(deps, call))
-    except Exception as exc:
-        return index, None, exc
+    with tracing.tool(deps.spans, config, call) as span:
+        try:
+            tool = deps.tools[call.tool]
+            args = _args(deps, call)
+            value = await tool_runner.ainvoke(tool, args, config, *_limits(deps, call))
+        except Exception as exc:
+            tracing.tool_failed(deps.spans, span, exc)
+            return index, None, exc
+        tracing.tool_done(deps.spans, span, value)
     return index, value, None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from gated_react._engine import gate_spans, tracing
 from gated_react._engine.approval import DECISIONS, ask, question
 from gated_react._engine.budget_checks import check_before_tool
 from gated_react._engine.call_keys import (
@@ -63,19 +64,23 @@ class Ledger:
 
 def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Let the proposed calls through (recording them first), refuse them, or stop the run."""
+    linked = tracing.carry(deps.spans, state.traceparent, config)
     actions = tool_actions(state.action)
     if not actions:  # the routers never send one; a direct caller might
         why = "the gate was reached without a tool call to check"
-        return Stop(StopReason.INVALID_ACTION, "no_action", why).update()
+        return linked | Stop(StopReason.INVALID_ACTION, "no_action", why).update()
     ledger = Ledger(state.usage, state.seen[state.seen_from :], state.usage.steps)
     calls = []
     for index, action in enumerate(actions):
-        checked = check(ledger, deps, config, action, index)
+        with gate_spans.guardrail(deps.spans, config, action.name) as span:
+            checked = check(ledger, deps, config, action, index)
+            gate_spans.decided(deps.spans, span, checked, deps.policy.require_approval)
         if isinstance(checked, Stop):
-            return stopped(state, action.name, action.args, checked)
+            return linked | stopped(state, action.name, action.args, checked)
         ledger.count(checked)
         calls.append(checked)
-    return {"calls": [dump(c) for c in calls], "usage": dump(ledger.usage), "seen": ledger.new_keys}
+    usage = dump(ledger.usage)
+    return linked | {"calls": [dump(c) for c in calls], "usage": usage, "seen": ledger.new_keys}
 
 
 def check(

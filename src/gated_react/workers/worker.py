@@ -13,7 +13,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 
 from gated_react.checkpoint import aopen_checkpointer
+from gated_react.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
+from gated_react.settings import Settings
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app
 
 GraphFactory = Callable[[BaseCheckpointSaver[Any]], Graph]
@@ -55,7 +57,9 @@ async def work(
     stalled_after: float = 30.0,
     name: str = "worker",
 ) -> None:
-    """Run one worker until stopped (SIGINT/SIGTERM), or until the queue is empty (``burst``)."""
+    """Run one worker until stopped (SIGINT/SIGTERM), or until the queue is empty (``burst``).
+    Its runs' spans go where the ``OTEL_*`` settings say."""
+    setup_tracing(Settings())
     install_queue(url)
     app = make_app(url)
     async with aopen_checkpointer(url) as saver, app.open_async():

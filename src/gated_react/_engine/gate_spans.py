@@ -1,0 +1,94 @@
+"""The ``apply_guardrail`` span of every check the gate makes: the verdict on one proposed call
+(allowed, answered by a human, refused, reminded, asked a human, stopped) and the policy rule
+that decided it, also as the conventions' ``gen_ai.guardrail.result`` event. The gate is a
+dedicated policy layer, the kind of component the conventions' guardrail spans describe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphInterrupt
+from opentelemetry.trace import Span, SpanKind
+
+from gated_react._engine.tracing import OP, PROVIDER, TOOL, TRACER, AgentSpans, parent
+from gated_react.state import Call
+from gated_react.stops import Stop, StopReason, parse_stop_reason
+
+RESULT, RULE = "gen_ai.guardrail.result.value", "gen_ai.guardrail.policy.rule.id"
+GATE = "gated-react gate"
+"""The guardrail component: the policy layer every proposed call goes through."""
+
+
+@contextmanager
+def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iterator[Span]:
+    """The ``apply_guardrail`` span of the gate's check of one proposed call; a check that
+    pauses to ask a human ends it as ``asked_human``."""
+    attributes = {OP: "apply_guardrail", "gen_ai.guardrail.component.name": GATE, TOOL: tool_name}
+    attributes |= {PROVIDER: spans.labels.provider, "gen_ai.guardrail.source": "tool_input"}
+    span = TRACER.start_span(
+        "apply_guardrail gate", parent(spans, config), SpanKind.INTERNAL, attributes=attributes
+    )
+    try:
+        yield span
+    except GraphInterrupt:
+        _verdict(span, "asked_human", "require_approval")
+        raise
+    finally:
+        span.end()
+
+
+def decided(
+    spans: AgentSpans, span: Span, checked: Call | Stop, require_approval: frozenset[str]
+) -> None:
+    """The gate's verdict on one call: allowed, answered (by a human, in place of the tool),
+    refused or reminded (shown to the model), or stopped (the run ends), with the rule."""
+    if not span.is_recording():
+        return
+    if isinstance(checked, Stop):
+        reason = checked.message
+        if checked.reason is StopReason.TOOL_REJECTED and not spans.labels.content:
+            reason = "a human rejected the call"  # their words are content
+        _verdict(
+            span, "stopped", _RULES.get(checked.reason, str(checked.reason)), reason, str(checked)
+        )
+        return
+    outcome = checked.outcome
+    approval = checked.tool in require_approval
+    if outcome is None:
+        _verdict(span, "allowed", "require_approval" if approval else "allow")
+    elif outcome.by_human:
+        _verdict(span, "answered", "require_approval")
+    else:
+        reason, _ = parse_stop_reason(outcome.error or "invalid_action")
+        result = "reminded" if reason is StopReason.LOOP_DETECTED else "refused"
+        rule = "repeat_reminders" if result == "reminded" else _RULES.get(reason, str(reason))
+        _verdict(span, result, rule, str(outcome.observation or "")[:300])
+
+
+_RULES = {
+    StopReason.MAX_STEPS: "budget.max_steps",
+    StopReason.MAX_TOOL_CALLS: "budget.max_tool_calls",
+    StopReason.MAX_SECONDS: "budget.max_seconds",
+    StopReason.MAX_TOKENS: "budget.max_tokens",
+    StopReason.TOOL_LIMIT: "budget.tool_limits",
+    StopReason.LOOP_DETECTED: "loop_detection",
+    StopReason.TOOL_MISSING: "allow",
+    StopReason.TOOL_DENIED: "allow",
+    StopReason.TOOL_REJECTED: "require_approval",
+    StopReason.APPROVAL_UNAVAILABLE: "require_approval",
+}
+"""The policy field behind each stop the gate can cause."""
+
+
+def _verdict(
+    span: Span, result: str, rule: str, reason: str | None = None, stop: str | None = None
+) -> None:
+    attributes = {"gen_ai.guardrail.result.type": "decision", RESULT: result, RULE: rule}
+    if reason:
+        attributes["gen_ai.guardrail.result.reason"] = reason
+    if stop:
+        attributes["gated_react.stop_reason"] = stop
+    span.set_attributes(attributes)
+    span.add_event("gen_ai.guardrail.result", attributes)

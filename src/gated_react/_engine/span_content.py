@@ -1,0 +1,112 @@
+"""What the spans of a graph say about its agent and model, and, only when the user opted in
+(the GenAI conventions' content switch, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``),
+the messages, arguments and results as the conventions' JSON, secrets masked either way."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from gated_react.redact import redact
+from gated_react.settings import capture_content
+
+_MAX_CHARS = 8000
+"""Longest text one captured part keeps (the JSON stays whole; the text is cut)."""
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """Built once per graph: names every span carries, and whether content may be recorded."""
+
+    agent: str = "gated-react"
+    provider: str = "unknown"
+    model: str = "unknown"
+    content: bool = False
+    secrets: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, model: BaseChatModel, secrets: tuple[str, ...] = ()) -> Labels:
+        """The model's provider and name as LangChain reports them (``_get_ls_params`` is what
+        its own tracers read), and the content switch as the environment sets it."""
+        try:
+            params: dict[str, Any] = dict(model._get_ls_params())
+        except Exception:  # a model that cannot say: the span still names its class
+            params = {}
+        return cls(
+            provider=str(params.get("ls_provider") or "unknown"),
+            model=str(params.get("ls_model_name") or type(model).__name__),
+            content=capture_content(),
+            secrets=secrets,
+        )
+
+
+def masked(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` as plain JSON data, every string masked and cut (anything else JSON cannot
+    hold becomes its masked ``str``)."""
+    if isinstance(value, str):
+        return redact(value[:_MAX_CHARS], *secrets)
+    if isinstance(value, dict):
+        return {masked(str(k), secrets): masked(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item, secrets) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return masked(str(value), secrets)
+
+
+def masked_json(value: Any, secrets: tuple[str, ...]) -> str:
+    """``masked(value)`` as JSON text: span attributes hold strings, not structures."""
+    return json.dumps(masked(value, secrets), ensure_ascii=False)
+
+
+def _text(message: BaseMessage, secrets: tuple[str, ...]) -> str:
+    text = message.text if isinstance(message.text, str) else str(message.content)
+    return str(masked(text, secrets))
+
+
+def _parts(message: BaseMessage, secrets: tuple[str, ...]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if isinstance(message, ToolMessage):
+        result = _text(message, secrets)
+        return [{"type": "tool_call_response", "id": message.tool_call_id, "result": result}]
+    text = _text(message, secrets)
+    if text:
+        parts.append({"type": "text", "content": text})
+    for call in getattr(message, "tool_calls", None) or []:
+        arguments = masked(call.get("args"), secrets)
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": call["name"],
+                "arguments": arguments,
+            }
+        )
+    return parts
+
+
+def messages_json(messages: list[BaseMessage], secrets: tuple[str, ...]) -> str:
+    """``gen_ai.input.messages``: the chat history sent, in order (the system prompt included
+    as a system message, as the model received it)."""
+    shown = [
+        {"role": _ROLES.get(m.type, m.type), "parts": _parts(m, secrets)}
+        for m in messages
+        if isinstance(m, BaseMessage)
+    ]
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def output_json(message: BaseMessage, secrets: tuple[str, ...]) -> str:
+    """``gen_ai.output.messages``: the one reply, with its finish reason when reported."""
+    reply: dict[str, Any] = {"role": "assistant", "parts": _parts(message, secrets)}
+    if isinstance(message, AIMessage) and message.response_metadata.get("finish_reason"):
+        reply["finish_reason"] = str(message.response_metadata["finish_reason"])
+    return json.dumps([reply], ensure_ascii=False)
+
+
+__all__ = ["Labels", "masked_json", "messages_json", "output_json"]

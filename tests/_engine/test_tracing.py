@@ -1,0 +1,197 @@
+"""The spans of a run, in memory (the SDK's own exporter): one ``invoke_agent`` per invocation,
+``chat``, ``execute_tool`` and the gate's ``apply_guardrail`` under it, on every path the nodes
+take (sync, async, parallel calls on threads), a resume linked to the run it continues, and
+nothing recorded or stored when no SDK records."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from gated_react import Policy, aresume, arun, build_graph, resume, run
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.fakes import broken
+from ..support.spans import APPROVE, install, recorded, tour_graph, tree
+
+
+def _by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
+    return sorted((s for s in spans if s.name == name), key=lambda s: s.start_time or 0)
+
+
+def _verdicts(spans: tuple[ReadableSpan, ...]) -> list[tuple[str, str, str]]:
+    return [
+        (
+            str(s.attributes["gen_ai.tool.name"]),
+            str(s.attributes["gen_ai.guardrail.result.value"]),
+            str(s.attributes["gen_ai.guardrail.policy.rule.id"]),
+        )
+        for s in _by_name(spans, "apply_guardrail gate")
+    ]
+
+
+def _tour(asynchronous: bool) -> tuple[ReadableSpan, ...]:
+    with recorded() as exporter:
+        graph = tour_graph()
+        if asynchronous:
+            paused = asyncio.run(arun(graph, "refund?", thread_id="t1"))
+            done = asyncio.run(aresume(graph, "t1", APPROVE))
+        else:
+            paused = run(graph, "refund?", thread_id="t1")
+            done = resume(graph, "t1", APPROVE)
+    assert (paused["status"], done["stop_reason"]) == ("paused", "loop_detected")
+    return exporter.get_finished_spans()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_paused_and_resumed_run_is_two_linked_invocations_with_every_decision(
+    asynchronous: bool,
+) -> None:
+    spans = _tour(asynchronous)
+    first, second = _by_name(spans, "invoke_agent gated-react")
+    shape = tree(spans)
+    assert shape[0] == ["invoke_agent gated-react", "invoke_agent gated-react"]
+    assert shape[first.context.span_id] == [
+        "chat ScriptedChatModel",
+        "apply_guardrail gate",
+        "execute_tool get_user_profile",
+        "chat ScriptedChatModel",
+        "apply_guardrail gate",
+        "chat ScriptedChatModel",
+        "apply_guardrail gate",
+    ]
+    assert shape[second.context.span_id] == [
+        "apply_guardrail gate",
+        "execute_tool get_user_billing",
+        "chat ScriptedChatModel",
+        "apply_guardrail gate",
+    ]
+    assert _verdicts(spans) == [
+        ("get_user_profile", "allowed", "allow"),
+        ("search_policy", "refused", "allow"),
+        ("get_user_billing", "asked_human", "require_approval"),
+        ("get_user_billing", "allowed", "require_approval"),
+        ("get_user_profile", "stopped", "loop_detection"),
+    ]
+    for span in (first, second):
+        assert span.attributes is not None
+        assert span.attributes["gen_ai.conversation.id"] == "t1"
+        assert span.attributes["gen_ai.agent.name"] == "gated-react"
+    assert first.attributes is not None
+    assert second.attributes is not None
+    assert first.attributes["gated_react.status"] == "paused"
+    assert second.attributes["gated_react.status"] == "stopped"
+    assert second.attributes["gated_react.stop_reason"] == "loop_detected"
+    assert [link.context.span_id for link in second.links] == [first.context.span_id]
+    assert second.context.trace_id != first.context.trace_id  # two traces, joined by the link
+
+
+def test_the_guardrail_result_is_also_an_event_with_the_stop_reason() -> None:
+    spans = _tour(asynchronous=False)
+    stop = _by_name(spans, "apply_guardrail gate")[-1]
+    (event,) = stop.events
+    assert event.name == "gen_ai.guardrail.result"
+    assert event.attributes is not None
+    assert event.attributes["gated_react.stop_reason"] == "loop_detected"
+    assert "already called" in str(event.attributes["gen_ai.guardrail.result.reason"])
+
+
+def test_chat_spans_carry_the_reported_tokens_and_no_content_by_default() -> None:
+    spans = _tour(asynchronous=False)
+    chat = _by_name(spans, "chat ScriptedChatModel")[0]
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.operation.name"] == "chat"
+    assert chat.attributes["gen_ai.request.model"] == "ScriptedChatModel"
+    assert int(str(chat.attributes["gen_ai.usage.input_tokens"])) > 0
+    assert int(str(chat.attributes["gen_ai.usage.output_tokens"])) > 0
+    recorded_keys = {key for span in spans for key in (span.attributes or {})}
+    assert not recorded_keys & {
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+    }
+
+
+def test_content_capture_is_opt_in_and_masks_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    secret = "sk-live1234567890abcdef"
+    model = ScriptedChatModel(replies=[call("search_policy", query=f"key {secret}"), "done"])
+    with recorded() as exporter:
+        run(build_graph(model, SUPPORT_TOOLS), f"refund? my key is {secret}")
+    spans = exporter.get_finished_spans()
+    (tool,) = _by_name(spans, "execute_tool search_policy")
+    chat = _by_name(spans, "chat ScriptedChatModel")[0]
+    assert tool.attributes is not None
+    assert chat.attributes is not None
+    arguments = str(tool.attributes["gen_ai.tool.call.arguments"])
+    assert "query" in arguments
+    assert "sk-***" in arguments
+    assert "gen_ai.tool.call.result" in tool.attributes
+    sent = str(chat.attributes["gen_ai.input.messages"])
+    assert '"role": "user"' in sent
+    assert "refund?" in sent
+    assert "search_policy" in str(chat.attributes["gen_ai.output.messages"])
+    assert not any(secret in str(value) for s in spans for value in (s.attributes or {}).values())
+
+
+def test_parallel_calls_on_threads_are_children_of_their_invocation() -> None:
+    both = call("get_user_profile", user_id=42)
+    both.tool_calls.append({"name": "get_user_billing", "args": {"user_id": 42}, "id": "c2"})
+    model = ScriptedChatModel(replies=[both, "done"])
+    graph = build_graph(model, SUPPORT_TOOLS, policy=Policy(max_parallel_calls=2))
+    with recorded() as exporter:
+        run(graph, "refund?")
+    spans = exporter.get_finished_spans()
+    (root,) = _by_name(spans, "invoke_agent gated-react")
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    assert sorted(s.name for s in tools) == [
+        "execute_tool get_user_billing",
+        "execute_tool get_user_profile",
+    ]
+    assert {s.parent.span_id for s in tools if s.parent} == {root.context.span_id}
+
+
+def test_a_failing_tool_and_a_failing_model_are_error_spans() -> None:
+    model = ScriptedChatModel(replies=[call("broken"), RuntimeError("provider down")])
+    graph = build_graph(model, [broken], policy=Policy(on_tool_error="observe"))
+    with recorded() as exporter:
+        out = run(graph, "go")
+    assert out["stop_reason"].startswith("llm_error")
+    spans = exporter.get_finished_spans()
+    (tool,) = _by_name(spans, "execute_tool broken")
+    assert tool.attributes is not None
+    assert tool.attributes["gated_react.tool.outcome"] == "error"
+    assert tool.status.status_code is StatusCode.ERROR
+    failed_chat = _by_name(spans, "chat ScriptedChatModel")[-1]
+    assert failed_chat.status.status_code is StatusCode.ERROR
+    assert str((failed_chat.attributes or {})["error.type"]).startswith("llm_error")
+    (root,) = _by_name(spans, "invoke_agent gated-react")
+    assert root.status.status_code is StatusCode.ERROR  # a failure, not a policy stop
+
+
+def test_an_applications_span_is_the_parent_of_the_run() -> None:
+    model = ScriptedChatModel(replies=["done"])
+    graph = build_graph(model, SUPPORT_TOOLS)
+    app = trace.get_tracer("app")
+    with recorded() as exporter, app.start_as_current_span("request") as outer:
+        graph.invoke({"goal": "hi"}, {"callbacks": []})
+    (root,) = _by_name(exporter.get_finished_spans(), "invoke_agent gated-react")
+    assert root.parent is not None
+    assert root.parent.span_id == outer.get_span_context().span_id
+
+
+def test_without_a_recording_sdk_no_span_and_no_trace_context_is_stored() -> None:
+    install()  # the SDK is there, but its sampler drops every span outside recorded()
+    saver = InMemorySaver()
+    graph = tour_graph().copy(update={"checkpointer": saver})
+    run(graph, "refund?", thread_id="quiet")
+    state: dict[str, Any] = graph.get_state({"configurable": {"thread_id": "quiet"}}).values
+    assert state.get("traceparent") is None

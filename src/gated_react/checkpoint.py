@@ -229,7 +229,8 @@ async def _apg_setup(conn: Any, saver: Any) -> None:
         await conn.execute(SETUP_UNLOCK)
 
 
-def _pg_kwargs() -> dict[str, Any]:
+def pg_kwargs() -> dict[str, Any]:
+    """What every connection a Postgres saver uses is opened with (workers' pools too)."""
     from psycopg.rows import dict_row
 
     # PostgresSaver needs these, or setup() fails on a fresh database (CREATE INDEX CONCURRENTLY).
@@ -249,7 +250,7 @@ def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpo
     except ImportError:
         raise StoreError(_PG_EXTRA) from None
     try:
-        conn = psycopg.connect(store.target, **_pg_kwargs())
+        conn = psycopg.connect(store.target, **pg_kwargs())
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     with conn:  # closed on every exit, a failed setup included
@@ -271,7 +272,7 @@ async def _apostgres(
     except ImportError:
         raise StoreError(_PG_EXTRA) from None
     try:
-        conn = await psycopg.AsyncConnection.connect(store.target, **_pg_kwargs())
+        conn = await psycopg.AsyncConnection.connect(store.target, **pg_kwargs())
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:

@@ -174,8 +174,17 @@ def _pg_lock(saver: Any, thread_id: str) -> Iterator[None]:
 
 @asynccontextmanager
 async def _apg_lock(saver: Any, thread_id: str) -> AsyncIterator[None]:
+    if hasattr(saver.conn, "getconn"):  # a pool: the lock holds one session for the block
+        async with saver.conn.connection() as conn, _apg_session_lock(saver, conn, thread_id):
+            yield
+        return
+    async with _apg_session_lock(saver, saver.conn, thread_id):
+        yield
+
+
+@asynccontextmanager
+async def _apg_session_lock(saver: Any, conn: Any, thread_id: str) -> AsyncIterator[None]:
     key = lock_key(thread_id)
-    conn = saver.conn
     async with saver.lock:
         got = (await (await conn.execute(_TRY, (key,))).fetchone())["ok"]
     if not got:
@@ -185,4 +194,8 @@ async def _apg_lock(saver: Any, thread_id: str) -> AsyncIterator[None]:
     finally:
         if not conn.closed:
             async with saver.lock:
-                await conn.execute(_UNLOCK, (key,))
+                try:
+                    await conn.execute(_UNLOCK, (key,))
+                except Exception:
+                    if not conn.closed:  # only a connection lost just now took the lock along
+                        raise

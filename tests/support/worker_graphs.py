@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from pydantic import SecretStr
 
 from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel
@@ -61,3 +63,53 @@ def refund_with_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
 
 def forgets_the_checkpointer(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     return build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS)
+
+
+MODEL_URL_VAR = "GATED_REACT_TEST_MODEL_URL"  # the scripted OpenAI-compatible server
+PAYMENTS_VAR = "GATED_REACT_TEST_PAYMENTS"  # a file: one line per payment made
+
+
+@tool
+def look_up_order(order: int) -> str:
+    """The amount due on an order."""
+    return f"order {order}: USD {order % 90 + 10}.00 due"
+
+
+@tool
+def pay(order: int, amount: str, idempotency_key: Annotated[str, InjectedToolArg] = "") -> str:
+    """Pay an order (not idempotent: every call pays)."""
+    with open(os.environ[PAYMENTS_VAR], "a", encoding="utf-8") as log:
+        log.write(f"{order}\t{amount}\t{idempotency_key}\n")
+    return f"paid {amount} for order {order}"
+
+
+def order_of(goal: str) -> int:
+    """The order number in a goal such as "Pay order 7"."""
+    return int(goal.rsplit(" ", 1)[1])
+
+
+def pay_reply(request: dict[str, Any]) -> Any:
+    """What the scripted server answers a pay run: look up, pay, answer, from the tool results
+    already in the request (like a deterministic model, any worker continues the script)."""
+    from .openai_server import reply, tool_call
+
+    messages = request["messages"]
+    done = sum(1 for message in messages if message["role"] == "tool")
+    order = order_of(
+        next(str(m["content"]) for m in messages if m["role"] == "user").split("\n")[0]
+    )
+    if done == 0:
+        return tool_call("look_up_order", order=order)
+    if done == 1:
+        return tool_call("pay", order=order, amount=f"USD {order % 90 + 10}.00")
+    return reply(f"order {order} is paid")
+
+
+def pays(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """Runs that look an order up and pay it, the model a real ChatOpenAI on a local server."""
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(
+        base_url=os.environ[MODEL_URL_VAR], api_key=SecretStr("test"), model="scripted", timeout=60
+    )
+    return build_graph(model, [look_up_order, pay], checkpointer=checkpointer)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from gated_react.checkpoint import StoreError
 from gated_react.workers.queue import queue_store
-from gated_react.workers.supervisor import supervise
+from gated_react.workers.supervisor import Supervisor, worker_command
 from gated_react.workers.worker import load_factory, work
 
 
@@ -22,7 +22,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--store", required=True, help="postgresql:// URL for runs and queue")
     parser.add_argument("--graph", required=True, help="graph factory, module:function")
-    parser.add_argument("-n", "--processes", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "-n", "--processes", type=int, help="supervise this many worker processes (kept alive)"
+    )
     parser.add_argument("--concurrency", type=int, default=1, help="jobs at once per process")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--stalled-after", type=float, default=30.0, help="heartbeat timeout")
@@ -31,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         queue_store(args.store)
         factory = load_factory(args.graph)
-        if args.processes > 1:
+        if args.processes is not None:
             return supervise(args)
         asyncio.run(
             work(
@@ -49,3 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def supervise(args: argparse.Namespace) -> int:
+    """``-n N``: N worker processes kept alive (``supervisor.py``)."""
+    if args.processes < 1:
+        raise ValueError(f"-n {args.processes}: at least one worker process")
+    command = worker_command(
+        args.store,
+        args.graph,
+        concurrency=args.concurrency,
+        burst=args.burst,
+        stalled_after=args.stalled_after,
+    )
+    return Supervisor(command, args.processes, burst=args.burst).run()

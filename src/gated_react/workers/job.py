@@ -1,4 +1,13 @@
-"""The one task: advance a thread (start its run, or resume it, answering its question)."""
+"""The one task: advance a thread (start its run, or resume it, answering its question), and
+when a job that did not reach its run's end is tried again.
+
+Only a run's own end (any stop reason, or a pause for a human) finishes a job. A job that
+failed because the infrastructure failed (the store lost or unreachable, the thread held by
+another advancer) is retried with backoff for as long as it takes; the resumed run continues
+from its last checkpoint, and a non-idempotent call it may have made stops it with
+``tool_outcome_unknown`` instead of running twice. Any other exception is a defect in the graph
+or its tools: retried a few times, then the job fails and the thread waits where it stopped.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +15,17 @@ import contextlib
 from typing import Any
 
 import procrastinate
+from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
-from gated_react.runs import NO_ANSWER, Graph, ThreadExists, aresume, arun
+from gated_react.locks import ThreadBusy
+from gated_react.runs import NO_ANSWER, Graph, NotWaiting, ThreadExists, aresume, arun
 from gated_react.state import ThreadResult
+from gated_react.workers.connections import on_one_connection, store_lost
+
+BACKOFF_CAP = 60
+"""Seconds: the longest wait between two tries of a job the infrastructure failed."""
+DEFECT_ATTEMPTS = 3
+"""Tries of a job that raised something other than an infrastructure failure."""
 
 
 async def advance(
@@ -19,18 +36,51 @@ async def advance(
     question: str | None = None,
 ) -> str:
     """The job: start the run on a new thread, else continue it (answering its question)."""
-    graph: Graph = context.additional_context["graph"]
+    extra = context.additional_context
+    async with on_one_connection(extra["graph"], extra["pool"]) as graph:
+        attempts = context.job.attempts
+        return await _advance(graph, thread_id, goal, answer, question, attempts=attempts)
+
+
+async def _advance(
+    graph: Graph,
+    thread_id: str,
+    goal: str | None,
+    answer: Any,
+    question: str | None,
+    *,
+    attempts: int,
+) -> str:
     if goal is not None:
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
             return _status(await arun(graph, goal, thread_id=thread_id))
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
-    if answer is NO_ANSWER or (question is None and context.job.attempts > 0):
+    if answer is NO_ANSWER or (question is None and attempts > 0):
         return _status(await aresume(graph, thread_id))
-    return _status(await aresume(graph, thread_id, answer, question=question))
+    try:
+        return _status(await aresume(graph, thread_id, answer, question=question))
+    except NotWaiting as refused:  # a repeated answer: the run is untouched and goes on waiting
+        return f"answer refused: {refused}"
 
 
 def _status(result: ThreadResult) -> str:
     if result["pending"]:
         return "waiting for an answer"
     return str(result["stop_reason"])
+
+
+class FaultRetry(BaseRetryStrategy):
+    """Infrastructure failures: again and again, 1, 2, 4 ... up to ``BACKOFF_CAP`` s apart;
+    a busy thread: again in a few seconds; a defect: ``DEFECT_ATTEMPTS`` tries in all."""
+
+    def get_retry_decision(
+        self, *, exception: BaseException, job: procrastinate.jobs.Job
+    ) -> RetryDecision | None:
+        if isinstance(exception, ThreadBusy):
+            return RetryDecision(retry_in={"seconds": min(5, 1 + job.attempts)})
+        if store_lost(exception):
+            return RetryDecision(retry_in={"seconds": min(BACKOFF_CAP, 2 ** min(job.attempts, 6))})
+        if job.attempts + 1 < DEFECT_ATTEMPTS:
+            return RetryDecision(retry_in={"seconds": 2 ** (job.attempts + 1)})
+        return None

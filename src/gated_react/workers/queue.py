@@ -11,7 +11,7 @@ from procrastinate.schema import SchemaManager
 from gated_react.checkpoint import StoreError, StoreURL
 from gated_react.errors import exception_line
 from gated_react.runs import NO_ANSWER
-from gated_react.workers.job import advance
+from gated_react.workers.job import FaultRetry, advance
 
 QUEUE = "gated-react"
 TASK = "gated_react.advance"
@@ -26,11 +26,13 @@ def queue_store(url: str) -> StoreURL:
 
 
 def make_app(url: str) -> procrastinate.App:
-    """The queue on the Postgres database at ``url`` (small pools: many workers share it)."""
+    """The queue on the Postgres database at ``url`` (small pools: many workers share it).
+    procrastinate's pool checks each connection before use (``check_connection``), so a
+    restarted server costs a reconnect."""
     store = queue_store(url)
     connector = procrastinate.PsycopgConnector(conninfo=store.target, min_size=1, max_size=4)
     app = procrastinate.App(connector=connector)
-    app.task(name=TASK, queue=QUEUE, pass_context=True)(advance)
+    app.task(name=TASK, queue=QUEUE, pass_context=True, retry=FaultRetry())(advance)
     return app
 
 

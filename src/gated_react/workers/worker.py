@@ -1,24 +1,40 @@
-"""One worker process: the graph built once, procrastinate's worker loop, stalled-job recovery."""
+"""One worker process: the graph built once per connection to the store, procrastinate's worker
+loop, stalled-job recovery, and the way back after the store was lost.
+
+A worker outlives its store: when Postgres restarts, drops every client or is down for a while,
+the worker lets the jobs at hand end (they fail and are retried, see ``job.py``), records their
+ends once the store answers again, and starts its loop anew, 1, 2, 4 ... up to
+``RESTART_CAP`` seconds apart, until the store is back. It never exits for it. SIGTERM or SIGINT
+stops it gracefully (the jobs at hand finish); a second one stops it at once (those jobs are
+then recovered by another worker once ``stalled_after`` has passed without a heartbeat).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import importlib
-from collections.abc import Callable
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import procrastinate
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
+from procrastinate.worker import Worker
 
-from gated_react.checkpoint import aopen_checkpointer
+from gated_react.errors import exception_line
 from gated_react.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
+from gated_react.workers.connections import open_pool, pool_saver, store_lost
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app
 
 GraphFactory = Callable[[BaseCheckpointSaver[Any]], Graph]
+RESTART_CAP = 30.0
+"""Seconds: the longest wait before a worker that lost its store tries again."""
 
 
 def load_factory(path: str) -> GraphFactory:
@@ -36,15 +52,57 @@ def load_factory(path: str) -> GraphFactory:
     return factory  # type: ignore[no-any-return]
 
 
+def note(name: str, line: str) -> None:
+    """One line on stderr about the worker's connection to its store."""
+    print(f"gated-react {name}: {line}", file=sys.stderr, flush=True)
+
+
+def backoff(cap: float) -> Iterator[float]:
+    """1, 2, 4 ... seconds, then ``cap`` for ever."""
+    pause = 1.0
+    while True:
+        yield min(pause, cap)
+        pause *= 2
+
+
+class _Worker(Worker):
+    """procrastinate's worker, two things kept: a job's end recorded once the store answers
+    again, and why the loop ended (a side task such as the listener or heartbeat failing)."""
+
+    lost: BaseException | None = None
+
+    async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
+        for pause in backoff(10.0):
+            try:
+                await super()._persist_job_status(*args, **kwargs)
+                return
+            except Exception as exc:
+                if not store_lost(exc):
+                    raise
+                line = exception_line(exc, first_only=True)
+                note(self.worker_name or "worker", f"cannot record a job's end ({line}); retrying")
+                await asyncio.sleep(pause)
+
+    async def _monitor_side_tasks(self, side_tasks: list[asyncio.Task[Any]]) -> None:
+        await super()._monitor_side_tasks(side_tasks)
+        for task in side_tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                self.lost = task.exception()
+
+
 async def _recover_stalled(app: procrastinate.App, stalled_after: float) -> None:
     """Requeue jobs whose worker died (no heartbeat): the thread continues where it stopped."""
     while True:
-        jobs = await app.job_manager.get_stalled_jobs(
-            task_name=TASK, seconds_since_heartbeat=stalled_after
-        )
-        for job in jobs:
-            with contextlib.suppress(ProcrastinateException):  # another worker was first
-                await app.job_manager.retry_job(job)
+        try:
+            jobs = await app.job_manager.get_stalled_jobs(
+                task_name=TASK, seconds_since_heartbeat=stalled_after
+            )
+            for job in jobs:
+                with contextlib.suppress(ProcrastinateException):  # another worker was first
+                    await app.job_manager.retry_job(job)
+        except Exception as exc:
+            if not store_lost(exc):
+                raise
         await asyncio.sleep(stalled_after / 2)
 
 
@@ -57,25 +115,82 @@ async def work(
     stalled_after: float = 30.0,
     name: str = "worker",
 ) -> None:
-    """Run one worker until stopped (SIGINT/SIGTERM), or until the queue is empty (``burst``).
-    Its runs' spans go where the ``OTEL_*`` settings say."""
+    """Run one worker until stopped (SIGINT/SIGTERM), or until the queue is empty (``burst``),
+    through any loss of the store. Its runs' spans go where the ``OTEL_*`` settings say."""
     setup_tracing(Settings())
+    stopping = asyncio.Event()
+    _on_signals(stopping)
+    pauses = backoff(RESTART_CAP)
+    options = {
+        "queues": [QUEUE],
+        "name": name,
+        "concurrency": concurrency,
+        "wait": not burst,
+        "update_heartbeat_interval": stalled_after / 3,
+        "stalled_worker_timeout": stalled_after,
+        "install_signal_handlers": False,
+    }
+    while not stopping.is_set():
+        try:
+            lost = await _serve(url, factory, stopping, stalled_after, options)
+        except Exception as exc:
+            if not store_lost(exc):
+                raise
+            lost = exc
+        if lost is None:
+            return
+        pause = next(pauses)
+        line = exception_line(lost, first_only=True)
+        note(name, f"store lost ({line}); reconnecting in {pause:g} s")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), pause)
+
+
+async def _serve(
+    url: str,
+    factory: GraphFactory,
+    stopping: asyncio.Event,
+    stalled_after: float,
+    options: dict[str, Any],
+) -> BaseException | None:
+    """One life of the worker loop on one connection to the store; what ended it, if the store."""
     install_queue(url)
     app = make_app(url)
-    async with aopen_checkpointer(url) as saver, app.open_async():
+    async with open_pool(url, options["concurrency"]) as pool, app.open_async():
+        saver = pool_saver(pool)
         graph = factory(saver)
         if saver_of(graph) is not saver:
             raise ValueError("the graph factory must pass its checkpointer to build_graph")
+        worker = _Worker(app, additional_context={"graph": graph, "pool": pool}, **options)
         recover = asyncio.create_task(_recover_stalled(app, stalled_after))
         try:
-            await app.run_worker_async(
-                queues=[QUEUE],
-                name=name,
-                concurrency=concurrency,
-                wait=not burst,
-                additional_context={"graph": graph},
-                update_heartbeat_interval=stalled_after / 3,
-                stalled_worker_timeout=stalled_after,
-            )
+            await _run_until_stopped(worker, stopping)
         finally:
             recover.cancel()
+    return None if stopping.is_set() else worker.lost
+
+
+async def _run_until_stopped(worker: _Worker, stopping: asyncio.Event) -> None:
+    run = asyncio.create_task(worker.run())  # type: ignore[no-untyped-call]
+    asked = asyncio.create_task(stopping.wait())
+    try:
+        await asyncio.wait({run, asked}, return_when=asyncio.FIRST_COMPLETED)
+        while not run.done():  # asked to stop; run() forgets a stop asked before it began
+            worker.stop()  # type: ignore[no-untyped-call]
+            await asyncio.wait({run}, timeout=1.0)
+        run.result()
+    finally:
+        asked.cancel()
+
+
+def _on_signals(stopping: asyncio.Event) -> None:
+    """The first SIGTERM/SIGINT stops gracefully, a second at once."""
+    loop = asyncio.get_running_loop()
+
+    def on_signal(number: int) -> None:
+        if stopping.is_set():
+            os._exit(128 + number)  # the jobs at hand are recovered as stalled
+        stopping.set()
+
+    for number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(number, on_signal, number)

@@ -1,0 +1,79 @@
+"""A worker's connections to the store, and which failures are the store's.
+
+Runs share a pool whose connections are checked before each use, so a restarted or terminated
+server costs a reconnect, not the worker. Each run holds one pooled connection for its whole
+job: its thread lock (a session advisory lock) and its checkpoint writes share that session, so
+a lost connection takes the lock and every later write with it. A run can then never go on
+writing after another worker took its thread over; it fails, and the job is retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
+from gated_react.runs import Graph
+
+POOL_TIMEOUT = 30.0
+"""Seconds a run waits for a connection before its job fails (and is retried)."""
+
+_LOST = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout, StoreError, ConnectionError)
+
+
+def store_lost(exc: BaseException) -> bool:
+    """The failure is the infrastructure's (connection lost, server unreachable), not the run's;
+    procrastinate's ``ConnectorException`` carries the psycopg error as its cause."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, _LOST):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+@asynccontextmanager
+async def open_pool(url: str, size: int) -> AsyncIterator[AsyncConnectionPool[Any]]:
+    """The runs' pool: one connection per run at once, plus one for reads; each checked before
+    it is handed out. Opening does not wait for the server, so a worker starts while it is down."""
+    store = StoreURL.parse(url)
+    async with aopen_checkpointer(url):  # the saver's tables, created once (setup lock)
+        pass
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        store.target,
+        kwargs=pg_kwargs(),
+        min_size=1,
+        max_size=size + 1,
+        timeout=POOL_TIMEOUT,
+        check=AsyncConnectionPool.check_connection,
+        open=False,
+        name="gated-react-runs",
+    )
+    await pool.open(wait=False)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+def pool_saver(pool: AsyncConnectionPool[Any]) -> BaseCheckpointSaver[Any]:
+    """The saver the graph factory builds the graph with; jobs run on a copy bound to one
+    connection (``on_one_connection``)."""
+    return AsyncPostgresSaver(pool)
+
+
+@asynccontextmanager
+async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> AsyncIterator[Graph]:
+    """The graph, its checkpointer bound to one pooled connection held until the block ends."""
+    base = graph.checkpointer
+    async with pool.connection() as conn:
+        saver = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None))
+        yield graph.copy(update={"checkpointer": saver})

@@ -9,16 +9,19 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from gated_react import Policy, aresume, arun, build_graph, resume, run
+from gated_react._engine.pricing import Pricer, Tokens, pricer_for
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import broken
+from ..support.openai_server import FakeOpenAI, Reply
 from ..support.spans import APPROVE, install, recorded, tour_graph, tree
 
 
@@ -195,3 +198,27 @@ def test_without_a_recording_sdk_no_span_and_no_trace_context_is_stored() -> Non
     run(graph, "refund?", thread_id="quiet")
     state: dict[str, Any] = graph.get_state({"configurable": {"thread_id": "quiet"}}).values
     assert state.get("traceparent") is None
+
+
+def test_a_real_clients_chat_span_has_the_reported_tokens_and_the_priced_cost() -> None:
+    billing = Reply(tool_calls=[("get_user_billing", {"user_id": 42})], prompt_tokens=2000)
+    billing.cached_tokens, billing.completion_tokens = 1536, 40
+    script = [billing, Reply(content="USD 49", prompt_tokens=2100, completion_tokens=10)]
+    with FakeOpenAI(script) as server, recorded() as exporter:
+        model = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test-0000", base_url=server.base_url)
+        out = run(build_graph(model, SUPPORT_TOOLS), "refund?")
+    spans = exporter.get_finished_spans()
+    first = _by_name(spans, "chat gpt-4.1-mini")[0]
+    attributes = dict(first.attributes or {})
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.usage.input_tokens"] == 2000
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 1536
+    assert attributes["gen_ai.usage.output_tokens"] == 40
+    tokens = Tokens(input=2000, cached=1536, output=40)
+    assert attributes["gated_react.usage.cost"] == pytest.approx(_pricer(model).cost(tokens))
+    (root,) = _by_name(spans, "invoke_agent gated-react")
+    assert (root.attributes or {})["gated_react.usage.cost"] == pytest.approx(out["usage"]["cost"])
+
+
+def _pricer(model: ChatOpenAI) -> Pricer:
+    return pricer_for(model, {})

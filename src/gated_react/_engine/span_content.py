@@ -1,6 +1,7 @@
-"""What the spans of a graph say about its agent and model, and, only when the user opted in
-(the GenAI conventions' content switch, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``),
-the messages, arguments and results as the conventions' JSON, secrets masked either way."""
+"""What the spans of a graph carry: names for its agent and model, the trace context a thread
+keeps for its next invocation's link, and, only when the user opted in (the GenAI conventions'
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), messages, arguments and results as the
+conventions' JSON, secrets masked either way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from opentelemetry.trace import SpanContext, TraceFlags
 
 from gated_react.redact import redact
 from gated_react.settings import capture_content
@@ -109,4 +111,29 @@ def output_json(message: BaseMessage, secrets: tuple[str, ...]) -> str:
     return json.dumps([reply], ensure_ascii=False)
 
 
-__all__ = ["Labels", "masked_json", "messages_json", "output_json"]
+def traceparent(context: SpanContext) -> str:
+    """A span's context as W3C ``traceparent`` text, the form state keeps it in."""
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def span_context(value: str | None) -> SpanContext | None:
+    """``traceparent`` text back as a (remote) span context; None if it is not one."""
+    parts = (value or "").split("-")
+    if len(parts) != 4:
+        return None
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except ValueError:
+        return None
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+
+
+__all__ = [
+    "Labels",
+    "masked",
+    "masked_json",
+    "messages_json",
+    "output_json",
+    "span_context",
+    "traceparent",
+]

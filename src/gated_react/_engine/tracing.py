@@ -1,16 +1,11 @@
-"""OpenTelemetry spans of a run, named and attributed after the GenAI semantic conventions
-(Development status; open-telemetry/semantic-conventions-genai as of 2026-12, on
-semantic-conventions 1.44).
+"""OpenTelemetry spans of a run after the GenAI semantic conventions (Development status;
+open-telemetry/semantic-conventions-genai as of 2026-12, on semantic-conventions 1.44). API
+only: a no-op until an SDK is installed (``gated_react.otel`` does it for the processes this
+package hosts), and the helpers return before building attributes when a span does not record.
 
-Only the OpenTelemetry API is used: every call here is the API's no-op until the application
-(or the CLI, the workers, the Studio graphs: ``gated_react.otel``) installs an SDK, and the
-helpers return before building any attribute when the span does not record.
-
-One ``invoke_agent`` span per invocation of the graph (invoke, stream, resume, and runs under
-``langgraph dev``) is opened and closed by ``AgentSpans``, which the graph carries as a *local*
-callback handler: it sees the graph's own start and end, nothing inside. The nodes find that
-span by the invocation's run id (the parent run id of the callbacks LangGraph hands each task),
-so the spans they open are its children on whatever thread or task the node runs.
+``AgentSpans``, a callback handler the graph carries, opens one ``invoke_agent`` span per
+invocation (invoke, stream, resume, ``langgraph dev``) and maps every run inside it to that
+span, so a node finds it from the callbacks LangGraph hands it, on any thread or task.
 """
 
 from __future__ import annotations
@@ -25,9 +20,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from gated_react._engine.span_content import Labels, masked_json, messages_json, output_json
+from gated_react._engine.pricing import Tokens
+from gated_react._engine.span_content import (
+    Labels,
+    masked_json,
+    messages_json,
+    output_json,
+    span_context,
+    traceparent,
+)
 from gated_react._engine.tool_runner import ToolTimeout
 from gated_react.errors import one_line
 from gated_react.redact import redact
@@ -55,11 +58,10 @@ TOOL, CALL_ID = "gen_ai.tool.name", "gen_ai.tool.call.id"
 
 
 class AgentSpans(BaseCallbackHandler):
-    """Opens each invocation's ``invoke_agent`` span and closes it with how the run stands,
-    and maps every run inside it (LangGraph's task runs, tools, chains) to that span, so a
-    node finds its invocation's span from the callbacks it was handed. A run whose parent it
-    has not seen starts an invocation: the graph called directly, by ``runs``, by a server, or
-    as a tool of another agent (whose span is then the current one, so this one nests)."""
+    """Opens each invocation's span, closes it with how the run stands, and maps every run
+    inside it (task runs, tools, chains) to it. A run whose parent it has not seen starts an
+    invocation: the graph called directly, by ``runs``, by a server, or as another agent's
+    tool (whose ``execute_tool`` span is then current, so this one nests under it)."""
 
     run_inline = True  # in the caller's context (no executor hop), so an app's span is the parent
 
@@ -158,9 +160,11 @@ def _outcome(span: Span, outputs: Mapping[str, Any]) -> None:
     status = outputs.get("status") or "paused"  # returned without an end: waiting on a human
     span.set_attribute("gated_react.status", status)
     usage = outputs.get("usage") or {}
-    for key in ("steps", "tool_calls", "tokens", "cached_tokens"):
-        if isinstance(usage.get(key), int):
+    for key in _USAGE:
+        if isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool):
             span.set_attribute(f"gated_react.usage.{key}", usage[key])
+    if usage.get("unpriced"):
+        span.set_attribute("gated_react.usage.unpriced", str(usage["unpriced"]))
     reason = outputs.get("stop_reason")
     if not reason:
         return
@@ -168,6 +172,10 @@ def _outcome(span: Span, outputs: Mapping[str, Any]) -> None:
     if status == "stopped" and _failed(reason):
         span.set_attribute("error.type", reason)
         span.set_status(Status(StatusCode.ERROR, str(outputs.get("message") or reason)[:300]))
+
+
+_USAGE = ("steps", "tool_calls", "tokens", "input_tokens", "output_tokens", "cached_tokens", "cost")
+"""The run's usage figures the invocation span carries (``cost`` in USD, absent if unpriced)."""
 
 
 def _failed(reason: str) -> bool:
@@ -189,28 +197,13 @@ def carry(spans: AgentSpans, earlier: str | None, config: RunnableConfig) -> dic
     root = spans.root(config)
     if root is None or not root.is_recording():
         return {}
-    here = _traceparent(root.get_span_context())
+    here = traceparent(root.get_span_context())
     if earlier == here:
         return {}
-    before = _span_context(earlier)
+    before = span_context(earlier)
     if before is not None:
         root.add_link(before, {"gated_react.link": "earlier invocation of this run"})
     return {"traceparent": here}
-
-
-def _traceparent(context: SpanContext) -> str:
-    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-
-
-def _span_context(value: str | None) -> SpanContext | None:
-    parts = (value or "").split("-")
-    if len(parts) != 4:
-        return None
-    try:
-        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-    except ValueError:
-        return None
-    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
 
 
 @contextmanager
@@ -226,18 +219,25 @@ def chat(spans: AgentSpans, config: RunnableConfig) -> Iterator[Span]:
         yield span
 
 
-def replied(spans: AgentSpans, span: Span, sent: list[Any], message: Any) -> None:
-    """What the provider reported for a reply: tokens (cached input counted inside input, as the
-    conventions say), the responding model, and the messages when content capture is on."""
+def replied(
+    spans: AgentSpans,
+    span: Span,
+    exchange: tuple[list[Any], Any],
+    tokens: Tokens | None,
+    cost: float | None,
+) -> None:
+    """What the provider reported for a reply (messages sent, reply): tokens (cached input
+    counted inside input, as the conventions say), its cost in USD (absent when unpriced), the
+    responding model, and the messages when content capture is on."""
     if not span.is_recording():
         return
-    usage = getattr(message, "usage_metadata", None) or {}
-    if usage:
-        span.set_attribute("gen_ai.usage.input_tokens", int(usage.get("input_tokens") or 0))
-        span.set_attribute("gen_ai.usage.output_tokens", int(usage.get("output_tokens") or 0))
-        cached = (usage.get("input_token_details") or {}).get("cache_read")
-        if cached is not None:
-            span.set_attribute("gen_ai.usage.cache_read.input_tokens", int(cached))
+    sent, message = exchange
+    if tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", tokens.input)
+        span.set_attribute("gen_ai.usage.output_tokens", tokens.output)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", tokens.cached)
+    if cost is not None:
+        span.set_attribute("gated_react.usage.cost", cost)
     metadata = getattr(message, "response_metadata", None) or {}
     if metadata.get("model_name"):
         span.set_attribute("gen_ai.response.model", str(metadata["model_name"]))

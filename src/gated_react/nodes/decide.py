@@ -73,8 +73,7 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:  # any model failure becomes a stop reason, never a traceback
             return opened | ended(span, failed(state, exc, started, deps.secrets))
-        tracing.replied(deps.spans, span, messages, message)
-    return opened | decided(state, messages, message, started, deps)
+        return opened | decided(state, messages, message, started, deps, span=span)
 
 
 async def adecide(
@@ -94,8 +93,7 @@ async def adecide(
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:
             return opened | ended(span, failed(state, exc, started, deps.secrets))
-        tracing.replied(deps.spans, span, messages, message)
-    return opened | decided(state, messages, message, started, deps)
+        return opened | decided(state, messages, message, started, deps, span=span)
 
 
 def ended(span: Span, update: dict[str, Any]) -> dict[str, Any]:
@@ -137,10 +135,16 @@ def decided(
     message: BaseMessage,
     started: float,
     deps: NodeDeps,
+    *,
+    span: Span | None = None,
 ) -> dict[str, Any]:
-    """The update after a reply: the raw reply and the budget it used, priced."""
+    """The update after a reply: the raw reply and the budget it used, priced (and recorded on
+    the call's span)."""
     usage = spent(state, started)
     reported = reported_tokens(message)
+    cost = deps.pricer.cost(reported) if reported is not None else None
+    if span is not None:
+        tracing.replied(deps.spans, span, (messages, message), reported, cost)
     tokens, estimated = _tokens(messages, message, reported)
     usage.tokens = _added(usage.tokens, tokens)
     if estimated:
@@ -152,7 +156,7 @@ def decided(
         usage.cached_tokens = _added(usage.cached_tokens, reported.cached)
         usage.input_tokens = _added(usage.input_tokens, reported.input)
         usage.output_tokens = _added(usage.output_tokens, reported.output)
-        usage.cost = add_cost(usage.cost, deps.pricer.cost(reported))
+        usage.cost = add_cost(usage.cost, cost)
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
     return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
 

@@ -173,6 +173,27 @@ class Usage(_Strict):
     """Active seconds spent in model and tool calls; paused or crashed time is not counted."""
 
 
+class RunContext(_Strict):
+    """What a run ran under, written once by its first decision: compare two runs by it."""
+
+    model_class: str
+    """The chat model's class, e.g. ``langchain_openai.chat_models.base.ChatOpenAI``."""
+    model: str
+    """The model's name (what prices it)."""
+    base_url: str | None = None
+    """Where the model was served from, with any password or key masked; None for the default."""
+    protocol: str
+    """How the model stated its actions: ``tools``, ``json`` or ``text``."""
+    policy: dict[str, Any]
+    """The policy in force, every field as plain JSON (its budget among them)."""
+    policy_hash: str
+    """A short hash of ``policy``: equal for runs under the same policy."""
+    priced_by: str | None = None
+    """Where the cost came from: ``policy``, ``genai-prices <version>``, or None (unpriced)."""
+    version: str
+    """The gated-react version that ran it."""
+
+
 class Retry(_Strict):
     """A malformed reply that earned a format reminder."""
 
@@ -260,6 +281,8 @@ class CoreState(_Strict):
     """Set while a malformed reply is being retried with a reminder."""
     usage: Usage = Field(default_factory=Usage)
     """Budget consumption."""
+    run_context: RunContext | None = None
+    """What this run ran under: model, base URL, protocol, policy and its hash, version."""
     seen: Annotated[list[str], DeltaChannel(_append)] = Field(default_factory=list)
     """Loop keys of the calls made so far: tool, exact and normalized argument hashes."""
     seen_from: int = 0

@@ -17,7 +17,9 @@ from gated_react._engine.turns import opening
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..support.helpers import state
+from ..support.helpers import deps, state
+
+CONTEXT = deps().context
 
 CONFIG: Any = {"configurable": {"thread_id": "chat"}}
 BILLING = call("get_user_billing", user_id=42)
@@ -98,7 +100,7 @@ def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
         usage={"steps": 1, "tool_calls": 1},
         calls=[{"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k"}],
     )
-    opened, update = opening(waiting)
+    opened, update = opening(waiting, CONTEXT)
     assert (opened.goal, opened.usage.steps, opened.calls) == ("Stop.", 0, [])
     assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
     note = update["messages"][2]
@@ -118,4 +120,4 @@ def test_a_continuing_run_is_left_alone() -> None:
         action={"kind": "tool", "name": "get_user_billing", "args": {}},
         history=history,
     )
-    assert opening(going) == (going, {})
+    assert opening(going, CONTEXT) == (going, {})

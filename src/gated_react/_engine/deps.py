@@ -10,12 +10,14 @@ from langchain_core.tools import BaseTool
 
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
+from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
 from gated_react._engine.tool_runner import accepts_key
 from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
+from gated_react.state import RunContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,8 @@ class NodeDeps:
     system: str
     pricer: Pricer
     """How the model's calls are priced (the policy's price, else genai-prices' table)."""
+    context: RunContext
+    """What every run of this graph records it ran under (``State.run_context``)."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The model's keys: masked in every message a failed call leaves in the state."""
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
@@ -61,6 +65,7 @@ class NodeDeps:
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
             pricer=pricer,
+            context=run_context(model, policy, pricer),
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets)),
         )

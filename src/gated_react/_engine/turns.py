@@ -24,6 +24,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from gated_react._engine.call_keys import args_hash
 from gated_react.state import (
+    RunContext,
     RunInput,
     State,
     TraceEntry,
@@ -40,9 +41,9 @@ _CONTEXT_CHARS = 2000
 _FRESH = ("status", "stop_reason", "message", "answer", "retry", "action")
 
 
-def opening(state: State) -> tuple[State, dict[str, Any]]:
+def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
     """The state this decision works from, and the update that starts a run when this is the
-    run's first decision (empty otherwise)."""
+    run's first decision (empty otherwise); that update records the run's ``context``."""
     cut = cut_in(state)
     if state.status is None and state.usage.steps and cut is None:
         return state, {}
@@ -67,6 +68,7 @@ def opening(state: State) -> tuple[State, dict[str, Any]]:
             "history_from": changes["history_from"],
             "seen_from": changes["seen_from"],
         }
+    changes["run_context"], update["run_context"] = context, dump(context)
     if cut is not None:
         return _after_cut_in(state, cut, changes, update)
     text = last_human_text(state.messages)

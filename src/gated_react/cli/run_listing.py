@@ -33,6 +33,8 @@ class RunRow:
     stop_reason: str | None
     steps: int
     tokens: int
+    cost: float | None
+    """US dollars; None when unpriced or stored before costs were recorded."""
     updated: str
     goal: str
     model: str | None
@@ -111,6 +113,7 @@ def _row(thread_id: str, found: Any) -> RunRow:
         stop_reason=values.get("stop_reason"),
         steps=int(usage.get("steps", 0)),
         tokens=int(usage.get("tokens", 0)),
+        cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
         updated=_local(found.checkpoint.get("ts", "")),
         goal=str(values.get("goal", "")),
         model=options.model if options else None,

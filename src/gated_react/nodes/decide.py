@@ -38,6 +38,7 @@ class Channels(TypedDict, total=False):
     calls: list[dict[str, Any]]
     retry: dict[str, Any] | None
     usage: dict[str, Any]
+    run_context: dict[str, Any] | None
     seen: list[str]
     seen_from: int
     history_from: int
@@ -60,7 +61,7 @@ def state_of(channels: State | Mapping[str, Any]) -> State:
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opening(state_of(state))
+    state, opened = opening(state_of(state), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)
@@ -80,7 +81,7 @@ async def adecide(
     state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opening(state_of(state))
+    state, opened = opening(state_of(state), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
     messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
     started, left = time.monotonic(), seconds_left(state, deps)

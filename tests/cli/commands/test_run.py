@@ -28,7 +28,7 @@ def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) 
     ]
     assert any("allowed" in line and "get_user_billing" in line for line in lines)
     assert any("steps 3/8 · tools 3/6" in line for line in lines)
-    summary = "\n".join(lines[-10:])
+    summary = "\n".join(lines[-11:])
     for text in ("status       ok", "stop reason  success", "USD 49.00", "tool calls   3/6"):
         assert text in summary
     assert out.stderr == ""

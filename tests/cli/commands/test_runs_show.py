@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gated_react import build_graph, open_checkpointer, run
+from gated_react import Policy, Price, build_graph, open_checkpointer, run
 from gated_react.cli.run_listing import _scan, latest_runs
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -68,6 +68,8 @@ def test_runs_lists_the_newest_first_with_status(store: Path) -> None:
     assert rows["a-ok"]["steps"] == 4
     assert rows["a-ok"]["model"] == "m-1"
     assert rows["b-stopped"]["stop_reason"] == "max_tool_calls"
+    assert rows["a-ok"]["cost"] is None  # m-1 is in no price table
+    assert rows["b-stopped"]["cost"] > 0  # gpt-4.1-mini, the default model, is priced
 
 
 def test_runs_table_and_limit(store: Path) -> None:
@@ -136,6 +138,12 @@ def test_show_json_has_the_result_and_the_logged_events(store: Path) -> None:
     assert nodes[1:6] == ["decide", "validate", "gate", "execute", "observe"]
     assert nodes[-1] == "finish"
     assert {e["thread"] for e in shown["events"]} == {"a-ok"}
+    context = shown["run_context"]
+    assert (context["model"], context["protocol"]) == ("m-1", "tools")
+    assert shown["events"][1]["context"] == context  # the run log has it once, at decide
+    assert [e for e in shown["events"] if "context" in e] == [shown["events"][1]]
+    assert shown["usage"]["cost"] is None
+    assert "is unpriced" in shown["usage"]["unpriced"]
     assert invoke("show", "a-ok", "--json", "--no-log").stdout.count('"node"') == 0
 
 
@@ -146,3 +154,24 @@ def test_show_finds_a_moved_log(server: FakeOpenAI, tmp_path: Path) -> None:
     assert log.is_file()
     events = json.loads(invoke("show", "moved", "--json", "--log", str(log)).stdout)["events"]
     assert [e["node"] for e in events] == ["run", "decide", "validate", "finish"]
+
+
+def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state: Path) -> None:
+    """A run started outside the CLI (a worker, an app) under its own budget: ``show`` used to
+    print the CLI's default limits (``seconds 0.00/20``) for a run under max_seconds=60."""
+    priced = Policy().replace(
+        max_seconds=60, max_steps=5, max_cost=1, prices={"scripted": Price(input=1, output=2)}
+    )
+    with open_checkpointer(str(state / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=["done"])
+        graph = build_graph(model, SUPPORT_TOOLS, policy=priced, checkpointer=saver)
+        run(graph, "hello", thread_id="elsewhere")
+    out = invoke("show", "elsewhere")
+    assert out.exit_code == 0, out.stderr
+    lines = {line.split("  ")[0]: line for line in out.stdout.splitlines() if "  " in line}
+    assert lines["seconds"].split()[1].endswith("/60")
+    assert lines["steps"].split()[1] == "1/5"
+    assert lines["cost"].split()[1].endswith("/1")
+    assert lines["cost"].split()[2] == "USD"
+    assert "scripted (gated_react.testing.ScriptedChatModel)" in lines["model"]
+    assert lines["priced by"].split()[-1] == "policy"

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gated_react.cli.run_listing import RunRow
 
 _COLOR = {"ok": "green", "stopped": "red", "paused": "yellow", "unfinished": "yellow"}
-_HEADS = ("thread", "status", "stop reason", "steps", "updated")
+_HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
 
 
 def runs_command(
@@ -22,7 +22,7 @@ def runs_command(
     db: flags.Db = None,
     json_out: flags.Json = False,
 ) -> None:
-    """List the most recently updated runs: status, stop reason, steps, last update."""
+    """List the most recently updated runs: status, stop reason, steps, cost (USD), last update."""
     from gated_react.cli.run_listing import latest_runs
 
     config = resources.settings()
@@ -51,7 +51,8 @@ def runs_command(
 
 def _cells(row: RunRow, secrets: tuple[str, ...]) -> list[str]:
     """The fixed columns as plain text (``_line`` escapes them after padding)."""
-    values = [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), row.updated]
+    cost = "-" if row.cost is None else f"{row.cost:.4f}"
+    values = [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), cost, row.updated]
     return [render.plain(value, secrets) for value in values]
 
 

@@ -16,6 +16,7 @@ from gated_react.cli.exits import readable, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.run_log import read_events
 from gated_react.cli.live.session import Result
+from gated_react.policy import Budget
 
 Secrets = tuple[str, ...]
 
@@ -40,7 +41,8 @@ def show_command(
     events = read_events(resources.log_path(url, log, no_log), thread)
     secrets = config.secrets()
     if json_out:
-        render.print_json({**result, "events": events}, secrets)
+        context = _channel(found, "run_context")
+        render.print_json({**result, "run_context": context, "events": events}, secrets)
         return
     with readable(thread):  # stored values of the wrong shape fail here, not in read()
         _print(render.console(), result, thread=thread, found=found, events=events, secrets=secrets)
@@ -55,11 +57,11 @@ def _print(
     events: list[dict[str, Any]],
     secrets: Secrets,
 ) -> None:
-    from gated_react.cli.run_options import RunOptions
-
-    options = RunOptions.from_metadata(found.metadata if found else None) or RunOptions()
     console.print(f"[bold]goal[/]  {render.safe(_goal(found), secrets, limit=300)}")
-    render.summary(console, result, options.policy().budget, secrets)
+    context = _channel(found, "run_context")
+    if isinstance(context, dict):
+        console.print(_context(context, secrets), highlight=False)
+    render.summary(console, result, _budget(found, context), secrets)
     console.print(_history(result, console.width, secrets))
     console.print(_trace(result, secrets))
     if events:
@@ -69,8 +71,43 @@ def _print(
 
 
 def _goal(found: Any) -> str:
+    return str(_channel(found, "goal") or "")
+
+
+def _channel(found: Any, name: str) -> Any:
     values = found.checkpoint.get("channel_values", {}) if found else {}
-    return str(values.get("goal", ""))
+    return values.get(name)
+
+
+def _budget(found: Any, context: Any) -> Budget:
+    """The limits the run itself ran under (its recorded policy); for a run stored before runs
+    recorded one, what the CLI started it with."""
+    from gated_react.cli.run_options import RunOptions
+
+    recorded = context.get("policy", {}).get("budget") if isinstance(context, dict) else None
+    if isinstance(recorded, dict):
+        return Budget.model_validate(recorded)
+    options = RunOptions.from_metadata(found.metadata if found else None) or RunOptions()
+    return options.policy().budget
+
+
+def _context(context: dict[str, Any], secrets: Secrets) -> Table:
+    """Model, base URL, protocol, policy hash, pricing and version, as the run recorded them."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    model = f"{context.get('model')} ({context.get('model_class')})"
+    rows = [
+        ("model", model),
+        ("base url", context.get("base_url") or "-"),
+        ("protocol", context.get("protocol")),
+        ("policy", context.get("policy_hash")),
+        ("priced by", context.get("priced_by") or "unpriced"),
+        ("version", context.get("version")),
+    ]
+    for key, value in rows:
+        table.add_row(key, render.safe(str(value), secrets))
+    return table
 
 
 def _history(result: Result, width: int, secrets: Secrets) -> Table:
@@ -133,8 +170,12 @@ def _trace(result: Result, secrets: Secrets) -> Table:
     return table
 
 
+def _dollars(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else ""
+
+
 def _events(events: list[dict[str, Any]], width: int, secrets: Secrets) -> Table:
-    heads = ("time", "step", "node", "decision", "stop reason", "tokens")
+    heads = ("time", "step", "node", "decision", "stop reason", "tokens", "cost")
     rows = [
         [
             render.plain(text, secrets)
@@ -145,6 +186,7 @@ def _events(events: list[dict[str, Any]], width: int, secrets: Secrets) -> Table
                 str(event.get("decision") or ""),
                 str(event.get("stop_reason") or ""),
                 str(event.get("tokens", "")),
+                _dollars(event.get("cost")),
             )
         ]
         for event in events

@@ -76,13 +76,17 @@ class Event:
     tool_calls: int
     observation: str | None = None
     message: str | None = None
+    cost: float | None = None
+    """US dollars spent so far; None when unpriced."""
+    context: dict[str, Any] | None = None
+    """What the run ran under (``State.run_context``), on the event of its first decision."""
 
     def record(self) -> dict[str, Any]:
         """The run-log line: the fixed fields first, optional ones only when set."""
         out = {name: getattr(self, name) for name in FIELDS}
         out["seconds"] = round(self.seconds, 3)
         out["tool_calls"] = self.tool_calls
-        for name in ("observation", "message"):
+        for name in ("observation", "message", "cost", "context"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -122,6 +126,7 @@ class Tracker:
             stop_reason=stop,
             observation=observation,
             message=update.get("message"),
+            context=update.get("run_context"),
         )
 
     def make(
@@ -133,6 +138,7 @@ class Tracker:
         stop_reason: str | None = None,
         observation: str | None = None,
         message: str | None = None,
+        context: dict[str, Any] | None = None,
     ) -> Event:
         return Event(
             time=datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -147,7 +153,13 @@ class Tracker:
             tool_calls=self.tool_calls,
             observation=observation,
             message=message,
+            cost=_dollars(self.usage.get("cost")),
+            context=context,
         )
+
+
+def _dollars(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _call(name: Any, args: Any) -> dict[str, Any]:

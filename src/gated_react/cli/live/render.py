@@ -107,12 +107,15 @@ def header(console: Console, rows: list[tuple[str, str]]) -> None:
 
 
 def budgets(event: Event, budget: Any) -> str:
-    """``steps 2/8 · tools 1/6 · 0.4/20s · 512 tok``: used/limit."""
+    """``steps 2/8 · tools 1/6 · 0.4/20s · 512 tok · $0.0024``: used/limit."""
     tokens = f"{event.tokens}/{budget.max_tokens}" if budget.max_tokens else f"{event.tokens}"
+    dollars = "" if event.cost is None else f" · ${event.cost:.4f}"
+    if dollars and budget.max_cost is not None:
+        dollars += f"/{budget.max_cost:g}"
     return (
         f"steps {event.step}/{budget.max_steps} · tools {event.tool_calls}/"
         f"{budget.max_tool_calls} · {event.seconds:.1f}/{budget.max_seconds:g}s · "
-        f"{tokens} tok"
+        f"{tokens} tok{dollars}"
     )
 
 
@@ -131,6 +134,7 @@ def summary(
         ("steps", f"{safe(usage.get('steps', 0))}/{budget.max_steps}"),
         ("tool calls", f"{len(result.get('history') or ())}/{budget.max_tool_calls}"),
         ("tokens", _tokens(usage)),
+        ("cost", cost(usage, budget.max_cost)),
         ("seconds", f"{float(usage.get('seconds', 0.0)):.2f}/{budget.max_seconds:g} (active)"),
         ("thread", safe(str(result.get("thread_id")), secrets)),
     ]
@@ -149,6 +153,16 @@ def _tokens(usage: Mapping[str, Any]) -> str:
     cached = usage.get("cached_tokens") or 0
     tokens = safe(usage.get("tokens", 0))
     return f"{tokens} ({safe(cached)} input tokens from the prompt cache)" if cached else tokens
+
+
+def cost(usage: Mapping[str, Any], limit: float | None = None) -> str:
+    """``0.0024 USD`` (``/0.5`` under a cost budget), or why there is no figure."""
+    if "cost" not in usage:  # a run stored before costs were recorded
+        return ""
+    spent = usage.get("cost")
+    if not isinstance(spent, int | float):
+        return f"unknown: {safe(str(usage.get('unpriced') or 'unpriced'))}"
+    return f"{spent:.4f}{'' if limit is None else f'/{limit:g}'} USD"
 
 
 def pending(

@@ -1,0 +1,61 @@
+"""What a run ran under, recorded once in its state at its first decision (``RunContext``): the
+model, where it was served from, the protocol, the policy in force with a short hash to compare
+runs by, and the package version. Built once per graph: it is the same for every run of it."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from gated_react._engine.call_keys import canonical_json, short_hash
+from gated_react._engine.pricing import Pricer
+from gated_react.policy import Policy
+from gated_react.redact import redact
+from gated_react.state import RunContext
+
+_URL_FIELDS = ("openai_api_base", "base_url", "api_base", "endpoint_url")
+
+
+def run_context(model: Any, policy: Policy, pricer: Pricer) -> RunContext:
+    """The context a graph's runs record; the base URL masked (a password or key in it)."""
+    fields = policy_fields(policy)
+    kind = type(model)
+    return RunContext(
+        model_class=f"{kind.__module__}.{kind.__qualname__}",
+        model=pricer.model,
+        base_url=_base_url(model),
+        protocol=policy.protocol,
+        policy=fields,
+        policy_hash=short_hash(canonical_json(fields)),
+        priced_by=pricer.source,
+        version=_version(),
+    )
+
+
+def policy_fields(policy: Policy) -> dict[str, Any]:
+    """The policy as plain JSON, sets sorted, so equal policies give equal hashes; an answer
+    schema is named by its class."""
+    fields = policy.model_dump(mode="json", exclude={"answer_schema"})
+    for name in ("allow", "require_approval"):
+        if fields[name] is not None:
+            fields[name] = sorted(fields[name])
+    schema = policy.answer_schema
+    fields["answer_schema"] = (
+        None if schema is None else f"{schema.__module__}.{schema.__qualname__}"
+    )
+    return fields
+
+
+def _base_url(model: Any) -> str | None:
+    for name in _URL_FIELDS:
+        value = getattr(model, name, None)
+        if isinstance(value, str) and value:
+            return redact(value)
+    return None
+
+
+def _version() -> str:
+    try:
+        return version("gated-react")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"

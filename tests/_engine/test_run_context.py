@@ -1,0 +1,64 @@
+"""A run records what it ran under, once, at its first decision: the model's class and name,
+the base URL masked, the protocol, the policy with a hash to compare runs by, the version."""
+
+from __future__ import annotations
+
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import Policy, build_graph
+from gated_react._engine.pricing import pricer_for
+from gated_react._engine.run_context import policy_fields, run_context
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
+
+
+def test_the_context_names_model_url_protocol_policy_and_version() -> None:
+    model = ChatOpenAI(
+        model="gpt-4.1-mini",
+        base_url="http://user:hunter2secret@127.0.0.1:9/v1",
+        api_key="sk-test-123456789",
+    )
+    policy = Policy().replace(max_seconds=60, protocol="json", allow={"b", "a"})
+    context = run_context(model, policy, pricer_for(model, policy.prices))
+    assert context.model_class == "langchain_openai.chat_models.base.ChatOpenAI"
+    assert context.model == "gpt-4.1-mini"
+    assert context.base_url == "http://user:***@127.0.0.1:9/v1"
+    assert context.protocol == "json"
+    assert context.policy["budget"]["max_seconds"] == 60
+    assert context.policy["allow"] == ["a", "b"]
+    assert context.priced_by is not None
+    assert context.priced_by.startswith("genai-prices")
+    assert context.version
+    assert "hunter2secret" not in context.model_dump_json()
+
+
+def test_equal_policies_hash_alike_and_a_change_changes_the_hash() -> None:
+    model = ScriptedChatModel(replies=[])
+
+    def hashed(policy: Policy) -> str:
+        return run_context(model, policy, pricer_for(model, {})).policy_hash
+
+    one = Policy(allow=frozenset({"x", "y", "z"}))
+    assert hashed(one) == hashed(Policy(allow=frozenset({"z", "y", "x"})))
+    assert hashed(one) != hashed(one.replace(max_steps=9))
+    assert len(hashed(one)) == 12
+    assert policy_fields(Policy())["answer_schema"] is None
+
+
+def test_each_run_on_a_thread_records_its_context_once() -> None:
+    saver = InMemorySaver()
+    replies = [call("get_user_profile", user_id=42), "done", "again"]
+    policy = Policy().replace(max_seconds=60)
+    graph = build_graph(
+        ScriptedChatModel(replies=replies), SUPPORT_TOOLS, policy=policy, checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    updates = list(graph.stream({"goal": "who is 42?"}, config, stream_mode="updates"))
+    decisions = [u["decide"] for u in updates if "decide" in u]
+    recorded = [d["run_context"] for d in decisions if "run_context" in d]
+    assert (len(decisions), len(recorded)) == (2, 1)  # two decisions, one record
+    assert recorded[0]["policy"]["budget"]["max_seconds"] == 60
+    graph.invoke({"goal": "and again?"}, config)
+    state = graph.get_state(config).values
+    assert state["run_context"]["model"] == "scripted"

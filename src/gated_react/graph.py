@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -66,11 +67,11 @@ def build_graph(
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, name="gated-react")
-    configured = compiled.with_config(
-        recursion_limit=_NODES_PER_STEP * policy.budget.max_steps + 5,
-        configurable=_durability(deps, checkpointer),
-        callbacks=[deps.spans],
-    )
+    # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
+    config = RunnableConfig(configurable=_durability(deps, checkpointer), callbacks=[deps.spans])
+    if policy.on_budget == "stop":
+        config["recursion_limit"] = _NODES_PER_STEP * policy.budget.max_steps + 5
+    configured = compiled.with_config(config)
     return cast(GatedGraph, configured)
 
 

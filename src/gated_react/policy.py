@@ -13,6 +13,7 @@ Protocol = Literal["tools", "json", "text"]
 LoopMode = Literal["exact", "normalized", "off"]
 OnError = Literal["stop", "observe"]
 OnInvalid = Literal["stop", "retry"]
+OnBudget = Literal["stop", "ask"]
 TOOL_NAME_FIELDS = ("allow", "require_approval", "budget.tool_limits", "tool_timeouts")
 """The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
 
@@ -123,6 +124,10 @@ class Policy(BaseModel):
     """What a malformed model reply does: end the run, or get a format reminder and another try."""
     max_invalid_retries: int = Field(default=2, ge=0, le=10)
     """How many reminders in a row a malformed reply may get before the run stops."""
+    on_budget: OnBudget = "stop"
+    """What a spent budget does (steps, tool calls, a tool's cap, seconds, tokens, cost): end
+    the run, or pause it on a question to a human who may extend the limit (needs a
+    checkpointer; without one the budget stops the run). ``loop_detected`` never asks."""
     answer_schema: type[BaseModel] | None = None
     """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
     prices: dict[str, Price] = Field(default_factory=dict)

@@ -138,6 +138,27 @@ class TraceEntry(_Strict):
     """Set on the entry of the call that ended the run."""
     by_human: bool | None = None
     """True when a human answered in place of the tool (``respond``): the tool did not run."""
+    extended: str | None = None
+    """Set on the entry of a budget a human extended (``tool`` names the budget then), e.g.
+    ``max_steps 8 -> 12 (approve)``."""
+
+
+class Extension(_Strict):
+    """A spent budget a human extended (``Policy.on_budget="ask"``); it counts from then on."""
+
+    budget: str
+    """The budget: ``max_steps``, ``max_tool_calls``, ``tool_limit:<tool>``, ``max_seconds``,
+    ``max_tokens`` or ``max_cost``."""
+    limit: float
+    """The new limit."""
+    was: float
+    """The limit before."""
+    spent: float
+    """What the run had spent of it when the human was asked."""
+    decision: Literal["approve", "edit"]
+    """``approve`` took the proposed extension, ``edit`` set this limit."""
+    step: int
+    """The step at which it was granted."""
 
 
 class Usage(_Strict):
@@ -283,6 +304,9 @@ class CoreState(_Strict):
     """Budget consumption."""
     run_context: RunContext | None = None
     """What this run ran under: model, base URL, protocol, policy and its hash, version."""
+    extensions: list[Extension] = Field(default_factory=list)
+    """Budget extensions humans granted this run, oldest first; the policy's ``Budget`` stays
+    as it was (``budget_checks.limits`` combines them)."""
     seen: Annotated[list[str], DeltaChannel(_append)] = Field(default_factory=list)
     """Loop keys of the calls made so far: tool, exact and normalized argument hashes."""
     seen_from: int = 0

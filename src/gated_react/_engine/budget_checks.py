@@ -1,10 +1,34 @@
-"""Budget checks, named for when they run. Each returns a Stop whose message carries the numbers."""
+"""Budget checks, named for when they run, and what a spent budget does.
+
+Each check returns a Stop whose message carries the numbers. The limits in force are the
+policy's ``Budget`` (frozen) with the extensions humans granted this run (``State.extensions``);
+``limits`` is the one place they are combined. ``enforce`` runs a check against them: with
+``Policy.on_budget="ask"`` and a checkpointer, a spent budget pauses the run on a question in
+LangChain's HITL format (approve the proposed extension, edit the limit, or reject: the budget's
+own stop) instead of stopping it. decide, validate, gate and observe check budgets through here;
+``loop_detected`` is not a budget and is never asked about.
+"""
 
 from __future__ import annotations
 
-from gated_react.policy import Budget
-from gated_react.state import Usage
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine.approval import ask, question
+from gated_react._engine.call_keys import args_hash
+from gated_react._engine.langgraph_internals import can_pause
+from gated_react.policy import Budget, Policy
+from gated_react.state import Extension, TraceEntry, Usage
 from gated_react.stops import Stop, StopReason
+
+BUDGET_DECISIONS = ("approve", "edit", "reject")
+"""What a budget question may be answered with (``respond`` means nothing for a budget)."""
+_WHOLE = ("max_steps", "max_tool_calls", "max_tokens", "tool_limit")
 
 
 def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
@@ -62,3 +86,151 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
             message=f"tool_limit {tool} {cap} reached ({calls_of_tool + 1} requested)",
         )
     return check_cost(usage, budget)
+
+
+def limits(budget: Budget, extensions: Sequence[Extension]) -> Budget:
+    """The limits in force: the policy's budget with each extension applied, oldest first."""
+    if not extensions:
+        return budget
+    changes: dict[str, Any] = {}
+    caps = dict(budget.tool_limits)
+    for extension in extensions:
+        kind, _, tool = extension.budget.partition(":")
+        limit = int(extension.limit) if kind in _WHOLE else extension.limit
+        if kind == "tool_limit":
+            caps[tool] = int(limit)
+        else:
+            changes[kind] = limit
+    return budget.model_copy(update={**changes, "tool_limits": caps})
+
+
+def spent_of(stop: Stop, usage: Usage, budget: Budget) -> tuple[float, float] | None:
+    """What the run spent of the budget that stopped it, and its limit; None for a stop no
+    extension can lift (not a budget, or a cost that is unknown)."""
+    found: dict[StopReason, tuple[Any, Any]] = {
+        StopReason.MAX_STEPS: (usage.steps, budget.max_steps),
+        StopReason.MAX_TOOL_CALLS: (usage.tool_calls, budget.max_tool_calls),
+        StopReason.MAX_SECONDS: (usage.seconds, budget.max_seconds),
+        StopReason.MAX_TOKENS: (usage.tokens, budget.max_tokens),
+        StopReason.MAX_COST: (usage.cost, budget.max_cost),
+    }
+    if stop.reason is StopReason.TOOL_LIMIT and stop.detail is not None:
+        found[stop.reason] = (usage.per_tool.get(stop.detail, 0), budget.tool_limits[stop.detail])
+    spent, limit = found.get(stop.reason, (None, None))
+    return None if spent is None or limit is None else (float(spent), float(limit))
+
+
+def proposal(key: str, spent: float, limit: float) -> float:
+    """The extension a human is offered: as much again as the limit (at least one more for
+    counts), counted from what is spent when that is already past the limit."""
+    more = max(spent, limit) + limit
+    if key.partition(":")[0] in _WHOLE:
+        return float(max(math.ceil(more), int(max(spent, limit)) + 1))
+    return round(more, 6)
+
+
+@dataclass
+class Limits:
+    """The limits one node enforces: the policy's, the run's extensions, and those granted
+    while this node ran (written back by ``update``)."""
+
+    policy: Policy
+    extensions: list[Extension]
+    granted: list[Extension] = field(default_factory=list)
+
+    @property
+    def budget(self) -> Budget:
+        return limits(self.policy.budget, [*self.extensions, *self.granted])
+
+    def update(self) -> dict[str, Any]:
+        """The state update that records the extensions granted here (none: nothing)."""
+        if not self.granted:
+            return {}
+        return {
+            "extensions": [e.model_dump(mode="json") for e in [*self.extensions, *self.granted]]
+        }
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The trace entries of the extensions granted here."""
+        return [
+            entry(extension).model_dump(mode="json", exclude_none=True)
+            for extension in self.granted
+        ]
+
+
+def entry(extension: Extension) -> TraceEntry:
+    return TraceEntry(
+        step=extension.step,
+        tool=extension.budget,
+        args_hash=args_hash({"limit": extension.limit}),
+        ok=True,
+        extended=f"{extension.budget} {extension.was:g} -> {extension.limit:g} "
+        f"({extension.decision})",
+    )
+
+
+def enforce(
+    check: Callable[[Budget], Stop | None],
+    held: Limits,
+    usage: Usage,
+    config: RunnableConfig | None,
+    step: int,
+) -> Stop | None:
+    """``check`` against the limits in force; a spent budget stops the run, or, when the
+    policy asks and the run can pause, asks a human, who may extend it (then the next budget
+    is checked) or let it stop."""
+    while (stop := check(held.budget)) is not None:
+        found = spent_of(stop, usage, held.budget)
+        asks = held.policy.on_budget == "ask" and config is not None and can_pause(config)
+        if not asks or found is None:
+            return stop
+        granted = extend(stop, *found, step)
+        if isinstance(granted, Stop):
+            return granted
+        held.granted.append(granted)
+    return None
+
+
+def extend(stop: Stop, spent: float, limit: float, step: int) -> Extension | Stop:
+    """Ask whether to extend the budget that stopped the run."""
+    key = str(stop)
+    offered = proposal(key, spent, limit)
+    shown = [_number(key, value) for value in (spent, limit, offered)]
+    args = dict(zip(("budget", "spent", "limit", "proposed"), [key, *shown], strict=True))
+    why = (
+        f"{stop.message}: approve to extend it to {offered:g}, edit to set another limit "
+        "(args.limit), or reject to stop the run"
+    )
+    asked = question("budget", key, args, step, why, allowed=BUDGET_DECISIONS)
+    decision = ask(asked, partial(_new_limit_refused, key, spent))
+    if not decision.approved:
+        reason = decision.reason or "no reason given"
+        return Stop(stop.reason, stop.detail, f"{stop.message}; a human declined: {reason}")
+    edited = decision.args is not None and decision.args.get("limit") != offered
+    new = float(decision.args["limit"]) if edited and decision.args else offered
+    return Extension(
+        budget=key,
+        limit=new,
+        was=limit,
+        spent=spent,
+        decision="edit" if edited else "approve",
+        step=step,
+    )
+
+
+def _number(key: str, value: float) -> float | int:
+    """Counts as whole numbers in the question (``8``, not ``8.0``)."""
+    return int(value) if key.partition(":")[0] in _WHOLE else value
+
+
+def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | None:
+    """Why an edited limit cannot be taken: not a number (a whole one for counts), or not
+    past what is spent."""
+    limit = args.get("limit")
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
+        return "args.limit must be a number, the new limit"
+    if key.partition(":")[0] in _WHOLE and limit != int(limit):
+        return f"args.limit must be a whole number for {key}"
+    if limit <= spent:
+        return f"the new limit must be above what is spent ({spent:g})"
+    return None

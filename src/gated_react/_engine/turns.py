@@ -57,6 +57,7 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
             "usage": Usage(),
             "retry": None,
             "calls": [],
+            "extensions": [],
             "history_from": len(state.history),
             "seen_from": len(state.seen),
         }
@@ -65,6 +66,7 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
             **dict.fromkeys(_FRESH),
             "reply": None,
             "calls": [],
+            "extensions": [],
             "history_from": changes["history_from"],
             "seen_from": changes["seen_from"],
         }

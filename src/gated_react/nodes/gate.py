@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
 from gated_react._engine.approval import DECISIONS, ask, question
-from gated_react._engine.budget_checks import check_before_tool
+from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
 from gated_react._engine.call_keys import (
     args_hash,
     idempotency_key,
@@ -49,6 +49,8 @@ class Ledger:
     seen: list[str]
     step: int
     """The step the calls belong to (the model decision that proposed them)."""
+    held: Limits
+    """The limits in force, with any extension a human grants while the gate asks."""
     new_keys: list[str] = field(default_factory=list)
 
     def count(self, call: Call) -> None:
@@ -69,18 +71,21 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
     if not actions:  # the routers never send one; a direct caller might
         why = "the gate was reached without a tool call to check"
         return linked | Stop(StopReason.INVALID_ACTION, "no_action", why).update()
-    ledger = Ledger(state.usage, state.seen[state.seen_from :], state.usage.steps)
+    held = Limits(deps.policy, state.extensions)
+    ledger = Ledger(state.usage, state.seen[state.seen_from :], state.usage.steps, held)
     calls = []
     for index, action in enumerate(actions):
         with gate_spans.guardrail(deps.spans, config, action.name) as span:
             checked = check(ledger, deps, config, action, index)
             gate_spans.decided(deps.spans, span, checked, deps.policy.require_approval)
         if isinstance(checked, Stop):
-            return linked | stopped(state, action.name, action.args, checked)
+            out = stopped(state, action.name, action.args, checked)
+            return linked | out | held.update() | {"trace": [*held.entries(), *out["trace"]]}
         ledger.count(checked)
         calls.append(checked)
-    usage = dump(ledger.usage)
-    return linked | {"calls": [dump(c) for c in calls], "usage": usage, "seen": ledger.new_keys}
+    admitted = {"calls": [dump(c) for c in calls], "usage": dump(ledger.usage)}
+    extended = {"trace": held.entries(), **held.update()} if held.granted else {}
+    return linked | admitted | {"seen": ledger.new_keys} | extended
 
 
 def check(
@@ -89,7 +94,13 @@ def check(
     """One call: admitted (to run; or settled and shown to the model: refused, a reminder, a
     human's answer), or the stop it causes."""
     name, args, step = action.name, action.args, ledger.step
-    over = check_before_tool(ledger.usage, deps.policy.budget, name)
+    over = enforce(
+        lambda budget: check_before_tool(ledger.usage, budget, name),
+        ledger.held,
+        ledger.usage,
+        config,
+        step,
+    )
     if over is not None:
         return over
     refusal = refuse(deps, name)

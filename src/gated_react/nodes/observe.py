@@ -1,17 +1,25 @@
 """observe: the calls' outcomes join the history and the trace; then the budgets are checked
-before the next decision (this is the conditional edge's input)."""
+before the next decision (this is the conditional edge's input), and a spent one may ask a
+human for more (``Policy.on_budget``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from gated_react._engine.budget_checks import check_before_step
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine.budget_checks import Limits, check_before_step, enforce
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
-def observe(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
+def observe(
+    state: CoreState,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
+    *,
+    deps: NodeDeps,
+) -> dict[str, Any]:
     """Append the step's calls in the reply's order. The call that stopped the run is traced
     last and kept out of the history; calls of a stopped step that never ran are left out."""
     calls = [call for call in state.calls if call.outcome is not None]
@@ -27,7 +35,15 @@ def observe(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
         update["history"] = [dump(_step(call)) for call in shown]
     if state.stop_reason:
         return update
-    over = check_before_step(state.usage, deps.policy.budget)
+    held = Limits(deps.policy, state.extensions)
+    over = enforce(
+        lambda budget: check_before_step(state.usage, budget),
+        held,
+        state.usage,
+        config,
+        state.usage.steps,
+    )
+    update = {**update, **held.update(), "trace": update["trace"] + held.entries()}
     return {**update, **over.update()} if over else update
 
 

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
-from gated_react._engine.budget_checks import check_before_step
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine.budget_checks import Limits, check_before_step, enforce
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import CoreState, FinalAction, Retry, dump
 from gated_react.stops import Stop, StopReason
 
 
-def validate(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
+def validate(
+    state: CoreState,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
+    *,
+    deps: NodeDeps,
+) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
     if state.reply is None:
-        return rejected(state, ActionError("bad_json", "there is no model reply to validate"), deps)
+        why = ActionError("bad_json", "there is no model reply to validate")
+        return rejected(state, why, deps, config)
     try:
         limit = deps.policy.max_parallel_calls
         candidate = deps.protocol.candidate(state.reply, deps.tools, limit)
@@ -26,12 +34,14 @@ def validate(state: CoreState, *, deps: NodeDeps) -> dict[str, Any]:
         if isinstance(action, FinalAction) and schema is not None:
             action = check_answer(action, schema)
     except ActionError as err:
-        return rejected(state, err, deps)
+        return rejected(state, err, deps, config)
     # Each written channel is a row in the store: clear the retry note only when one is set.
     return {"action": dump(action)} | ({"retry": None} if state.retry else {})
 
 
-def rejected(state: CoreState, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
+def rejected(
+    state: CoreState, err: ActionError, deps: NodeDeps, config: RunnableConfig | None = None
+) -> dict[str, Any]:
     """Stop with ``invalid_action:<why>``, or ask again with a reminder while retries are left.
 
     An answer that misses ``answer_schema`` always gets at least one reminder: the model did
@@ -42,10 +52,18 @@ def rejected(state: CoreState, err: ActionError, deps: NodeDeps) -> dict[str, An
     if err.why == "answer_schema":
         allowed = max(allowed, 1)
     if streak < allowed:
-        over = check_before_step(state.usage, policy.budget)
+        held = Limits(policy, state.extensions)
+        over = enforce(
+            lambda budget: check_before_step(state.usage, budget),
+            held,
+            state.usage,
+            config,
+            state.usage.steps,
+        )
+        extended = {**held.update(), "trace": held.entries()} if held.granted else {}
         if over is not None:
-            return {**over.update(), "action": None}
+            return {**over.update(), "action": None, **extended}
         retry = Retry(why=err.why, message=str(err), count=streak + 1)
-        return {"retry": dump(retry), "action": None}
+        return {"retry": dump(retry), "action": None, **extended}
     stop = Stop(StopReason.INVALID_ACTION, err.why, message=f"invalid action ({err.why}): {err}")
     return {**stop.update(), "action": None}

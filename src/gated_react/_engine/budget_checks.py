@@ -191,6 +191,14 @@ def enforce(
     return None
 
 
+def enforce_before_step(held: Limits, usage: Usage, config: RunnableConfig | None) -> Stop | None:
+    """``check_before_step`` through ``enforce``: what observe and validate run before the
+    next decision."""
+    return enforce(
+        lambda budget: check_before_step(usage, budget), held, usage, config, usage.steps
+    )
+
+
 def extend(stop: Stop, spent: float, limit: float, step: int) -> Extension | Stop:
     """Ask whether to extend the budget that stopped the run."""
     key = str(stop)

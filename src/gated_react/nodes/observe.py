@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.budget_checks import Limits, check_before_step, enforce
+from gated_react._engine.budget_checks import Limits, enforce_before_step
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
@@ -36,13 +36,7 @@ def observe(
     if state.stop_reason:
         return update
     held = Limits(deps.policy, state.extensions)
-    over = enforce(
-        lambda budget: check_before_step(state.usage, budget),
-        held,
-        state.usage,
-        config,
-        state.usage.steps,
-    )
+    over = enforce_before_step(held, state.usage, config)
     update = {**update, **held.update(), "trace": update["trace"] + held.entries()}
     return {**update, **over.update()} if over else update
 

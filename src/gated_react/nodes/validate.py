@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.budget_checks import Limits, check_before_step, enforce
+from gated_react._engine.budget_checks import Limits, enforce_before_step
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import CoreState, FinalAction, Retry, dump
@@ -53,13 +53,7 @@ def rejected(
         allowed = max(allowed, 1)
     if streak < allowed:
         held = Limits(policy, state.extensions)
-        over = enforce(
-            lambda budget: check_before_step(state.usage, budget),
-            held,
-            state.usage,
-            config,
-            state.usage.steps,
-        )
+        over = enforce_before_step(held, state.usage, config)
         extended = {**held.update(), "trace": held.entries()} if held.granted else {}
         if over is not None:
             return {**over.update(), "action": None, **extended}

@@ -42,8 +42,8 @@ local: $(VENV)/.local-installed
 test: setup lint typecheck pytest
 
 lint: setup
-	$(BIN)/ruff check src tests examples benchmarks mutation docs/_hooks
-	$(BIN)/ruff format --check src tests examples benchmarks mutation docs/_hooks
+	$(BIN)/ruff check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
+	$(BIN)/ruff format --check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
 
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios

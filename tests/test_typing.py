@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .support.docs import page, python_blocks, section
+from .support.docs import REPO, pages, runnable_python
+
+PAGES = pages()
 
 TYPO = """\
 from gated_react import build_graph, read, run
@@ -22,17 +24,23 @@ print(read(graph, out["thread_id"])["usage"]["tokns"])
 """
 
 
-def test_readme_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
-    first_run = python_blocks(section(page("getting-started.md"), "First run in Python"))[0]
-    # one story: run, resume after a crash (resuming.md), then approval (approvals.md)
-    resuming = python_blocks(page("guides/resuming.md"))[:2]
-    resuming.append(python_blocks(page("guides/approvals.md"))[0])
-    files = {
-        "readme.py": python_blocks(page("README.md"))[0],
-        "first_run.py": first_run,
-        "resuming.py": "\n".join(resuming),
-        "typo.py": TYPO,
-    }
+def _page_files() -> dict[str, str]:
+    """One module per page that has Python to run: its blocks, top to bottom, as the docs tests
+    run them (the README's included)."""
+    files = {}
+    for path in PAGES:
+        code = "\n".join(block.code for block in runnable_python(path))
+        if code:
+            name = (
+                str(path.relative_to(REPO)).removesuffix(".md").replace("/", "_").replace("-", "_")
+            )
+            files[f"{name}.py"] = code
+    return files
+
+
+def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
+    files = {**_page_files(), "typo.py": TYPO}
+    assert {"README.py", "docs_getting_started.py", "docs_guides_approvals.py"} <= set(files)
     for name, code in files.items():
         (tmp_path / name).write_text(code)
     mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files]
@@ -46,4 +54,4 @@ def test_readme_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Pa
 
 
 def test_the_package_says_it_is_typed() -> None:
-    assert (Path(__file__).resolve().parents[1] / "src" / "gated_react" / "py.typed").is_file()
+    assert (REPO / "src" / "gated_react" / "py.typed").is_file()

@@ -1,6 +1,6 @@
 """Every API example in examples/api runs (offline ones here; studio_client.py against a real dev
-server in tests/test_studio_server.py), and every Python block of the guides that point at them
-is an excerpt of one of them."""
+server in tests/test_studio_server.py). The guides quote them: tests/docs/test_snippets.py checks
+that each quoted block is verbatim in its file."""
 
 from __future__ import annotations
 
@@ -10,11 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ...support.docs import page, python_blocks
-
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "api"
-PAGES = ("guides/embedding.md", "guides/chat.md", "guides/studio.md")
 EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
@@ -62,21 +59,3 @@ def test_example_runs_offline(name: str, tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     for expected in EXPECTED[name]:
         assert expected in lines, f"{name}: {expected!r} not in {lines}"
-
-
-def _lines(code: str) -> list[str]:
-    return [line.strip() for line in code.splitlines() if line.strip()]
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_guide_code_is_taken_from_the_examples(name: str) -> None:
-    blocks = python_blocks(page(name))
-    assert blocks, f"no Python in {name}"
-    sources = [_lines(path.read_text()) for path in EXAMPLES.glob("*.py")]
-    for block in blocks:
-        wanted = _lines(block)
-        assert any(
-            source[i : i + len(wanted)] == wanted
-            for source in sources
-            for i in range(len(source) - len(wanted) + 1)
-        ), f"{name} block not found verbatim in examples/api:\n{block}"

@@ -101,7 +101,9 @@ def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
     from gated_react.otel import setup_tracing
 
     setup_tracing(settings())
-    graph = build_graph(model, options.tools(), policy=options.policy(), checkpointer=saver)
+    tools = options.tools()
+    with user_errors():  # a cost budget for an unpriced model: one line
+        graph = build_graph(model, tools, policy=options.policy(), checkpointer=saver)
     return graph.with_config(metadata=options.metadata())
 
 

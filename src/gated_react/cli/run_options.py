@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from gated_react.cli.exits import CliError, user_errors
-from gated_react.policy import Protocol
+from gated_react.policy import OnBudget, Protocol
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -68,6 +68,10 @@ class RunOptions(BaseModel):
     """See ``Budget.max_seconds``."""
     max_tokens: int | None = None
     """See ``Budget.max_tokens``."""
+    max_cost: float | None = None
+    """See ``Budget.max_cost``."""
+    on_budget: OnBudget | None = None
+    """See ``Policy.on_budget``; None keeps the policy default (stop)."""
     workspace: str | None = None
     """Root folder of the workspace toolkit."""
     database: str | None = None
@@ -102,6 +106,8 @@ class RunOptions(BaseModel):
             "max_tool_calls": self.max_tool_calls,
             "max_seconds": self.max_seconds,
             "max_tokens": self.max_tokens,
+            "max_cost": self.max_cost,
+            "on_budget": self.on_budget,
         }
         given: dict[str, Any] = {k: v for k, v in limits.items() if v is not None}
         if self.example:

@@ -130,3 +130,31 @@ def test_the_example_folder_follows_from_the_thread_not_from_the_store(
     folder = Path(options.example_dir)
     assert folder.parent == tmp_path / "state" / "gated-react" / "examples"
     assert "/etc" not in str(folder)
+
+
+def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) -> None:
+    """``--on-budget ask``: the run pauses (exit 4) on the spent budget and says how to answer;
+    ``--approve`` extends it by the proposal, ``--args`` sets the limit, ``--reject`` stops."""
+    budget = ["--max-steps", "1", "--on-budget", "ask"]
+    for thread, answer, code in (
+        ("b-approve", ["--approve"], 0),
+        ("b-edit", ["--args", '{"limit": 3}'], 0),
+        ("b-reject", ["--reject", "enough"], 2),
+    ):
+        server.push(tool_call("get_user_profile", user_id=42), reply("Anna"))
+        out = invoke("run", GOAL, "--thread", thread, *budget)
+        assert out.exit_code == 4, out.stdout
+        assert "budget spent: max_steps (1 spent of 1)" in out.stdout
+        assert f"gated-react resume {thread} --approve   (to 2)" in out.stdout
+        assert f"gated-react resume {thread} --args '{{\"limit\": 2}}'" in out.stdout
+        done = invoke("resume", thread, *answer, "--json")
+        assert done.exit_code == code, done.stdout
+        result = json.loads(done.stdout)
+        extended = [e.get("extended") for e in result["trace"] if e.get("extended")]
+        if code:
+            assert result["stop_reason"] == "max_steps"
+            assert extended == []
+        else:
+            limit = 3 if answer[0] == "--args" else 2
+            decision = "edit" if answer[0] == "--args" else "approve"
+            assert extended == [f"max_steps 1 -> {limit} ({decision})"]

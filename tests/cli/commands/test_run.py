@@ -216,3 +216,16 @@ def test_the_cli_reference_json_sample_is_real_output(server: FakeOpenAI) -> Non
     assert _shape(sample) == _shape(result)
     result["usage"]["seconds"] = sample["usage"]["seconds"]  # type: ignore[index]
     assert sample == result
+
+
+def test_max_cost_stops_a_run_and_an_unpriced_model_is_refused(server: FakeOpenAI) -> None:
+    server.push(tool_call("get_user_profile", user_id=42), reply("Anna"))
+    out = invoke("run", "who is 42?", "--max-cost", "0.00001", "--json")
+    assert out.exit_code == 2, out.stdout
+    result = json.loads(out.stdout)
+    assert result["stop_reason"] == "max_cost"
+    assert result["message"] == "max_cost 1e-05 USD reached (0.000016 USD spent)"
+    refused = invoke("run", "who is 42?", "--max-cost", "1", "--model", "m-1")
+    assert refused.exit_code != 0
+    assert "max_cost 1 needs a price: model 'm-1' is unpriced" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -29,6 +29,11 @@ class ProtocolChoice(StrEnum):
     text = "text"
 
 
+class OnBudgetChoice(StrEnum):
+    stop = "stop"
+    ask = "ask"
+
+
 Toolkits = Annotated[
     list[str] | None,
     typer.Option(
@@ -112,6 +117,17 @@ def run_command(
     max_tokens: Annotated[
         int | None, typer.Option(min=1, metavar="N", help="Model tokens [default: unlimited]")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(min=1e-9, metavar="USD", help="Model cost in dollars [default: unlimited]"),
+    ] = None,
+    on_budget: Annotated[
+        OnBudgetChoice | None,
+        typer.Option(
+            help="A spent budget stops the run, or asks to extend it [default: stop]",
+            show_default=False,
+        ),
+    ] = None,
     protocol: Annotated[
         ProtocolChoice | None,
         typer.Option(
@@ -187,6 +203,8 @@ def run_command(
         max_tool_calls=max_tool_calls,
         max_seconds=max_seconds,
         max_tokens=max_tokens,
+        max_cost=max_cost,
+        on_budget=on_budget.value if on_budget else None,
         workspace=str(workspace) if workspace else None,
         database=str(database) if database else None,
         model=model,

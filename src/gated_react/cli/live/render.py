@@ -168,22 +168,29 @@ def cost(usage: Mapping[str, Any], limit: float | None = None) -> str:
 def pending(
     console: Console, result: Mapping[str, Any], resume_cmd: str, secrets: tuple[str, ...]
 ) -> None:
-    """A paused run: what waits for approval and the ways to answer."""
-    example = "{...}"
+    """A paused run: what waits for a human (a call to approve, a spent budget) and the ways
+    to answer."""
+    cmd = safe(resume_cmd, secrets)
     for question in result.get("pending") or ():
         if not isinstance(question, dict):
             continue
-        args = question.get("args")
-        example = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else example
-        console.print(
-            f"[bold yellow]waiting for approval:[/] {safe(str(question.get('tool')), secrets)} "
-            f"{safe(args, secrets)}",
-            highlight=False,
-        )
-        for key in ("why", "error"):
-            if question.get(key):
-                console.print(f"  {key}: {safe(str(question[key]), secrets)}", highlight=False)
-    cmd = safe(resume_cmd, secrets)
+        if question.get("kind") == "budget":
+            _budget_question(console, question, cmd, secrets)
+        else:
+            _call_question(console, question, cmd, secrets)
+
+
+def _call_question(
+    console: Console, question: Mapping[str, Any], cmd: str, secrets: tuple[str, ...]
+) -> None:
+    args = question.get("args")
+    example = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "{...}"
+    console.print(
+        f"[bold yellow]waiting for approval:[/] {safe(str(question.get('tool')), secrets)} "
+        f"{safe(args, secrets)}",
+        highlight=False,
+    )
+    _notes(console, question, secrets)
     console.print(
         f"  approve: {cmd} --approve\n"
         f"  reject:  {cmd} --reject 'why'\n"
@@ -192,6 +199,34 @@ def pending(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _budget_question(
+    console: Console, question: Mapping[str, Any], cmd: str, secrets: tuple[str, ...]
+) -> None:
+    """A spent budget (``Policy.on_budget="ask"``): extend it, set a limit, or stop."""
+    found = question.get("args")
+    args: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    budget, proposed = str(args.get("budget")), args.get("proposed")
+    spent = f"{safe(args.get('spent'))} spent of {safe(args.get('limit'))}"
+    console.print(
+        f"[bold yellow]budget spent:[/] {safe(budget, secrets)} ({spent})", highlight=False
+    )
+    _notes(console, question, secrets)
+    example = shlex.quote(json.dumps({"limit": proposed}))
+    console.print(
+        f"  extend:  {cmd} --approve   (to {safe(proposed)})\n"
+        f"  limit:   {cmd} --args {safe(example)}\n"
+        f"  stop:    {cmd} --reject 'why'",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _notes(console: Console, question: Mapping[str, Any], secrets: tuple[str, ...]) -> None:
+    for key in ("why", "error"):
+        if question.get(key):
+            console.print(f"  {key}: {safe(str(question[key]), secrets)}", highlight=False)
 
 
 def _plain(value: Any) -> Any:

@@ -74,6 +74,9 @@ def tool_actions(action: ToolAction | ToolCalls | FinalAction | None) -> list[To
 class Reply(_Strict):
     """What the model said, before the action contract is applied."""
 
+    id: str | None = None
+    """The model message's id: a final answer is stored in ``messages`` under it, so the
+    answer a chat client saw stream and the one the thread keeps are one message."""
     text: str = ""
     """The reply's text content."""
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)

@@ -9,16 +9,18 @@ model = ScriptedChatModel(replies=[
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -38,7 +40,9 @@ class ScriptedChatModel(BaseChatModel):
     """Replies from a script, in order; each call's input is kept in ``requests``.
 
     Items may be an ``AIMessage``, a string, an exception (raised) or a callable that gets the
-    messages and returns one of those. With ``cycle=True`` the script repeats forever.
+    messages and returns one of those. With ``cycle=True`` the script repeats forever. Streamed
+    (``stream``, or LangGraph's ``stream_mode="messages"``), a reply comes word by word, its tool
+    calls in one last chunk, as a real client's does.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -107,3 +111,41 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._take(messages))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from _chunks(self._take(messages))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in _chunks(self._take(messages)):
+            yield chunk
+
+
+def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
+    """A reply as a client streams it: its text word by word, then its tool calls and usage."""
+    words = [w for w in re.split(r"(?<=\s)", message.text) if w]
+    calls = [
+        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+        for i, c in enumerate(message.tool_calls)
+    ]
+    pieces = [AIMessageChunk(content=word) for word in words]
+    pieces.append(
+        AIMessageChunk(
+            content="",
+            tool_call_chunks=calls,
+            usage_metadata=message.usage_metadata,
+            chunk_position="last",
+        )
+    )
+    return [ChatGenerationChunk(message=piece) for piece in pieces]

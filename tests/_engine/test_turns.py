@@ -103,7 +103,7 @@ def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
     opened, update = opening(waiting, CONTEXT)
     assert (opened.goal, opened.usage.steps, opened.calls) == ("Stop.", 0, [])
     assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
-    note = update["messages"][2]
+    note = update["messages"].value[1]
     assert note.text.startswith("I stopped before finishing (tool_outcome_unknown:")
     assert [m.text for m in opened.messages] == ["Bill user 42.", note.text, "Stop."]
 

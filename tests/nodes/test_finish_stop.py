@@ -11,6 +11,8 @@ from ..support.helpers import state
 
 def test_finish_writes_success_and_the_answer() -> None:
     update = finish(state(action={"kind": "final", "answer": "USD 49"}, usage={"steps": 4}))
+    assert update["messages"][0].id  # set here, so the stream and the thread name it alike
+    update["messages"][0].id = None
     assert update == {
         "status": "ok",
         "stop_reason": "success",
@@ -22,6 +24,8 @@ def test_finish_writes_success_and_the_answer() -> None:
 
 def test_stop_writes_stopped_and_no_answer() -> None:
     update = stop(state(stop_reason="max_steps", message="max_steps 8 reached (9 requested)"))
+    assert update["messages"][0].id
+    update["messages"][0].id = None
     assert update == {
         "status": "stopped",
         "answer": None,
@@ -30,6 +34,15 @@ def test_stop_writes_stopped_and_no_answer() -> None:
             AIMessage("I stopped before finishing (max_steps): max_steps 8 reached (9 requested)")
         ],
     }
+
+
+def test_an_answer_that_is_the_replys_text_is_stored_under_the_replys_id() -> None:
+    """What streamed from the model is the message the thread keeps (native tool calling)."""
+    reply = {"id": "lc_run--1", "text": " USD 49 "}
+    answered = state(action={"kind": "final", "answer": "USD 49"}, reply=reply)
+    assert finish(answered)["messages"][0].id == "lc_run--1"
+    rewritten = state(action={"kind": "final", "answer": '{"usd":49}'}, reply=reply)
+    assert finish(rewritten)["messages"][0].id != "lc_run--1"
 
 
 def test_finish_counts_one_step_in_the_singular() -> None:

@@ -36,6 +36,9 @@ class NodeDeps:
     """How the model's calls are priced (the policy's price, else genai-prices' table)."""
     context: RunContext
     """What every run of this graph records it ran under (``State.run_context``)."""
+    answer_streams: bool = False
+    """Whether a final answer streams token by token (native tool calling, no
+    ``answer_schema``); see ``_engine/streaming.py``."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The model's keys: masked in every message a failed call leaves in the state."""
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
@@ -65,6 +68,7 @@ class NodeDeps:
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
             pricer=pricer,
+            answer_streams=protocol.answer_is_text and policy.answer_schema is None,
             context=run_context(model, policy, pricer),
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets)),

@@ -19,8 +19,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.types import Overwrite
 
 from gated_react._engine.call_keys import args_hash
 from gated_react.state import (
@@ -123,7 +123,8 @@ def _after_cut_in(
     if after:
         goal = last_human_text(after) or state.goal
         new = after
-        update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *before, note, *new]
+        # Overwrite, not RemoveMessage: a remove marker would stream to chat clients as a message.
+        update["messages"] = Overwrite([*before, note, *new])
     else:
         goal = state.goal
         new = [HumanMessage(goal, id=str(uuid.uuid4()))]
@@ -178,6 +179,8 @@ def conversation(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(lines)
 
 
-def closing(text: str) -> dict[str, Any]:
-    """The AI message that ends a run in the conversation: its answer, or why it stopped."""
-    return {"messages": [AIMessage(text)]}
+def closing(text: str, message_id: str | None = None) -> dict[str, Any]:
+    """The AI message that ends a run in the conversation: its answer, or why it stopped.
+    Its id is set here (the model reply's, when the answer is that reply's text as it
+    streamed), so the messages stream and the stored conversation name it alike."""
+    return {"messages": [AIMessage(text, id=message_id or str(uuid.uuid4()))]}

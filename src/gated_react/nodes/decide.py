@@ -21,6 +21,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.pricing import Tokens, add_cost
 from gated_react._engine.storable import Unstorable, clean_text, plain
+from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
 from gated_react._engine.turns import opening
 from gated_react.state import Reply, State, Usage, dump
@@ -71,7 +72,8 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
         return opened | out_of_time(state, started, deps)
     with tracing.chat(deps.spans, config) as span:
         try:
-            message = call_within(lambda: deps.bound.invoke(messages, config), left)
+            asked = model_config(config, deps.answer_streams)
+            message = call_within(lambda: deps.bound.invoke(messages, asked), left)
         except DeadlinePassed:
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:  # any model failure becomes a stop reason, never a traceback
@@ -91,7 +93,8 @@ async def adecide(
         return opened | out_of_time(state, started, deps)
     with tracing.chat(deps.spans, config) as span:
         try:
-            message = await await_within(deps.bound.ainvoke(messages, config), left)
+            asked = model_config(config, deps.answer_streams)
+            message = await await_within(deps.bound.ainvoke(messages, asked), left)
         except DeadlinePassed:
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:
@@ -180,7 +183,12 @@ def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
         for c in getattr(message, "invalid_tool_calls", [])
     ]
     text = message.text if isinstance(message.text, str) else str(message.content)
-    return Reply(text=clean_text(text, secrets), tool_calls=calls, invalid_tool_calls=invalid)
+    return Reply(
+        id=message.id,
+        text=clean_text(text, secrets),
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
+    )
 
 
 def failed(

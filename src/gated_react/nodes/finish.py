@@ -20,5 +20,13 @@ def finish(state: CoreState) -> dict[str, Any]:
         "stop_reason": str(StopReason.SUCCESS),
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",
         "answer": state.action.answer,
-        **closing(state.action.answer),
+        **closing(state.action.answer, _streamed_as(state)),
     }
+
+
+def _streamed_as(state: CoreState) -> str | None:
+    """The reply's id when the answer is its text as written (what may have streamed)."""
+    reply, action = state.reply, state.action
+    if reply is None or not isinstance(action, FinalAction) or reply.tool_calls:
+        return None
+    return reply.id if reply.text.strip() == action.answer else None

@@ -23,6 +23,11 @@ BoundModel = Runnable[LanguageModelInput, BaseMessage]
 class ActionProtocol(Protocol):
     """The three operations a protocol provides."""
 
+    answer_is_text: bool
+    """True when a final reply's text is the answer as written (native tool calling), so it
+    may stream to a chat client as the model writes it; a JSON or ReAct reply is protocol
+    syntax until it is parsed."""
+
     def bind(self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> BoundModel:
         """The model as it is called for every decision (tools bound, output format requested)."""
         ...

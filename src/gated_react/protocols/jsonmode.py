@@ -73,6 +73,8 @@ def action_schema(tools: Sequence[BaseTool], policy: Policy) -> dict[str, Any]:
 class JsonProtocol:
     """Seed 000's contract: the reply text is the action object."""
 
+    answer_is_text = False
+
     def bind(
         self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy
     ) -> Runnable[LanguageModelInput, BaseMessage]:

@@ -37,6 +37,8 @@ def one_call_per_reply(model: BaseChatModel) -> dict[str, Any]:
 class ToolsProtocol:
     """A reply with one tool call is a tool action; a reply with text and no call is final."""
 
+    answer_is_text = True
+
     def bind(
         self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy
     ) -> Runnable[LanguageModelInput, BaseMessage]:

@@ -138,6 +138,8 @@ def _typed(tool: BaseTool, param: str, argument: str) -> Any:
 class TextProtocol:
     """ReAct text with a stop sequence, so the model does not write its own observation."""
 
+    answer_is_text = False
+
     def bind(
         self, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy
     ) -> Runnable[LanguageModelInput, BaseMessage]:

@@ -1,0 +1,108 @@
+"""What a chat client sees stream in ``stream_mode="messages"``: each run's answer once, under
+the id ``messages`` stores it with, and nothing of the protocol.
+
+LangGraph streams the chunks of every chat-model call made inside a node, whatever the node
+returns: left alone, a tool call streams as tool-call chunks that no message holds, a JSON or
+ReAct reply streams as raw protocol text, and the answer streams twice (from ``decide``, then
+from ``finish`` under another id). So decide's model call is taken away from LangGraph's
+handler: with native tool calling (and no ``answer_schema``) a reply's text is the answer as
+written, and its text chunks, only those, are passed on as they arrive; ``finish`` stores the
+answer under the reply's id, so LangGraph does not send it again. With the ``json`` and
+``text`` protocols nothing streams from the model, and the answer (or why the run stopped)
+arrives whole from ``finish`` (``stop``) under its stored id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+
+from gated_react._engine.langgraph_internals import (
+    StreamingCallbackHandler,
+    StreamMessagesHandler,
+    emit,
+    messages_stream,
+)
+
+
+class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore[type-arg]
+    """Passes a model call's text chunks to LangGraph's messages stream, and no tool-call
+    chunk. The call is tagged ``nostream``, so LangGraph's handler ignores it itself; the whole
+    reply is left to ``finish``, which stores it under the same id (sent once: the stream
+    skips an id it has sent)."""
+
+    run_inline = True
+    """LangGraph's handler runs inline too: chunks keep their order."""
+
+    def __init__(self, target: StreamMessagesHandler) -> None:
+        self.target = target
+        self.meta: dict[UUID, Any] = {}
+
+    def tap_output_iter(self, run_id: UUID, output: Any) -> Any:
+        return output
+
+    def tap_output_aiter(self, run_id: UUID, output: Any) -> Any:
+        return output
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # LangGraph's handler works out where the call streams (namespace, metadata) as for
+        # any call it streams; the chunks are then sent here, filtered.
+        shown = [tag for tag in tags or () if tag != TAG_NOSTREAM]
+        self.target.on_chat_model_start(
+            serialized, messages, run_id=run_id, tags=shown, metadata=metadata, **kwargs
+        )
+        meta = self.target.metadata.pop(run_id, None)
+        if meta is not None:
+            self.meta[run_id] = meta
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+        meta = self.meta.get(run_id)
+        if meta is None or not isinstance(message, AIMessageChunk):
+            return
+        if message.text and not message.tool_call_chunks:
+            emit(self.target, meta, message)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.meta.pop(run_id, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.meta.pop(run_id, None)
+
+
+def model_config(config: RunnableConfig, answer_streams: bool) -> RunnableConfig:
+    """The config decide calls the model with: tagged so LangGraph never streams the call
+    itself; with ``AnswerText`` among its callbacks when ``answer_streams`` and the run
+    streams messages."""
+    tagged: RunnableConfig = {**config, "tags": [*config.get("tags", ()), TAG_NOSTREAM]}
+    target = messages_stream(config) if answer_streams else None
+    callbacks = config.get("callbacks")
+    if target is None or not isinstance(callbacks, BaseCallbackManager):
+        return tagged
+    manager = callbacks.copy()
+    manager.add_handler(AnswerText(target), inherit=True)
+    return {**tagged, "callbacks": manager}

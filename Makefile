@@ -8,13 +8,14 @@ CONSTRAINTS := constraints.txt
 LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation docs docs-serve
+.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
 
 help:
 	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
 	@echo "make test   - set up and run lint, type checks and the test suite"
 	@echo "make studio - serve the graphs to LangGraph Studio (offline dev server)"
 	@echo "make bench  - run the benchmarks against create_agent and create_react_agent"
+	@echo "make trace-backend - install Arize Phoenix (.venv-phoenix) for the tracing tests"
 	@echo "make docs   - build the documentation site into site/ (strict: a broken link fails)"
 	@echo "make docs-serve - serve the documentation on http://127.0.0.1:8000"
 
@@ -36,6 +37,17 @@ $(VENV)/.local-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	@touch $@
 
 setup: $(VENV)/.dev-installed
+
+# Arize Phoenix, the trace backend the OpenTelemetry tests export to (about 850 MB): a virtualenv
+# of its own, so its dependencies never meet the project's pins. Without it those tests skip.
+PHOENIX_VENV ?= .venv-phoenix
+PHOENIX_VERSION := 20.26.1
+$(PHOENIX_VENV)/.installed:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install -q "arize-phoenix==$(PHOENIX_VERSION)"
+	@touch $@
+
+trace-backend: $(PHOENIX_VENV)/.installed
 
 local: $(VENV)/.local-installed
 

@@ -10,16 +10,28 @@ from pathlib import Path
 import pytest
 
 from .support import pg
+from .support.phoenix import Phoenix, phoenix_server
 
-# Nothing in the test suite may reach a hosted API or send traces.
+# Nothing in the test suite may reach a hosted API or send traces (the OpenTelemetry tests
+# set the OTEL_* variables they need themselves).
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ.pop("OPENAI_API_KEY", None)
+for _name in [name for name in os.environ if name.startswith("OTEL_")]:
+    os.environ.pop(_name)
 
 # A test run started in the background (`make test &`, nohup, a CI step without job control)
 # ignores SIGINT, and every CLI it spawns would inherit that: the Ctrl-C tests need a CLI that
 # gets Ctrl-C as a terminal delivers it.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    """One ``phoenix serve`` for the session (it takes half a minute to start); tests tell
+    their spans apart by trace and conversation id."""
+    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as server:
+        yield server
 
 
 @pytest.fixture

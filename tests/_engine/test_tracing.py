@@ -22,7 +22,16 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import broken
 from ..support.openai_server import FakeOpenAI, Reply
-from ..support.spans import APPROVE, install, recorded, tour_graph, tree
+from ..support.spans import (
+    APPROVE,
+    TOUR_FIRST,
+    TOUR_SECOND,
+    TOUR_VERDICTS,
+    install,
+    recorded,
+    tour_graph,
+    tree,
+)
 
 
 def _by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
@@ -61,27 +70,15 @@ def test_a_paused_and_resumed_run_is_two_linked_invocations_with_every_decision(
     first, second = _by_name(spans, "invoke_agent gated-react")
     shape = tree(spans)
     assert shape[0] == ["invoke_agent gated-react", "invoke_agent gated-react"]
-    assert shape[first.context.span_id] == [
-        "chat ScriptedChatModel",
-        "apply_guardrail gate",
-        "execute_tool get_user_profile",
-        "chat ScriptedChatModel",
-        "apply_guardrail gate",
-        "chat ScriptedChatModel",
-        "apply_guardrail gate",
-    ]
-    assert shape[second.context.span_id] == [
-        "apply_guardrail gate",
-        "execute_tool get_user_billing",
-        "chat ScriptedChatModel",
-        "apply_guardrail gate",
-    ]
-    assert _verdicts(spans) == [
-        ("get_user_profile", "allowed", "allow"),
-        ("search_policy", "refused", "allow"),
-        ("get_user_billing", "asked_human", "require_approval"),
-        ("get_user_billing", "allowed", "require_approval"),
-        ("get_user_profile", "stopped", "loop_detection"),
+    assert shape[first.context.span_id] == TOUR_FIRST
+    assert shape[second.context.span_id] == TOUR_SECOND
+    assert [verdict[:2] for verdict in _verdicts(spans)] == TOUR_VERDICTS
+    assert [verdict[2] for verdict in _verdicts(spans)] == [
+        "allow",
+        "allow",
+        "require_approval",
+        "require_approval",
+        "loop_detection",
     ]
     for span in (first, second):
         assert span.attributes is not None

@@ -14,7 +14,8 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -47,8 +48,19 @@ class _Switch(Sampler):
         return "on only inside recorded()"
 
 
+class _Forward(SpanProcessor):
+    """Hands finished spans to ``target`` while one is set (a provider's processors are fixed)."""
+
+    target: SpanProcessor | None = None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.target is not None:
+            self.target.on_end(span)
+
+
 _SWITCH = _Switch()
 _EXPORTER = InMemorySpanExporter()
+_FORWARD = _Forward()
 _installed: list[TracerProvider] = []
 
 
@@ -57,6 +69,7 @@ def install() -> TracerProvider:
     if not _installed:
         provider = TracerProvider(sampler=_SWITCH)
         provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        provider.add_span_processor(_FORWARD)
         trace.set_tracer_provider(provider)
         _installed.append(provider)
     return _installed[0]
@@ -72,6 +85,19 @@ def recorded() -> Iterator[InMemorySpanExporter]:
         yield _EXPORTER
     finally:
         _SWITCH.on = False
+
+
+@contextmanager
+def exported(endpoint: str) -> Iterator[InMemorySpanExporter]:
+    """``recorded()``, every span also sent over OTLP/HTTP to ``endpoint`` as it ends."""
+    sender = SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"))
+    _FORWARD.target = sender
+    try:
+        with recorded() as exporter:
+            yield exporter
+    finally:
+        _FORWARD.target = None
+        sender.shutdown()
 
 
 TOUR_POLICY = Policy(
@@ -96,6 +122,31 @@ def tour_graph() -> Any:
 
 
 APPROVE = {"decisions": [{"type": "approve"}]}
+TOUR_FIRST = [
+    "chat ScriptedChatModel",
+    "apply_guardrail gate",
+    "execute_tool get_user_profile",
+    "chat ScriptedChatModel",
+    "apply_guardrail gate",
+    "chat ScriptedChatModel",
+    "apply_guardrail gate",
+]
+"""The children of the tour's first invocation (it pauses at the billing approval)."""
+TOUR_SECOND = [
+    "apply_guardrail gate",
+    "execute_tool get_user_billing",
+    "chat ScriptedChatModel",
+    "apply_guardrail gate",
+]
+"""The children of its resume (approved, then the repeated profile call stops it)."""
+TOUR_VERDICTS = [
+    ("get_user_profile", "allowed"),
+    ("search_policy", "refused"),
+    ("get_user_billing", "asked_human"),
+    ("get_user_billing", "allowed"),
+    ("get_user_profile", "stopped"),
+]
+"""The gate's verdicts on the tour's five proposed calls, in order."""
 
 
 def tree(spans: Sequence[ReadableSpan]) -> dict[int, list[str]]:

@@ -6,6 +6,7 @@ nothing recorded or stored when no SDK records."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -219,3 +220,24 @@ def test_a_real_clients_chat_span_has_the_reported_tokens_and_the_priced_cost() 
 
 def _pricer(model: ChatOpenAI) -> Pricer:
     return pricer_for(model, {})
+
+
+def test_the_invocation_span_says_what_the_run_ran_under() -> None:
+    with recorded() as exporter:
+        graph = tour_graph()
+        run(graph, "refund?", thread_id="context")
+    recorded_context = graph.get_state({"configurable": {"thread_id": "context"}}).values
+    context = recorded_context["run_context"]
+    spans = exporter.get_finished_spans()
+    (root,) = _by_name(spans, "invoke_agent gated-react")
+    attributes = dict(root.attributes or {})
+    assert attributes["gated_react.model.class"] == "gated_react.testing.ScriptedChatModel"
+    assert attributes["gated_react.model.class"] == context["model_class"]
+    assert attributes["gated_react.protocol"] == "tools"
+    assert attributes["gen_ai.agent.version"] == context["version"]
+    assert json.loads(str(attributes["gated_react.policy"])) == context["policy"]
+    assert attributes["gated_react.policy.hash"] == context["policy_hash"]
+    gates = _by_name(spans, "apply_guardrail gate")
+    assert {(g.attributes or {})["gen_ai.guardrail.policy.id"] for g in gates} == {
+        context["policy_hash"]
+    }

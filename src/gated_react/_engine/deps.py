@@ -57,7 +57,7 @@ class NodeDeps:
             limit = policy.budget.max_cost
             why = f"max_cost {limit:g} needs a price: {pricer.unpriced} (give one in Policy.prices)"
             raise UnpricedModel(why)
-        secrets = secrets_of(model)
+        secrets, context = secrets_of(model), run_context(model, policy, pricer)
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),
@@ -69,9 +69,9 @@ class NodeDeps:
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
             pricer=pricer,
             answer_streams=protocol.answer_is_text and policy.answer_schema is None,
-            context=run_context(model, policy, pricer),
+            context=context,
             secrets=secrets,
-            spans=AgentSpans(Labels.of(model, secrets)),
+            spans=AgentSpans(Labels.of(model, secrets, context)),
         )
 
     def idempotent(self, tool: str) -> bool:

@@ -27,6 +27,8 @@ def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iter
     pauses to ask a human ends it as ``asked_human``."""
     attributes = {OP: "apply_guardrail", "gen_ai.guardrail.component.name": GATE, TOOL: tool_name}
     attributes |= {PROVIDER: spans.labels.provider, "gen_ai.guardrail.source": "tool_input"}
+    if spans.labels.policy_hash is not None:
+        attributes["gen_ai.guardrail.policy.id"] = spans.labels.policy_hash
     span = TRACER.start_span(
         "apply_guardrail gate", parent(spans, config), SpanKind.INTERNAL, attributes=attributes
     )

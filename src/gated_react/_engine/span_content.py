@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from gated_react.redact import redact
 from gated_react.settings import capture_content
+from gated_react.state import RunContext
 
 _MAX_CHARS = 8000
 """Longest text one captured part keeps (the JSON stays whole; the text is cut)."""
@@ -23,18 +24,27 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 
 @dataclass(frozen=True, slots=True)
 class Labels:
-    """Built once per graph: names every span carries, and whether content may be recorded."""
+    """Built once per graph: names every span carries, what the invocation span says the run
+    ran under, and whether content may be recorded."""
 
     agent: str = "gated-react"
     provider: str = "unknown"
     model: str = "unknown"
     content: bool = False
     secrets: tuple[str, ...] = ()
+    policy_hash: str | None = None
+    """The run context's short policy hash: the guardrail spans' ``gen_ai.guardrail.policy.id``."""
+    run: tuple[tuple[str, str], ...] = ()
+    """The run context as attributes of the invocation span (model class, base URL masked,
+    protocol, policy and its hash, prices' source, package version)."""
 
     @classmethod
-    def of(cls, model: BaseChatModel, secrets: tuple[str, ...] = ()) -> Labels:
+    def of(
+        cls, model: BaseChatModel, secrets: tuple[str, ...] = (), context: RunContext | None = None
+    ) -> Labels:
         """The model's provider and name as LangChain reports them (``_get_ls_params`` is what
-        its own tracers read), and the content switch as the environment sets it."""
+        its own tracers read), the run context, and the content switch as the environment
+        sets it."""
         try:
             params: dict[str, Any] = dict(model._get_ls_params())
         except Exception:  # a model that cannot say: the span still names its class
@@ -44,7 +54,23 @@ class Labels:
             model=str(params.get("ls_model_name") or type(model).__name__),
             content=capture_content(),
             secrets=secrets,
+            policy_hash=context.policy_hash if context is not None else None,
+            run=_run_attributes(context) if context is not None else (),
         )
+
+
+def _run_attributes(context: RunContext) -> tuple[tuple[str, str], ...]:
+    found = {
+        "gen_ai.agent.version": context.version,
+        "gated_react.model.class": context.model_class,
+        "gated_react.model.name": context.model,
+        "gated_react.model.base_url": context.base_url,
+        "gated_react.protocol": context.protocol,
+        "gated_react.policy.hash": context.policy_hash,
+        "gated_react.policy": json.dumps(context.policy, sort_keys=True),
+        "gated_react.priced_by": context.priced_by,
+    }
+    return tuple((key, value) for key, value in found.items() if value is not None)
 
 
 def masked(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -141,12 +141,12 @@ class AgentSpans(BaseCallbackHandler):
         span.end()
 
     def _open(self, metadata: Mapping[str, Any]) -> Span:
-        attributes = {OP: "invoke_agent", AGENT: self.labels.agent}
-        attributes |= {PROVIDER: self.labels.provider, MODEL: self.labels.model}
-        thread = metadata.get("thread_id")
+        labels, thread = self.labels, metadata.get("thread_id")
+        attributes = {OP: "invoke_agent", AGENT: labels.agent, PROVIDER: labels.provider}
+        attributes |= {MODEL: labels.model, **dict(labels.run)}
         if thread is not None:
             attributes[CONVERSATION] = str(thread)
-        name = f"invoke_agent {self.labels.agent}"
+        name = f"invoke_agent {labels.agent}"
         return TRACER.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
 
     def root(self, config: RunnableConfig) -> Span | None:

@@ -89,6 +89,11 @@ def loop_key(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}:{args_hash(args)}:{args_hash(normalize(args))}"
 
 
+def tool_of(key: str) -> str:
+    """The tool a loop key belongs to (tool names may hold colons; the two hashes never do)."""
+    return key.rsplit(":", 2)[0]
+
+
 def is_repeat(seen: Iterable[str], tool: str, args: dict[str, Any], mode: LoopMode) -> bool:
     """True when ``tool(args)`` already ran in this run (never, with mode ``off``)."""
     return repeats(seen, tool, args, mode) > 0

@@ -15,17 +15,21 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph._internal._constants import (
+    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_RESUMING,
 )
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel._messages import StreamMessagesHandler
 
 __all__ = [
     "CONFIG_KEY_DURABILITY",
     "StreamMessagesHandler",
     "StreamingCallbackHandler",
+    "acame_from_an_edit",
+    "came_from_an_edit",
     "can_pause",
     "emit",
     "is_resuming",
@@ -80,3 +84,44 @@ def emit(handler: StreamMessagesHandler, meta: Any, message: Any) -> None:
     """Send one message chunk on the messages stream, where ``meta`` (what the handler keeps
     per model call) says."""
     handler._emit(meta, message)
+
+
+# Why the checkpoint a node starts from says whether the state is the graph's own: a node
+# reached inside a running invocation starts from what the previous node wrote in memory; only
+# the first node of an invocation (``is_resuming``) starts from a stored checkpoint, and
+# LangGraph records who wrote each one in its metadata: ``loop`` (a node ran), ``update``
+# (``update_state``, Studio's edit-and-continue) or ``fork`` (a copy). The record is the store's
+# own and the same for every process that reads it: no per-process secret is needed.
+
+
+def _started_from(config: RunnableConfig) -> tuple[Any, RunnableConfig] | None:
+    """The saver and the stored checkpoint this task started from (its own graph's: the last
+    entry of the namespace map, parent graphs first)."""
+    conf = config.get("configurable", {})
+    saver, mapping = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get(CONFIG_KEY_CHECKPOINT_MAP)
+    if saver is None or not mapping:
+        return None
+    namespace, checkpoint_id = list(mapping.items())[-1]
+    found = {"thread_id": conf.get("thread_id"), "checkpoint_ns": namespace}
+    return saver, {"configurable": {**found, "checkpoint_id": checkpoint_id}}
+
+
+def _edited(found: CheckpointTuple | None) -> bool:
+    return found is None or found.metadata.get("source") != "loop"
+
+
+def came_from_an_edit(config: RunnableConfig) -> bool:
+    """True when this node starts from a stored checkpoint that no node wrote (an edit or a
+    fork), or one that cannot be found (fail closed)."""
+    if not is_resuming(config):
+        return False
+    started = _started_from(config)
+    return started is None or _edited(started[0].get_tuple(started[1]))
+
+
+async def acame_from_an_edit(config: RunnableConfig) -> bool:
+    """The async twin (an async saver refuses sync reads on its loop)."""
+    if not is_resuming(config):
+        return False
+    started = _started_from(config)
+    return started is None or _edited(await started[0].aget_tuple(started[1]))

@@ -4,6 +4,14 @@ of a reply with several run at once, each with its own timeout and idempotency k
 If this node is the first thing a resumed run does, an earlier attempt may have run the tools
 before the process died. Only an idempotent tool is run again; any other stops the run with
 ``tool_outcome_unknown`` (or asks a human, when the policy puts the tool under approval).
+
+State is data an editor controls (Studio's edit-and-continue writes any channel), so no call
+runs on the state's word alone. Every call is checked against the policy's allowlist here
+again, always. And when this node starts from a checkpoint that no node wrote (an edit or a
+fork, as LangGraph's own metadata records: ``came_from_an_edit``), its calls are not the gate's
+decision: each goes through the gate's checks again (budgets from the record of the run's
+calls, the allowlist, loops, and a human's approval asked here), as if the model had just
+proposed it. A refused call stops the run with the gate's reason, traced.
 """
 
 from __future__ import annotations
@@ -18,10 +26,16 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_runner, tracing
 from gated_react._engine.approval import ask, question
+from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import is_resuming
+from gated_react._engine.langgraph_internals import (
+    acame_from_an_edit,
+    came_from_an_edit,
+    is_resuming,
+)
 from gated_react._engine.storable import error_text
-from gated_react.state import Call, CoreState, Outcome, dump
+from gated_react.nodes.gate import Ledger, check, refuse
+from gated_react.state import Call, CoreState, Outcome, ToolAction, dump
 from gated_react.stops import Stop, StopReason
 
 Ran = tuple[int, Any, Exception | None]
@@ -31,9 +45,9 @@ Ran = tuple[int, Any, Exception | None]
 def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    calls, early = prepare(state, config, deps)
+    state, calls, early, counted = prepare(state, config, deps, came_from_an_edit(config))
     if early is not None:
-        return linked | early
+        return linked | counted | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     if len(todo) == 1:
@@ -45,19 +59,19 @@ def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict
                 for i in todo
             ]
             ran = [job.result() for job in jobs]
-    return linked | completed(state, deps, calls, ran, started)
+    return linked | counted | completed(state, deps, calls, ran, started)
 
 
 async def aexecute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    calls, early = prepare(state, config, deps)
+    state, calls, early, counted = prepare(state, config, deps, await acame_from_an_edit(config))
     if early is not None:
-        return linked | early
+        return linked | counted | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     ran = await asyncio.gather(*(arun_one(deps, calls, i, config) for i in todo))
-    return linked | completed(state, deps, calls, list(ran), started)
+    return linked | counted | completed(state, deps, calls, list(ran), started)
 
 
 def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
@@ -89,13 +103,69 @@ async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: Runnab
 
 
 def prepare(
-    state: CoreState, config: RunnableConfig, deps: NodeDeps
-) -> tuple[list[Call], dict[str, Any] | None]:
-    """The calls with what is known before anything runs (refusals, bad arguments), or an
-    update that settles the step without running a tool."""
+    state: CoreState, config: RunnableConfig, deps: NodeDeps, edited: bool = False
+) -> tuple[CoreState, list[Call], dict[str, Any] | None, dict[str, Any]]:
+    """The state and calls with what is known before anything runs (refusals, bad arguments),
+    an update that settles the step without running a tool (or None), and the counters an
+    edited state's calls were counted into (written with either)."""
     calls = list(state.calls)
     if not any(call.outcome is None for call in calls):
         raise TypeError("execute runs only after gate recorded a call without an outcome")
+    counted: dict[str, Any] = {}
+    for index, call in enumerate(calls):
+        why = None if call.outcome else refuse(deps, call.tool)
+        if why is not None:  # the allowlist holds whatever wrote the state
+            return state, calls, _stopped_at(calls, index, _edited(why)), counted
+    if edited:
+        ledger, early = readmit(state, config, deps, calls)
+        held = ledger.held
+        granted = {"trace": held.entries(), **held.update()} if held.granted else {}
+        if early is not None:
+            return state, calls, early | granted, counted
+        state = state.model_copy(update={"usage": ledger.usage})
+        counted = {"usage": dump(ledger.usage), "seen": ledger.new_keys, **granted}
+    calls, early = _settle(config, deps, calls)
+    return state, calls, early, counted
+
+
+def readmit(
+    state: CoreState, config: RunnableConfig, deps: NodeDeps, calls: list[Call]
+) -> tuple[Ledger, dict[str, Any] | None]:
+    """The gate's checks again, for calls an edit wrote: each pending call as a fresh proposal
+    (counted against budgets that an edit of ``usage`` alone cannot lower; a call under
+    approval asked about here), replaced by what the gate would have recorded; or the stop."""
+    record = state.seen[state.seen_from :]
+    held = Limits(deps.policy, state.extensions)
+    ledger = Ledger(recorded(state.usage, record), list(record), state.usage.steps, held)
+    for index, call in enumerate(calls):
+        if call.outcome is not None:  # settled: shown to the model, never run
+            continue
+        checked = check(ledger, deps, config, ToolAction(name=call.tool, args=call.args), index)
+        if isinstance(checked, Stop):
+            return ledger, _stopped_at(calls, index, _edited(checked))
+        ledger.count(checked)
+        calls[index] = checked
+    return ledger, None
+
+
+def _edited(stop: Stop) -> Stop:
+    said = f"{stop.message}; the state held this call, but the gate did not let it through"
+    return Stop(stop.reason, stop.detail, said)
+
+
+def _stopped_at(calls: list[Call], index: int, stop: Stop) -> dict[str, Any]:
+    """Stop at one call: it is marked with the stop (observe traces it, with the reason)."""
+    marked = [
+        _with(c, Outcome(ok=False, error=str(stop))) if i == index else c
+        for i, c in enumerate(calls)
+    ]
+    return {**stop.update(), "calls": [dump(c) for c in marked]}
+
+
+def _settle(
+    config: RunnableConfig, deps: NodeDeps, calls: list[Call]
+) -> tuple[list[Call], dict[str, Any] | None]:
+    """Crash recovery and argument checks: what is known before anything runs."""
     if is_resuming(config):
         for index, call in enumerate(calls):
             if call.outcome is None and not deps.idempotent(call.tool):
@@ -132,8 +202,7 @@ def _outcome_unknown(
         if decision.approved:
             return None
     stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, why)
-    marked = [_with(c, Outcome(ok=False, error=str(stop))) if c is call else c for c in calls]
-    return {**stop.update(), "calls": [dump(c) for c in marked]}
+    return _stopped_at(calls, calls.index(call), stop)
 
 
 def _with(call: Call, outcome: Outcome) -> Call:

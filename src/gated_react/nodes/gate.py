@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
 from gated_react._engine.approval import DECISIONS, ask, question
-from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
+from gated_react._engine.budget_checks import Limits, check_before_tool, enforce, recorded
 from gated_react._engine.call_keys import (
     args_hash,
     idempotency_key,
@@ -72,7 +72,8 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
         why = "the gate was reached without a tool call to check"
         return linked | Stop(StopReason.INVALID_ACTION, "no_action", why).update()
     held = Limits(deps.policy, state.extensions)
-    ledger = Ledger(state.usage, state.seen[state.seen_from :], state.usage.steps, held)
+    record = state.seen[state.seen_from :]
+    ledger = Ledger(recorded(state.usage, record), record, state.usage.steps, held)
     calls = []
     for index, action in enumerate(actions):
         with gate_spans.guardrail(deps.spans, config, action.name) as span:

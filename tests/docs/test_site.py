@@ -1,6 +1,7 @@
 """The site builds in strict mode, and strict mode catches what it promises to: a broken link
 between pages or to a heading, a link to a repository file that does not exist, a missing API
-reference. Every public name has an entry in the API reference."""
+reference. The graph's picture is drawn from the graph itself, offline. Every public name has
+an entry in the API reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import gated_react
+from gated_react.graph import idle_graph
 
 from ..support.docs import DOCS, REPO
 
@@ -52,6 +54,14 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     assert not (site / "studio-workspace").exists()  # the fixture workspace is no page
     home = (site / "index.html").read_text()
     assert "fonts.googleapis.com" not in home  # nothing fetched from the web
+    assert "```mermaid" not in home
+    assert "graph TD;" not in home
+    drawing = (site / "concepts" / "graph" / "index.html").read_text()
+    drawn = idle_graph().get_graph()
+    for name in drawn.nodes:
+        assert f'class="node">{name}</text>' in drawing
+    for label in {edge.data for edge in drawn.edges if edge.data}:
+        assert f'class="label">{label}</text>' in drawing
 
 
 def test_broken_links_fail_the_build(tmp_path: Path) -> None:

@@ -9,11 +9,12 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from gated_react.errors import GatedReactError
-from gated_react.settings import Settings
+from gated_react.settings import Settings, check_base_url
 
 
 class ModelNotConfigured(GatedReactError, RuntimeError):
-    """No model to talk to: neither an API key nor a base URL is set."""
+    """No model to talk to: neither an API key nor a base URL is set, or the base URL given
+    is not one."""
 
 
 def chat_model(
@@ -23,6 +24,11 @@ def chat_model(
     from langchain_openai import ChatOpenAI  # slow import (about a second): only when needed
 
     url = base_url or settings.openai_base_url
+    if base_url:  # settings.openai_base_url was checked when it was read
+        try:
+            check_base_url(base_url)
+        except ValueError as exc:
+            raise ModelNotConfigured(f"base URL: {exc}") from None
     key = settings.openai_api_key
     if key is None and url is None:
         raise ModelNotConfigured(

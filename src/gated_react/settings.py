@@ -2,12 +2,68 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AfterValidator, AliasChoices, Field, SecretStr
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+URL_EXAMPLE = "http://127.0.0.1:8080/v1"
+
+
+def check_base_url(url: str) -> str:
+    """``url`` when it is an http:// or https:// URL with a host (and a port from 0 to 65535, if
+    it names one); a ValueError saying what is wrong otherwise, without repeating the URL (it
+    may hold credentials). The client would raise deep inside a request, or retry a URL that
+    can never connect."""
+    problem = _url_problem(url)
+    if problem is not None:
+        raise ValueError(
+            f"expected an http:// or https:// URL such as {URL_EXAMPLE}, but {problem}"
+        )
+    return url
+
+
+def _url_problem(url: str) -> str | None:
+    if any(char.isspace() or not char.isprintable() for char in url):
+        return "it contains spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (parsed only when read: a port that is not one raises here)
+    except ValueError as exc:
+        return f"it does not parse ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"its scheme is {parts.scheme!r}" if parts.scheme else "it has no scheme"
+    if not parts.hostname:
+        return "it has no host"
+    return _host_problem(parts.netloc.rpartition("@")[2], parts.hostname)
+
+
+def _host_problem(where: str, host: str) -> str | None:
+    """What urlsplit lets through that the HTTP client refuses: stray brackets, odd signs."""
+    if "[" in where or "]" in where:
+        try:
+            if where.count("[") != 1 or where.count("]") != 1:
+                raise ValueError(where)
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "its host in [brackets] is not an IPv6 address"
+    elif set(host) & set('[]<>{}|\\^`"'):
+        return "its host is not a host name"
+    return None
+
+
+def _checked_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    try:
+        return check_base_url(url)
+    except ValueError as exc:  # the message as it is, without pydantic's "Value error, "
+        raise PydanticCustomError("url", str(exc)) from None
 
 
 class Settings(BaseSettings):
@@ -17,9 +73,11 @@ class Settings(BaseSettings):
 
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     """API key for OpenAI or any OpenAI-compatible server."""
-    openai_model: str = Field(default="gpt-4.1-mini", validation_alias="OPENAI_MODEL")
+    openai_model: str = Field(default="gpt-4.1-mini", min_length=1, validation_alias="OPENAI_MODEL")
     """Model name sent to the server."""
-    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    openai_base_url: Annotated[str | None, AfterValidator(_checked_url)] = Field(
+        default=None, validation_alias="OPENAI_BASE_URL"
+    )
     """An OpenAI-compatible server (vLLM, llama.cpp, Ollama); None means OpenAI itself."""
     openai_timeout_seconds: float = Field(
         default=60.0, gt=0, validation_alias="OPENAI_TIMEOUT_SECONDS"

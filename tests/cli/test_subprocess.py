@@ -59,6 +59,23 @@ def test_a_user_error_is_one_line_and_exit_1(state: Path, args: tuple[str, ...],
     assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "not-a-url", "ftp://127.0.0.1/v1"])
+@pytest.mark.parametrize("where", ["env", "flag"])
+def test_a_base_url_that_is_not_one_is_one_line_and_exit_1(
+    state: Path, monkeypatch: pytest.MonkeyPatch, url: str, where: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    if where == "env":
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+    flags = ["--base-url", url] if where == "flag" else []
+    done = cli("run", "refund?", *flags)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    named = "OPENAI_BASE_URL" if where == "env" else "base URL"
+    assert done.stderr.startswith(f"gated-react: error: {named}: expected an http:// or https")
+    assert done.stderr.count("\n") == 1
+
+
 def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
     proc.send_signal(signal.SIGINT)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,30 @@ def test_reading_skips_other_threads_and_torn_lines(tmp_path: Path) -> None:
     assert [e["thread"] for e in read_events(path, "a")] == ["a"]
     assert read_events(tmp_path / "missing.log", "a") == []
     assert read_events(None, "a") == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "fifo with a reader", "folder"])
+def test_a_run_log_that_is_not_a_regular_file_is_refused_and_the_run_goes_on(
+    server: FakeOpenAI, state: Path, kind: str
+) -> None:
+    path = state / "runs.sqlite.log"
+    state.mkdir(parents=True)
+    reader = None
+    if kind == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # opened for writing alone, a FIFO blocks until someone reads it
+    if kind == "fifo with a reader":
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        server.push(reply("done"))
+        out = invoke("run", "x", "--thread", "piped")
+    finally:
+        if reader is not None:
+            os.close(reader)
+    assert out.exit_code == 0
+    assert out.stderr.splitlines() == [
+        f"gated-react: warning: the run log {path} is not a regular file; going on without it"
+    ]
+    assert "success" in out.stdout
+    assert read_events(path, "piped") == []

@@ -8,8 +8,10 @@ character is written raw (JSON escapes them), so ``tail -f`` cannot drive the te
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,13 +32,8 @@ class RunLog:
         self.path = path
         self._secrets = secrets
         self._fd: int | None = None
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise CliError(f"cannot open the run log {path}: {exc.strerror}") from None
+        if path is not None:
+            self._fd = _open(path)
 
     def write(self, event: dict[str, Any]) -> None:
         if self._fd is None:
@@ -47,10 +44,7 @@ class RunLog:
             os.write(self._fd, (text + "\n").encode())
         except OSError as exc:  # a full disk: the store holds the run; the log is its echo
             self.close()
-            sys.stderr.write(
-                f"gated-react: warning: cannot write the run log {self.path} ({exc.strerror}); "
-                "going on without it\n"
-            )
+            _warn(f"cannot write the run log {self.path} ({exc.strerror})")
 
     def close(self) -> None:
         if self._fd is not None:
@@ -62,6 +56,30 @@ class RunLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _open(path: Path) -> int | None:
+    """The log's descriptor, or None (with a warning) for a path that is not a regular file: a
+    FIFO would block the run until someone reads it (O_NONBLOCK: it fails at once instead), a
+    device or a folder is no log. Any other failure to open it is an error."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.ENXIO, errno.EISDIR):  # FIFO without a reader, a folder
+            raise CliError(f"cannot open the run log {path}: {exc.strerror}") from None
+        fd = None
+    if fd is not None and stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    if fd is not None:
+        os.close(fd)
+    _warn(f"the run log {path} is not a regular file")
+    return None
+
+
+def _warn(problem: str) -> None:
+    sys.stderr.write(f"gated-react: warning: {problem}; going on without it\n")
 
 
 def read_events(path: Path | None, thread_id: str) -> list[dict[str, Any]]:

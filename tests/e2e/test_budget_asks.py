@@ -102,3 +102,23 @@ def test_an_extension_counts_for_its_own_run_only() -> None:
     assert again["status"] == "paused"
     assert again["pending"][0]["args"]["limit"] == 1
     assert graph.get_state(config).values["extensions"] == []
+
+
+def test_the_async_twins_ask_and_take_the_answer_too() -> None:
+    """``arun`` / ``aresume`` (what the workers call): the same pause and the same extension."""
+    import asyncio
+
+    from gated_react import aresume, arun
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        graph = _graph("max_tool_calls", InMemorySaver())
+        paused = await arun(graph, "Who is user 42?", thread_id="t")
+        done = await aresume(graph, "t", {"approved": True, "args": {"limit": 3}})
+        return dict(paused), dict(done)
+
+    paused, done = asyncio.run(scenario())
+    assert paused["pending"][0]["tool"] == "max_tool_calls"
+    assert done["stop_reason"] == "success"
+    assert [e.get("extended") for e in done["trace"] if e.get("extended")] == [
+        "max_tool_calls 1 -> 3 (edit)"
+    ]

@@ -184,3 +184,39 @@ def test_a_respond_is_the_observation_and_the_tool_never_runs(dev: DevServer) ->
     assert (entry["tool"], entry["ok"], entry["by_human"]) == ("get_user_billing", True, True)
     assert final["usage"]["tool_calls"] == 1
     assert final["usage"]["per_tool"] == {"get_user_billing": 1}
+
+
+def test_studio_edit_and_continue_cannot_run_a_call_the_policy_does_not_admit(
+    dev: DevServer,
+) -> None:
+    """The server's state API writes ``calls`` as if the gate had let them through: the call
+    under approval becomes a question from execute (for exactly the edited call), the unknown
+    tool stops the run with the gate's reason; neither runs."""
+
+    def edit(tool: str, **args: Any) -> dict[str, Any]:
+        return {"calls": [{"step": 1, "tool": tool, "args": args, "key": "k", "outcome": None}]}
+
+    async def scenario(client: LangGraphClient) -> tuple[Any, Any, Any]:
+        aid, tid, _ = await _paused(client)
+        await client.threads.update_state(tid, edit("get_user_billing", user_id=7), as_node="gate")
+        await client.runs.wait(tid, aid, input=None)
+        asked = await client.threads.get_state(tid)
+        aid2, tid2, _ = await _paused(client)
+        await client.threads.update_state(tid2, edit("delete_everything"), as_node="gate")
+        await client.runs.wait(tid2, aid2, input=None)
+        refused = (await client.threads.get_state(tid2))["values"]
+        approved = await _resume(client, aid, tid, _decision({"type": "approve"}))
+        return asked, refused, approved
+
+    asked, refused, approved = drive(dev, scenario)
+    assert asked["next"] == ["execute"]
+    assert asked["values"].get("history", []) == []
+    (interrupt,) = asked["interrupts"]
+    assert (interrupt["value"]["tool"], interrupt["value"]["args"]) == (
+        "get_user_billing",
+        {"user_id": 7},
+    )
+    assert refused["stop_reason"] == "tool_missing:delete_everything"
+    assert refused["trace"][-1]["stop_reason"] == "tool_missing:delete_everything"
+    assert approved["stop_reason"] == "success"
+    assert approved["history"][0]["action"]["args"] == {"user_id": 7}  # what the human approved

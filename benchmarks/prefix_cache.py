@@ -2,8 +2,10 @@
 trajectory, replayed in order to llama-server, reading what it took from its cache.
 
 Costs are in input-token units: computed tokens at full price, cached tokens at 100%, 25% or
-10%, and by OpenAI's rule (``openai_cached``). Runs are interleaved (every runtime once, then
-again) on a fresh server each, and times are medians over the repetitions.
+10%; and in US dollars at ``PRICED_AS``'s real prices, cached tokens by OpenAI's rule
+(``openai_cached``), priced the way gated-react prices a run (genai-prices' packaged table).
+Runs are interleaved (every runtime once, then again) on a fresh server each, and times are
+medians over the repetitions.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from typing import Any
 from benchmarks import llama_replay
 from benchmarks.common import Stat
 from benchmarks.prefix_record import BASELINE, RUNTIMES, record
+from gated_react._engine.pricing import Pricer, Tokens
+
+PRICED_AS = "gpt-4.1-mini"
+"""The model the dollar column is priced as: the CLI's default model (0.40 USD per million
+input tokens, 0.10 cached, 1.60 output, in genai-prices 0.2.3)."""
 
 CONTEXT = {10: 8192, 30: 8192, 100: 16384}
 """Server context per run length: the peers' last prompt must fit (past 8,192, the model's own,
@@ -43,6 +50,18 @@ def openai_cached(tokens: int, cache_n: int) -> int:
     return cache_n // 128 * 128
 
 
+def usd(requests: list[dict[str, float]]) -> float:
+    """What the requests would cost at ``PRICED_AS``'s prices: each prompt with the cached
+    tokens OpenAI would bill as cached, and the one output token the replay asks for."""
+    pricer = Pricer(model=PRICED_AS, price=None, in_table=True)
+    total = 0.0
+    for r in requests:
+        tokens = int(r["tokens"])
+        cached = openai_cached(tokens, int(r["cache_n"]))
+        total += pricer.cost(Tokens(input=tokens, cached=cached, output=1)) or 0.0
+    return round(total, 6)
+
+
 def summarize(requests: list[dict[str, float]]) -> dict[str, Any]:
     """One run's totals from the server's per-request timings."""
     tokens = sum(int(r["tokens"]) for r in requests)
@@ -59,6 +78,7 @@ def summarize(requests: list[dict[str, float]]) -> dict[str, Any]:
         "cost_25": processed + 0.25 * cached,
         "cost_10": processed + 0.10 * cached,
         "cost_openai": tokens - billed + 0.10 * billed,
+        "usd": usd(requests),
         "largest_prompt": max(int(r["tokens"]) for r in requests),
         "breaks": breaks(requests),
     }
@@ -105,7 +125,8 @@ def _row(steps: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     for runtime, results in runs.items():
         first = results[0]
         entry = {key: statistics.median(r[key] for r in results) for key in _MEDIANS}
-        entry["cost_openai"] = statistics.median(r["cost_openai"] for r in results)
+        for key in ("cost_openai", "usd"):
+            entry[key] = statistics.median(r[key] for r in results)
         entry["prefill_ms"] = Stat.of([r["prefill_ms"] for r in results]).json(1)
         entry |= {key: first[key] for key in ("requests", "largest_prompt", "breaks")}
         entry["per_request"] = first["per_request"]
@@ -114,7 +135,9 @@ def _row(steps: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         row["runtimes"][runtime] = entry
     base = row["runtimes"][BASELINE]
     row["ratios"] = {
-        runtime: {key: _ratio(entry, base, key) for key in (*_MEDIANS, "cost_openai", "prefill_ms")}
+        runtime: {
+            key: _ratio(entry, base, key) for key in (*_MEDIANS, "cost_openai", "usd", "prefill_ms")
+        }
         for runtime, entry in row["runtimes"].items()
         if runtime != BASELINE
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.common import ratio
+from benchmarks.prefix_cache import PRICED_AS
 
 
 def _table(title: str, header: list[str], rows: list[list[Any]]) -> str:
@@ -180,14 +181,19 @@ def _prefix_rows(result: dict[str, Any]) -> tuple[list[list[Any]], list[list[Any
             totals.append(
                 [row["steps"], name, e["prompt_tokens"], e["processed"], f"{e['hit_rate']:.1%}",
                  f"{e['prefill_ms']['median'] / 1000:.1f}", round(e["cost_25"]),
-                 round(e["cost_10"]), round(e["cost_openai"]), e["largest_prompt"],
+                 round(e["cost_10"]), f"{e['usd']:.4f}", e["largest_prompt"],
                  len(e["breaks"])]
             )  # fmt: skip
             r = row["ratios"].get(runtime)
             if r:
                 keys = ("prompt_tokens", "processed", "prefill_ms", "cost_25", "cost_10")
-                ratios.append([row["steps"], runtime, *(r[k] for k in keys), r["cost_openai"]])
+                ratios.append([row["steps"], runtime, *(r[k] for k in keys), r["usd"]])
     return totals, ratios
+
+
+def _sizes(repetitions: dict[Any, int]) -> dict[int, int]:
+    """Repetitions per run length, keyed by numbers again after a JSON round trip."""
+    return {int(steps): reps for steps, reps in repetitions.items()}
 
 
 def prefix_cache(result: dict[str, Any]) -> str:
@@ -197,14 +203,14 @@ def prefix_cache(result: dict[str, Any]) -> str:
     totals, ratios = _prefix_rows(result)
     loads = [load for row in result["rows"] for load in row.get("load", ())] or [float("nan")]
     head = (
-        f"{title}; interleaved runs per size {result['repetitions']}, medians; "
+        f"{title}; interleaved runs per size {_sizes(result['repetitions'])}, medians; "
         f"-t {result['threads']}; "
         f"load average {min(loads):.1f} to {max(loads):.1f}"
     )
     header = ["steps", "runtime", "prompt tokens", "processed", "cache hits", "prefill s",
-              "cost 25%", "cost 10%", "cost OpenAI", "largest prompt", "breaks"]  # fmt: skip
+              "cost 25%", "cost 10%", f"USD {PRICED_AS}", "largest prompt", "breaks"]  # fmt: skip
     ratio_header = ["steps", "runtime", "tokens", "processed", "prefill", "cost 25%",
-                    "cost 10%", "cost OpenAI"]  # fmt: skip
+                    "cost 10%", "USD"]  # fmt: skip
     checked = [
         [c["steps"], c["runtime"], c["metric"], f"<= {c['target']}", c["ratio"],
          "met" if c["met"] else "missed"]

@@ -158,3 +158,5 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
             limit = 3 if answer[0] == "--args" else 2
             decision = "edit" if answer[0] == "--args" else "approve"
             assert extended == [f"max_steps 1 -> {limit} ({decision})"]
+            shown = invoke("show", thread).stdout  # the limits in force, not the policy's
+            assert f"steps        2/{limit}" in shown

@@ -61,7 +61,8 @@ def _print(
     context = _channel(found, "run_context")
     if isinstance(context, dict):
         console.print(_context(context, secrets), highlight=False)
-    render.summary(console, result, _budget(found, context), secrets)
+    budget = render.in_force(_budget(found, context), _channel(found, "extensions"))
+    render.summary(console, result, budget, secrets)
     console.print(_history(result, console.width, secrets))
     console.print(_trace(result, secrets))
     if events:

@@ -98,6 +98,8 @@ class Tracker:
 
     thread: str
     usage: dict[str, Any] = field(default_factory=dict)
+    extensions: list[Any] = field(default_factory=list)
+    """Budget extensions granted so far (``State.extensions``, as stored)."""
     tool_calls: int = 0
     stop_reason: str | None = None
     secrets: tuple[str, ...] = ()
@@ -109,6 +111,8 @@ class Tracker:
         )
         if isinstance(update.get("usage"), dict):
             self.usage = update["usage"]
+        if isinstance(update.get("extensions"), list):
+            self.extensions = update["extensions"]
         stop = update.get("stop_reason")
         self.stop_reason = stop or self.stop_reason
         action, decision, observation = _DESCRIBE.get(node, _other)(update)

@@ -106,6 +106,17 @@ def header(console: Console, rows: list[tuple[str, str]]) -> None:
     console.print(table, highlight=False)
 
 
+def in_force(budget: Any, extensions: Any) -> Any:
+    """The limits a run is under: its budget with the extensions humans granted (stored as
+    plain JSON), combined by the engine's one function for it."""
+    if not extensions:
+        return budget
+    from gated_react._engine.budget_checks import limits  # the run's stack is loaded by now
+    from gated_react.state import Extension
+
+    return limits(budget, [Extension.model_validate(extension) for extension in extensions])
+
+
 def budgets(event: Event, budget: Any) -> str:
     """``steps 2/8 · tools 1/6 · 0.4/20s · 512 tok · $0.0024``: used/limit."""
     tokens = f"{event.tokens}/{budget.max_tokens}" if budget.max_tokens else f"{event.tokens}"

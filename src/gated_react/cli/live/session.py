@@ -89,6 +89,7 @@ class Session:
         event = self.tracker.event(node, update)
         self.log.write(event.record())
         if self.view is not None:
+            self.view.budget = render.in_force(self.budget, self.tracker.extensions)
             self.waiting.stop()
             self.view.show(event)
             self.waiting.start(next_wait(event))
@@ -124,7 +125,8 @@ class Session:
 
     def finish(self, result: Result) -> Exit:
         """Print the result (JSON or summary) and return the exit code."""
-        show(self.console, result, self.budget, self.secrets, self.place)
+        budget = render.in_force(self.budget, self.tracker.extensions)
+        show(self.console, result, budget, self.secrets, self.place)
         return exit_code(result)
 
 

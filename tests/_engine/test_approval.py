@@ -211,3 +211,14 @@ def test_ask_checks_only_edited_arguments(monkeypatch: pytest.MonkeyPatch) -> No
     assert len(questions) == 1
     unchecked, _ = _ask(monkeypatch, [{"approved": True, "args": {"n": 1}}])
     assert unchecked.args == {"n": 1}
+
+
+def test_an_answer_in_place_of_the_tool_is_an_observation_like_any_other() -> None:
+    """Both places a human may answer for a tool (the gate, and a call whose outcome a crash
+    left unknown) make the outcome here."""
+    outcome = approval.answered_outcome("a" * 5000 + " sk-secret-123", 100, ("sk-secret-123",))
+    assert outcome.observation == "a" * 100 + " ...[cut: 5004 chars, first 100 shown]"
+    assert (outcome.ok, outcome.by_human) == (True, True)
+    assert approval.answered_outcome("paid sk-secret-123", 100, ("sk-secret-123",)).observation == (
+        "paid ***"
+    )

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gated_react._engine.contract import (
     ActionError,
@@ -216,3 +216,49 @@ def test_check_calls_raises_only_action_errors(candidates: list[Any]) -> None:
         check_calls(candidates)
     assert err.value.why == "bad_kind"
     assert str(err.value) == f"a list of calls holds two or more, got {len(candidates)}"
+
+
+class Aliased(BaseModel):
+    """A field the model names by its alias."""
+
+    amount: float = Field(alias="amountUsd")
+
+
+class OutAliased(BaseModel):
+    """A field serialized under a name validation does not take."""
+
+    amount: float = Field(serialization_alias="amountUsd")
+
+
+@pytest.mark.parametrize(
+    ("schema", "answer", "stored"),
+    [
+        (Aliased, '{"amountUsd": 5}', '{"amountUsd":5.0}'),
+        (
+            Refund,
+            '{"eligible": true, "amount_usd": 1e308}',
+            '{"eligible":true,"amount_usd":1e+308}',
+        ),
+    ],
+)
+def test_a_stored_answer_validates_back(schema: type[BaseModel], answer: str, stored: str) -> None:
+    fitted = check_answer(FinalAction(answer=answer), schema)
+    assert fitted.answer == stored
+    schema.model_validate_json(fitted.answer)
+
+
+@pytest.mark.parametrize(
+    ("schema", "answer"),
+    [
+        (Refund, '{"eligible": true, "amount_usd": 1e999}'),  # inf: JSON can only say null
+        (Refund, '{"eligible": true, "amount_usd": -1e999}'),
+        (OutAliased, '{"amount": 5}'),  # stored as amountUsd, which validation refuses
+    ],
+)
+def test_an_answer_that_would_not_validate_back_is_answer_schema(
+    schema: type[BaseModel], answer: str
+) -> None:
+    with pytest.raises(ActionError) as err:
+        check_answer(FinalAction(answer=answer), schema)
+    assert err.value.why == "answer_schema"
+    assert str(err.value).startswith(f"the answer fits {schema.__name__} but does not read back")

@@ -97,3 +97,26 @@ def test_tools_protocol_over_http_reminds_then_succeeds() -> None:
         reminder = server.requests[2]["messages"][-1]["content"]
     assert out["stop_reason"] == "success"
     assert "Your last reply was rejected (answer_schema" in reminder
+
+
+class Payout(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    amount: float = Field(alias="amountUsd")
+    reason: str
+
+
+def test_an_answer_with_an_alias_validates_back_after_success() -> None:
+    model = ScriptedChatModel(replies=['{"amountUsd": 49, "reason": "within 14 days"}'])
+    out = build_graph(model, SUPPORT_TOOLS, policy=Policy(answer_schema=Payout)).invoke(
+        {"goal": REFUND_GOAL}
+    )
+    assert out["stop_reason"] == "success"
+    assert Payout.model_validate_json(out["answer"]).amount == 49.0
+
+
+def test_an_infinite_number_is_answer_schema_not_a_null_stored_as_success() -> None:
+    infinite = '{"eligible": true, "amount_usd": 1e999, "reason": "x"}'
+    model = ScriptedChatModel(replies=[infinite, infinite])  # one reminder, then the stop
+    out = build_graph(model, SUPPORT_TOOLS, policy=POLICY).invoke({"goal": REFUND_GOAL})
+    assert out["stop_reason"] == "invalid_action:answer_schema"
+    assert "does not read back" in out["message"]

@@ -98,6 +98,15 @@ def test_respond_answers_in_place_of_the_tool_and_counts_as_a_call() -> None:
     assert out["stop_reason"] == "success"
 
 
+def test_a_long_respond_message_is_cut_like_an_observation() -> None:
+    graph, _ = _paused([BILLING, "USD 49"], max_observation_chars=500)
+    out = resume(graph, "t", _answer({"type": "respond", "message": "m" * 2_000_000}))
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["observation"] == (
+        "m" * 500 + " ...[cut: 2000000 chars, first 500 shown]"
+    )
+
+
 @pytest.mark.parametrize(
     ("answer", "error"),
     [

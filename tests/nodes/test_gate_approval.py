@@ -153,3 +153,11 @@ def test_a_human_may_answer_in_place_of_the_tool(monkeypatch: pytest.MonkeyPatch
         }
     ]
     assert update["usage"]["tool_calls"] == 1  # an answer in place of the tool counts as a call
+
+
+def test_a_humans_answer_is_bounded_like_any_observation(monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = deps(require_approval=frozenset({"get_user_billing"}), max_observation_chars=1000)
+    answer = Decision(approved=False, response="y" * 2_000_000)
+    update, _ = _approve(monkeypatch, answer, parts=parts)
+    seen = update["calls"][0]["outcome"]["observation"]
+    assert seen == "y" * 1000 + " ...[cut: 2000000 chars, first 1000 shown]"

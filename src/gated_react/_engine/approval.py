@@ -15,7 +15,9 @@ from typing import Any
 from langgraph.types import interrupt
 
 from gated_react._engine.storable import plain
+from gated_react._engine.tool_runner import to_observation
 from gated_react.runs import UNUSABLE_ANSWER
+from gated_react.state import Outcome
 
 ANSWERS = {
     "approve": {"approved": True},
@@ -37,6 +39,13 @@ class Decision:
     response: str | None = None
     tool: str | None = None
     """The tool an ``edit`` decision names (it must be the one asked about)."""
+
+
+def answered_outcome(response: str, limit: int, secrets: tuple[str, ...]) -> Outcome:
+    """A human's answer in place of the tool, as the call's outcome: an observation like any
+    other, cut at ``max_observation_chars`` (``limit``) with the visible marker, secrets
+    masked."""
+    return Outcome(ok=True, observation=to_observation(response, limit, secrets), by_human=True)
 
 
 def question(

@@ -139,7 +139,9 @@ def _names(keys: set[Any]) -> list[str]:
 
 def check_answer(action: FinalAction, schema: type[BaseModel]) -> FinalAction:
     """A final answer whose text is one JSON object fitting ``schema``, rewritten as that
-    object's canonical JSON; anything else is ``answer_schema``."""
+    object's canonical JSON (fields under their aliases), which must validate back:
+    ``schema.model_validate_json(answer)`` is what callers do with it. Anything else is
+    ``answer_schema``."""
     try:
         data = load_json(action.answer)
     except ActionError as err:
@@ -153,4 +155,23 @@ def check_answer(action: FinalAction, schema: type[BaseModel]) -> FinalAction:
         raise ActionError(
             "answer_schema", f"the answer does not fit {schema.__name__}: {problems}"
         ) from None
-    return FinalAction(answer=fitted.model_dump_json())
+    return FinalAction(answer=_read_back(fitted, schema))
+
+
+def _read_back(fitted: BaseModel, schema: type[BaseModel]) -> str:
+    """The canonical JSON of ``fitted``, once it is known to validate as ``schema`` again: an
+    infinite float is written as null, and a serialization alias may not be a name validation
+    takes."""
+    try:
+        text = fitted.model_dump_json(by_alias=True)
+        schema.model_validate_json(text)
+    except (ValidationError, ValueError) as exc:  # PydanticSerializationError is a ValueError
+        problems = (
+            validation_line(exc, root="answer") if isinstance(exc, ValidationError) else str(exc)
+        )
+        raise ActionError(
+            "answer_schema",
+            f"the answer fits {schema.__name__} but does not read back as one once stored "
+            f"(as JSON): {problems[:300]}",
+        ) from None
+    return text

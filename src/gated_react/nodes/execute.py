@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_runner, tracing
-from gated_react._engine.approval import ask, question
+from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import (
@@ -198,7 +198,8 @@ def _outcome_unknown(
         asked["why"] = why + ". Approve to run it again, or respond with what came of it."
         decision = ask(asked)
         if decision.response is not None:
-            return Outcome(ok=True, observation=decision.response, by_human=True)
+            limit = deps.policy.max_observation_chars
+            return answered_outcome(decision.response, limit, deps.secrets)
         if decision.approved:
             return None
     stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, why)

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
-from gated_react._engine.approval import DECISIONS, ask, question
+from gated_react._engine.approval import DECISIONS, answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, check_before_tool, enforce, recorded
 from gated_react._engine.call_keys import (
     args_hash,
@@ -169,7 +169,7 @@ def approve(
     asked = question("approval", name, args, step, why, allowed=DECISIONS)
     decision = ask(asked, partial(check_args, deps.tools[name]))
     if decision.response is not None:
-        return answered(action, step, decision.response)
+        return answered(deps, action, step, decision.response)
     if not decision.approved:
         reason = decision.reason or "no reason given"
         return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {reason}")
@@ -180,10 +180,10 @@ def approve(
     return decision.args
 
 
-def answered(action: ToolAction, step: int, response: str) -> Call:
+def answered(deps: NodeDeps, action: ToolAction, step: int, response: str) -> Call:
     """A call a human answered in place of the tool: it counts as a call, its loop key is kept
     (asking again is a repeat), and the answer is its observation."""
-    outcome = Outcome(ok=True, observation=response, by_human=True)
+    outcome = answered_outcome(response, deps.policy.max_observation_chars, deps.secrets)
     return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
 
 

@@ -144,6 +144,31 @@ def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> Non
 
 
 @pytest.mark.postgres
+def test_a_spent_budget_asks_and_the_answer_travels_through_the_queue(
+    pg_url: str, decisions: Path
+) -> None:
+    """``on_budget="ask"`` on a worker: the run pauses on its spent step budget, the answer
+    is a queued resume, and the run finishes under the extension."""
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    asked = lambda: _has(  # noqa: E731
+        pg_url, "budget", lambda out: [q["kind"] for q in out["pending"]] == ["budget"]
+    )
+    with workers(pg_url, "tests.support.worker_graphs:refund_asking_for_steps", 1), app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="budget")
+        wait_until(asked)
+        question = stored(pg_url, "budget")["pending"][0]
+        assert question["args"] == {"budget": "max_steps", "spent": 2, "limit": 2, "proposed": 4}
+        enqueue_resume(app, "budget", {"decisions": [{"type": "approve"}]}, question=question["id"])
+        wait_until(lambda: [status for _, status, _ in jobs(pg_url)] == ["succeeded"] * 2)
+    done = stored(pg_url, "budget")
+    assert (done["stop_reason"], done["answer"]) == ("success", REFUND_42[-1])
+    assert [e.get("extended") for e in done["trace"] if e.get("extended")] == [
+        "max_steps 2 -> 4 (approve)"
+    ]
+
+
+@pytest.mark.postgres
 def test_a_killed_workers_run_finishes_on_another_worker(
     pg_url: str, decisions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,6 +61,11 @@ def refund_with_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     return refund(checkpointer, Policy(require_approval=approve))
 
 
+def refund_asking_for_steps(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """The refund run under two steps, asking to extend them (``on_budget="ask"``)."""
+    return refund(checkpointer, Policy().replace(max_steps=2, on_budget="ask"))
+
+
 def forgets_the_checkpointer(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     return build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS)
 

@@ -236,3 +236,24 @@ def test_the_async_twin_reads_the_same_record(tmp_path: Path) -> None:
     out = asyncio.run(attack())
     assert RAN == []
     assert out["stop_reason"] == "tool_denied:read_secrets"
+
+
+def test_an_edited_extension_does_not_raise_the_limits_of_a_policy_that_never_asks() -> None:
+    grant = {
+        "budget": "max_tool_calls",
+        "limit": 100,
+        "was": 1,
+        "spent": 1,
+        "decision": "approve",
+        "step": 1,
+    }
+    edited = state(
+        action={"kind": "tool", "name": "lookup", "args": {"n": 2}},
+        seen=[loop_key("lookup", {"n": 1})],
+        usage={"steps": 2, "tool_calls": 1},
+        extensions=[grant],
+    )
+    update = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=1))
+    assert update["stop_reason"] == "max_tool_calls"
+    asking = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=1, on_budget="ask"))
+    assert "stop_reason" not in asking  # a human granted it, under a policy that asks

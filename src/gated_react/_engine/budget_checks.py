@@ -105,6 +105,13 @@ def limits(budget: Budget, extensions: Sequence[Extension]) -> Budget:
     return budget.model_copy(update={**changes, "tool_limits": caps})
 
 
+def limits_of(policy: Policy, extensions: Sequence[Extension]) -> Budget:
+    """The limits a run is held to. Extensions count only under a policy that asks for them
+    (``on_budget="ask"``): the state is data an editor controls, and an edit of
+    ``State.extensions`` must not raise the limits of a policy that never extends them."""
+    return limits(policy.budget, extensions if policy.on_budget == "ask" else ())
+
+
 def spent_of(stop: Stop, usage: Usage, budget: Budget) -> tuple[float, float] | None:
     """What the run spent of the budget that stopped it, and its limit; None for a stop no
     extension can lift (not a budget, or a cost that is unknown)."""
@@ -141,7 +148,7 @@ class Limits:
 
     @property
     def budget(self) -> Budget:
-        return limits(self.policy.budget, [*self.extensions, *self.granted])
+        return limits_of(self.policy, [*self.extensions, *self.granted])
 
     def update(self) -> dict[str, Any]:
         """The state update that records the extensions granted here (none: nothing)."""

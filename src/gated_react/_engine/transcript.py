@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from gated_react._engine.budget_checks import limits
+from gated_react._engine.budget_checks import limits_of
 from gated_react._engine.turns import conversation
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State
@@ -99,7 +99,7 @@ def _note(state: State, policy: Policy) -> str:
             f"Your last reply was rejected ({state.retry.why}: {state.retry.message}). "
             "Reply again, exactly in the required format."
         )
-    if limits(policy.budget, state.extensions).max_steps - state.usage.steps == 1:
+    if limits_of(policy, state.extensions).max_steps - state.usage.steps == 1:
         notes.append("This is your last step: give your final answer now.")
     return " ".join(notes)
 

@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
-from gated_react._engine.budget_checks import limits
+from gated_react._engine.budget_checks import limits_of
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
@@ -110,13 +110,13 @@ def ended(span: Span, update: dict[str, Any]) -> dict[str, Any]:
 
 def seconds_left(state: State, deps: NodeDeps) -> float:
     """The active seconds the budget still allows: a model call gets no more than these."""
-    return limits(deps.policy.budget, state.extensions).max_seconds - state.usage.seconds
+    return limits_of(deps.policy, state.extensions).max_seconds - state.usage.seconds
 
 
 def out_of_time(state: State, started: float, deps: NodeDeps) -> dict[str, Any]:
     """The update when the budget ran out while the model was still thinking."""
     usage = spent(state, started)
-    budget = limits(deps.policy.budget, state.extensions).max_seconds
+    budget = limits_of(deps.policy, state.extensions).max_seconds
     stop = Stop(
         StopReason.MAX_SECONDS,
         message=f"max_seconds {budget:g} reached while waiting for the model "

@@ -14,6 +14,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.fakes import send_email
+from .support.openai_server import FakeOpenAI, reply
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 STEP_NODES = {"decide", "validate", "gate", "execute", "observe", "finish", "stop"}
@@ -106,3 +107,20 @@ def test_a_state_edited_as_a_routing_node_continues_where_its_router_says(
     graph.update_state(config, {"goal": "refund, please?"}, as_node=as_node)
     assert graph.get_state(config).next == (then,)
     assert graph.invoke(None, config)["status"] in ("ok", "stopped")  # it ran to an end
+
+
+def test_a_model_string_is_a_model_as_create_agent_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LangChain's init_chat_model; before, 'str' object has no attribute 'bind_tools'."""
+    with FakeOpenAI([reply("Hello.")]) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out = build_graph("openai:gpt-4.1-mini", SUPPORT_TOOLS).invoke({"goal": "Say hello."})
+        assert server.requests[0]["model"] == "gpt-4.1-mini"
+    assert (out["stop_reason"], out["answer"]) == ("success", "Hello.")
+
+
+def test_one_tool_instead_of_a_list_is_named() -> None:
+    with pytest.raises(TypeError, match=r"^expected a list of tools, got StructuredTool$"):
+        build_graph(ScriptedChatModel(replies=[]), send_email)  # type: ignore[arg-type]

@@ -110,5 +110,15 @@ def test_every_field_that_names_tools_is_checked() -> None:
         name
         for name, info in fields.items()
         if str(info.annotation).startswith(("frozenset[str]", "dict[str,"))
+        or "collections.abc.Set[str]" in str(info.annotation)  # ToolNames
     }
     assert keyed - {"prices"} == set(TOOL_NAME_FIELDS)  # prices is keyed by model names
+
+
+def test_tool_names_are_taken_as_sets_lists_or_tuples_and_kept_frozen() -> None:
+    for names in ({"send_email"}, ["send_email"], ("send_email",), frozenset({"send_email"})):
+        policy = Policy(require_approval=names, allow=names)
+        assert policy.require_approval == policy.allow == frozenset({"send_email"})
+        assert isinstance(policy.require_approval, frozenset)
+    with pytest.raises(ValidationError, match="got one string 'send_email'"):
+        Policy(require_approval="send_email")  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """The package is typed for its users: the README's and the docs' code passes ``mypy --strict``
 in an app of one's own against the installed package, and the results of ``run``, ``resume``
-and ``read`` are typed, so a misspelled key is a type error, not a ``KeyError`` in production."""
+and ``read`` are typed, so a misspelled key is a type error, not a ``KeyError`` in production;
+what ``create_agent`` users write (a plain set of tool names, a model string) passes."""
 
 from __future__ import annotations
 
@@ -23,6 +24,20 @@ print(out["statsu"])
 print(read(graph, out["thread_id"])["usage"]["tokns"])
 """
 
+APP = """\
+from gated_react import Policy, Question, RunInputDict, build_graph, run
+from gated_react.testing import ScriptedChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+
+policy = Policy(require_approval={"x"}, allow={"x"})  # a plain set, as users write it
+graph = build_graph(ScriptedChatModel(replies=["hi"]), [], checkpointer=InMemorySaver())
+by_name = build_graph("openai:gpt-4.1-mini", [])  # create_agent's model strings
+asked: RunInputDict = {"messages": [{"role": "user", "content": "hi"}]}
+out = run(graph, "say hi")
+question: Question = out["pending"][0]
+print(question["id"], question["action_requests"][0]["name"], question["tol"])
+"""
+
 
 def _page_files() -> dict[str, str]:
     """One module per page that has Python to run: its blocks, top to bottom, as the docs tests
@@ -39,7 +54,7 @@ def _page_files() -> dict[str, str]:
 
 
 def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
-    files = {**_page_files(), "typo.py": TYPO}
+    files = {**_page_files(), "typo.py": TYPO, "app.py": APP}
     assert {"README.py", "docs_getting_started.py", "docs_guides_approvals.py"} <= set(files)
     for name, code in files.items():
         (tmp_path / name).write_text(code)
@@ -48,9 +63,13 @@ def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: 
         mypy, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert [line.split(":")[0] for line in errors] == ["typo.py", "typo.py"], done.stdout
-    assert '"statsu"' in errors[0]
-    assert '"tokns"' in errors[1]
+    where = sorted(line.split(":")[0] for line in errors)
+    assert where == ["app.py", "typo.py", "typo.py"], done.stdout
+    typos = [line for line in errors if line.startswith("typo.py")]
+    assert '"statsu"' in typos[0]
+    assert '"tokns"' in typos[1]
+    (pending,) = [line for line in errors if line.startswith("app.py")]
+    assert '"tol"' in pending  # a question's keys are typed
 
 
 def test_the_package_says_it_is_typed() -> None:

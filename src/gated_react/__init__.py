@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         run,
     )
     from gated_react.serializer import UnsafeCheckpoint
-    from gated_react.state import RunInput, RunResult, State, ThreadResult
+    from gated_react.state import Question, RunInput, RunInputDict, RunResult, State, ThreadResult
     from gated_react.stops import Stop, StopReason
 
 _HOMES = {
@@ -38,7 +38,9 @@ _HOMES = {
     "NotWaiting": "runs",
     "Policy": "policy",
     "Price": "policy",
+    "Question": "state",
     "RunInput": "state",
+    "RunInputDict": "state",
     "RunResult": "state",
     "State": "state",
     "Stop": "stops",
@@ -68,7 +70,9 @@ __all__ = [
     "NotWaiting",
     "Policy",
     "Price",
+    "Question",
     "RunInput",
+    "RunInputDict",
     "RunResult",
     "State",
     "Stop",

@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from gated_react import routing
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY, node, route
-from gated_react.models import NoModel
+from gated_react.models import NoModel, init_model
 from gated_react.nodes.decide import Channels, adecide, decide
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.finish import finish
@@ -38,18 +38,20 @@ _NODES_PER_STEP = 5
 
 
 def build_graph(
-    model: BaseChatModel,
+    model: BaseChatModel | str,
     tools: Sequence[BaseTool],
     *,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
 ) -> GatedGraph:
-    """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
+    """A compiled graph in which ``model`` proposes and ``policy`` decides what runs. ``model``
+    may be a LangChain ``"provider:model"`` string (``"openai:gpt-4.1-mini"``), as
+    ``create_agent`` takes it.
 
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
     """
     policy = policy or Policy()
-    deps = NodeDeps.build(model, tools, policy)
+    deps = NodeDeps.build(init_model(model), tools, policy)
     graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)

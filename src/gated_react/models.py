@@ -46,6 +46,20 @@ def chat_model(
     )
 
 
+def init_model(model: BaseChatModel | str) -> BaseChatModel:
+    """The model given, or one from LangChain's ``"provider:model"`` string (``init_chat_model``,
+    as ``create_agent`` takes it; the ``langchain`` extra and the provider's package)."""
+    if not isinstance(model, str):
+        return model
+    from gated_react.interop import LANGCHAIN_EXTRA, LangChainMissing
+
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise LangChainMissing(LANGCHAIN_EXTRA) from None
+    return init_chat_model(model)
+
+
 class NoModel(BaseChatModel):
     """The model of a graph that is only drawn or reads stored runs: the graph's shape never
     depends on its model, and a call means a bug, so it raises instead of answering."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Set as AbstractSet
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from gated_react.errors import GatedReactError
 
@@ -16,6 +17,17 @@ OnInvalid = Literal["stop", "retry"]
 OnBudget = Literal["stop", "ask"]
 TOOL_NAME_FIELDS = ("allow", "require_approval", "budget.tool_limits", "tool_timeouts")
 """The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
+
+
+def _names(value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError(f"expected a list or set of tool names, got one string {value[:60]!r}")
+    return value
+
+
+ToolNames = Annotated[AbstractSet[str], BeforeValidator(_names), AfterValidator(frozenset)]
+"""Tool names as users write them (a set, frozenset, list or tuple; typed as a set, so a plain
+``{"x"}`` passes ``mypy --strict``), stored as a frozenset."""
 
 
 class UnknownToolName(GatedReactError, ValueError):
@@ -82,9 +94,9 @@ class Policy(BaseModel):
 
     budget: Budget = Field(default_factory=Budget)
     """The run's hard limits."""
-    allow: frozenset[str] | None = None
+    allow: ToolNames | None = None
     """Tools the model may call; None allows exactly the tools given to ``build_graph``."""
-    require_approval: frozenset[str] = frozenset()
+    require_approval: ToolNames = frozenset()
     """Tools whose calls pause for a human decision before they run."""
     protocol: Protocol = "tools"
     """How the model states its action: native tool calls, one JSON object, or ReAct text."""
@@ -168,7 +180,7 @@ class Policy(BaseModel):
 
     def allowed(self, registered: frozenset[str]) -> frozenset[str]:
         """The names the gate lets through: the allowlist narrowed to what is registered."""
-        return registered if self.allow is None else self.allow & registered
+        return registered if self.allow is None else frozenset(self.allow & registered)
 
     def timeout_for(self, tool: str) -> float:
         """The timeout for one tool."""

@@ -19,7 +19,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 
 from gated_react.errors import GatedReactError, one_line
 from gated_react.locks import athread_lock, thread_lock
-from gated_react.state import RESULT_KEYS, RunResult, ThreadResult
+from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 OnUpdate = Callable[[str, Any], None]
@@ -71,7 +71,7 @@ def config_for(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> ThreadResult:
+def shape(values: dict[str, Any], thread_id: str, pending: list[Question]) -> ThreadResult:
     """The result shape from a state's values and its open interrupts."""
     empty = RunResult().model_dump(mode="json")
     out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
@@ -79,9 +79,12 @@ def shape(values: dict[str, Any], thread_id: str, pending: list[Any]) -> ThreadR
     return cast(ThreadResult, {**out, "status": status, "thread_id": thread_id, "pending": pending})
 
 
-def questions(interrupts: Sequence[Interrupt]) -> list[Any]:
+def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
     """The open questions, each with the id that an answer may name (``resume(question=)``)."""
-    return [{**i.value, "id": i.id} if isinstance(i.value, dict) else i.value for i in interrupts]
+    return [
+        cast(Question, {**i.value, "id": i.id} if isinstance(i.value, dict) else i.value)
+        for i in interrupts
+    ]
 
 
 def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> ThreadResult:

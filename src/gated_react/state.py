@@ -10,7 +10,7 @@ not the whole list again, so storage grows linearly with the run instead of quad
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, Required, TypedDict
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.channels import DeltaChannel
@@ -359,6 +359,41 @@ class UsageDict(TypedDict):
     seconds: float
 
 
+class ActionRequest(TypedDict):
+    """One call a question asks about, in LangChain's ``HITLRequest`` shape."""
+
+    name: str
+    args: dict[str, Any]
+    description: str
+
+
+class ReviewConfig(TypedDict):
+    """The decisions a question allows for one call (LangChain's ``HITLRequest``)."""
+
+    action_name: str
+    allowed_decisions: list[str]
+
+
+class Question(TypedDict, total=False):
+    """A question a paused run waits on, as ``pending`` holds it: our keys beside LangChain's
+    ``HITLRequest`` (``action_requests``, ``review_configs``), and the ``id`` an answer may
+    name (``resume(question=)``)."""
+
+    id: Required[str]
+    kind: Required[str]
+    """``approval``, ``outcome_unknown`` (after a crash), or a budget question."""
+    tool: str
+    args: dict[str, Any]
+    step: int
+    why: str
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+    answers: dict[str, Any]
+    """Example answers, by name."""
+    error: str | None
+    """Why the last answer was not taken (the question is asked again), else None."""
+
+
 class ThreadResult(TypedDict):
     """What ``run``, ``resume`` and ``read`` return: the graph's result keys plus the thread
     and its open questions. Typed, so ``result["statsu"]`` fails a type check."""
@@ -374,7 +409,7 @@ class ThreadResult(TypedDict):
     usage: UsageDict
     messages: list[Any]
     thread_id: str
-    pending: list[Any]
+    pending: list[Question]
     """The questions a paused run waits on, each with its ``id``."""
 
 

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import json
+
 import httpx
 import openai
 import pytest
 
 from gated_react._engine.model_errors import classify
+
+from ..support.openai_server import FakeOpenAI, Raw, completion, reply
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
@@ -59,3 +63,27 @@ def test_given_secrets_are_masked_whatever_their_shape() -> None:
     error = _status(401, {"error": {"message": "Incorrect API key provided: local-0123456789"}})
     assert "local-0123456789" in classify(error).message  # no known shape: only the caller knows
     assert "local-0123456789" not in classify(error, "local-0123456789").message
+
+
+def test_a_plain_completion_answering_a_streaming_call_is_a_bad_response() -> None:
+    """What a server that ignores ``stream: true`` sends (Studio's messages mode streams every
+    call); it was ``llm_error:ValueError``, named after LangChain's exception."""
+    from langchain_openai import ChatOpenAI
+
+    plain = json.dumps(completion(reply("hi"), "m")).encode()
+    with FakeOpenAI([Raw(plain)]) as server:
+        model = ChatOpenAI(model="m", base_url=server.base_url, api_key="sk-x", max_retries=0)
+        with pytest.raises(ValueError, match="generation") as raised:
+            list(model.stream("hi"))
+    assert str(classify(raised.value)) == "llm_error:bad_response"
+
+
+def test_an_index_error_is_a_bad_response_only_where_langchain_reads_the_reply() -> None:
+    """By where it was raised, not by its text: the same words elsewhere keep the name."""
+
+    def elsewhere() -> None:
+        raise IndexError("list index out of range")
+
+    with pytest.raises(IndexError) as raised:
+        elsewhere()
+    assert str(classify(raised.value)) == "llm_error:IndexError"

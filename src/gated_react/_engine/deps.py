@@ -81,6 +81,9 @@ class NodeDeps:
 
 
 def _registry(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:
+    if not isinstance(tools, Sequence) or isinstance(tools, str):
+        # A lone tool is iterable (a pydantic model yields its fields): say what was meant.
+        raise TypeError(f"expected a list of tools, got {type(tools).__name__}")
     registry: dict[str, BaseTool] = {}
     for tool in tools:
         if not isinstance(tool, BaseTool):

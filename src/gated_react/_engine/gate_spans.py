@@ -6,6 +6,7 @@ dedicated policy layer, the kind of component the conventions' guardrail spans d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 
 from langchain_core.runnables import RunnableConfig
@@ -42,7 +43,7 @@ def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iter
 
 
 def decided(
-    spans: AgentSpans, span: Span, checked: Call | Stop, require_approval: frozenset[str]
+    spans: AgentSpans, span: Span, checked: Call | Stop, require_approval: AbstractSet[str]
 ) -> None:
     """The gate's verdict on one call: allowed, answered (by a human, in place of the tool),
     refused or reminded (shown to the model), or stopped (the run ends), with the rule."""

@@ -33,8 +33,11 @@ _KINDS_BY_STATUS = {
 # null ``choices``, a non-dict payload): the server answered, but not with a chat completion.
 _PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError)
 _CLIENT_PACKAGES = frozenset({"openai", "langchain_openai"})
-# An empty ``choices`` list becomes a result without generations, which LangChain then indexes.
+# An empty ``choices`` list becomes a result without generations, which LangChain then indexes
+# (IndexError); a stream that yields no chunk, as when a server answers a streaming call with a
+# plain completion, LangChain refuses with a ValueError: raised there, both are the reply's fault.
 _NO_GENERATION = "langchain_core.language_models"
+_ASSEMBLY_ERRORS = (IndexError, ValueError)
 _CONTEXT_HINTS = (
     "context_length_exceeded",
     "maximum context length",
@@ -84,4 +87,4 @@ def _raised_parsing_a_reply(exc: BaseException) -> bool:
         if module.partition(".")[0] in _CLIENT_PACKAGES:
             return True
         tb = tb.tb_next
-    return isinstance(exc, IndexError) and module.startswith(_NO_GENERATION)
+    return isinstance(exc, _ASSEMBLY_ERRORS) and module.startswith(_NO_GENERATION)

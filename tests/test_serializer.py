@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,3 +215,32 @@ def test_an_answer_holding_a_type_the_store_will_not_revive_is_refused_not_store
         assert "no store can hold it" in out["pending"][0]["error"]
         assert read(graph, "t")["status"] == "paused"
         assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
+
+
+SAVER = re.compile(r"\b(?:Async)?(?:Sqlite|Postgres|InMemory)Saver\(([^)]*)\)")
+
+
+def test_every_saver_this_package_builds_reads_through_the_serializer() -> None:
+    """A saver built without ``serde=`` revives anything: the workers' pooled saver once was."""
+    source = Path(__file__).resolve().parents[1] / "src" / "gated_react"
+    built = [
+        (path.name, args)
+        for path in source.rglob("*.py")
+        for args in SAVER.findall(path.read_text())
+    ]
+    assert len(built) >= 6
+    assert [(name, args) for name, args in built if "serde=" not in args] == []
+
+
+def test_the_workers_pooled_saver_is_guarded() -> None:
+    pytest.importorskip("psycopg_pool")
+    from psycopg_pool import AsyncConnectionPool
+
+    from gated_react.serializer import GuardedSerializer
+    from gated_react.workers.connections import pool_saver
+
+    async def built() -> Any:
+        pool: Any = AsyncConnectionPool("postgresql://nobody@127.0.0.1:1/none", open=False)
+        return pool_saver(pool).serde
+
+    assert isinstance(asyncio.run(built()), GuardedSerializer)

@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
 from gated_react.runs import Graph
+from gated_react.serializer import serializer
 
 POOL_TIMEOUT = 30.0
 """Seconds a run waits for a connection before its job fails (and is retried)."""
@@ -67,7 +68,7 @@ async def open_pool(url: str, size: int) -> AsyncIterator[AsyncConnectionPool[An
 def pool_saver(pool: AsyncConnectionPool[Any]) -> BaseCheckpointSaver[Any]:
     """The saver the graph factory builds the graph with; jobs run on a copy bound to one
     connection (``on_one_connection``)."""
-    return AsyncPostgresSaver(pool)
+    return AsyncPostgresSaver(pool, serde=serializer())
 
 
 @asynccontextmanager
@@ -75,5 +76,5 @@ async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> Asy
     """The graph, its checkpointer bound to one pooled connection held until the block ends."""
     base = graph.checkpointer
     async with pool.connection() as conn:
-        saver = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None))
+        saver = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
         yield graph.copy(update={"checkpointer": saver})

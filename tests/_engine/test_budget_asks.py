@@ -143,6 +143,8 @@ def test_approve_extends_by_the_proposal_and_records_it(
         }
     ]
     assert question["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert question["answers"]["edit"] == {"approved": True, "args": {"limit": proposed}}
+    assert "respond" not in question["answers"]  # a budget has nothing to answer in place of
     assert question["why"].startswith(f"{kind.partition(':')[0]} ")
     assert check({"limit": spent}) is not None  # an edit must let the run go on
     assert "stop_reason" not in update

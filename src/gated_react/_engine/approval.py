@@ -125,12 +125,13 @@ def _edited(action: Any) -> Decision:
 def ask(
     question: dict[str, Any], check_args: Callable[[dict[str, Any]], str | None] | None = None
 ) -> Decision:
-    """Pause the run until a human answers; a malformed answer, a decision the question does
-    not allow, an edit of another tool, or edited arguments that ``check_args`` refuses (it
+    """Pause the run until a human answers (the question's own ``answers`` examples, when it
+    has them, replace the approval's); a malformed answer, a decision the question does not
+    allow, an edit of another tool, or edited arguments that ``check_args`` refuses (it
     says why), asks again with the error."""
     error = None
     while True:
-        value = interrupt({**question, "answers": ANSWERS, "error": error})
+        value = interrupt({"answers": ANSWERS, **question, "error": error})
         try:
             decision = parse_answer(value)
         except ValueError as exc:

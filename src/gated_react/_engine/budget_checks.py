@@ -218,6 +218,11 @@ def extend(stop: Stop, spent: float, limit: float, step: int) -> Extension | Sto
         "(args.limit), or reject to stop the run"
     )
     asked = question("budget", key, args, step, why, allowed=BUDGET_DECISIONS)
+    asked["answers"] = {
+        "approve": {"approved": True},
+        "edit": {"approved": True, "args": {"limit": args["proposed"]}},
+        "reject": {"approved": False, "reason": "why"},
+    }
     decision = ask(asked, partial(_new_limit_refused, key, spent))
     if not decision.approved:
         reason = decision.reason or "no reason given"

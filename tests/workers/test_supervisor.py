@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,13 +36,13 @@ WRONG_ARGUMENTS = "raise SystemExit(2)\n"
 class Supervised:
     """A supervisor of ``count`` copies of ``script`` in a child process; stderr in a file."""
 
-    def __init__(self, tmp: Path, script: str, count: int) -> None:
+    def __init__(self, tmp: Path, script: str, count: int, *, burst: bool = False) -> None:
         tmp.mkdir()
         self.ups = tmp / "ups"
         self.err = tmp / "supervisor.err"
         command = [sys.executable, "-c", script, str(self.ups)]
         code = "import sys\nfrom gated_react.workers.supervisor import Supervisor\n"
-        code += f"sys.exit(Supervisor({command!r}, {count}).run())\n"
+        code += f"sys.exit(Supervisor({command!r}, {count}, burst={burst}).run())\n"
         with self.err.open("wb") as err:
             self.proc = subprocess.Popen([sys.executable, "-c", code], stderr=err)
 
@@ -62,15 +63,16 @@ class Supervised:
             self.proc.wait(WAIT)
 
 
-Start = Callable[[str, int], Supervised]
+Start = Callable[..., Supervised]
 
 
 @pytest.fixture
 def supervise(tmp_path: Path) -> Iterator[Start]:
     started: list[Supervised] = []
 
-    def start(script: str, count: int) -> Supervised:
-        started.append(Supervised(tmp_path / f"fleet-{len(started)}", script, count))
+    def start(script: str, count: int, *, burst: bool = False) -> Supervised:
+        folder = tmp_path / f"fleet-{len(started)}"
+        started.append(Supervised(folder, script, count, burst=burst))
         return started[-1]
 
     yield start
@@ -128,3 +130,13 @@ def test_wrong_arguments_stop_the_fleet_with_2(supervise: Start) -> None:
     assert fleet.proc.wait(WAIT) == 2
     assert "exited 2: its arguments are wrong; stopping" in fleet.log()
     assert "replacing" not in fleet.log()
+
+
+def test_in_burst_mode_a_worker_done_is_not_replaced(supervise: Start) -> None:
+    """Each worker that found the queue empty exits 0; the supervisor then exits 0 without
+    starting any other (it once started one on the slot it had just let go, and left it)."""
+    fleet = supervise("import sys\nopen(sys.argv[1], 'a').write('up\\n')\n", 2, burst=True)
+    assert fleet.proc.wait(WAIT) == 0
+    time.sleep(1.0)  # a worker started by mistake would have said so by now
+    assert fleet.started() == 2
+    assert fleet.log() == ""

@@ -113,7 +113,7 @@ class Supervisor:
         for slot in list(self.slots):
             if slot.proc is not None and slot.proc.poll() is not None:
                 self._reap(slot, slot.proc.returncode, now)
-            if slot.proc is None and not self.stops and now >= slot.due:
+            if slot in self.slots and slot.proc is None and not self.stops and now >= slot.due:
                 slot.proc, slot.started = spawn(self.command, slot.name), now
 
     def _reap(self, slot: _Slot, code: int, now: float) -> None:

@@ -53,7 +53,7 @@ def openai_cached(tokens: int, cache_n: int) -> int:
 def usd(requests: list[dict[str, float]]) -> float:
     """What the requests would cost at ``PRICED_AS``'s prices: each prompt with the cached
     tokens OpenAI would bill as cached, and the one output token the replay asks for."""
-    pricer = Pricer(model=PRICED_AS, price=None, in_table=True)
+    pricer = Pricer(model=PRICED_AS, price=None)
     total = 0.0
     for r in requests:
         tokens = int(r["tokens"])

@@ -10,6 +10,7 @@ its cost is None, never a guess.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import version
 from typing import Any
 
@@ -35,8 +36,12 @@ class Pricer:
     """The model's name, as priced (``model_name(...)``)."""
     price: Price | None
     """The policy's price for it, if any (it wins over the table)."""
-    in_table: bool
-    """Whether ``genai-prices``' packaged table knows the model."""
+
+    @property
+    def in_table(self) -> bool:
+        """Whether ``genai-prices``' packaged table knows the model: looked up once per name
+        and process, so a worker building a graph per job pays for it once."""
+        return self.price is None and in_table(self.model)
 
     @property
     def source(self) -> str | None:
@@ -87,13 +92,15 @@ def model_name(model: Any) -> str:
 
 
 def pricer_for(model: Any, prices: dict[str, Price]) -> Pricer:
-    """The pricer of ``model``: looked up once, at build time."""
+    """The pricer of ``model``, decided when the graph is built."""
     name = model_name(model)
     price = prices.get(name)
-    return Pricer(model=name, price=price, in_table=price is None and _in_table(name))
+    return Pricer(model=name, price=price)
 
 
-def _in_table(name: str) -> bool:
+@cache
+def in_table(name: str) -> bool:
+    """Whether the packaged table prices ``name`` (once per name and process)."""
     from genai_prices import Usage, calc_price  # its table loads on first use (about 0.2 s)
 
     try:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import InjectedToolArg, tool
@@ -23,6 +24,9 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from .helpers import REFUND_42
 from .scenarios import progress
+
+if TYPE_CHECKING:  # the workers import this module; they need no pytest
+    import pytest
 
 LOG_VAR = "GATED_REACT_TEST_DECISIONS"
 STALL_VAR = "GATED_REACT_TEST_STALL_ONCE"  # a file: the first worker to take it hangs in decide
@@ -37,6 +41,14 @@ def _reply(messages: list[BaseMessage]) -> Any:
         with open(os.environ[LOG_VAR], "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\t{goal}\n")
     return REFUND_42[min(done, len(REFUND_42) - 1)]
+
+
+def stall_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Arm the stall: the first worker to reach step 2 hangs there; the file then vanishes."""
+    stall = folder / "stall-once"
+    stall.touch()
+    monkeypatch.setenv(STALL_VAR, str(stall))
+    return stall
 
 
 def _maybe_stall() -> None:
@@ -118,3 +130,8 @@ def pays(checkpointer: BaseCheckpointSaver[Any]) -> Any:
         base_url=os.environ[MODEL_URL_VAR], api_key=SecretStr("test"), model="scripted", timeout=60
     )
     return build_graph(model, [look_up_order, pay], checkpointer=checkpointer)
+
+
+def refund_asking_once(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """The refund run that waits for a human once, before it reads the billing."""
+    return refund(checkpointer, Policy(require_approval=frozenset({"get_user_billing"})))

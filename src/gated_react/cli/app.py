@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from gated_react.cli.commands import graph, resume, run, runs, show
+from gated_react.cli.commands import graph, questions, queue, resume, run, runs, show
 from gated_react.cli.exits import CliError, Exit, say_error, store_failure
 
 _HELP = """A ReAct agent in which the model proposes and a policy decides.
@@ -78,3 +78,6 @@ app.command("resume")(resume.resume_command)
 app.command("runs")(runs.runs_command)
 app.command("show")(show.show_command)
 app.command("graph")(graph.graph_command)
+app.command("queue")(queue.queue_command)
+app.command("questions")(questions.questions_command)
+app.command("answer")(questions.answer_command)

@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+Thread = Annotated[
+    str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
+]
 Db = Annotated[
     str | None,
     typer.Option(
@@ -44,6 +47,39 @@ BaseUrl = Annotated[
         metavar="URL",
         help="An OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
         "[default: $OPENAI_BASE_URL, else OpenAI]",
+        show_default=False,
+    ),
+]
+
+# The answers to a question (``resume``, ``answer``); ``resume.parse_answer`` reads them.
+Approve = Annotated[bool, typer.Option("--approve", help="Approve the call the run waits on.")]
+Reject = Annotated[
+    str | None,
+    typer.Option(
+        "--reject", metavar="WHY", help="Reject the call, with the reason.", show_default=False
+    ),
+]
+Args = Annotated[
+    str | None,
+    typer.Option(
+        "--args", help="Approve with these arguments instead (a JSON object).", metavar="JSON"
+    ),
+]
+Respond = Annotated[
+    str | None,
+    typer.Option(
+        "--respond",
+        metavar="TEXT",
+        help="Answer in place of the tool: it does not run; TEXT is what the model sees.",
+        show_default=False,
+    ),
+]
+AnswerJson = Annotated[
+    str | None,
+    typer.Option(
+        "--answer",
+        metavar="JSON",
+        help='Any answer the question takes, e.g. {"decisions": [{"type": "approve"}]}.',
         show_default=False,
     ),
 ]

@@ -74,13 +74,14 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
         return log.expanduser()
     with user_errors():
         from gated_react.checkpoint import StoreURL
+        from gated_react.cli.live.run_log import FILE_NAME
         from gated_react.settings import default_state_dir
 
         store = StoreURL.parse(url)
     if store.kind == "sqlite":
         path = Path(store.target).expanduser()
         return path.with_name(path.name + ".log")
-    return default_state_dir() / "runs.log"
+    return default_state_dir() / FILE_NAME
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -22,6 +22,17 @@ _LATEST = (
     "WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY latest DESC LIMIT {param}"
 )
 _COUNT = "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints WHERE checkpoint_ns = ''"
+# Threads whose latest checkpoint holds an open question (an interrupt not yet answered),
+# longest waiting first. ``{writes}``: the savers name the table of pending writes differently.
+_WAITING = (
+    "SELECT c.thread_id, c.latest FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
+    " FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id) AS c"
+    " WHERE EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
+    " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__interrupt__')"
+    " AND NOT EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
+    " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__resume__')"
+    " ORDER BY c.latest LIMIT {param}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +54,72 @@ class RunRow:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class QuestionRow:
+    """One open question as ``gated-react questions`` lists it."""
+
+    thread_id: str
+    question: str
+    tool: str | None
+    args: Any
+    kind: str | None
+    step: int | None
+    since: str
+    goal: str
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def latest_runs(saver: Any, limit: int) -> tuple[list[RunRow], int]:
     """The ``limit`` most recently updated threads, newest first, and how many there are."""
     ids, total = _latest_ids(saver, limit)
-    rows = []
+    rows: list[RunRow] = []
+    for thread_id, found in _load(saver, ids):
+        with readable(thread_id):  # values of the wrong shape: one line naming the thread
+            rows.append(_row(thread_id, found))
+    return rows, total
+
+
+def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
+    """The open questions of up to ``limit`` threads, the longest waiting first."""
+    from gated_react.runs import questions
+
+    rows: list[QuestionRow] = []
+    for thread_id, found in _load(saver, _waiting_ids(saver, limit)):
+        with readable(thread_id):
+            values = found.checkpoint.get("channel_values", {})
+            asked = [i for write in found.pending_writes or () if _asks(write) for i in write[2]]
+            rows.extend(_question(thread_id, found, values, one) for one in questions(asked))
+    return rows
+
+
+def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) -> QuestionRow:
+    asked = asked if isinstance(asked, dict) else {"value": asked}
+    step = asked.get("step")
+    return QuestionRow(
+        thread_id=thread_id,
+        question=str(asked.get("id", "")),
+        tool=None if asked.get("tool") is None else str(asked["tool"]),
+        args=asked.get("args"),
+        kind=None if asked.get("kind") is None else str(asked["kind"]),
+        step=step if isinstance(step, int) else None,
+        since=_local(found.checkpoint.get("ts", "")),
+        goal=str(values.get("goal", "")),
+    )
+
+
+def _asks(write: Any) -> bool:
+    """A write of questions; one that holds anything but interrupts is damage, not silence."""
+    if write[1] != "__interrupt__":
+        return False
+    if not isinstance(write[2], list | tuple):
+        raise TypeError(f"its open question decodes to {type(write[2]).__name__}")
+    return True
+
+
+def _load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, Any]]:
+    """The stored checkpoint of each ``(thread, checkpoint id)``, skipping vanished ones."""
     for thread_id, checkpoint_id in ids:
         config = {
             "configurable": {
@@ -57,9 +130,30 @@ def latest_runs(saver: Any, limit: int) -> tuple[list[RunRow], int]:
         }
         with readable(thread_id):
             found = saver.get_tuple(config)
-            if found is not None:
-                rows.append(_row(thread_id, found))
-    return rows, total
+        if found is not None:
+            yield thread_id, found
+
+
+def _waiting_ids(saver: Any, limit: int) -> list[tuple[str, str]]:
+    conn = getattr(saver, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        with saver.lock:
+            query = _WAITING.format(writes="writes", param="?")
+            return [(r[0], r[1]) for r in conn.execute(query, (limit,)).fetchall()]
+    pg_conn = pg_connection(saver)
+    if pg_conn is not None:
+        with saver.lock, pg_conn as pg, pg.cursor() as cur:
+            cur.execute(_WAITING.format(writes="checkpoint_writes", param="%s"), (limit,))
+            return [(r["thread_id"], r["latest"]) for r in cur.fetchall()]
+    ids, _ = _scan(saver, None)  # any other saver (the in-memory one): check each thread
+    waiting = [(thread, found) for thread, found in _load(saver, ids) if _open(found)]
+    return [(t, f.config["configurable"]["checkpoint_id"]) for t, f in waiting[::-1][:limit]]
+
+
+def _open(found: Any) -> bool:
+    """The checkpoint holds a question that no answer has reached yet."""
+    channels = {write[1] for write in found.pending_writes or ()}
+    return "__interrupt__" in channels and "__resume__" not in channels
 
 
 def _latest_ids(saver: Any, limit: int) -> tuple[list[tuple[str, str]], int]:
@@ -69,14 +163,24 @@ def _latest_ids(saver: Any, limit: int) -> tuple[list[tuple[str, str]], int]:
             rows = conn.execute(_LATEST.format(param="?"), (limit,)).fetchall()
             total = conn.execute(_COUNT).fetchone()[0]
         return [(r[0], r[1]) for r in rows], int(total)
-    if type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
-        with saver.lock, _pg(conn) as pg, pg.cursor() as cur:
+    pg_conn = pg_connection(saver)
+    if pg_conn is not None:
+        with saver.lock, pg_conn as pg, pg.cursor() as cur:
             cur.execute(_LATEST.format(param="%s"), (limit,))
             rows = cur.fetchall()
             cur.execute(_COUNT)
             total = cur.fetchone()["n"]
         return [(r["thread_id"], r["latest"]) for r in rows], int(total)
     return _scan(saver, limit)
+
+
+def pg_connection(saver: Any) -> AbstractContextManager[Any] | None:
+    """The Postgres saver's connection, to enter (held under ``saver.lock``); None for any
+    other saver. Its rows are dicts."""
+    conn = getattr(saver, "conn", None)
+    if not type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
+        return None
+    return _pg(conn)
 
 
 @contextmanager
@@ -89,7 +193,7 @@ def _pg(conn: Any) -> Iterator[Any]:
         yield conn
 
 
-def _scan(saver: Any, limit: int) -> tuple[list[tuple[str, str]], int]:
+def _scan(saver: Any, limit: int | None) -> tuple[list[tuple[str, str]], int]:
     """Any other saver (the in-memory one): walk every checkpoint."""
     latest: dict[str, str] = {}
     for item in saver.list(None):

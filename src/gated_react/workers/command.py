@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from gated_react.checkpoint import StoreError
+from gated_react.workers import watch
 from gated_react.workers.queue import queue_store
 from gated_react.workers.supervisor import Supervisor, worker_command
 from gated_react.workers.worker import load_factory, work
@@ -29,6 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--stalled-after", type=float, default=30.0, help="heartbeat timeout")
     parser.add_argument("--name", default="worker", help="worker name (logs)")
+    watch.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         queue_store(args.store)
@@ -43,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 burst=args.burst,
                 stalled_after=args.stalled_after,
                 name=args.name,
+                observe=watch.options(args),
             )
         )
     except (StoreError, ValueError) as exc:
@@ -64,4 +67,5 @@ def supervise(args: argparse.Namespace) -> int:
         burst=args.burst,
         stalled_after=args.stalled_after,
     )
-    return Supervisor(command, args.processes, burst=args.burst).run()
+    observe = watch.options(args)
+    return Supervisor(command, args.processes, burst=args.burst, observe=observe).run()

@@ -21,6 +21,7 @@ from gated_react.locks import ThreadBusy
 from gated_react.runs import NO_ANSWER, Graph, NotWaiting, ThreadExists, aresume, arun
 from gated_react.state import ThreadResult
 from gated_react.workers.connections import on_one_connection, store_lost
+from gated_react.workers.watch import Job, Watch
 
 BACKOFF_CAP = 60
 """Seconds: the longest wait between two tries of a job the infrastructure failed."""
@@ -37,9 +38,13 @@ async def advance(
 ) -> str:
     """The job: start the run on a new thread, else continue it (answering its question)."""
     extra = context.additional_context
-    async with on_one_connection(extra["graph"], extra["pool"]) as graph:
+    watch: Watch = extra["watch"]
+    async with (
+        watch.job(context, thread_id) as job,  # its log lines, counters and run log
+        on_one_connection(extra["graph"], extra["pool"]) as graph,
+    ):
         attempts = context.job.attempts
-        return await _advance(graph, thread_id, goal, answer, question, attempts=attempts)
+        return await _advance(graph, thread_id, goal, answer, question, attempts=attempts, job=job)
 
 
 async def _advance(
@@ -50,18 +55,22 @@ async def _advance(
     question: str | None,
     *,
     attempts: int,
+    job: Job,
 ) -> str:
+    watch = job.on_update
     if goal is not None:
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
-            return _status(await arun(graph, goal, thread_id=thread_id))
+            return _status(job.done(await arun(graph, goal, thread_id=thread_id, on_update=watch)))
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
     if answer is NO_ANSWER or (question is None and attempts > 0):
-        return _status(await aresume(graph, thread_id))
+        return _status(job.done(await aresume(graph, thread_id, on_update=watch)))
     try:
-        return _status(await aresume(graph, thread_id, answer, question=question))
+        result = await aresume(graph, thread_id, answer, question=question, on_update=watch)
     except NotWaiting as refused:  # a repeated answer: the run is untouched and goes on waiting
-        return f"answer refused: {refused}"
+        job.refused = f"answer refused: {refused}"
+        return job.refused
+    return _status(job.done(result))
 
 
 def _status(result: ThreadResult) -> str:

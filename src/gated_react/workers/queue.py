@@ -40,8 +40,11 @@ _SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(1735549284, 2)"  # one installer at
 
 
 def install_queue(url: str) -> None:
-    """Create procrastinate's tables and functions unless the database has them."""
+    """Create procrastinate's tables and functions unless the database has them, and the
+    table workers write their runs' run logs to."""
     import psycopg
+
+    from gated_react.cli.live.run_log import STORE_SCHEMA
 
     store = queue_store(url)
     schema = SchemaManager.get_schema()
@@ -51,6 +54,7 @@ def install_queue(url: str) -> None:
             found = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
             if found is None or found[0] is None:
                 conn.execute(schema)  # procrastinate's own SQL, applied once
+            conn.execute(STORE_SCHEMA)
     except psycopg.Error as exc:
         line = exception_line(exc, first_only=True)
         raise StoreError(f"store {store.shown}: {line}") from None
@@ -73,12 +77,13 @@ def enqueue_resume(
     answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
-) -> None:
-    """Queue a resume; ``answer`` replies to the question the paused run waits on (only to the
-    one whose ``id`` is ``question``, if given: a repeated answer then never answers another)."""
+) -> int:
+    """Queue a resume; returns its job id. ``answer`` replies to the question the paused run
+    waits on (only to the one whose ``id`` is ``question``, if given: a repeated answer then
+    never answers another)."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
     if answer is not NO_ANSWER:
         kwargs["answer"] = answer
     if question is not None:
         kwargs["question"] = question
-    _deferrer(app, thread_id).defer(**kwargs)
+    return int(_deferrer(app, thread_id).defer(**kwargs))

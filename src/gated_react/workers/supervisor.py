@@ -17,6 +17,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from gated_react.workers.watch import Options, worker_args
+
 REPLACE_CAP = 60.0
 """Seconds: the longest wait before replacing a worker that keeps dying."""
 SETTLED = 10.0
@@ -54,13 +56,18 @@ def start_workers(
     concurrency: int = 1,
     burst: bool = False,
     stalled_after: float = 30.0,
+    observe: Options | None = None,
 ) -> list[subprocess.Popen[bytes]]:
     """Start ``processes`` worker processes (not supervised); stop them with ``terminate()``
     (they finish the job at hand) and ``wait()``."""
     command = worker_command(
         url, factory, concurrency=concurrency, burst=burst, stalled_after=stalled_after
     )
-    return [spawn(command, f"worker-{index}") for index in range(processes)]
+    observe = observe or Options()
+    return [
+        spawn([*command, *worker_args(observe, index)], f"worker-{index}")
+        for index in range(processes)
+    ]
 
 
 def exit_status(code: int) -> int:
@@ -71,6 +78,7 @@ def exit_status(code: int) -> int:
 @dataclass
 class _Slot:
     name: str
+    args: list[str] = field(default_factory=list)  # its own (a health port of its own)
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     due: float = 0.0  # when a replacement may start
@@ -84,12 +92,16 @@ class Supervisor:
     command: list[str]
     processes: int
     burst: bool = False
+    observe: Options = field(default_factory=Options)
     stops: int = 0
     status: int = 0
     slots: list[_Slot] = field(default_factory=list)
 
     def run(self) -> int:
-        self.slots = [_Slot(f"worker-{index}") for index in range(self.processes)]
+        self.slots = [
+            _Slot(f"worker-{index}", worker_args(self.observe, index))
+            for index in range(self.processes)
+        ]
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
@@ -114,7 +126,7 @@ class Supervisor:
             if slot.proc is not None and slot.proc.poll() is not None:
                 self._reap(slot, slot.proc.returncode, now)
             if slot in self.slots and slot.proc is None and not self.stops and now >= slot.due:
-                slot.proc, slot.started = spawn(self.command, slot.name), now
+                slot.proc, slot.started = spawn([*self.command, *slot.args], slot.name), now
 
     def _reap(self, slot: _Slot, code: int, now: float) -> None:
         assert slot.proc is not None

@@ -16,7 +16,6 @@ import contextlib
 import importlib
 import os
 import signal
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,12 +24,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 from procrastinate.worker import Worker
 
-from gated_react.errors import exception_line
 from gated_react.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
+from gated_react.workers import log as worker_log
 from gated_react.workers.connections import open_pool, pool_saver, store_lost
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app
+from gated_react.workers.watch import Options, Watch, observed
 
 GraphFactory = Callable[[BaseCheckpointSaver[Any]], Graph]
 RESTART_CAP = 30.0
@@ -52,11 +52,6 @@ def load_factory(path: str) -> GraphFactory:
     return factory  # type: ignore[no-any-return]
 
 
-def note(name: str, line: str) -> None:
-    """One line on stderr about the worker's connection to its store."""
-    print(f"gated-react {name}: {line}", file=sys.stderr, flush=True)
-
-
 def backoff(cap: float) -> Iterator[float]:
     """1, 2, 4 ... seconds, then ``cap`` for ever."""
     pause = 1.0
@@ -72,16 +67,20 @@ class _Worker(Worker):
     lost: BaseException | None = None
 
     async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
+        name, tries = self.worker_name or "worker", 0
         for pause in backoff(10.0):
             try:
                 await super()._persist_job_status(*args, **kwargs)
-                return
             except Exception as exc:
                 if not store_lost(exc):
                     raise
-                line = exception_line(exc, first_only=True)
-                note(self.worker_name or "worker", f"cannot record a job's end ({line}); retrying")
+                tries += 1
+                worker_log.connection_lost(name, exc, what="queue", retry_in=pause)
                 await asyncio.sleep(pause)
+                continue
+            if tries:  # a job's end recorded after the store came back
+                worker_log.reconnected(name, what="queue", attempts=tries + 1)
+            return
 
     async def _monitor_side_tasks(self, side_tasks: list[asyncio.Task[Any]]) -> None:
         await super()._monitor_side_tasks(side_tasks)
@@ -114,9 +113,11 @@ async def work(
     burst: bool = False,
     stalled_after: float = 30.0,
     name: str = "worker",
+    observe: Options | None = None,
 ) -> None:
     """Run one worker until stopped (SIGINT/SIGTERM), or until the queue is empty (``burst``),
-    through any loss of the store. Its runs' spans go where the ``OTEL_*`` settings say."""
+    through any loss of the store. Its runs' spans go where the ``OTEL_*`` settings say; it
+    logs, logs its runs and answers probes as ``observe`` says (``watch.py``)."""
     setup_tracing(Settings())
     stopping = asyncio.Event()
     _on_signals(stopping)
@@ -130,39 +131,41 @@ async def work(
         "stalled_worker_timeout": stalled_after,
         "install_signal_handlers": False,
     }
-    while not stopping.is_set():
-        try:
-            lost = await _serve(url, factory, stopping, stalled_after, options)
-        except Exception as exc:
-            if not store_lost(exc):
-                raise
-            lost = exc
-        if lost is None:
-            return
-        pause = next(pauses)
-        line = exception_line(lost, first_only=True)
-        note(name, f"store lost ({line}); reconnecting in {pause:g} s")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), pause)
+    async with observed(name, observe or Options(), stalled_after=stalled_after) as watch:
+        while not stopping.is_set():
+            try:
+                lost = await _serve(url, factory, stopping, watch, options)
+            except Exception as exc:
+                if not store_lost(exc):
+                    raise
+                lost = exc
+            if lost is None:
+                return
+            pause = next(pauses)
+            worker_log.connection_lost(name, lost, retry_in=pause)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), pause)
 
 
 async def _serve(
     url: str,
     factory: GraphFactory,
     stopping: asyncio.Event,
-    stalled_after: float,
+    watch: Watch,
     options: dict[str, Any],
 ) -> BaseException | None:
     """One life of the worker loop on one connection to the store; what ended it, if the store."""
     install_queue(url)
+    watch.store_answers()  # after a loss: the line that says it is back
     app = make_app(url)
     async with open_pool(url, options["concurrency"]) as pool, app.open_async():
         saver = pool_saver(pool)
         graph = factory(saver)
         if saver_of(graph) is not saver:
             raise ValueError("the graph factory must pass its checkpointer to build_graph")
-        worker = _Worker(app, additional_context={"graph": graph, "pool": pool}, **options)
-        recover = asyncio.create_task(_recover_stalled(app, stalled_after))
+        context = {"graph": graph, "pool": pool, "watch": watch}
+        worker = _Worker(app, additional_context=context, **options)
+        recover = asyncio.create_task(_recover_stalled(app, options["stalled_worker_timeout"]))
         try:
             await _run_until_stopped(worker, stopping)
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -20,43 +20,13 @@ if TYPE_CHECKING:
 
 
 def resume_command(
-    thread: Annotated[
-        str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
-    ],
+    thread: flags.Thread,
     *,
-    approve: Annotated[
-        bool, typer.Option("--approve", help="Approve the call the run waits on.")
-    ] = False,
-    reject: Annotated[
-        str | None,
-        typer.Option(
-            "--reject", metavar="WHY", help="Reject the call, with the reason.", show_default=False
-        ),
-    ] = None,
-    args: Annotated[
-        str | None,
-        typer.Option(
-            "--args", help="Approve with these arguments instead (a JSON object).", metavar="JSON"
-        ),
-    ] = None,
-    respond: Annotated[
-        str | None,
-        typer.Option(
-            "--respond",
-            metavar="TEXT",
-            help="Answer in place of the tool: it does not run; TEXT is what the model sees.",
-            show_default=False,
-        ),
-    ] = None,
-    answer_json: Annotated[
-        str | None,
-        typer.Option(
-            "--answer",
-            metavar="JSON",
-            help='Any answer the question takes, e.g. {"decisions": [{"type": "approve"}]}.',
-            show_default=False,
-        ),
-    ] = None,
+    approve: flags.Approve = False,
+    reject: flags.Reject = None,
+    args: flags.Args = None,
+    respond: flags.Respond = None,
+    answer_json: flags.AnswerJson = None,
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
@@ -67,12 +37,12 @@ def resume_command(
     """Continue a run where it stopped; answer a pending approval. Same exit codes as run."""
     answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
-    code = _resume(thread, answer, place, model=model, base_url=base_url)
+    code = resume_in_shell(thread, answer, place, model=model, base_url=base_url)
     if code:
         raise typer.Exit(int(code))
 
 
-def _resume(
+def resume_in_shell(
     thread: str,
     answer: dict[str, Any] | None,
     place: Place,
@@ -86,7 +56,7 @@ def _resume(
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
             options, current = recorded_options(saver, thread), _current(saver, thread)
             budget = options.budget()  # no MCP server starts to show an ended run
-            early = _settled(current, answer, thread)
+            early = settled(current, answer, thread)
             if early is not None:  # nothing to run: show what is stored
                 show(render.console(), current, budget, config.secrets(), place)
                 return early
@@ -179,13 +149,14 @@ def recorded_options(saver: Any, thread: str) -> RunOptions:
 
 
 def _current(saver: Any, thread: str) -> Result:
+    """The thread as stored (read without building the run's graph)."""
     from gated_react.runs import read
 
     with user_errors():
         return read(resources.reader_graph(saver), thread)
 
 
-def _settled(current: Result, answer: Any, thread: str) -> Exit | None:
+def settled(current: Result, answer: Any, thread: str) -> Exit | None:
     """The exit code when nothing should run: finished, or waiting and no answer given."""
     if current.get("status") not in (None, "paused"):  # paused: a waiting run, not an ended one
         if answer is not None:

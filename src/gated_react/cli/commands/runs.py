@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from gated_react.cli import flags, resources
 from gated_react.cli.live import render
@@ -40,25 +39,17 @@ def runs_command(
     cells = [_cells(row, secrets) for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
     room = max(console.width - sum(widths) - 2 * len(widths), 20)
-    console.print(_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
+    console.print(render.row_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
         goal = render.plain(row.goal, secrets, limit=room)
-        line = _line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
+        line = render.row_line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
         console.print(line, soft_wrap=True)
     footer = f"[dim]{len(rows)} of {total} runs in {render.safe(resources.shown(url))}[/]"
     console.print(footer, soft_wrap=True)
 
 
 def _cells(row: RunRow, secrets: tuple[str, ...]) -> list[str]:
-    """The fixed columns as plain text (``_line`` escapes them after padding)."""
+    """The fixed columns as plain text (``render.row_line`` escapes them after padding)."""
     cost = "-" if row.cost is None else f"{row.cost:.4f}"
     values = [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), cost, row.updated]
     return [render.plain(value, secrets) for value in values]
-
-
-def _line(cells: list[str], widths: list[int], style: str, styled: int | None = None) -> str:
-    out = []
-    for i, cell in enumerate(cells):
-        text = escape(cell.ljust(widths[i]) if i < len(widths) else cell)
-        out.append(f"[{style}]{text}[/]" if style and (styled is None or styled == i) else text)
-    return "  ".join(out)

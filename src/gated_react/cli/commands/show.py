@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,7 +13,7 @@ from rich.table import Table
 from gated_react.cli import flags, resources
 from gated_react.cli.exits import readable, user_errors
 from gated_react.cli.live import render
-from gated_react.cli.live.run_log import read_events
+from gated_react.cli.live.run_log import merged, read_events, stored_events
 from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
 
@@ -22,9 +21,7 @@ Secrets = tuple[str, ...]
 
 
 def show_command(
-    thread: Annotated[
-        str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
-    ],
+    thread: flags.Thread,
     db: flags.Db = None,
     json_out: flags.Json = False,
     log: flags.Log = None,
@@ -38,7 +35,8 @@ def show_command(
     with resources.opened(url) as saver, user_errors(), readable(thread):
         result = read(resources.reader_graph(saver), thread)
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
-    events = read_events(resources.log_path(url, log, no_log), thread)
+        stored = [] if no_log else stored_events(saver, thread)  # logged there by workers
+    events = merged(read_events(resources.log_path(url, log, no_log), thread), stored)
     secrets = config.secrets()
     if json_out:
         context = _channel(found, "run_context")

@@ -57,6 +57,16 @@ def safe(
     return escape(plain(value, secrets, limit=limit, lines=lines))
 
 
+def row_line(cells: list[str], widths: list[int], style: str, styled: int | None = None) -> str:
+    """One row of a listing: plain ``cells`` padded to ``widths`` (a cell past them is not),
+    escaped, in ``style`` (only the cell at ``styled``, if given)."""
+    out = []
+    for i, cell in enumerate(cells):
+        text = escape(cell.ljust(widths[i]) if i < len(widths) else cell)
+        out.append(f"[{style}]{text}[/]" if style and (styled is None or styled == i) else text)
+    return "  ".join(out)
+
+
 class LiveView:
     """Prints each event as one line with the budgets used and left after model/tool steps."""
 

@@ -13,7 +13,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,15 @@ from gated_react.redact import redact
 
 FIELDS = ("time", "thread", "step", "node", "action", "decision", "stop_reason", "tokens")
 """Keys every line has, in this order; lines may carry a few more (seconds, observation...)."""
+FILE_NAME = "runs.log"
+"""The run log's name in a folder (the XDG state folder, a worker's ``--run-log-dir``)."""
+
+
+def log_line(event: dict[str, Any], secrets: tuple[str, ...] = ()) -> str:
+    """One event as its line (without the newline): JSON, secrets masked, no raw C1 control
+    character (for ``tail -f``). Files and the store's table hold the same lines."""
+    line = json.dumps(event, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return printable_json(redact(line, *secrets))
 
 
 class RunLog:
@@ -38,10 +47,8 @@ class RunLog:
     def write(self, event: dict[str, Any]) -> None:
         if self._fd is None:
             return
-        line = json.dumps(event, ensure_ascii=False, default=str, separators=(", ", ": "))
         try:
-            text = printable_json(redact(line, *self._secrets))  # no raw C1 for `tail -f`
-            os.write(self._fd, (text + "\n").encode())
+            os.write(self._fd, (log_line(event, self._secrets) + "\n").encode())
         except OSError as exc:  # a full disk: the store holds the run; the log is its echo
             self.close()
             _warn(f"cannot write the run log {self.path} ({exc.strerror})")
@@ -92,12 +99,52 @@ def read_events(path: Path | None, thread_id: str) -> list[dict[str, Any]]:
 
 def _lines(path: Path, needle: str) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if needle not in line:  # cheap filter before parsing: logs hold many threads
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:  # a line cut by a crash mid-write is skipped, not fatal
-                continue
-            if isinstance(event, dict):
-                yield event
+        lines = (line for line in handle if needle in line)  # cheap: logs hold many threads
+        yield from parse_lines(lines)
+
+
+def parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The events of logged lines; a line cut by a crash mid-write is skipped, not fatal."""
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+# The run log in a Postgres store: the same lines, one row each, for runs done by workers
+# (they run on other machines than the operator's ``show``). ``id`` keeps their order.
+STORE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS gated_react_run_log ("
+    " id bigserial PRIMARY KEY, thread_id text NOT NULL, line text NOT NULL);"
+    " CREATE INDEX IF NOT EXISTS gated_react_run_log_thread ON gated_react_run_log (thread_id, id)"
+)
+STORE_INSERT = (
+    "INSERT INTO gated_react_run_log (thread_id, line) SELECT %(thread)s, line"
+    " FROM unnest(%(lines)s::text[]) WITH ORDINALITY AS logged(line, n) ORDER BY n"
+)
+_STORE_READ = "SELECT line FROM gated_react_run_log WHERE thread_id = %s ORDER BY id"
+_STORE_FOUND = "SELECT to_regclass('gated_react_run_log') IS NOT NULL AS found"
+
+
+def stored_events(saver: Any, thread_id: str) -> list[dict[str, Any]]:
+    """The events workers logged into a Postgres store for one thread (none elsewhere)."""
+    from gated_react.cli.run_listing import pg_connection
+
+    conn = pg_connection(saver)
+    if conn is None:
+        return []
+    with saver.lock, conn as pg, pg.cursor() as cur:
+        cur.execute(_STORE_FOUND)
+        if not cur.fetchone()["found"]:
+            return []
+        cur.execute(_STORE_READ, (thread_id,))
+        lines = [row["line"] for row in cur.fetchall()]
+    return [event for event in parse_lines(lines) if event.get("thread") == thread_id]
+
+
+def merged(*logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events of one thread from several logs (the CLI's file, the store), oldest first."""
+    return sorted((event for log in logs for event in log), key=lambda e: str(e.get("time", "")))

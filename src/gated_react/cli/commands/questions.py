@@ -1,0 +1,178 @@
+"""``gated-react questions`` and ``gated-react answer THREAD``: the runs that wait for a human,
+and the answer to one of them.
+
+A run of the workers (its thread has a job in the store's queue) continues on the workers: the
+answer is queued for them, naming the question it answers, so a repeated answer can never
+answer a later question. Any other run continues in this shell, as ``resume`` would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gated_react.cli import flags, resources
+from gated_react.cli.commands.resume import (
+    parse_answer,
+    resume_in_shell,
+    settled,
+)
+from gated_react.cli.exits import CliError, readable, user_errors
+from gated_react.cli.live import render
+from gated_react.cli.live.session import Place
+
+if TYPE_CHECKING:
+    from gated_react.cli.run_listing import QuestionRow
+
+_HEADS = ("thread", "since", "step", "tool", "question")
+
+
+def questions_command(
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many threads to list.")] = 50,
+    db: flags.Db = None,
+    json_out: flags.Json = False,
+) -> None:
+    """List every run waiting on a question: thread, since when, tool and arguments."""
+    from gated_react.cli.run_listing import waiting_runs
+
+    config = resources.settings()
+    url = resources.store_url(config, db)
+    secrets = config.secrets()
+    with resources.opened(url) as saver:
+        rows = waiting_runs(saver, limit)
+    if json_out:
+        render.print_json({"questions": [row.as_json() for row in rows]}, secrets)
+        return
+    console = render.console()
+    where = render.safe(resources.shown(url))
+    if not rows:
+        console.print(f"no run waits on a question in {where}")
+        return
+    cells = [_cells(row, secrets) for row in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
+    room = max(console.width - sum(widths) - 2 * len(widths), 20)
+    console.print(render.row_line([*_HEADS, "args"], widths, "bold"), soft_wrap=True)
+    for row, cell in zip(rows, cells, strict=True):
+        args = render.plain(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
+        line = render.row_line([*cell, args[:room]], widths, "yellow", 3)
+        console.print(line, soft_wrap=True)
+    console.print(
+        f"[dim]{len(rows)} waiting in {where}; answer one with: "
+        "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, ...)[/]",
+        soft_wrap=True,
+    )
+
+
+def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
+    values = [row.thread_id, row.since, str(row.step or "-"), row.tool or "-", row.question]
+    return [render.plain(value, secrets) for value in values]
+
+
+def answer_command(
+    thread: flags.Thread,
+    *,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "--question",
+            metavar="ID",
+            help="The question answered (needed when the run waits on several).",
+            show_default=False,
+        ),
+    ] = None,
+    approve: flags.Approve = False,
+    reject: flags.Reject = None,
+    args: flags.Args = None,
+    respond: flags.Respond = None,
+    answer_json: flags.AnswerJson = None,
+    db: flags.Db = None,
+    model: flags.Model = None,
+    base_url: flags.BaseUrl = None,
+    json_out: flags.Json = False,
+    log: flags.Log = None,
+    no_log: flags.NoLog = False,
+) -> None:
+    """Answer a waiting run: the workers continue a run of theirs, any other continues here."""
+    from gated_react.runs import read
+
+    answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
+    if answer is None:
+        raise CliError(
+            "give the answer: --approve, --reject WHY, --args JSON, --respond TEXT or --answer JSON"
+        )
+    config = resources.settings()
+    url = resources.store_url(config, db)
+    with resources.opened(url) as saver, user_errors(), readable(thread):
+        asked = _asked(read(resources.reader_graph(saver), thread), thread, question, answer)
+    target = _fleet_target(url, thread)
+    place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
+    if target is None:
+        code = resume_in_shell(thread, answer, place, model=model, base_url=base_url)
+        if code:
+            raise typer.Exit(int(code))
+        return
+    job = _enqueue(url, target, thread, answer, str(asked["id"]))
+    out = {"thread_id": thread, "question": asked["id"], "tool": asked.get("tool"), "job": job}
+    if json_out:
+        render.print_json({**out, "queued": True}, config.secrets())
+        return
+    render.console().print(
+        f"queued for the workers: the answer to {render.safe(str(asked.get('tool')))} "
+        f"(question {render.safe(str(asked['id']))}) of thread {render.safe(thread)}, job {job}",
+        soft_wrap=True,
+    )
+
+
+def _asked(result: Any, thread: str, question: str | None, answer: Any) -> dict[str, Any]:
+    """The open question the answer is for; one line if there is none or it is ambiguous."""
+    settled(result, answer, thread)  # ended, or not waiting: one line naming why
+    pending = [q for q in result.get("pending") or () if isinstance(q, dict)]
+    if question is not None:
+        chosen = [q for q in pending if q.get("id") == question]
+        if not chosen:
+            ids = ", ".join(str(q.get("id")) for q in pending)
+            raise CliError(
+                f"thread {thread!r} does not wait on question {question!r} (it waits on {ids})"
+            )
+        return chosen[0]
+    if len(pending) != 1:
+        raise CliError(
+            f"thread {thread!r} waits on {len(pending)} questions; name one with --question ID "
+            "(gated-react questions lists them)"
+        )
+    return pending[0]
+
+
+def _fleet_target(url: str, thread: str) -> str | None:
+    """The Postgres target when the thread's run belongs to the workers, else None."""
+    from gated_react.checkpoint import StoreURL
+    from gated_react.cli.queue_listing import owned_by_fleet
+
+    store = StoreURL.parse(url)
+    if store.kind != "postgres" or not owned_by_fleet(store.target, thread):
+        return None
+    return store.target
+
+
+def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> int:
+    """Queue the answer for the workers; a second answer to the same question is refused."""
+    from gated_react.cli.queue_listing import queued_answer
+
+    earlier = queued_answer(target, thread, question)
+    if earlier is not None:
+        raise CliError(
+            f"question {question!r} of thread {thread!r} is answered already (job {earlier})"
+        )
+    from procrastinate.exceptions import ProcrastinateException
+
+    from gated_react.errors import exception_line
+    from gated_react.workers import enqueue_resume, make_app
+
+    app = make_app(url)
+    try:
+        with app.open():
+            return enqueue_resume(app, thread, answer, question=question)
+    except ProcrastinateException as exc:
+        raise CliError(f"cannot queue the answer: {exception_line(exc, first_only=True)}") from None

@@ -1,0 +1,140 @@
+"""A worker's liveness and numbers, for an orchestrator and for Prometheus, over HTTP.
+
+``GET /healthz``  200 while the worker's event loop turns (it beats every second), else 503:
+                  a worker stuck in a blocking call is dead to its jobs; restart it.
+``GET /readyz``   200 when alive and no connection is lost (``worker_log.connection_lost``
+                  until ``reconnected``), else 503: the worker waits for its store.
+``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight.
+
+The server runs on a daemon thread of the worker process, so a busy or blocked event loop still
+answers (with 503).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    generate_latest,
+)
+
+from gated_react.workers import log as worker_log
+
+BEAT_SECONDS = 1.0
+"""How often the worker's loop says it is alive."""
+
+
+class Health:
+    """One worker process's liveness and job counters (its own Prometheus registry)."""
+
+    def __init__(self, worker: str, *, stalled_after: float = 30.0) -> None:
+        self.worker = worker
+        self.stalled_after = stalled_after
+        self.registry = CollectorRegistry()
+        self.done = Counter(
+            "gated_react_jobs_done",
+            "Jobs whose run ended (outcome=ended) or now waits for a human (outcome=waiting)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.failed = Counter(
+            "gated_react_jobs_failed",
+            "Jobs that raised (the queue may retry them)",
+            registry=self.registry,
+        )
+        self.retried = Counter(
+            "gated_react_jobs_retried",
+            "Jobs started again after an earlier attempt",
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "gated_react_jobs_in_flight", "Jobs this worker runs now", registry=self.registry
+        )
+        self._beat = time.monotonic()
+        self._running = 0
+
+    def job_started(self, attempt: int) -> None:
+        """A job was taken (``attempt`` 1 for its first try)."""
+        self._running += 1
+        self.in_flight.set(self._running)
+        if attempt > 1:
+            self.retried.inc()
+
+    def job_ended(self, outcome: str) -> None:
+        """A job ended: ``ended``, ``waiting`` or ``failed``."""
+        self._running -= 1
+        self.in_flight.set(self._running)
+        if outcome == "failed":
+            self.failed.inc()
+        else:
+            self.done.labels(outcome=outcome).inc()
+
+    def beat(self) -> None:
+        """The event loop turned."""
+        self._beat = time.monotonic()
+
+    def state(self) -> dict[str, Any]:
+        """What ``/healthz`` and ``/readyz`` answer with."""
+        silent = time.monotonic() - self._beat
+        lost = worker_log.lost()
+        return {
+            "worker": self.worker,
+            "alive": silent < self.stalled_after,
+            "ready": silent < self.stalled_after and not lost,
+            "loop_silent_seconds": round(silent, 3),
+            "lost": lost,
+            "in_flight": self._running,
+        }
+
+    def serve(self, host: str, port: int) -> ThreadingHTTPServer:
+        """Start answering on ``host:port`` (0: any free port; see ``server_address``)."""
+        health = self
+
+        class Handler(_Handler):
+            owner = health
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
+        return server
+
+    async def beating(self) -> None:
+        """Beat until cancelled (a task on the worker's loop)."""
+        import asyncio
+
+        while True:
+            self.beat()
+            await asyncio.sleep(BEAT_SECONDS)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: Health
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            self._send(200, CONTENT_TYPE_LATEST, generate_latest(self.owner.registry))
+        elif path in ("/healthz", "/readyz"):
+            state = self.owner.state()
+            good = state["alive" if path == "/healthz" else "ready"]
+            self._send(200 if good else 503, "application/json", json.dumps(state).encode())
+        else:
+            self._send(404, "text/plain", b"not found: /healthz, /readyz, /metrics\n")
+
+    def _send(self, code: int, kind: str, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Probes every few seconds would drown the job lines on stderr."""

@@ -1,0 +1,251 @@
+"""What a worker records of each job: a log line at its start and end (``worker_log``), its
+counters (``worker_health``), and the run log of the run it advances, in the CLI's own format
+(``cli.live.run_log``), so ``gated-react show`` has it.
+
+The run log goes into the store (table ``gated_react_run_log``, one row per line), or into
+``runs.log`` in the folder the operator names (``--run-log-dir``). Lines for the store are
+written by a task on the worker's loop, in order, so a node never waits on them; a store that
+fails takes the lines of that moment (the run itself is in the checkpoints), never the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import procrastinate
+
+from gated_react.cli.live.events import Tracker
+from gated_react.cli.live.run_log import FILE_NAME, STORE_INSERT, RunLog, log_line
+from gated_react.errors import exception_line
+from gated_react.state import ThreadResult
+from gated_react.workers import log as worker_log
+from gated_react.workers.health import Health
+
+_WORKER_ID = "SELECT worker_id FROM procrastinate_jobs WHERE id = %(job)s"
+
+
+class Writer(Protocol):
+    """Where one job's run-log lines go."""
+
+    def write(self, event: dict[str, Any]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _FileWriter:
+    def __init__(self, log: RunLog) -> None:
+        self.log = log
+
+    def write(self, event: dict[str, Any]) -> None:
+        self.log.write(event)
+
+    async def aclose(self) -> None:
+        """The file stays open for the worker's next job."""
+
+
+class _StoreWriter:
+    def __init__(self, connector: Any, thread: str, secrets: tuple[str, ...]) -> None:
+        self.connector, self.thread, self.secrets = connector, thread, secrets
+        self._lines: list[str] = []
+        self._task: asyncio.Future[None] | None = None
+
+    def write(self, event: dict[str, Any]) -> None:
+        self._lines.append(log_line(event, self.secrets))
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        while self._lines:
+            lines, self._lines = self._lines, []
+            try:
+                await self.connector.execute_query_async(
+                    STORE_INSERT, thread=self.thread, lines=lines
+                )
+            except Exception as exc:  # the run is in its checkpoints; the log is its echo
+                line = exception_line(exc, first_only=True)
+                sys.stderr.write(
+                    f"gated-react worker: warning: {len(lines)} run-log lines of thread "
+                    f"{self.thread!r} not stored: {line}\n"
+                )
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            await self._task
+
+
+class Job:
+    """One job as it goes: pass ``on_update`` to the run, and its result to ``done``."""
+
+    def __init__(self, thread: str, writer: Writer, secrets: tuple[str, ...]) -> None:
+        self.tracker = Tracker(thread, secrets=secrets)
+        self.writer = writer
+        self.result: ThreadResult | None = None
+        self.refused: str | None = None
+        """Why the job's answer was refused (a repeated answer): the run goes on waiting."""
+
+    def done(self, result: ThreadResult) -> ThreadResult:
+        """The run's result, kept for the job's end line."""
+        self.result = result
+        return result
+
+    def outcome(self) -> str:
+        """``waiting``, ``ended`` or ``refused`` (for a job that returned)."""
+        if self.result is None:
+            return "refused"
+        return "waiting" if self.result["pending"] else "ended"
+
+    def on_update(self, node: str, update: Any) -> None:
+        self.writer.write(self.tracker.event(node, update).record())
+
+    def note(self, decision: str, message: str) -> None:
+        """A run-level event (started, resumed), as the CLI logs them."""
+        self.writer.write(self.tracker.make("run", decision=decision, message=message).record())
+
+
+class Watch:
+    """A worker's recorder, shared by its jobs."""
+
+    def __init__(self, worker: str, health: Health, *, run_log_dir: Path | None = None) -> None:
+        self.worker = worker
+        self.health = health
+        self.secrets = _secrets()
+        self._file = None if run_log_dir is None else RunLog(run_log_dir / FILE_NAME, self.secrets)
+
+    def store_answers(self) -> None:
+        """The store answered: if it was lost, say since when it is back (``reconnected``)."""
+        since = worker_log.lost().get("store")
+        if since is None:
+            return
+        down = time.time() - datetime.fromisoformat(since).timestamp()
+        worker_log.reconnected(self.worker, seconds=down)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def _writer(self, context: procrastinate.JobContext, thread: str) -> Writer:
+        if self._file is not None:
+            return _FileWriter(self._file)
+        return _StoreWriter(context.app.connector, thread, self.secrets)
+
+    @contextlib.asynccontextmanager
+    async def job(self, context: procrastinate.JobContext, thread: str) -> AsyncIterator[Job]:
+        """Log the job's start and end, count it, and give its run a run log."""
+        attempt, job_id = context.job.attempts + 1, int(context.job.id or 0)
+        ids = worker_log.JobIds(self.worker, await _worker_id(context), thread, job_id, attempt)
+        worker_log.job_started(ids)
+        self.health.job_started(attempt)
+        job = Job(thread, self._writer(context, thread), self.secrets)
+        job.note("started" if attempt == 1 else "retried", f"{self.worker}, job {job_id}")
+        started, outcome, error = time.monotonic(), "failed", None
+        try:
+            yield job
+            outcome = job.outcome()
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exception_line(exc, *self.secrets, first_only=True)}"
+            raise
+        finally:
+            await job.writer.aclose()
+            self.health.job_ended(outcome)
+            worker_log.job_ended(
+                ids,
+                outcome=outcome,
+                seconds=time.monotonic() - started,
+                stop_reason=None if job.result is None else job.result["stop_reason"],
+                tokens=None if job.result is None else _tokens(job.result),
+                error=error or job.refused,
+            )
+
+
+def _tokens(result: ThreadResult) -> int:
+    return int((result.get("usage") or {}).get("tokens", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How a worker shows itself: where its runs' run logs go, where it answers probes."""
+
+    run_log_dir: Path | None = None
+    """``runs.log`` in this folder instead of the store's table."""
+    health_host: str = "127.0.0.1"
+    """The address /healthz, /readyz and /metrics answer on."""
+    health_port: int | None = None
+    """Their port (0: any free one, logged in ``worker_started``); None: no server."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The worker command's options for these (``options`` reads them back)."""
+    parser.add_argument(
+        "--run-log-dir", type=Path, help="write run logs to DIR/runs.log (default: the store)"
+    )
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        help="serve /healthz, /readyz, /metrics on this port (-n: worker i on PORT+i)",
+    )
+    parser.add_argument("--health-host", default="127.0.0.1", help="address for --health-port")
+
+
+def options(args: argparse.Namespace) -> Options:
+    return Options(args.run_log_dir, args.health_host, args.health_port)
+
+
+def worker_args(chosen: Options, index: int) -> list[str]:
+    """The options for worker ``index`` of a supervisor: each its own port."""
+    out = [] if chosen.run_log_dir is None else ["--run-log-dir", str(chosen.run_log_dir)]
+    if chosen.health_port is not None:
+        port = chosen.health_port + index if chosen.health_port else 0
+        out += ["--health-port", str(port), "--health-host", chosen.health_host]
+    return out
+
+
+@contextlib.asynccontextmanager
+async def observed(name: str, chosen: Options, *, stalled_after: float) -> AsyncIterator[Watch]:
+    """The worker's recorder for its lifetime: probes answered, beats, start and stop lines."""
+    health = Health(name, stalled_after=stalled_after)
+    server = None
+    if chosen.health_port is not None:
+        server = health.serve(chosen.health_host, chosen.health_port)
+    beating = asyncio.create_task(health.beating())
+    watch = Watch(name, health, run_log_dir=chosen.run_log_dir)
+    address = None if server is None else "http://{}:{}".format(*server.server_address[:2])
+    where = "store" if chosen.run_log_dir is None else str(chosen.run_log_dir / FILE_NAME)
+    worker_log.emit("worker_started", name, health=address, run_log=where)
+    try:
+        yield watch
+    finally:
+        beating.cancel()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        watch.close()
+        worker_log.emit("worker_stopped", name)
+
+
+async def _worker_id(context: procrastinate.JobContext) -> int | None:
+    """procrastinate's id of the worker that holds the job (what ``gated-react queue`` shows)."""
+    with contextlib.suppress(Exception):  # a store that fails here fails the job next
+        row = await context.app.connector.execute_query_one_async(_WORKER_ID, job=context.job.id)
+        return None if row["worker_id"] is None else int(row["worker_id"])
+    return None
+
+
+def _secrets() -> tuple[str, ...]:
+    """The keys the settings hold, masked in every line (the known shapes are masked anyway)."""
+    from pydantic import ValidationError
+
+    from gated_react.settings import Settings
+
+    try:
+        return Settings().secrets()
+    except ValidationError:
+        return ()

@@ -1,0 +1,159 @@
+"""``gated-react questions`` and ``gated-react answer``: every run waiting on a human, and the
+answer that continues it: on the workers for a run of theirs, else in this shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gated_react import open_checkpointer, read
+from gated_react.workers import enqueue_run, install_queue, make_app
+
+from ...support.helpers import REFUND_GOAL
+from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ...support.scenarios import graph_for
+from ...support.worker_graphs import LOG_VAR
+from ...support.worker_procs import fleet, until
+from ...test_workers import scripted
+from ..conftest import invoke
+
+ASKING = "tests.support.worker_graphs:refund_asking_once"
+RUNS = 10
+
+
+def _questions(*args: str) -> list[dict[str, Any]]:
+    out = invoke("questions", "--json", *args)
+    assert out.exit_code == 0, out.stderr
+    return json.loads(out.stdout)["questions"]  # type: ignore[no-any-return]
+
+
+def _pause(server: FakeOpenAI, thread: str, *script: object) -> None:
+    server.push(tool_call("get_user_billing", user_id=42), *script)  # type: ignore[arg-type]
+    out = invoke(
+        "run", "refund for user 42?", "--approve-tool", "get_user_billing", "--thread", thread
+    )
+    assert out.exit_code == 4, out.stdout
+
+
+def test_questions_lists_the_waiting_runs_and_answer_resumes_one_here(
+    server: FakeOpenAI,
+) -> None:
+    _pause(server, "first")
+    _pause(server, "second")
+    listed = _questions()
+    assert [(q["thread_id"], q["tool"], q["args"]) for q in listed] == [
+        ("first", "get_user_billing", {"user_id": 42}),
+        ("second", "get_user_billing", {"user_id": 42}),
+    ]  # the longest waiting first
+    assert all(len(q["question"]) == 32 and q["since"] and q["step"] == 1 for q in listed)
+    table = invoke("questions")
+    assert "get_user_billing" in table.stdout
+    assert "2 waiting in" in table.stdout
+    server.push(reply("USD 49"))
+    done = invoke("answer", "first", "--approve", "--json")  # no queue: resumed in this shell
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "USD 49"
+    assert [q["thread_id"] for q in _questions()] == ["second"]
+    rejected = invoke("answer", "second", "--reject", "no", "--question", listed[1]["question"])
+    assert rejected.exit_code == 2
+    assert _questions() == []
+    assert "no run waits on a question" in invoke("questions").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "give the answer: --approve, --reject WHY"),
+        (["--approve", "--reject", "no"], "use only one of --approve, --reject"),
+        (["--approve", "--question", "nope"], "does not wait on question 'nope'"),
+        (["--answer", "[1]"], "--answer must be a JSON object"),
+    ],
+)
+def test_a_bad_answer_is_one_line_and_nothing_runs(
+    server: FakeOpenAI, args: list[str], says: str
+) -> None:
+    _pause(server, "t")
+    out = invoke("answer", "t", *args)
+    assert out.exit_code == 1
+    assert says in out.stderr
+    assert out.stderr.count("\n") == 1
+    assert len(server.requests) == 1
+    assert len(_questions()) == 1
+
+
+def test_an_ended_or_unknown_thread_is_one_line(server: FakeOpenAI) -> None:
+    _pause(server, "t", reply("USD 49"))
+    assert invoke("answer", "t", "--approve").exit_code == 0
+    ended = invoke("answer", "t", "--approve")
+    assert ended.exit_code == 1
+    assert "has ended (success); nothing to approve" in ended.stderr
+    unknown = invoke("answer", "nobody", "--approve")
+    assert unknown.exit_code == 1
+    assert unknown.stderr.count("\n") == 1
+
+
+def test_questions_are_shown_escaped_and_masked(server: FakeOpenAI) -> None:
+    hostile = "refund \x1b]0;pwned\x07\x1b[2J sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+    server.push(tool_call("search_policy", query=hostile))
+    out = invoke("run", "policy?", "--approve-tool", "search_policy", "--thread", "evil")
+    assert out.exit_code == 4
+    for listing in (invoke("questions").stdout, invoke("questions", "--json").stdout):
+        assert "\x1b" not in listing
+        assert "\x07" not in listing
+        assert "abcdefghijklmnopqrstuvwxyz0123" not in listing
+
+
+def _threads_done(url: str, threads: list[str]) -> bool:
+    with open_checkpointer(url) as saver:
+        graph = graph_for({}, saver)
+        return all(read(graph, thread)["status"] == "ok" for thread in threads)
+
+
+@pytest.mark.postgres
+def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers(
+    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decisions = tmp_path / "decisions.tsv"
+    monkeypatch.setenv(LOG_VAR, str(decisions))
+    monkeypatch.setenv("GATED_REACT_DB", pg_url)
+    threads = [f"ask-{n}" for n in range(RUNS)]
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        for thread in threads:
+            enqueue_run(app, f"{REFUND_GOAL} ({thread})", thread_id=thread)
+    (tmp_path / "asking").mkdir()
+    with fleet(pg_url, ASKING, 3, tmp_path / "asking") as workers:
+        until(lambda: len(_questions()) == RUNS, "every run waits")
+    listed = _questions()
+    assert sorted(q["thread_id"] for q in listed) == threads
+    assert {q["tool"] for q in listed} == {"get_user_billing"}
+    # No worker runs now: each answer is queued for the fleet, none resumes in this shell.
+    for question in listed:
+        out = invoke("answer", question["thread_id"], "--approve", "--json")
+        assert out.exit_code == 0, out.stderr
+        queued = json.loads(out.stdout)
+        assert queued["queued"] is True
+        assert queued["question"] == question["question"]
+    again = invoke("answer", threads[0], "--approve")
+    assert again.exit_code == 1
+    assert "is answered already" in again.stderr
+    assert _questions() == listed  # answered, not yet run: still waiting in the store
+    waiting = json.loads(invoke("queue", "--json").stdout)
+    assert waiting["counts"]["queued"] == RUNS
+    assert {job["kind"] for job in waiting["jobs"]} == {"answer"}
+    assert not decisions.exists()
+    (tmp_path / "finishing").mkdir()
+    with fleet(pg_url, ASKING, 3, tmp_path / "finishing") as workers:
+        until(lambda: _threads_done(pg_url, threads), "every run finished")
+        ends = [line for worker in workers for line in worker.events("job_ended")]
+    assert sorted(line["thread"] for line in ends) == threads
+    assert {(line["outcome"], line["stop_reason"]) for line in ends} == {("ended", "success")}
+    with open_checkpointer(pg_url) as saver:
+        graph = graph_for({}, saver)
+        assert all(scripted(read(graph, thread)) for thread in threads)
+    assert len(decisions.read_text().splitlines()) == RUNS  # each answered once, on a worker
+    assert _questions() == []

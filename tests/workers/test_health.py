@@ -1,0 +1,110 @@
+"""A worker's probes over real HTTP: /healthz while its loop turns, /readyz while connected,
+/metrics as Prometheus text that prometheus_client's own parser reads back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gated_react.workers import log
+from gated_react.workers.health import Health
+
+
+@pytest.fixture
+def health(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Health, str]]:
+    monkeypatch.setattr(log, "_LOST", {})
+    probe = Health("worker-t", stalled_after=0.5)
+    server = probe.serve("127.0.0.1", 0)
+    try:
+        yield probe, "http://{}:{}".format(*server.server_address[:2])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return int(exc.code), exc.read().decode()
+
+
+def _samples(url: str) -> dict[str, float]:
+    status, body = _get(url + "/metrics")
+    assert status == 200
+    return {
+        sample.name + json.dumps(sample.labels, sort_keys=True): sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name.startswith("gated_react_")
+    }
+
+
+def test_metrics_count_jobs_done_failed_retried_and_in_flight(health: tuple[Health, str]) -> None:
+    probe, url = health
+    probe.job_started(attempt=1)
+    probe.job_started(attempt=2)  # a retry
+    probe.job_started(attempt=1)
+    assert _samples(url)["gated_react_jobs_in_flight{}"] == 3
+    probe.job_ended("ended")
+    probe.job_ended("waiting")
+    probe.job_ended("failed")
+    samples = _samples(url)
+    assert samples['gated_react_jobs_done_total{"outcome": "ended"}'] == 1
+    assert samples['gated_react_jobs_done_total{"outcome": "waiting"}'] == 1
+    assert samples["gated_react_jobs_failed_total{}"] == 1
+    assert samples["gated_react_jobs_retried_total{}"] == 1
+    assert samples["gated_react_jobs_in_flight{}"] == 0
+
+
+def test_healthz_fails_once_the_loop_stops_beating(health: tuple[Health, str]) -> None:
+    probe, url = health
+    probe.beat()
+    status, body = _get(url + "/healthz")
+    assert status == 200
+    assert json.loads(body)["worker"] == "worker-t"
+    deadline = time.monotonic() + 30
+    while _get(url + "/healthz")[0] == 200 and time.monotonic() < deadline:
+        time.sleep(0.2)  # nothing beats: the loop looks stuck after stalled_after (0.5 s)
+    status, body = _get(url + "/healthz")
+    assert status == 503
+    assert json.loads(body)["alive"] is False
+
+
+def test_the_beating_task_keeps_a_worker_alive(health: tuple[Health, str]) -> None:
+    probe, url = health
+
+    async def beat_for_a_while() -> int:
+        task = asyncio.create_task(probe.beating())
+        await asyncio.sleep(1.2)  # longer than stalled_after: only the beats keep it alive
+        status = await asyncio.to_thread(lambda: _get(url + "/healthz")[0])
+        task.cancel()
+        return status
+
+    assert asyncio.run(beat_for_a_while()) == 200
+
+
+def test_readyz_fails_while_a_connection_is_lost(health: tuple[Health, str]) -> None:
+    probe, url = health
+    probe.beat()
+    assert _get(url + "/readyz")[0] == 200
+    log.connection_lost("worker-t", "server closed the connection unexpectedly")
+    status, body = _get(url + "/readyz")
+    assert status == 503
+    assert list(json.loads(body)["lost"]) == ["store"]
+    assert _get(url + "/healthz")[0] == 200  # alive: restarting it would not help
+    log.reconnected("worker-t", seconds=1.0, attempts=2)
+    assert _get(url + "/readyz")[0] == 200
+
+
+def test_other_paths_are_404(health: tuple[Health, str]) -> None:
+    assert _get(health[1] + "/admin")[0] == 404

@@ -41,15 +41,15 @@ print(question["id"], question["action_requests"][0]["name"], question["tol"])
 
 def _page_files() -> dict[str, str]:
     """One module per page that has Python to run: its blocks, top to bottom, as the docs tests
-    run them (the README's included)."""
+    run them (the README's included), each at its own line, so mypy's line is the page's."""
     files = {}
     for path in PAGES:
-        code = "\n".join(block.code for block in runnable_python(path))
+        code = ""
+        for block in runnable_python(path):
+            code += "\n" * (block.line - code.count("\n")) + block.code
         if code:
-            name = (
-                str(path.relative_to(REPO)).removesuffix(".md").replace("/", "_").replace("-", "_")
-            )
-            files[f"{name}.py"] = code
+            name = str(path.relative_to(REPO)).removesuffix(".md")
+            files[name.replace("/", "_").replace("-", "_") + ".py"] = code
     return files
 
 
@@ -63,6 +63,7 @@ def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: 
         mypy, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    # docs_guides_tools.py:78 is docs/guides/tools.md, line 78
     where = sorted(line.split(":")[0] for line in errors)
     assert where == ["app.py", "typo.py", "typo.py"], done.stdout
     typos = [line for line in errors if line.startswith("typo.py")]

@@ -21,6 +21,7 @@ from benchmarks import (
     step_time,
     storage,
     tokens,
+    tracing,
 )
 
 SUITES = {
@@ -31,6 +32,7 @@ SUITES = {
     "resume": resume.measure,
     "cli_start": cli_start.measure,
     "prefix_cache": prefix_cache.measure,
+    "tracing": tracing.measure,
 }
 RESULTS = Path(__file__).parent / "results"
 

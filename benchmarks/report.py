@@ -226,6 +226,24 @@ def prefix_cache(result: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def tracing(result: dict[str, Any]) -> str:
+    cpu = result["cpu_ms_per_step"]
+    rows = [
+        [mode, f"{cpu[mode]['median']:.3f}", f"{cpu[mode]['min']:.3f}", f"{cpu[mode]['max']:.3f}"]
+        for mode in ("untraced", "api", "sdk")
+    ]
+    title = (
+        f"8. Tracing per step (CPU ms, {result['steps']} steps, median of "
+        f"{result['processes_per_mode']} processes per mode); api/untraced "
+        f"{result['ratio_api_vs_untraced']}, sdk/api {result['ratio_sdk_vs_api']} "
+        f"(+{result['sdk_extra_ms_per_step']:.3f} ms, {result['spans_per_step']} spans/step); "
+        f"the API-alone tracing calls of a step, timed alone: "
+        f"{result.get('api_helpers_us_per_step', '-')} us "
+        f"({result.get('api_helpers_share_of_step', 0):.2%} of a step)"
+    )
+    return _table(title, ["mode", "median", "min", "max"], rows)
+
+
 RENDER = {
     "step_time": step_time,
     "tokens": tokens,
@@ -234,6 +252,7 @@ RENDER = {
     "resume": resume,
     "cli_start": cli_start,
     "prefix_cache": prefix_cache,
+    "tracing": tracing,
 }
 
 

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
-from gated_react._engine.tracing import OP, PROVIDER, TOOL, TRACER, AgentSpans, parent
+from gated_react._engine.tracing import OP, PROVIDER, TOOL, TRACER, AgentSpans, api_alone, parent
 from gated_react.state import Call
 from gated_react.stops import Stop, StopReason, parse_stop_reason
 
@@ -26,6 +26,9 @@ GATE = "gated-react gate"
 def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iterator[Span]:
     """The ``apply_guardrail`` span of the gate's check of one proposed call; a check that
     pauses to ask a human ends it as ``asked_human``."""
+    if api_alone():
+        yield INVALID_SPAN
+        return
     attributes = {OP: "apply_guardrail", "gen_ai.guardrail.component.name": GATE, TOOL: tool_name}
     attributes |= {PROVIDER: spans.labels.provider, "gen_ai.guardrail.source": "tool_input"}
     if spans.labels.policy_hash is not None:

@@ -1,21 +1,23 @@
-"""What the spans of a graph carry: names for its agent and model, the trace context a thread
-keeps for its next invocation's link, and, only when the user opted in (the GenAI conventions'
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), messages, arguments and results as the
-conventions' JSON, secrets masked either way."""
+"""What the spans of a graph carry: names for its agent and model, how an invocation ended,
+the trace context a thread keeps for its next invocation's link, and, only when the user opted
+in (the GenAI conventions' ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), messages,
+arguments and results as the conventions' JSON, secrets masked either way."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from opentelemetry.trace import SpanContext, TraceFlags
+from opentelemetry.trace import Span, SpanContext, Status, StatusCode, TraceFlags
 
 from gated_react.redact import redact
 from gated_react.settings import capture_content
 from gated_react.state import RunContext
+from gated_react.stops import is_failure
 
 _MAX_CHARS = 8000
 """Longest text one captured part keeps (the JSON stays whole; the text is cut)."""
@@ -154,12 +156,43 @@ def span_context(value: str | None) -> SpanContext | None:
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
 
 
+def record_outcome(span: Span, outputs: Mapping[str, Any]) -> None:
+    """The run's status, stop reason and usage; a failure (model or tool) is an error status."""
+    status = outputs.get("status") or "paused"  # returned without an end: waiting on a human
+    span.set_attribute("gated_react.status", status)
+    usage = outputs.get("usage") or {}
+    for key in _USAGE:
+        if isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool):
+            span.set_attribute(f"gated_react.usage.{key}", usage[key])
+    if usage.get("unpriced"):
+        span.set_attribute("gated_react.usage.unpriced", str(usage["unpriced"]))
+    reason = outputs.get("stop_reason")
+    if not reason:
+        return
+    span.set_attribute("gated_react.stop_reason", reason)
+    if status == "stopped" and _failed(reason):
+        span.set_attribute("error.type", reason)
+        span.set_status(Status(StatusCode.ERROR, str(outputs.get("message") or reason)[:300]))
+
+
+_USAGE = ("steps", "tool_calls", "tokens", "input_tokens", "output_tokens", "cached_tokens", "cost")
+"""The run's usage figures the invocation span carries (``cost`` in USD, absent if unpriced)."""
+
+
+def _failed(reason: str) -> bool:
+    try:
+        return is_failure(reason)
+    except ValueError:  # a reason this version does not know: not ours to call a failure
+        return False
+
+
 __all__ = [
     "Labels",
     "masked",
     "masked_json",
     "messages_json",
     "output_json",
+    "record_outcome",
     "span_context",
     "traceparent",
 ]

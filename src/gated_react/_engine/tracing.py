@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from gated_react._engine.pricing import Tokens
 from gated_react._engine.span_content import (
@@ -28,6 +28,7 @@ from gated_react._engine.span_content import (
     masked_json,
     messages_json,
     output_json,
+    record_outcome,
     span_context,
     traceparent,
 )
@@ -35,11 +36,11 @@ from gated_react._engine.tool_runner import ToolTimeout
 from gated_react.errors import one_line
 from gated_react.redact import redact
 from gated_react.state import Call
-from gated_react.stops import is_failure
 
 __all__ = [
     "AgentSpans",
     "Labels",
+    "api_alone",
     "carry",
     "chat",
     "chat_failed",
@@ -69,6 +70,14 @@ class AgentSpans(BaseCallbackHandler):
         self.labels = labels
         self._runs: dict[UUID, Span] = {}
         self._roots: set[UUID] = set()
+
+    @property
+    def ignore_chain(self) -> bool:
+        return api_alone()
+
+    @property
+    def ignore_agent(self) -> bool:  # tool events
+        return api_alone()
 
     @property
     def ignore_llm(self) -> bool:
@@ -125,7 +134,7 @@ class AgentSpans(BaseCallbackHandler):
         if span is not None and run_id in self._roots:
             self._roots.discard(run_id)
             if span.is_recording() and isinstance(outputs, Mapping):
-                _outcome(span, outputs)
+                record_outcome(span, outputs)
             span.end()
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -155,34 +164,10 @@ class AgentSpans(BaseCallbackHandler):
         return self._runs.get(run_id) if run_id is not None else None
 
 
-def _outcome(span: Span, outputs: Mapping[str, Any]) -> None:
-    """The run's status, stop reason and usage; a failure (model or tool) is an error status."""
-    status = outputs.get("status") or "paused"  # returned without an end: waiting on a human
-    span.set_attribute("gated_react.status", status)
-    usage = outputs.get("usage") or {}
-    for key in _USAGE:
-        if isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool):
-            span.set_attribute(f"gated_react.usage.{key}", usage[key])
-    if usage.get("unpriced"):
-        span.set_attribute("gated_react.usage.unpriced", str(usage["unpriced"]))
-    reason = outputs.get("stop_reason")
-    if not reason:
-        return
-    span.set_attribute("gated_react.stop_reason", reason)
-    if status == "stopped" and _failed(reason):
-        span.set_attribute("error.type", reason)
-        span.set_status(Status(StatusCode.ERROR, str(outputs.get("message") or reason)[:300]))
-
-
-_USAGE = ("steps", "tool_calls", "tokens", "input_tokens", "output_tokens", "cached_tokens", "cost")
-"""The run's usage figures the invocation span carries (``cost`` in USD, absent if unpriced)."""
-
-
-def _failed(reason: str) -> bool:
-    try:
-        return is_failure(reason)
-    except ValueError:  # a reason this version does not know: not ours to call a failure
-        return False
+def api_alone() -> bool:
+    """No SDK installed: nothing could record, so the handler skips every event and the
+    nodes build no span (asked each time, so an SDK installed later counts from then on)."""
+    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def parent(spans: AgentSpans, config: RunnableConfig) -> Context | None:
@@ -210,6 +195,9 @@ def carry(spans: AgentSpans, earlier: str | None, config: RunnableConfig) -> dic
 def chat(spans: AgentSpans, config: RunnableConfig) -> Iterator[Span]:
     """The ``chat <model>`` span of one model call, current while the call runs (so an HTTP
     client's own spans nest under it)."""
+    if api_alone():
+        yield INVALID_SPAN
+        return
     labels = spans.labels
     attributes = {OP: "chat", PROVIDER: labels.provider, MODEL: labels.model}
     span = TRACER.start_span(
@@ -259,6 +247,9 @@ def chat_failed(span: Span, stop_reason: str, message: str) -> None:
 @contextmanager
 def tool(spans: AgentSpans, config: RunnableConfig, call: Call) -> Iterator[Span]:
     """The ``execute_tool <tool>`` span of one call, current while the tool runs."""
+    if api_alone():
+        yield INVALID_SPAN
+        return
     attributes = {
         OP: "execute_tool",
         TOOL: call.tool,

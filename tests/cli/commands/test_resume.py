@@ -160,3 +160,4 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
             assert extended == [f"max_steps 1 -> {limit} ({decision})"]
             shown = invoke("show", thread).stdout  # the limits in force, not the policy's
             assert f"steps        2/{limit}" in shown
+            assert f"max_steps 1 -> {limit} ({decision})" in shown  # the trace says why

@@ -100,3 +100,19 @@ def test_a_key_is_masked_before_the_text_is_clipped() -> None:
         "decide", {"reply": {"text": "y " * 50 + "sk-proj-abcdefghijklmnop1234"}}
     )
     assert "sk-proj-abc" not in json.dumps(pattern.record())
+
+
+def test_a_gate_stop_after_an_extension_names_the_call_that_stopped() -> None:
+    """The gate traces a budget a human extended before the call that then stopped the run:
+    the event names that call (it named the budget before the fix)."""
+    extended = {"step": 2, "tool": "max_tool_calls", "args_hash": "h", "ok": True}
+    stopper = {"step": 2, "tool": "refund", "args_hash": "h", "ok": False}
+    update = {
+        "stop_reason": "tool_denied:refund",
+        "trace": [{**extended, "extended": "max_tool_calls 1 -> 2 (approve)"}, stopper],
+        "extensions": [{"budget": "max_tool_calls", "limit": 2}],
+    }
+    tracker = Tracker("t")
+    event = tracker.event("gate", update)
+    assert event.action == {"tool": "refund"}
+    assert tracker.extensions == update["extensions"]

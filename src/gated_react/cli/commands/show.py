@@ -158,7 +158,7 @@ def _trace(result: Result, secrets: Secrets) -> Table:
     for name in ("step", "tool", "args hash", "ok", "error / stop reason"):
         table.add_column(name)
     for entry in result.get("trace") or ():
-        why = entry.get("stop_reason") or entry.get("error") or ""
+        why = entry.get("stop_reason") or entry.get("error") or entry.get("extended") or ""
         table.add_row(
             render.safe(str(entry.get("step")), secrets),
             render.safe(str(entry.get("tool")), secrets),

@@ -206,9 +206,9 @@ def _validate(update: dict[str, Any]) -> Described:
 def _gate(update: dict[str, Any]) -> Described:
     branch = routing.after_gate(_route(update))
     decision = GATE_WORDS[branch]
-    if branch == "stop":
+    if branch == "stop":  # the stopping call is traced last (after any budget extended first)
         trace = update.get("trace") or [{}]
-        return {"tool": trace[0].get("tool")}, decision, None
+        return {"tool": trace[-1].get("tool")}, decision, None
     calls = update.get("calls") or [{}]
     action = _calls(calls)
     if branch == "refused":

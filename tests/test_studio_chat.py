@@ -178,3 +178,48 @@ def test_a_stopped_run_ends_with_a_message_saying_why(
     assert human == ("human", FIRST)
     assert ai == ("ai", f"I stopped before finishing ({reason}): {final['message']}")
     assert final["message"]
+
+
+def test_messages_mode_streams_the_answer_once_under_its_stored_id(dev: DevServer) -> None:
+    """What Agent Chat UI streams (``messages-tuple``): the answer word by word, no tool-call
+    chunk, one id, the one the thread keeps. It streamed twice under two ids before."""
+
+    async def scenario(client: LangGraphClient) -> tuple[list[Any], Any]:
+        aid, tid = await _thread(client, TWO_STEPS)
+        stream = client.runs.stream(
+            tid, aid, input=_chat(_human(FIRST)), stream_mode="messages-tuple"
+        )
+        parts = [part.data[0] async for part in stream if part.event == "messages"]
+        return parts, (await client.threads.get_state(tid))["values"]
+
+    parts, state = drive(dev, scenario)
+    answer = state["messages"][-1]
+    assert answer["content"] == ANSWER
+    streamed = [p for p in parts if p["type"] in ("ai", "AIMessageChunk")]
+    assert len(streamed) > 1
+    assert {p["id"] for p in streamed} == {answer["id"]}
+    assert "".join(p["content"] for p in streamed) == ANSWER
+    assert not any(p.get("tool_call_chunks") for p in parts)
+
+
+def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer) -> None:
+    """Agent Chat UI sends the new message as input on the paused thread: the waiting call is
+    traced as refused, the chat says so, and the new message is answered with fresh budgets."""
+
+    async def scenario(client: LangGraphClient) -> tuple[Any, Any]:
+        aid, tid = await _thread(client, {"require_approval": ["get_user_billing"], **TWO_STEPS})
+        await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
+        waiting = await client.threads.get_state(tid)
+        await client.runs.wait(tid, aid, input=_chat(_human_blocks(SECOND)))
+        return waiting, await client.threads.get_state(tid)
+
+    waiting, after = drive(dev, scenario)
+    assert waiting["next"] == ["gate"]
+    values = after["values"]
+    assert (values["stop_reason"], after["next"], after["interrupts"]) == ("success", [], [])
+    assert values["usage"]["steps"] == 2  # fresh: with the first run's step, max_steps 2 stops it
+    assert values["trace"][0]["stop_reason"] == "tool_rejected:get_user_billing"
+    turns = _turns(values)
+    assert [who for who, _ in turns] == ["human", "ai", "human", "ai"]
+    assert turns[1][1].startswith("I stopped before finishing (tool_rejected:get_user_billing)")
+    assert turns[2:] == [("human", SECOND), ("ai", f"You first asked: {FIRST}")]

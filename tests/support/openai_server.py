@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -185,18 +186,21 @@ def completion(item: Reply, model: str) -> dict[str, Any]:
 
 
 def chunks(item: Reply, model: str) -> list[dict[str, Any]]:
-    """The same completion as a stream of chunks."""
+    """The same completion as a stream of chunks: the text word by word, as a real server
+    streams tokens, then the tool calls, the finish reason and the usage."""
     whole = completion(item, model)
     base = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    delta: dict[str, Any] = {"role": "assistant", "content": item.content or ""}
+    words = re.findall(r"\S+\s*|\s+", item.content or "") or [""]
+    deltas: list[dict[str, Any]] = [{"content": word} for word in words]
+    deltas[0]["role"] = "assistant"
     if item.tool_calls:
-        delta["tool_calls"] = [
+        deltas[-1]["tool_calls"] = [
             {"index": i, **call}
             for i, call in enumerate(whole["choices"][0]["message"]["tool_calls"])
         ]
     finish = whole["choices"][0]["finish_reason"]
     return [
-        base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        *(base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas),
         base | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
         base | {"choices": [], "usage": whole["usage"]},
     ]

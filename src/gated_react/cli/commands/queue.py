@@ -54,10 +54,10 @@ def queue_command(
     if jobs:
         cells = [_cells(job, secrets) for job in jobs]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
-        console.print(render.row_line(list(_HEADS), widths, "bold"), soft_wrap=True)
+        console.print(render.row_line(list(_HEADS), widths[:-1], "bold"), soft_wrap=True)
         for job, cell in zip(jobs, cells, strict=True):
             console.print(
-                render.row_line(cell, widths, _COLOR.get(job.status, ""), 3), soft_wrap=True
+                render.row_line(cell, widths[:-1], _COLOR.get(job.status, ""), 3), soft_wrap=True
             )
     console.print(f"[dim]{escape(totals)} in {render.safe(store.shown)}[/]", soft_wrap=True)
 

@@ -73,13 +73,16 @@ def _edit_probe(state: S, config: RunnableConfig) -> S:
 
 
 def test_came_from_an_edit_reads_who_wrote_the_checkpoint_a_node_starts_from() -> None:
-    """``loop`` (a node wrote it) or an in-memory start: False; ``update_state`` or a fork
-    (``as_node="__copy__"``): True. A node reached inside an invocation is never asked."""
+    """``loop`` (a node wrote it, the thread's latest) or an in-memory start: False;
+    ``update_state``, a fork (``as_node="__copy__"``) or a replay of an older checkpoint: True.
+    A node reached inside an invocation is never asked."""
     graph = _two_nodes(_edit_probe, _edit_probe)
     app = graph.compile(checkpointer=InMemorySaver(), interrupt_before=["second"])
     honest: Any = {"configurable": {"thread_id": "honest"}}
     app.invoke({"seen": []}, honest)
     assert app.invoke(None, honest)["seen"] == [False, False]
+    replayed = next(s for s in app.get_state_history(honest) if s.next == ("second",))
+    assert app.invoke(None, replayed.config)["seen"][-1] is True  # time travel to a past step
     for thread, as_node in (("edited", "first"), ("copied", "__copy__")):
         config: Any = {"configurable": {"thread_id": thread}}
         app.invoke({"seen": []}, config)

@@ -257,3 +257,27 @@ def test_an_edited_extension_does_not_raise_the_limits_of_a_policy_that_never_as
     assert update["stop_reason"] == "max_tool_calls"
     asking = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=1, on_budget="ask"))
     assert "stop_reason" not in asking  # a human granted it, under a policy that asks
+
+
+@pytest.mark.parametrize("loops", ["exact", "off"])
+def test_replaying_an_approved_step_from_an_older_checkpoint_runs_nothing_unasked(
+    tmp_path: Path, loops: str
+) -> None:
+    """Time travel: invoking from the checkpoint the gate wrote after a human approved ran the
+    approved call a second time, unasked. Now it is the repeat it is (``loop_detected``), or,
+    with loop detection off, a new question."""
+    policy = POLICY.model_copy(update={"loop_detection": loops})
+    replies = [call("refund", user_id=7), "done", "again"]
+    store, graph = _paused(tmp_path / "runs.sqlite", replies, policy)
+    try:
+        assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
+        approved = next(s for s in graph.get_state_history(CFG) if s.next == ("execute",))
+        replay = graph.invoke(None, approved.config)
+    finally:
+        store.__exit__(None, None, None)
+    assert RAN == ["refund 7"]
+    if loops == "exact":
+        assert replay["stop_reason"] == "loop_detected"
+    else:
+        (question,) = replay["__interrupt__"]
+        assert (question.value["kind"], question.value["args"]) == ("approval", {"user_id": 7})

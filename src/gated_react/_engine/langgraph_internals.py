@@ -90,7 +90,8 @@ def emit(handler: StreamMessagesHandler, meta: Any, message: Any) -> None:
 # reached inside a running invocation starts from what the previous node wrote in memory; only
 # the first node of an invocation (``is_resuming``) starts from a stored checkpoint, and
 # LangGraph records who wrote each one in its metadata: ``loop`` (a node ran), ``update``
-# (``update_state``, Studio's edit-and-continue) or ``fork`` (a copy). The record is the store's
+# (``update_state``, Studio's edit-and-continue) or ``fork`` (a copy; LangGraph also forks
+# when a run is replayed from an older checkpoint id, time travel). The record is the store's
 # own and the same for every process that reads it: no per-process secret is needed.
 
 

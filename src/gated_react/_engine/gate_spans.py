@@ -30,7 +30,10 @@ def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iter
         yield INVALID_SPAN
         return
     attributes = {OP: "apply_guardrail", "gen_ai.guardrail.component.name": GATE, TOOL: tool_name}
-    attributes |= {PROVIDER: spans.labels.provider, "gen_ai.guardrail.source": "tool_input"}
+    # The gate is the provider here, not the model's; OpenInference's kind lets Phoenix (and
+    # the backends that read it) show the verdicts as guardrails rather than unknown spans.
+    attributes |= {PROVIDER: GATE, "gen_ai.guardrail.source": "tool_input"}
+    attributes["openinference.span.kind"] = "GUARDRAIL"
     if spans.labels.policy_hash is not None:
         attributes["gen_ai.guardrail.policy.id"] = spans.labels.policy_hash
     span = TRACER.start_span(

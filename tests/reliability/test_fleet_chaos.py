@@ -13,6 +13,7 @@ CI runs ``GATED_REACT_CHAOS_RUNS`` (default 24) with the store down 2 s; the ful
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
@@ -148,4 +149,28 @@ def test_a_fleet_survives_a_kill_a_store_restart_and_dropped_connections(
     assert statuses == Counter({"succeeded": RUNS})  # no job failed, none left behind
     log = fleet.stderr()
     assert f"(pid {killed}) died of SIGKILL; replacing it" in log
+    _a_line_per_job(log, ended, killed)
     assert code == 128 + 9  # a worker died of a signal: the supervisor says so
+
+
+def _a_line_per_job(log: str, ended: dict[str, dict[str, Any]], killed: int) -> None:
+    """Every job has its start line and, unless the killed worker held it, its end line; every
+    run's last job says how it ended; the faults are in the lines too."""
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    events = Counter(line["event"] for line in lines)
+    tries = Counter(
+        (ln["pid"], ln["job"], ln["attempt"]) for ln in lines if ln["event"] == "job_started"
+    )
+    done = Counter(
+        (ln["pid"], ln["job"], ln["attempt"]) for ln in lines if ln["event"] == "job_ended"
+    )
+    assert done - tries == Counter()  # no end without its start
+    assert {pid for pid, _, _ in tries - done} <= {killed}  # only the SIGKILL cut jobs short
+    last = {
+        ln["thread"]: ln for ln in lines if ln["event"] == "job_ended" and ln["outcome"] == "ended"
+    }
+    assert {thread: line["stop_reason"] for thread, line in last.items()} == {
+        thread: out["stop_reason"] for thread, out in ended.items()
+    }
+    assert events["connection_lost"] >= 1
+    assert events["reconnected"] >= 1

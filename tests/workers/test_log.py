@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -71,3 +72,20 @@ def test_an_unknown_event_is_a_bug_not_a_line(capfd: pytest.CaptureFixture[str])
     with pytest.raises(ValueError, match="unknown worker event"):
         log.emit("job_exploded", "w")
     assert capfd.readouterr().err == ""
+
+
+def test_library_warnings_become_log_lines(capfd: pytest.CaptureFixture[str]) -> None:
+    """psycopg's pools and procrastinate warn through logging: as JSON lines, stderr stays one
+    object per line."""
+    handler = log.JsonLines("w")
+    logger = logging.getLogger("psycopg.pool.test")
+    logger.addHandler(handler)
+    try:
+        logger.warning("error connecting in %r: %s", "pool-1", "password=hunter2\nrefused")
+        logger.info("below the level: not a line")
+    finally:
+        logger.removeHandler(handler)
+    (line,) = _lines(capfd)
+    assert (line["event"], line["logger"], line["level"]) == ("log", "psycopg.pool.test", "WARNING")
+    assert line["message"].startswith("error connecting in 'pool-1': password=")
+    assert "hunter2" not in line["message"]

@@ -6,20 +6,22 @@ password of a store URL, no API key) and ``printable_json`` (no raw control char
 terminal or a log collector). The fixed keys come first: ``time``, ``event``, ``worker``.
 
 Events: ``worker_started``, ``job_started``, ``job_ended``, ``connection_lost``,
-``reconnected``, ``worker_stopped``. The reconnect code calls ``connection_lost`` when the store
-stops answering and ``reconnected`` once it answers again.
+``reconnected``, ``worker_stopped``, and ``log`` for the warnings of the libraries underneath
+(psycopg's pools, procrastinate), so stderr stays one JSON object per line. The reconnect code
+calls ``connection_lost`` when the store stops answering and ``reconnected`` once it answers.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gated_react.errors import exception_line, printable_json
+from gated_react.errors import exception_line, one_line, printable_json
 from gated_react.redact import redact
 
 EVENTS = (
@@ -29,6 +31,7 @@ EVENTS = (
     "connection_lost",
     "reconnected",
     "worker_stopped",
+    "log",
 )
 """Every ``event`` a line may carry."""
 
@@ -139,3 +142,18 @@ def reconnected(
 
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exception_line(exc, first_only=True)}"
+
+
+class JsonLines(logging.Handler):
+    """Python logging's records as ``log`` lines (installed by the worker for its lifetime)."""
+
+    def __init__(self, worker: str) -> None:
+        super().__init__(logging.WARNING)
+        self.worker = worker
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = one_line(record.getMessage())
+        except Exception:  # a record whose arguments do not format must not break the worker
+            message = str(record.msg)
+        emit("log", self.worker, logger=record.name, level=record.levelname, message=message)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from gated_react.cli.live.run_log import FILE_NAME, STORE_INSERT, RunLog, log_li
 from gated_react.errors import exception_line
 from gated_react.state import ThreadResult
 from gated_react.workers import log as worker_log
+from gated_react.workers.connections import store_lost
 from gated_react.workers.health import Health
 
 _WORKER_ID = "SELECT worker_id FROM procrastinate_jobs WHERE id = %(job)s"
@@ -150,8 +152,11 @@ class Watch:
         try:
             yield job
             outcome = job.outcome()
+            self.store_answers()  # a job that reached its run's end: the store is back
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exception_line(exc, *self.secrets, first_only=True)}"
+            if store_lost(exc) and not worker_log.is_lost("store"):
+                worker_log.connection_lost(self.worker, exc)  # the job is retried
             raise
         finally:
             await job.writer.aclose()
@@ -217,6 +222,8 @@ async def observed(name: str, chosen: Options, *, stalled_after: float) -> Async
         server = health.serve(chosen.health_host, chosen.health_port)
     beating = asyncio.create_task(health.beating())
     watch = Watch(name, health, run_log_dir=chosen.run_log_dir)
+    lines = worker_log.JsonLines(name)
+    logging.getLogger().addHandler(lines)  # libraries' warnings as JSON lines too
     address = None if server is None else "http://{}:{}".format(*server.server_address[:2])
     where = "store" if chosen.run_log_dir is None else str(chosen.run_log_dir / FILE_NAME)
     worker_log.emit("worker_started", name, health=address, run_log=where)
@@ -228,6 +235,7 @@ async def observed(name: str, chosen: Options, *, stalled_after: float) -> Async
             server.shutdown()
             server.server_close()
         watch.close()
+        logging.getLogger().removeHandler(lines)
         worker_log.emit("worker_stopped", name)
 
 

@@ -131,6 +131,11 @@ def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers
     listed = _questions()
     assert sorted(q["thread_id"] for q in listed) == threads
     assert {q["tool"] for q in listed} == {"get_user_billing"}
+    shell = invoke("resume", threads[0], "--approve")  # resume would run it here: refused
+    assert shell.exit_code == 1
+    assert f"is run by the workers: answer its question with gated-react answer {threads[0]}" in (
+        shell.stderr
+    )
     # No worker runs now: each answer is queued for the fleet, none resumes in this shell.
     for question in listed:
         out = invoke("answer", question["thread_id"], "--approve", "--json")

@@ -89,3 +89,20 @@ def test_a_store_no_worker_ran_on_is_one_line(pg_url: str, state: Path) -> None:
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1
     assert "no queue in this store" in out.stderr
+
+
+@pytest.mark.postgres
+def test_queued_jobs_are_listed_escaped_and_masked(pg_url: str, state: Path) -> None:
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    hostile = "evil\x1b]0;pwned\x07\x1b[2J-sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id=hostile)
+    table = invoke("queue", "--db", pg_url)
+    assert table.exit_code == 0
+    assert "queued" in table.stdout
+    assert "\\x1b]0;pwned" in table.stdout  # shown as an escape, never sent raw
+    for out in (table.stdout, invoke("queue", "--db", pg_url, "--json").stdout):
+        assert "\x1b" not in out
+        assert "\x07" not in out
+        assert "abcdefghijklmnopqrstuvwxyz0123" not in out

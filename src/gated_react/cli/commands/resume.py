@@ -54,7 +54,8 @@ def resume_in_shell(
     url = resources.store_url(config, place.db)
     with resources.opened(url) as saver:
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
-            options, current = recorded_options(saver, thread), _current(saver, thread)
+            options = recorded_options(saver, thread, url)
+            current = _current(saver, thread)
             budget = options.budget()  # no MCP server starts to show an ended run
             early = settled(current, answer, thread)
             if early is not None:  # nothing to run: show what is stored
@@ -127,8 +128,9 @@ def _json_object(flag: str, text: str) -> dict[str, Any]:
     return value
 
 
-def recorded_options(saver: Any, thread: str) -> RunOptions:
-    """The options the thread's run was started with."""
+def recorded_options(saver: Any, thread: str, url: str | None = None) -> RunOptions:
+    """The options the thread's run was started with (``url``: the store, to say so when the
+    run is the workers')."""
     from gated_react.cli.run_options import RunOptions
     from gated_react.runs import UnknownThread, config_for
 
@@ -137,6 +139,7 @@ def recorded_options(saver: Any, thread: str) -> RunOptions:
         raise CliError(str(UnknownThread(thread)))
     options = RunOptions.from_metadata(found.metadata)
     if options is None:
+        _refuse_a_fleet_run(url, thread)
         raise CliError(
             f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
             "program that started it (gated_react.resume)"
@@ -146,6 +149,22 @@ def recorded_options(saver: Any, thread: str) -> RunOptions:
 
         options = options.model_copy(update={"example_dir": str(example_dir(thread))})
     return options
+
+
+def _refuse_a_fleet_run(url: str | None, thread: str) -> None:
+    """A thread the workers run is answered through them, not resumed here."""
+    from gated_react.checkpoint import StoreURL
+
+    if url is None or StoreURL.parse(url).kind != "postgres":
+        return
+    from gated_react.cli.queue_listing import owned_by_fleet
+
+    if owned_by_fleet(StoreURL.parse(url).target, thread):
+        raise CliError(
+            f"thread {thread!r} is run by the workers: answer its question with "
+            f"gated-react answer {thread} --approve (or --reject WHY, ...); "
+            f"its jobs: gated-react queue --thread {thread}"
+        )
 
 
 def _current(saver: Any, thread: str) -> Result:

@@ -15,6 +15,7 @@ from typing import Any
 from benchmarks import (
     cli_start,
     concurrency,
+    fleet,
     prefix_cache,
     report,
     resume,
@@ -33,6 +34,7 @@ SUITES = {
     "cli_start": cli_start.measure,
     "prefix_cache": prefix_cache.measure,
     "tracing": tracing.measure,
+    "fleet": fleet.measure,
 }
 RESULTS = Path(__file__).parent / "results"
 

@@ -244,6 +244,24 @@ def tracing(result: dict[str, Any]) -> str:
     return _table(title, ["mode", "median", "min", "max"], rows)
 
 
+def fleet(result: dict[str, Any]) -> str:
+    low, high = result["load_average"]
+    title = (
+        f"9. A fleet on Postgres: model {result['latency_s']} s per call,"
+        f" {result['model_calls_per_run']} calls per run, {result['waves']} runs per slot;"
+        f" load average {low:.1f} to {high:.1f}"
+    )
+    header = ["workers", "concurrency", "runs", "s", "runs/s", "ideal", "of ideal",
+              "s per run", "jobs"]  # fmt: skip
+    rows = [
+        [r["workers"], r["concurrency"], r["runs"], r["seconds"], r["runs_per_s"],
+         r["ideal_runs_per_s"], r["of_ideal"], r["seconds_per_run_median"],
+         ", ".join(f"{n} {status}" for status, n in sorted(r["jobs"].items()))]
+        for r in result["rows"]
+    ]  # fmt: skip
+    return _table(title, header, rows)
+
+
 RENDER = {
     "step_time": step_time,
     "tokens": tokens,
@@ -253,6 +271,7 @@ RENDER = {
     "cli_start": cli_start,
     "prefix_cache": prefix_cache,
     "tracing": tracing,
+    "fleet": fleet,
 }
 
 

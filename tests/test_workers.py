@@ -116,6 +116,44 @@ def test_eight_workers_drain_200_queued_runs(pg_url: str, decisions: Path) -> No
 
 
 @pytest.mark.postgres
+def test_one_worker_advances_many_threads_at_once(pg_url: str, decisions: Path) -> None:
+    """``--concurrency 16``: one process, many runs in flight on one event loop, each on its own
+    pooled connection; every run exactly as scripted, with the same checkpoints."""
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        threads = [
+            enqueue_run(app, f"{REFUND_GOAL} ({n})", thread_id=f"k-{n:02d}") for n in range(48)
+        ]
+    factory = "tests.support.worker_graphs:refund"
+    with workers(pg_url, factory, 1, burst=True, concurrency=16) as (proc,):
+        assert proc.wait(600) == 0
+    assert jobs(pg_url) == [(thread, "succeeded", 1) for thread in threads]
+    assert 2 <= _most_at_once(pg_url) <= 16
+    per_thread = checkpoints_per_thread(pg_url)
+    assert sorted(per_thread) == threads
+    assert len(set(per_thread.values())) == 1
+    with open_checkpointer(pg_url) as saver:
+        graph = graph_for({}, saver)
+        assert all(scripted(read(graph, thread)) for thread in threads)
+    assert len(decisions.read_text().splitlines()) == len(threads)
+
+
+def _most_at_once(url: str) -> int:
+    """The most jobs running at the same time, from procrastinate's events."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT at, CASE WHEN type = 'started' THEN 1 ELSE -1 END FROM procrastinate_events"
+            " WHERE type IN ('started', 'succeeded') ORDER BY at, 2"
+        ).fetchall()
+    running = most = 0
+    for _, change in rows:
+        running += int(change)
+        most = max(most, running)
+    return most
+
+
+@pytest.mark.postgres
 def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> None:
     """Two questions; the first answer is delivered twice (a double click). The repeat names
     the question it answers, so it is refused instead of approving the second question; its

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -133,6 +134,7 @@ async def work(
     }
     async with observed(name, observe or Options(), stalled_after=stalled_after) as watch:
         while not stopping.is_set():
+            began = time.monotonic()
             try:
                 lost = await _serve(url, factory, stopping, watch, options)
             except Exception as exc:
@@ -141,6 +143,8 @@ async def work(
                 lost = exc
             if lost is None:
                 return
+            if time.monotonic() - began > 2 * RESTART_CAP:  # a new fault, not this one going on
+                pauses = backoff(RESTART_CAP)
             pause = next(pauses)
             worker_log.connection_lost(name, lost, retry_in=pause)
             with contextlib.suppress(TimeoutError):

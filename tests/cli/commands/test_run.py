@@ -225,6 +225,10 @@ def test_max_cost_stops_a_run_and_an_unpriced_model_is_refused(server: FakeOpenA
     result = json.loads(out.stdout)
     assert result["stop_reason"] == "max_cost"
     assert result["message"] == "max_cost 1e-05 USD reached (0.000016 USD spent)"
+    events = json.loads(invoke("show", result["thread_id"], "--json").stdout)["events"]
+    decided = [e for e in events if e["node"] == "decide"]
+    assert decided[0]["cost"] == result["usage"]["cost"]  # every run-log line has the cost so far
+    assert decided[0]["context"]["priced_by"].startswith("genai-prices")
     refused = invoke("run", "who is 42?", "--max-cost", "1", "--model", "m-1")
     assert refused.exit_code != 0
     assert "max_cost 1 needs a price: model 'm-1' is unpriced" in refused.stderr

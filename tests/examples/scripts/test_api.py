@@ -31,6 +31,15 @@ EXPECTED = {
         "follow-up: She pays USD 49 a month.",
         "turns: ['human', 'ai', 'human', 'ai']",
     ],
+    "tracing.py": [
+        "run: paused",
+        "resume: success",
+        "invoke_agent gated-react paused links=0",
+        "   apply_guardrail gate refused",
+        "   apply_guardrail gate asked_human",
+        "invoke_agent gated-react ok links=1",
+        "   execute_tool get_user_billing",
+    ],
     "mcp_tools.py": [
         "paused: notes__delete_note {'title': 'draft'}",
         "success: Deleted the draft; 1 note left.",

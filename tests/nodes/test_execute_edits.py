@@ -187,8 +187,8 @@ def test_an_edited_call_is_held_to_the_budgets_the_record_keeps() -> None:
     early = prepare(edited, {}, parts, edited=True)[2]
     assert early is not None
     assert early["stop_reason"] == "max_tool_calls"
-    looping = state(calls=[_pending("lookup", n=1)], seen=record[:1], usage={"steps": 3})
-    again = prepare(looping, {}, parts, edited=True)[2]
+    looping = state(calls=[_pending("lookup", n=1)], seen=record, usage={"steps": 3})
+    again = prepare(looping, {}, deps(tools=TOOLS), edited=True)[2]
     assert again is not None
     assert again["stop_reason"] == "loop_detected"
 
@@ -259,16 +259,10 @@ def test_an_edited_extension_does_not_raise_the_limits_of_a_policy_that_never_as
     assert "stop_reason" not in asking  # a human granted it, under a policy that asks
 
 
-@pytest.mark.parametrize("loops", ["exact", "off"])
-def test_replaying_an_approved_step_from_an_older_checkpoint_runs_nothing_unasked(
-    tmp_path: Path, loops: str
-) -> None:
-    """Time travel: invoking from the checkpoint the gate wrote after a human approved ran the
-    approved call a second time, unasked. Now it is the repeat it is (``loop_detected``), or,
-    with loop detection off, a new question."""
-    policy = POLICY.model_copy(update={"loop_detection": loops})
-    replies = [call("refund", user_id=7), "done", "again"]
-    store, graph = _paused(tmp_path / "runs.sqlite", replies, policy)
+def test_replaying_an_approved_step_from_an_older_checkpoint_asks_again(tmp_path: Path) -> None:
+    """Time travel: LangGraph writes a replay as a fork, so the approved call of the replayed
+    step is a question again, not a second run on the first answer (and not its own repeat)."""
+    store, graph = _paused(tmp_path / "runs.sqlite", [call("refund", user_id=7), "done", "again"])
     try:
         assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
         approved = next(s for s in graph.get_state_history(CFG) if s.next == ("execute",))
@@ -276,8 +270,23 @@ def test_replaying_an_approved_step_from_an_older_checkpoint_runs_nothing_unaske
     finally:
         store.__exit__(None, None, None)
     assert RAN == ["refund 7"]
-    if loops == "exact":
-        assert replay["stop_reason"] == "loop_detected"
-    else:
-        (question,) = replay["__interrupt__"]
-        assert (question.value["kind"], question.value["args"]) == ("approval", {"user_id": 7})
+    (question,) = replay["__interrupt__"]
+    assert (question.value["kind"], question.value["args"]) == ("approval", {"user_id": 7})
+
+
+def test_an_edit_of_another_channel_before_execute_runs_the_gates_call_once(
+    tmp_path: Path,
+) -> None:
+    """Studio's debugging flow: paused before execute, a field edited (as the gate, the node
+    that wrote last), then continued: the calls the gate let through are checked again, not
+    taken for their own repeats, and counted once."""
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("lookup", n=1), "done"])
+        graph = build_graph(model, TOOLS, policy=POLICY, checkpointer=saver)
+        graph.invoke({"goal": "look"}, CFG, interrupt_before=["execute"])
+        graph.update_state(CFG, {"message": "looked at in Studio"}, as_node="gate")
+        out = graph.invoke(None, CFG)
+    assert RAN == ["lookup 1"]
+    assert out["stop_reason"] == "success"
+    assert out["usage"]["tool_calls"] == 1
+    assert out["usage"]["per_tool"] == {"lookup": 1}

@@ -27,6 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine import tool_runner, tracing
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
+from gated_react._engine.call_keys import loop_key
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import (
     acame_from_an_edit,
@@ -35,7 +36,7 @@ from gated_react._engine.langgraph_internals import (
 )
 from gated_react._engine.storable import error_text
 from gated_react.nodes.gate import Ledger, check, refuse
-from gated_react.state import Call, CoreState, Outcome, ToolAction, dump
+from gated_react.state import Call, CoreState, Outcome, ToolAction, Usage, dump
 from gated_react.stops import Stop, StopReason
 
 Ran = tuple[int, Any, Exception | None]
@@ -134,11 +135,12 @@ def readmit(
     """The gate's checks again, for calls an edit wrote: each pending call as a fresh proposal
     (counted against budgets that an edit of ``usage`` alone cannot lower; a call under
     approval asked about here), replaced by what the gate would have recorded; or the stop."""
-    record = state.seen[state.seen_from :]
+    usage, record = _before_the_gate(state, calls)
     held = Limits(deps.policy, state.extensions)
-    ledger = Ledger(recorded(state.usage, record), list(record), state.usage.steps, held)
+    ledger = Ledger(recorded(usage, record), list(record), state.usage.steps, held)
     for index, call in enumerate(calls):
-        if call.outcome is not None:  # settled: shown to the model, never run
+        if call.outcome is not None:  # settled: shown to the model, never run; still counted
+            ledger.count(call)
             continue
         checked = check(ledger, deps, config, ToolAction(name=call.tool, args=call.args), index)
         if isinstance(checked, Stop):
@@ -146,6 +148,24 @@ def readmit(
         ledger.count(checked)
         calls[index] = checked
     return ledger, None
+
+
+def _before_the_gate(state: CoreState, calls: list[Call]) -> tuple[Usage, list[str]]:
+    """The counters and loop keys to check the calls against. When the record ends with exactly
+    these calls' keys, the gate counted them already (an edit of something else, or of nothing
+    that matters, after the gate ran): they are taken back, to be counted again once, so the
+    calls are not their own repeats. An edit cannot lower a count this way: what is taken back
+    is counted again."""
+    record = state.seen[state.seen_from :]
+    own = [loop_key(call.tool, call.args) for call in calls]
+    if len(own) > len(record) or record[len(record) - len(own) :] != own:
+        return state.usage, record
+    per_tool = dict(state.usage.per_tool)
+    for call in calls:
+        per_tool[call.tool] = max(per_tool.get(call.tool, 0) - 1, 0)
+    calls_before = max(state.usage.tool_calls - len(calls), 0)
+    usage = state.usage.model_copy(update={"tool_calls": calls_before, "per_tool": per_tool})
+    return usage, record[: len(record) - len(own)]
 
 
 def _edited(stop: Stop) -> Stop:

@@ -241,3 +241,19 @@ def test_the_invocation_span_says_what_the_run_ran_under() -> None:
     assert {(g.attributes or {})["gen_ai.guardrail.policy.id"] for g in gates} == {
         context["policy_hash"]
     }
+
+
+def test_a_budget_that_asks_is_asked_about_under_its_own_rule() -> None:
+    replies = [call("get_user_profile", user_id=42), call("get_user_billing", user_id=42), "ok"]
+    policy = Policy(on_budget="ask", budget={"max_tool_calls": 1})
+    model = ScriptedChatModel(replies=replies)
+    graph = build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=InMemorySaver())
+    with recorded() as exporter:
+        assert run(graph, "refund?", thread_id="budget")["status"] == "paused"
+        assert resume(graph, "budget", APPROVE)["stop_reason"] == "success"
+    verdicts = _verdicts(exporter.get_finished_spans())
+    assert verdicts == [
+        ("get_user_profile", "allowed", "allow"),
+        ("get_user_billing", "asked_human", "budget.max_tool_calls"),
+        ("get_user_billing", "allowed", "allow"),
+    ]

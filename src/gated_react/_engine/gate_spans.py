@@ -41,8 +41,8 @@ def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iter
     )
     try:
         yield span
-    except GraphInterrupt:
-        _verdict(span, "asked_human", "require_approval")
+    except GraphInterrupt as asked:
+        _verdict(span, "asked_human", _asked_rule(asked))
         raise
     finally:
         span.end()
@@ -74,6 +74,20 @@ def decided(
         result = "reminded" if reason is StopReason.LOOP_DETECTED else "refused"
         rule = "repeat_reminders" if result == "reminded" else _RULES.get(reason, str(reason))
         _verdict(span, result, rule, str(outcome.observation or "")[:300])
+
+
+def _asked_rule(asked: GraphInterrupt) -> str:
+    """What the question is about: a budget the policy asks about before it stops the run
+    (``on_budget="ask"``), else the call's approval."""
+    for pending in asked.args[0] if asked.args else ():
+        question = getattr(pending, "value", None)
+        if isinstance(question, dict) and question.get("kind") == "budget":
+            try:
+                reason, _ = parse_stop_reason(str(question.get("tool")))
+            except ValueError:
+                return "budget"
+            return _RULES.get(reason, "budget")
+    return "require_approval"
 
 
 _RULES = {

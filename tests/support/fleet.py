@@ -55,12 +55,14 @@ def restart_cluster(folder: Path, seconds_down: float = 0.0) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def terminate_clients(url: str) -> int:
-    """``pg_terminate_backend`` of every other client of the cluster; how many there were."""
+def terminate_clients(url: str, *, this_database_only: bool = False) -> int:
+    """``pg_terminate_backend`` of every other client of the cluster (or only of the database
+    of ``url``, on a server other tests share); how many there were."""
+    where = " AND datname = current_database()" if this_database_only else ""
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'" + where
         ).fetchall()
     return len(rows)
 

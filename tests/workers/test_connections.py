@@ -1,0 +1,68 @@
+"""Workers outlive their connections: every client backend of the workers' database terminated
+twice during a batch (``pg_terminate_backend``, as a failover or an operator does), and every run
+still ends once, no payment is made twice and no job fails. The restart of a whole server is in
+the chaos test (tests/reliability/test_fleet_chaos.py), which needs a cluster of its own; this one
+runs on the shared test server, so it terminates the backends of its own database only."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gated_react.workers import enqueue_run, install_queue, make_app, start_workers
+
+from ..support.fleet import terminate_clients
+from ..support.openai_server import Delay, FakeOpenAI
+from ..support.procs import WAIT, wait_until
+from ..support.worker_graphs import MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
+from ..test_workers import jobs, stored
+
+RUNS = 16
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    with FakeOpenAI(default=lambda request: Delay(0.3, pay_reply(request))) as server:
+        monkeypatch.setenv(MODEL_URL_VAR, server.base_url)
+        monkeypatch.setenv(PAYMENTS_VAR, str(tmp_path / "payments.tsv"))
+        yield tmp_path / "payments.tsv"
+
+
+def succeeded(url: str) -> int:
+    return sum(1 for _, status, _ in jobs(url) if status == "succeeded")
+
+
+@pytest.mark.postgres
+def test_workers_survive_every_connection_being_terminated(pg_url: str, model: Path) -> None:
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        threads = [enqueue_run(app, f"Pay order {n}", thread_id=f"order-{n}") for n in range(RUNS)]
+    procs = start_workers(pg_url, "tests.support.worker_graphs:pays", 2, concurrency=4)
+    try:
+        terminated = []
+        for done in (RUNS // 4, RUNS // 2):
+            wait_until(lambda done=done: succeeded(pg_url) >= done)
+            terminated.append(terminate_clients(pg_url, this_database_only=True))
+        wait_until(lambda: succeeded(pg_url) == RUNS)
+        assert all(proc.poll() is None for proc in procs)  # the workers never exited for it
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(WAIT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(WAIT)
+    assert min(terminated) >= 2  # the workers' connections were there to terminate
+    assert [status for _, status, _ in jobs(pg_url)] == ["succeeded"] * RUNS
+    ended = {thread: stored(pg_url, thread)["stop_reason"] for thread in threads}
+    assert set(ended.values()) <= {"success", "tool_outcome_unknown:pay"}
+    paid = Counter(line.split("\t")[0] for line in model.read_text().splitlines())
+    assert max(paid.values()) == 1
+    assert paid.keys() >= {t.removeprefix("order-") for t, why in ended.items() if why == "success"}

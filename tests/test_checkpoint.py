@@ -13,6 +13,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, open_checkpointer
 
 from .support.procs import context, open_store
+from .support.reaping import PATIENCE
 
 
 @pytest.mark.parametrize(
@@ -80,9 +81,15 @@ def test_many_processes_can_open_a_fresh_postgres_store_at_once(
     """Workers starting together all set up the same new database; none may fail."""
     go = tmp_path / "go"
     opening = [context().Process(target=open_store, args=(pg_url, str(go))) for _ in range(8)]
-    for proc in opening:
-        proc.start()
-    go.touch()
-    for proc in opening:
-        proc.join(60)
-    assert [proc.exitcode for proc in opening] == [0] * 8
+    try:
+        for proc in opening:
+            proc.start()
+        go.touch()
+        for proc in opening:
+            proc.join(PATIENCE)
+        assert [proc.exitcode for proc in opening] == [0] * 8
+    finally:
+        for proc in opening:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(PATIENCE)

@@ -17,6 +17,8 @@ from gated_react.errors import GatedReactError
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from .support.reaping import PATIENCE
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -78,7 +80,7 @@ def test_gated_react_and_as_tool_need_no_langchain_package() -> None:
         [sys.executable, "-W", "error", "-c", NO_LANGCHAIN],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         cwd=REPO,
         check=False,
     )

@@ -28,6 +28,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.helpers import REFUND_GOAL
 from .support.openai_server import FakeOpenAI, reply
+from .support.reaping import PATIENCE
 
 try:
     default_model_file()
@@ -68,7 +69,7 @@ def test_three_refund_runs_end_with_documented_stops_and_the_gate_holds() -> Non
         assert [t["tool"] for t in out["trace"]][: len(ran)] == ran
         assert len(out["trace"]) - len(ran) <= 1
         assert out["usage"]["tool_calls"] <= local_policy().budget.max_tool_calls
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + PATIENCE
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid), "llama-server outlived its with-block"
@@ -93,7 +94,7 @@ def test_a_killed_parent_leaves_no_server_behind(tmp_path: Path) -> None:
             assert _alive(server_pid)
             parent.send_signal(signal.SIGKILL)
             parent.wait(timeout=10)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + PATIENCE
             while _alive(server_pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert not _alive(server_pid), "the server outlived its killed parent"

@@ -25,6 +25,7 @@ from gated_react.tools._mcp_config import tool_name
 
 from .support import mcp_servers
 from .support.mcp_servers import serve_http, stdio_config
+from .support.reaping import PATIENCE
 
 REPO = Path(__file__).resolve().parents[1]
 NAMES = {
@@ -105,7 +106,7 @@ def test_invoke_ainvoke_and_a_worker_threads_own_event_loop(tools: MCPTools) -> 
 
     thread = threading.Thread(target=worker)
     thread.start()
-    thread.join(60)
+    thread.join(PATIENCE)
     assert seen == [{"result": 1}, {"result": 4}]
 
 
@@ -278,7 +279,7 @@ def test_the_api_example_runs(tmp_path: Path) -> None:
         [sys.executable, "-W", "error", str(example)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         env={"PATH": "/usr/bin:/bin", "LANGSMITH_TRACING": "false", "HOME": str(tmp_path)},
         cwd=tmp_path,
         check=False,

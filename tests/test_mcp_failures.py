@@ -20,6 +20,7 @@ from gated_react.mcp import MCPError, MCPTools, load_tools
 from gated_react.testing import ScriptedChatModel, call
 
 from .support.mcp_servers import alive, ends, own_tools, serve_http, stdio_config
+from .support.reaping import PATIENCE
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -228,7 +229,7 @@ def test_servers_nobody_closed_stop_when_the_program_exits(tmp_path: Path) -> No
         [sys.executable, "-W", "error", "-c", script],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stderr

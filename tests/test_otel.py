@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from .support.reaping import PATIENCE
+
 _RUN = """
 import sys
 {before}
@@ -37,7 +39,7 @@ def _run(before: str = "", **env: str) -> subprocess.CompletedProcess[str]:
         env={**clean, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=True,
     )
 

@@ -9,6 +9,8 @@ import pytest
 
 import gated_react
 
+from .support.reaping import PATIENCE
+
 PUBLIC = [
     "Budget",
     "GatedReactError",
@@ -58,7 +60,7 @@ def test_names_load_on_first_use() -> None:
         "print(before, 'langgraph.graph' in sys.modules)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=PATIENCE
     )
     assert done.stdout.split() == ["False", "True"]
 

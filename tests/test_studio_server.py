@@ -17,6 +17,7 @@ from gated_react.studio import RefundContext, WorkbenchContext
 
 from .support.helpers import REFUND_GOAL
 from .support.openai_server import FakeOpenAI, reply, tool_call
+from .support.reaping import PATIENCE
 from .support.studio_server import REPO, DevServer, drive, serving
 from .test_graph import EDGES, NODES
 
@@ -225,7 +226,7 @@ def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) ->
         [sys.executable, "-W", "error", str(example), dev.url],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]

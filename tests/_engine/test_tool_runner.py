@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from gated_react._engine import tool_runner
 from gated_react._engine.tool_runner import ainvoke, backoff, invoke, to_observation
 
+from ..support.reaping import PATIENCE
+
 
 def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
     script = textwrap.dedent(
@@ -39,7 +41,11 @@ def test_a_hung_tool_does_not_keep_the_process_alive() -> None:
     )
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        check=False,
     )
     assert done.stdout.strip() == "timed out", done.stderr
     assert time.monotonic() - started < 30

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from gated_react.cli.app import app
 
 from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.reaping import PATIENCE, reap
 
 CLI = str(Path(sys.executable).with_name("gated-react"))
 REFUND = [
@@ -51,8 +52,9 @@ def invoke(*args: str) -> Result:
 
 
 def spawn(*args: str, **popen: object) -> subprocess.Popen[str]:
-    """The installed console script as a real process in its own process group."""
-    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+    """The installed console script as a real process in its own process group; it ends with
+    the test whatever happens (``_reap_spawned``)."""
+    proc: subprocess.Popen[str] = subprocess.Popen(  # type: ignore[call-overload]
         [CLI, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -61,15 +63,27 @@ def spawn(*args: str, **popen: object) -> subprocess.Popen[str]:
         start_new_session=True,
         **popen,
     )
+    _SPAWNED.append(proc)
+    return proc
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+_SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap_spawned() -> Iterator[None]:
+    """Every CLI process a test started ends with the test, on every path: a failed wait must
+    not leave one running, to be found (and warned about) in a later test."""
+    yield
+    while _SPAWNED:
+        reap(_SPAWNED.pop())
+
+
+def cli(*args: str, timeout: float = PATIENCE) -> subprocess.CompletedProcess[str]:
     """Run the console script to the end."""
     proc = spawn(*args)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+        reap(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

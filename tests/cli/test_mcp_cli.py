@@ -5,11 +5,9 @@ one line or a stop reason; no server process outlives the command."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 
 from ..support.mcp_servers import alive, serve_http, stdio_config
 from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.reaping import PATIENCE, reap, wait_for
 from .conftest import cli, invoke, spawn
 
 GOAL = "Keep a note."
@@ -167,17 +166,12 @@ def test_ctrl_c_during_a_hanging_mcp_tool_stops_its_server(
     marker = tmp_path / "hanging"
     server.push(tool_call("notes__block", marker=str(marker)))
     proc = spawn("run", GOAL, "--mcp", str(config_file(tmp_path)), "--thread", "held")
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists()  # the server is inside the call and reads nothing more
+    wait_for(marker.exists, proc, "the call")  # the server is inside it and reads nothing more
     proc.send_signal(signal.SIGINT)
     try:
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=PATIENCE)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        reap(proc)
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert not alive(pids(tmp_path)[0])
@@ -205,6 +199,6 @@ def test_commands_without_mcp_import_no_mcp_library(state: Path) -> None:
         "'gated_react.mcp', 'gated_react.tools._mcp'))))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=PATIENCE
     )
     assert done.stdout.strip() == "[]"

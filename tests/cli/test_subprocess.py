@@ -4,11 +4,9 @@ Ctrl-C in the middle of a slow model reply or a slow tool and then resume, a bus
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from gated_react import open_checkpointer
 from gated_react.locks import thread_lock
 
 from ..support.openai_server import Delay, FakeOpenAI, Status, reply, tool_call
+from ..support.reaping import PATIENCE, reap, wait_for
 from .conftest import REFUND, cli, invoke, spawn
 
 
@@ -77,13 +76,12 @@ def test_a_base_url_that_is_not_one_is_one_line_and_exit_1(
 
 
 def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Ctrl-C, and what the process wrote until it exited (it is reaped whatever happens)."""
     proc.send_signal(signal.SIGINT)
     try:
-        return proc.communicate(timeout=30)
+        return proc.communicate(timeout=PATIENCE)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        reap(proc)
 
 
 def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state: Path) -> None:
@@ -124,10 +122,7 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
     proc = spawn(
         "run", "run the tests", "-t", "workspace", "--workspace", str(work), "--thread", "tt"
     )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists()  # the tool is running
+    wait_for(marker.exists, proc, "the tool's start")  # the tool is running
     _, err = _interrupt(proc)
     assert proc.returncode == 130
     assert "gated-react resume tt" in err
@@ -166,7 +161,7 @@ def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=PATIENCE
     )
     assert done.stdout.strip() == "[]"
     assert cli("--help").stdout.startswith("Usage: gated-react")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..support.docs import REPO
+from ..support.reaping import PATIENCE
 
 SCRIPT = REPO / "scripts" / "docs_inventory.py"
 
@@ -19,7 +20,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=False,
     )
 

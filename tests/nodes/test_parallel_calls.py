@@ -27,6 +27,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import REFUND_GOAL, deps, state
 from ..support.helpers import run as scripted_run
+from ..support.reaping import PATIENCE
 from ..support.scenarios import append_line, lines, record_line
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
@@ -113,14 +114,14 @@ MEETING = threading.Barrier(2)
 @tool
 def meet_a(x: int) -> str:
     """Returns only once meet_b is running too."""
-    MEETING.wait(timeout=20)
+    MEETING.wait(timeout=PATIENCE)
     return "a"
 
 
 @tool
 def meet_b(x: int) -> str:
     """Returns only once meet_a is running too."""
-    MEETING.wait(timeout=20)
+    MEETING.wait(timeout=PATIENCE)
     return "b"
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from ..cli.conftest import CLI, invoke
+from ..support.reaping import PATIENCE, reap
 
-TIMEOUT = 120.0
+TIMEOUT = PATIENCE
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,7 @@ def together(
             done.append(Done(proc.returncode, out, err))
     finally:
         for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-                proc.wait()
+            reap(proc)
     return done
 
 

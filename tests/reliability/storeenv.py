@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ..support import pg
 from ..support.procs import NodeWatch
+from ..support.reaping import PATIENCE
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def _mount(*args: str) -> subprocess.CompletedProcess[str]:
 def _mount_cmd(*args: str) -> subprocess.CompletedProcess[str]:
     if shutil.which(args[0]) is None:
         return subprocess.CompletedProcess(args, 1, "", f"no {args[0]} command")
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(args, capture_output=True, text=True, timeout=PATIENCE, check=False)
 
 
 def fill(folder: Path) -> Path:
@@ -193,7 +194,9 @@ class Cluster:
     def _ctl(self, *args: str) -> None:
         owner = ["runuser", "-u", "postgres", "--"] if ROOT else []
         command = [*owner, f"{self.bin}/pg_ctl", "-D", str(self.dir / "data"), *args]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=PATIENCE, check=False
+        )
         assert done.returncode == 0, done.stderr
 
     def close(self) -> None:

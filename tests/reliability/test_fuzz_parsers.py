@@ -26,6 +26,7 @@ from gated_react.nodes.decide import reply_of
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import FinalAction, Reply, ToolAction, dump
 
+from ..support.reaping import PATIENCE
 from . import tally
 from .kit import WHYS, Toolkits
 from .strategies import (
@@ -236,7 +237,7 @@ def test_one_megabyte_of_hostile_output_parses_within_the_bound() -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]

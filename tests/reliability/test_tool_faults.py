@@ -23,6 +23,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.reaping import PATIENCE
 from . import tally
 from .kit import check_stop_reason
 
@@ -204,7 +205,7 @@ def test_hung_tools_time_out_and_never_keep_the_process_alive(tmp_path: Path) ->
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -57,8 +57,10 @@ class HttpServer:
             stderr=subprocess.DEVNULL,
         )
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        end = time.monotonic() + timeout
+    def wait_ready(self, timeout: float | None = None) -> None:
+        from .reaping import PATIENCE  # here: the file also runs as a script, on its own
+
+        end = time.monotonic() + (PATIENCE if timeout is None else timeout)
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"mcp test server exited with {self.proc.returncode}")
@@ -109,11 +111,13 @@ def alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def ends(pid: int, within: float = 60.0) -> bool:
+def ends(pid: int, within: float | None = None) -> bool:
     """Whether the process ends within ``within`` seconds (a killed process takes a moment to
     be gone, longer on a loaded machine); one still running then is killed, so that a failed
     test leaves nothing behind."""
-    end = time.monotonic() + within
+    from .reaping import PATIENCE
+
+    end = time.monotonic() + (PATIENCE if within is None else within)
     while alive(pid):
         if time.monotonic() > end:
             with contextlib.suppress(OSError):

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .reaping import PATIENCE
+
 
 @dataclass
 class Reply:
@@ -109,7 +111,7 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def wait_for_requests(self, count: int, timeout: float = 30.0) -> bool:
+    def wait_for_requests(self, count: int, timeout: float = PATIENCE) -> bool:
         """Wait until ``count`` requests have arrived; False on timeout."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -43,9 +43,10 @@ from gated_react import (
 )
 
 from .helpers import REFUND_GOAL
+from .reaping import PATIENCE
 from .scenarios import graph_for
 
-WAIT = 60.0  # seconds a test waits for a child before it gives up (never reached when healthy)
+WAIT = PATIENCE  # seconds a test waits for a child before it gives up (never reached when healthy)
 
 
 # --- stopping inside a node ----------------------------------------------------------------

@@ -24,6 +24,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from .openai_server import FakeOpenAI
+from .reaping import PATIENCE
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
@@ -57,7 +58,7 @@ class DevServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout: float = PATIENCE) -> None:
         command = [
             str(LANGGRAPH),
             "dev",

@@ -19,6 +19,8 @@ import pytest
 from gated_react.tools import sandbox
 from gated_react.tools.workspace import RunTests, workspace_tools
 
+from ..support.reaping import PATIENCE
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-outside-the-workspace"
 # Started by a workspace test in a session of its own (out of reach of a process-group kill),
@@ -59,7 +61,7 @@ def root(tmp_path: Path) -> Path:
     return work
 
 
-def guarded(call: Callable[[], Any], guard: float = 30) -> Any:
+def guarded(call: Callable[[], Any], guard: float = PATIENCE) -> Any:
     """``call()`` from a thread; fails the test if it has not returned after ``guard`` s."""
     out: list[Any] = []
 
@@ -257,7 +259,7 @@ def test_a_flood_of_output_is_cut_short(root: Path, monkeypatch: pytest.MonkeyPa
     )
     (root / "pytest.ini").write_text("[pytest]\naddopts = -s\n")  # no capture: straight out
     _, _, run_tests = workspace_tools(root)
-    error = guarded(lambda: run_tests.invoke({"path": "test_flood.py"}), guard=60)
+    error = guarded(lambda: run_tests.invoke({"path": "test_flood.py"}))
     assert isinstance(error, RuntimeError)
     assert str(error) == "tests wrote more than 1000000 bytes and were killed"
 

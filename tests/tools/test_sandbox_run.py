@@ -17,6 +17,7 @@ import pytest
 from gated_react.tools import sandbox
 from gated_react.tools.sandbox import RunStopped, RunTimedOut
 
+from ..support.reaping import PATIENCE, reap, wait_for
 from .test_sandbox import probe_outside
 
 POPEN = subprocess.Popen
@@ -129,7 +130,7 @@ def test_waiting_for_an_exit_does_not_reap(monkeypatch: pytest.MonkeyPatch, pidf
         proc.wait()
 
 
-def _dead(pid: int, guard: float = 10) -> bool:
+def _dead(pid: int, guard: float = PATIENCE) -> bool:
     """Whether ``pid`` is gone or a zombie within ``guard`` s (a kill lands asynchronously)."""
     deadline = time.monotonic() + guard
     while time.monotonic() < deadline:
@@ -164,8 +165,14 @@ def test_every_run_ends_with_its_group_killed(
     )
     with tempfile.TemporaryFile() as output:
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=output, start_new_session=True)
-        assert sandbox._wait_then_kill(proc, timeout, output) == why
-    assert proc.returncode is not None  # reaped
+        try:
+            # The clock starts once the child is there: on a loaded machine 0.3 s may pass
+            # before the interpreter runs a line, and then there is no group to check.
+            wait_for(pid_file.exists, proc, "the child's pid")
+            assert sandbox._wait_then_kill(proc, timeout, output) == why
+            assert proc.returncode is not None  # reaped
+        finally:
+            reap(proc)
     assert _dead(int(pid_file.read_text()))  # and the rest of its group killed
 
 

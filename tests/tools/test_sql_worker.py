@@ -19,6 +19,8 @@ from gated_react.tools import _sql_worker
 from gated_react.tools._sql_worker import Refused, Session
 from gated_react.tools.sql import WORKER
 
+from ..support.reaping import PATIENCE
+
 
 def _create(path: Path, journal_mode: str) -> Path:
     with sqlite3.connect(path) as conn:
@@ -127,7 +129,7 @@ def test_the_rows_are_cut_at_the_byte_budget(wal_db: Path, monkeypatch: pytest.M
 def _worker(request: tuple[Any, ...]) -> subprocess.CompletedProcess[bytes]:
     command = [sys.executable, "-I", "-S", str(WORKER)]
     return subprocess.run(
-        command, input=marshal.dumps(request), capture_output=True, timeout=60, check=False
+        command, input=marshal.dumps(request), capture_output=True, timeout=PATIENCE, check=False
     )
 
 

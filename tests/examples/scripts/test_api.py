@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ...support.reaping import PATIENCE
+
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "api"
 EXPECTED = {
@@ -59,7 +61,7 @@ def test_example_runs_offline(name: str, tmp_path: Path) -> None:
         [sys.executable, "-W", "error", str(EXAMPLES / name)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         env=env,
         cwd=tmp_path,
         check=False,

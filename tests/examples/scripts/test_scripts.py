@@ -15,6 +15,7 @@ import scenarios
 from gated_react import examples
 
 from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ...support.reaping import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = {
@@ -33,7 +34,7 @@ def run_script(script: str, *args: str, **env: str) -> subprocess.CompletedProce
         env={**clean, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE,
         check=False,
     )
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from gated_react import Budget, Policy, UnknownToolName, build_graph
 from gated_react.policy import TOOL_NAME_FIELDS
+from gated_react.state import Extension
 from gated_react.testing import ScriptedChatModel
 
 
@@ -122,3 +123,16 @@ def test_tool_names_are_taken_as_sets_lists_or_tuples_and_kept_frozen() -> None:
         assert isinstance(policy.require_approval, frozenset)
     with pytest.raises(ValidationError, match="got one string 'send_email'"):
         Policy(require_approval="send_email")  # type: ignore[arg-type]
+
+
+def test_the_limits_in_force_apply_each_extension_and_leave_the_budget_alone() -> None:
+    budget = Budget(max_steps=2, tool_limits={"search": 1})
+
+    def grant(key: str, limit: float) -> Extension:
+        return Extension(budget=key, limit=limit, was=0, spent=0, decision="edit", step=1)
+
+    grants = [grant("max_steps", 4), grant("tool_limit:search", 3), grant("max_steps", 9)]
+    extended = budget.extended(grants)
+    assert (extended.max_steps, extended.tool_limits) == (9, {"search": 3})
+    assert (budget.max_steps, budget.tool_limits) == (2, {"search": 1})
+    assert budget.extended([]) is budget

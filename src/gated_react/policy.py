@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Literal
+from typing import Protocol as TypingProtocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -44,6 +45,19 @@ class UnpricedModel(GatedReactError, ValueError):
     """A cost budget for a model no price is known for: it could never be enforced."""
 
 
+WHOLE_BUDGETS = ("max_steps", "max_tool_calls", "max_tokens", "tool_limit")
+"""The budgets that count whole things (their limits are integers); seconds and cost do not."""
+
+
+class Extended(TypingProtocol):
+    """An extension of one budget, as ``State.extensions`` records it."""
+
+    @property
+    def budget(self) -> str: ...
+    @property
+    def limit(self) -> float: ...
+
+
 class Budget(BaseModel):
     """Hard limits for one run. They are checked by the graph, never left to the model."""
 
@@ -71,6 +85,22 @@ class Budget(BaseModel):
         if bad:
             raise ValueError(f"tool limits must be >= 0, got {bad}")
         return value
+
+    def extended(self, extensions: Sequence[Extended]) -> Budget:
+        """The limits in force: this budget with each extension a human granted applied,
+        oldest first (``Policy.on_budget="ask"``; the budget itself stays frozen)."""
+        if not extensions:
+            return self
+        changes: dict[str, Any] = {}
+        caps = dict(self.tool_limits)
+        for extension in extensions:
+            kind, _, tool = extension.budget.partition(":")
+            limit = int(extension.limit) if kind in WHOLE_BUDGETS else extension.limit
+            if kind == "tool_limit":
+                caps[tool] = int(limit)
+            else:
+                changes[kind] = limit
+        return self.model_copy(update={**changes, "tool_limits": caps})
 
 
 class Price(BaseModel):

@@ -12,12 +12,10 @@ import pytest
 from gated_react import Price
 from gated_react._engine import budget_checks
 from gated_react._engine.approval import Decision
-from gated_react._engine.budget_checks import limits, proposal
+from gated_react._engine.budget_checks import proposal
 from gated_react.nodes.gate import gate
 from gated_react.nodes.observe import observe
 from gated_react.nodes.validate import validate
-from gated_react.policy import Budget
-from gated_react.state import Extension
 
 from ..support.helpers import deps, state
 
@@ -256,15 +254,5 @@ def test_two_spent_budgets_ask_one_after_the_other(monkeypatch: pytest.MonkeyPat
     assert [e["budget"] for e in update["extensions"]] == ["max_steps", "max_tokens"]
 
 
-def test_the_limits_in_force_apply_each_extension_and_leave_the_budget_alone() -> None:
-    budget = Budget(max_steps=2, tool_limits={"search": 1})
-
-    def grant(key: str, limit: float) -> Extension:
-        return Extension(budget=key, limit=limit, was=0, spent=0, decision="edit", step=1)
-
-    grants = [grant("max_steps", 4), grant("tool_limit:search", 3), grant("max_steps", 9)]
-    extended = limits(budget, grants)
-    assert (extended.max_steps, extended.tool_limits) == (9, {"search": 3})
-    assert (budget.max_steps, budget.tool_limits) == (2, {"search": 1})
-    assert limits(budget, []) is budget
+def test_a_cap_of_zero_still_offers_one_call() -> None:
     assert proposal("max_tool_calls", 0, 0) == 1  # a cap of 0 still offers one call

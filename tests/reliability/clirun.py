@@ -99,7 +99,8 @@ def together(
 
 
 def same_run(result: dict[str, Any]) -> dict[str, Any]:
-    """A CLI result without what differs between two equal runs (seconds, thread, log events)."""
+    """A CLI result without what differs between two equal runs (seconds, thread) or what only
+    `show` adds (log events, the run context)."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
-    skip = ("usage", "thread_id", "events")
+    skip = ("usage", "thread_id", "events", "run_context")
     return {**{k: v for k, v in result.items() if k not in skip}, "usage": usage}

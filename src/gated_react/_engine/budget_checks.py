@@ -2,7 +2,7 @@
 
 Each check returns a Stop whose message carries the numbers. The limits in force are the
 policy's ``Budget`` (frozen) with the extensions humans granted this run (``State.extensions``);
-``limits`` is the one place they are combined. ``enforce`` runs a check against them: with
+``Budget.extended`` is the one place they are combined. ``enforce`` runs a check against them: with
 ``Policy.on_budget="ask"`` and a checkpointer, a spent budget pauses the run on a question in
 LangChain's HITL format (approve the proposed extension, edit the limit, or reject: the budget's
 own stop) instead of stopping it. decide, validate, gate and observe check budgets through here;
@@ -23,13 +23,12 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.approval import ask, question
 from gated_react._engine.call_keys import args_hash, tool_of
 from gated_react._engine.langgraph_internals import can_pause
-from gated_react.policy import Budget, Policy
+from gated_react.policy import WHOLE_BUDGETS, Budget, Policy
 from gated_react.state import Extension, TraceEntry, Usage
 from gated_react.stops import Stop, StopReason
 
 BUDGET_DECISIONS = ("approve", "edit", "reject")
 """What a budget question may be answered with (``respond`` means nothing for a budget)."""
-_WHOLE = ("max_steps", "max_tool_calls", "max_tokens", "tool_limit")
 
 
 def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
@@ -89,27 +88,13 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
     return check_cost(usage, budget)
 
 
-def limits(budget: Budget, extensions: Sequence[Extension]) -> Budget:
-    """The limits in force: the policy's budget with each extension applied, oldest first."""
-    if not extensions:
-        return budget
-    changes: dict[str, Any] = {}
-    caps = dict(budget.tool_limits)
-    for extension in extensions:
-        kind, _, tool = extension.budget.partition(":")
-        limit = int(extension.limit) if kind in _WHOLE else extension.limit
-        if kind == "tool_limit":
-            caps[tool] = int(limit)
-        else:
-            changes[kind] = limit
-    return budget.model_copy(update={**changes, "tool_limits": caps})
 
 
 def limits_of(policy: Policy, extensions: Sequence[Extension]) -> Budget:
     """The limits a run is held to. Extensions count only under a policy that asks for them
     (``on_budget="ask"``): the state is data an editor controls, and an edit of
     ``State.extensions`` must not raise the limits of a policy that never extends them."""
-    return limits(policy.budget, extensions if policy.on_budget == "ask" else ())
+    return policy.budget.extended(extensions if policy.on_budget == "ask" else ())
 
 
 def spent_of(stop: Stop, usage: Usage, budget: Budget) -> tuple[float, float] | None:
@@ -132,7 +117,7 @@ def proposal(key: str, spent: float, limit: float) -> float:
     """The extension a human is offered: as much again as the limit (at least one more for
     counts), counted from what is spent when that is already past the limit."""
     more = max(spent, limit) + limit
-    if key.partition(":")[0] in _WHOLE:
+    if key.partition(":")[0] in WHOLE_BUDGETS:
         return float(max(math.ceil(more), int(max(spent, limit)) + 1))
     return round(more, 6)
 
@@ -241,7 +226,7 @@ def extend(stop: Stop, spent: float, limit: float, step: int) -> Extension | Sto
 
 def _number(key: str, value: float) -> float | int:
     """Counts as whole numbers in the question (``8``, not ``8.0``)."""
-    return int(value) if key.partition(":")[0] in _WHOLE else value
+    return int(value) if key.partition(":")[0] in WHOLE_BUDGETS else value
 
 
 def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | None:
@@ -250,7 +235,7 @@ def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | No
     limit = args.get("limit")
     if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
         return "args.limit must be a number, the new limit"
-    if key.partition(":")[0] in _WHOLE and limit != int(limit):
+    if key.partition(":")[0] in WHOLE_BUDGETS and limit != int(limit):
         return f"args.limit must be a whole number for {key}"
     if limit <= spent:
         return f"the new limit must be above what is spent ({spent:g})"

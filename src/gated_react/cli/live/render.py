@@ -118,13 +118,12 @@ def header(console: Console, rows: list[tuple[str, str]]) -> None:
 
 def in_force(budget: Any, extensions: Any) -> Any:
     """The limits a run is under: its budget with the extensions humans granted (stored as
-    plain JSON), combined by the engine's one function for it."""
+    plain JSON), combined by ``Budget.extended``."""
     if not extensions:
         return budget
-    from gated_react._engine.budget_checks import limits  # the run's stack is loaded by now
-    from gated_react.state import Extension
+    from gated_react.state import Extension  # the run's stack is loaded by now
 
-    return limits(budget, [Extension.model_validate(extension) for extension in extensions])
+    return budget.extended([Extension.model_validate(extension) for extension in extensions])
 
 
 def budgets(event: Event, budget: Any) -> str:

@@ -88,8 +88,6 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
     return check_cost(usage, budget)
 
 
-
-
 def limits_of(policy: Policy, extensions: Sequence[Extension]) -> Budget:
     """The limits a run is held to. Extensions count only under a policy that asks for them
     (``on_budget="ask"``): the state is data an editor controls, and an edit of

@@ -33,6 +33,18 @@ def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) 
         assert text in summary
     assert out.stderr == ""
     assert (state / "runs.sqlite").is_file()
+    padded = [line for line in lines if line.endswith(" ")]
+    assert padded == []  # piped: rich padded every table line with spaces before
+
+
+def test_a_question_in_a_memory_store_says_it_cannot_be_resumed(server: FakeOpenAI) -> None:
+    """The resume commands it printed before could never work: the store ends with the run."""
+    server.push(tool_call("get_user_billing", user_id=42))
+    out = invoke("run", GOAL, "--db", "memory", "--approve-tool", "get_user_billing")
+    assert out.exit_code == 4, out.stderr
+    assert "the store is memory" in out.stdout
+    assert "cannot be resumed" in out.stdout
+    assert "gated-react resume" not in out.stdout
 
 
 def test_json_prints_exactly_the_result_object(server: FakeOpenAI) -> None:

@@ -84,7 +84,7 @@ def test_runs_table_and_limit(store: Path) -> None:
 def test_runs_on_an_empty_store(state: Path) -> None:
     out = invoke("runs")
     assert out.exit_code == 0
-    assert out.stdout.startswith("no runs in ")
+    assert out.stdout.startswith("no runs in")  # (wrapped: piped lines end without a space)
 
 
 class Counting:

@@ -109,3 +109,24 @@ def test_the_summary_says_how_many_input_tokens_came_from_the_prompt_cache() -> 
     out = io.StringIO()
     render.summary(Console(file=out, width=120), {**result, "usage": {"tokens": 9}}, Budget(), ())
     assert "prompt cache" not in out.getvalue()
+
+
+def test_the_hint_offers_only_the_answers_the_question_takes() -> None:
+    """The outcome-unknown question takes no edit: the hint offered one, then refused it."""
+    out = io.StringIO()
+    question = {
+        "kind": "outcome_unknown",
+        "tool": "ledger__pay",
+        "args": {"amount": 5},
+        "review_configs": [
+            {"action_name": "ledger__pay", "allowed_decisions": ["approve", "reject", "respond"]}
+        ],
+    }
+    render.pending(
+        Console(file=out, width=200), {"pending": [question]}, "gated-react resume t", ()
+    )
+    shown = out.getvalue()
+    assert "--approve" in shown
+    assert "--reject" in shown
+    assert "--respond" in shown
+    assert "--args" not in shown

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import IO, Any, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -33,8 +33,33 @@ _BUDGET_NODES = frozenset({"observe", "finish", "stop"})
 
 
 def console() -> Console:
-    """A console that prints text as given: no highlighting, no ``:emoji:`` codes."""
-    return Console(highlight=False, emoji=False)
+    """A console that prints text as given: no highlighting, no ``:emoji:`` codes; piped, its
+    lines carry no trailing spaces (rich pads every table cell to its column's width)."""
+    shown = Console(highlight=False, emoji=False)
+    if shown.is_terminal:
+        return shown
+    trimmed = cast(IO[str], Trimmed(sys.stdout))  # write and flush are all rich calls
+    return Console(highlight=False, emoji=False, file=trimmed, width=shown.width)
+
+
+class Trimmed:
+    """A text stream that drops the spaces ending each line it passes on."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
 
 
 def plain(
@@ -211,11 +236,16 @@ def _call_question(
         highlight=False,
     )
     _notes(console, question, secrets)
+    ways = {
+        "approve": f"  approve: {cmd} --approve",
+        "reject": f"  reject:  {cmd} --reject 'why'",
+        "edit": f"  edit:    {cmd} --args {safe(shlex.quote(example), secrets)}",
+        "respond": f"  respond: {cmd} --respond 'the answer, in place of the tool'",
+    }
+    configs = question.get("review_configs") or [{}]
+    allowed = configs[0].get("allowed_decisions") or list(ways)
     console.print(
-        f"  approve: {cmd} --approve\n"
-        f"  reject:  {cmd} --reject 'why'\n"
-        f"  edit:    {cmd} --args {safe(shlex.quote(example), secrets)}\n"
-        f"  respond: {cmd} --respond 'the answer, in place of the tool'",
+        "\n".join(line for way, line in ways.items() if way in allowed),  # only what is taken
         highlight=False,
         soft_wrap=True,
     )

@@ -39,6 +39,11 @@ class Place:
     no_log: bool = False
     json_out: bool = False
 
+    def kept(self) -> bool:
+        """Whether the store outlives this command (``--db memory`` does not: nothing could
+        resume a run kept there)."""
+        return resources.store_url(resources.settings(), self.db).strip() != "memory"
+
     def resume_hint(self, thread: str) -> str:
         """The command that continues ``thread`` with the same store and log."""
         parts = ["gated-react", "resume", thread]
@@ -145,7 +150,13 @@ def show(
         render.print_json(result, secrets)
         return
     render.summary(console, result, budget, secrets)
-    if result.get("pending"):
+    if result.get("pending") and not place.kept():
+        console.print(
+            "[bold yellow]waiting for a human, but the store is memory:[/] the run ends with "
+            "this command and cannot be resumed; run it with --db PATH to answer its question",
+            soft_wrap=True,
+        )
+    elif result.get("pending"):
         render.pending(console, result, place.resume_hint(str(result.get("thread_id"))), secrets)
 
 

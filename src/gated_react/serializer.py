@@ -15,7 +15,8 @@ user names with ``allow`` (``open_checkpointer(url, allow=[MyType])``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
 import ormsgpack
@@ -33,13 +34,17 @@ AllowedType = type | tuple[str, str]
 _NAMED = frozenset({0, 1, 2, 3, 4, 5})
 _METHOD = 3
 _CONTAINER = 7
+_STATE = "gated_react.state"
 _PAYLOADS = ("null", "bytes", "bytearray", "msgpack")
 _HOW_TO_ALLOW = "a type of your own must be allowed: open_checkpointer(url, allow=[YourType])"
 
 
+@cache
 def _state_types() -> frozenset[tuple[str, str]]:
     """This package's state models, which LangGraph stores as they were passed in (an input
-    given as ``RunInput(...)``): constructing one only validates its fields."""
+    given as ``RunInput(...)``): constructing one only validates its fields. Looked up only when
+    a stored value names one: importing the state pulls in LangGraph's graph modules, which the
+    CLI's listing commands never need."""
     from gated_react import state
 
     return frozenset(
@@ -68,7 +73,7 @@ class _Guard:
     before LangGraph revives it, and keeps the first refusal (ormsgpack replaces an exception
     raised in a hook with its own "ext_hook failed")."""
 
-    def __init__(self, allowed: frozenset[tuple[str, str]], revive: Any) -> None:
+    def __init__(self, allowed: Callable[[tuple[str, str]], bool], revive: Any) -> None:
         self.allowed = allowed
         self.revive = revive
         self.refused: str | None = None
@@ -94,7 +99,7 @@ class _Guard:
             method = found[3] if len(found) > 3 else None
             if (*name, method) not in SAFE_MSGPACK_METHODS:
                 self.refuse(f"a call of {'.'.join(name)}.{method}")
-        elif name not in self.allowed:
+        elif not self.allowed(name):
             self.refuse(f"a value of type {'.'.join(name)}")
 
     def refuse(self, what: str) -> None:
@@ -108,10 +113,16 @@ class GuardedSerializer(JsonPlusSerializer):
 
     def __init__(self, allow: Iterable[AllowedType] = ()) -> None:
         extra = frozenset(_key(item) for item in allow)
-        self.allowed: frozenset[tuple[str, str]] = (
-            frozenset(key for key in SAFE_MSGPACK_TYPES if len(key) == 2) | _state_types() | extra
+        self.named: frozenset[tuple[str, str]] = (
+            frozenset(key for key in SAFE_MSGPACK_TYPES if len(key) == 2) | extra
         )
-        super().__init__(allowed_msgpack_modules=sorted(self.allowed))
+        # Every value reaches LangGraph's reviver only after ``_Guard`` checked it and all it
+        # holds, so LangGraph itself is told to revive what it is handed.
+        super().__init__(allowed_msgpack_modules=True)
+
+    def allowed(self, name: tuple[str, str]) -> bool:
+        """Whether a stored value of the type ``name`` (module, class) may be revived."""
+        return name in self.named or (name[0] == _STATE and name in _state_types())
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, payload = data

@@ -234,3 +234,26 @@ def test_an_answer_to_a_finished_thread_says_the_run_has_ended(store: Any) -> No
     out = run(_graph(store, REFUND_42, Policy()), "refund?")
     with pytest.raises(NotWaiting, match="its run has ended"):
         resume(_graph(store, []), out["thread_id"], {"approved": True})
+
+
+def test_a_question_asked_again_is_still_answered_under_its_first_id() -> None:
+    """An answer that is not understood asks again under a new id (LangGraph's); the question
+    keeps the ids it was asked under, so an app that kept the first one is not told NotWaiting."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from gated_react import NotWaiting, Policy, build_graph, resume, run
+    from gated_react.testing import ScriptedChatModel, call
+    from gated_react.tools.support import SUPPORT_TOOLS
+
+    model = ScriptedChatModel(replies=[call("get_user_billing", user_id=42), "USD 49."])
+    policy = Policy(require_approval={"get_user_billing"})
+    graph = build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=InMemorySaver())
+    first = run(graph, "Bill user 42.", thread_id="asked")["pending"][0]
+    assert first["asked_as"] == []
+    again = resume(graph, "asked", {"approved": "maybe"}, question=first["id"])["pending"][0]
+    assert again["id"] != first["id"]
+    assert again["asked_as"] == [first["id"]]
+    with pytest.raises(NotWaiting):
+        resume(graph, "asked", {"approved": True}, question="not-a-question-id")
+    done = resume(graph, "asked", {"approved": True}, question=first["id"])
+    assert done["stop_reason"] == "success"

@@ -187,9 +187,19 @@ def _settled(
     # repeat a payment after a crash: a stale or repeated approval must not answer that.
     if not snapshot.interrupts:
         raise NotWaiting(thread_id)
-    if question is not None and question not in {i.id for i in snapshot.interrupts}:
+    if question is not None and question not in _asked_as(snapshot.interrupts):
         raise NotWaiting(thread_id, question)
     return None
+
+
+def _asked_as(interrupts: Sequence[Interrupt]) -> set[str]:
+    """The ids an answer may name: each open question's, and those it was asked under before
+    an answer that was not understood (``asked_as``)."""
+    ids = {i.id for i in interrupts}
+    for i in interrupts:
+        earlier = i.value.get("asked_as") if isinstance(i.value, dict) else None
+        ids.update(str(x) for x in earlier or ())
+    return ids
 
 
 def _check_new(graph: Graph, snapshot: StateSnapshot | None, thread_id: str) -> None:

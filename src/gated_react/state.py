@@ -392,6 +392,9 @@ class Question(TypedDict, total=False):
     """Example answers, by name."""
     error: str | None
     """Why the last answer was not taken (the question is asked again), else None."""
+    asked_as: list[str]
+    """The ids this question was asked under before (an answer not understood asks again, under
+    a new id): an answer naming one of them answers it too."""
 
 
 class ThreadResult(TypedDict):

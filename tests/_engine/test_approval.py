@@ -170,6 +170,7 @@ def _ask(
     questions: list[dict[str, Any]] = []
 
     def interrupt(value: dict[str, Any]) -> Any:
+        assert value.pop("asked_as") == []  # ids need a graph (tests/test_runs.py has them)
         questions.append(value)
         return answers[len(questions) - 1]
 

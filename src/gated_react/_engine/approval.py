@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from gated_react._engine.langgraph_internals import earlier_interrupt_ids
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
 from gated_react.runs import UNUSABLE_ANSWER
@@ -129,9 +130,13 @@ def ask(
     has them, replace the approval's); a malformed answer, a decision the question does not
     allow, an edit of another tool, or edited arguments that ``check_args`` refuses (it
     says why), asks again with the error."""
-    error = None
+    error, asks = None, 0
     while True:
-        value = interrupt({"answers": ANSWERS, **question, "error": error})
+        # Asked again, a question keeps the ids it was asked under (LangGraph gives each ask a
+        # new one): an app that kept the first id still answers it (runs.resume(question=)).
+        earlier = earlier_interrupt_ids(asks)
+        value = interrupt({"answers": ANSWERS, **question, "error": error, "asked_as": earlier})
+        asks += 1
         try:
             decision = parse_answer(value)
         except ValueError as exc:

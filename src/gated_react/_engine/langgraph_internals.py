@@ -16,13 +16,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_SCRATCHPAD,
 )
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.config import get_config
 from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.types import _interrupt_id
 
 __all__ = [
     "CONFIG_KEY_DURABILITY",
@@ -31,6 +35,7 @@ __all__ = [
     "acame_from_an_edit",
     "came_from_an_edit",
     "can_pause",
+    "earlier_interrupt_ids",
     "emit",
     "is_resuming",
     "messages_stream",
@@ -126,3 +131,17 @@ async def acame_from_an_edit(config: RunnableConfig) -> bool:
         return False
     started = _started_from(config)
     return started is None or _edited(await started[0].aget_tuple(started[1]))
+
+
+def earlier_interrupt_ids(count: int) -> list[str]:
+    """The ids of the ``count`` interrupts this task raised just before the one it is about to
+    raise: LangGraph numbers a task's interrupts by the answers it already has."""
+    try:
+        conf = get_config()["configurable"] if count > 0 else {}
+    except RuntimeError:  # outside a graph (ask() called directly): no ids to keep
+        return []
+    scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
+    if scratchpad is None:
+        return []
+    slot, ns = len(scratchpad.resume), conf[CONFIG_KEY_CHECKPOINT_NS]
+    return [_interrupt_id(ns, slot - k) for k in range(1, min(count, slot) + 1)]

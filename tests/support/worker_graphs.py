@@ -108,9 +108,11 @@ def order_of(goal: str) -> int:
 def pay_reply(request: dict[str, Any]) -> Any:
     """What the scripted server answers a pay run: look up, pay, answer, from the tool results
     already in the request (like a deterministic model, any worker continues the script)."""
-    from .openai_server import reply, tool_call
+    from .openai_server import Status, reply, tool_call
 
-    messages = request["messages"]
+    messages = request.get("messages")
+    if not messages:  # the body of a request cut short (its worker was killed mid-send)
+        return Status(400, "no messages")
     done = sum(1 for message in messages if message["role"] == "tool")
     order = order_of(
         next(str(m["content"]) for m in messages if m["role"] == "user").split("\n")[0]

@@ -9,6 +9,7 @@ test run it with real workers on Postgres.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -93,7 +94,10 @@ def test_a_killed_worker_is_replaced_logged_and_counted_in_the_exit_code(supervi
     fleet.proc.terminate()
     assert fleet.proc.wait(WAIT) == 128 + signal.SIGKILL
     assert fleet.workers() == []
-    assert fleet.log().count("\n") == 1  # one line per death, nothing else
+    (line,) = [json.loads(text) for text in fleet.log().splitlines()]  # one line per death
+    assert line["event"] == "worker_exited"
+    assert (line["worker_pid"], line["signal"], line["then"]) == (victim, "SIGKILL", "replace")
+    assert "exit_code" not in line
 
 
 def test_a_worker_that_keeps_dying_is_replaced_with_growing_pauses(supervise: Start) -> None:

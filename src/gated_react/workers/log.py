@@ -6,7 +6,8 @@ password of a store URL, no API key) and ``printable_json`` (no raw control char
 terminal or a log collector). The fixed keys come first: ``time``, ``event``, ``worker``.
 
 Events: ``worker_started``, ``job_started``, ``job_ended``, ``connection_lost``,
-``reconnected``, ``worker_stopped``, and ``log`` for the warnings of the libraries underneath
+``reconnected``, ``worker_stopped``, ``worker_exited`` (the supervisor's, when a worker it
+started ended unasked), and ``log`` for the warnings of the libraries underneath
 (psycopg's pools, procrastinate), so stderr stays one JSON object per line. The reconnect code
 calls ``connection_lost`` when the store stops answering and ``reconnected`` once it answers.
 """
@@ -31,6 +32,7 @@ EVENTS = (
     "connection_lost",
     "reconnected",
     "worker_stopped",
+    "worker_exited",
     "log",
 )
 """Every ``event`` a line may carry."""

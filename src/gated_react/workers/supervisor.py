@@ -1,12 +1,12 @@
 """The supervisor: keeps ``-n`` worker processes alive, and stops them on SIGTERM/SIGINT.
 
 A worker that dies (a signal, a crash, the OOM killer) is reaped and replaced, one line on
-stderr saying so; one that keeps dying soon after it started waits 1, 2, 4 ... up to
-``REPLACE_CAP`` seconds before each replacement. A worker that exits with 2 (its arguments or
-graph factory are wrong) is not replaced: the supervisor stops the others and exits 2. The
-first SIGTERM or SIGINT stops each worker gracefully (it finishes the jobs at hand); a second
-kills them at once. The exit code is 0 only if no worker died: one killed by signal N counts
-as 128 + N, as in a shell.
+stderr saying so (``worker_exited``, in the workers' JSON lines); one that keeps dying soon
+after it started waits 1, 2, 4 ... up to ``REPLACE_CAP`` seconds before each replacement. A
+worker that exits with 2 (its arguments or graph factory are wrong) is not replaced: the
+supervisor stops the others and exits 2. The first SIGTERM or SIGINT stops each worker
+gracefully (it finishes the jobs at hand); a second kills them at once. The exit code is 0
+only if no worker died: one killed by signal N counts as 128 + N, as in a shell.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
+from gated_react.workers import log as worker_log
 from gated_react.workers.watch import Options, worker_args
 
 REPLACE_CAP = 60.0
@@ -140,15 +142,16 @@ class Supervisor:
         self.status = max(self.status, exit_status(code))
         why = f"died of {signal.Signals(-code).name}" if code < 0 else f"exited {code}"
         if self.stops:
-            _say(f"{slot.name} (pid {pid}) {why} while stopping")
+            _said(slot, pid, code, f"{why} while stopping", then="stop")
             return
         if code == CONFIG_ERROR:
             self._stop()
-            _say(f"{slot.name} (pid {pid}) exited {code}: its arguments are wrong; stopping")
+            _said(slot, pid, code, f"{why}: its arguments are wrong; stopping", then="stop")
             return
         slot.pause = 0.0 if now - slot.started >= SETTLED else min(REPLACE_CAP, slot.pause * 2 or 1)
         slot.due = now + slot.pause
-        _say(f"{slot.name} (pid {pid}) {why}; replacing it in {slot.pause:g} s")
+        line = f"{why}; replacing it in {slot.pause:g} s"
+        _said(slot, pid, code, line, then="replace", retry_in=slot.pause)
 
     def _on_signal(self, *_: object) -> None:
         self._stop()
@@ -163,5 +166,16 @@ class Supervisor:
                     slot.proc.kill()
 
 
-def _say(line: str) -> None:
-    print(f"gated-react supervisor: {line}", file=sys.stderr, flush=True)
+def _said(slot: _Slot, pid: int, code: int, what: str, **fields: Any) -> None:
+    """One line on stderr, in the workers' format: ``worker_exited`` with the worker's name,
+    pid, exit code or signal, what the supervisor does next, and the same as a sentence."""
+    died = signal.Signals(-code).name if code < 0 else None
+    worker_log.emit(
+        "worker_exited",
+        slot.name,
+        worker_pid=pid,
+        exit_code=None if died else code,
+        signal=died,
+        **fields,
+        message=f"{slot.name} (pid {pid}) {what}",
+    )

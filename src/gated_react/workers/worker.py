@@ -159,7 +159,7 @@ async def _serve(
     options: dict[str, Any],
 ) -> BaseException | None:
     """One life of the worker loop on one connection to the store; what ended it, if the store."""
-    install_queue(url)
+    await asyncio.to_thread(install_queue, url)  # blocking: its connect waits up to 10 s
     watch.store_answers()  # after a loss: the line that says it is back
     app = make_app(url)
     async with open_pool(url, options["concurrency"]) as pool, app.open_async():

@@ -4,10 +4,8 @@ OTEL_* variables the server was started with, and each run the server makes is o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langgraph_sdk.client import LangGraphClient
@@ -47,7 +45,7 @@ def test_a_studio_run_is_one_invocation_span_with_its_children(
         return str(thread)
 
     thread = drive(dev, scenario)
-    spans = _conversation(phoenix, thread)  # the batch processor exports within 5 s
+    spans = phoenix.conversation(thread, 5)  # the batch processor exports within 5 s
     names = sorted(str(s["name"]) for s in spans)
     assert names == sorted(
         [
@@ -60,17 +58,3 @@ def test_a_studio_run_is_one_invocation_span_with_its_children(
     ), dev.tail()
     (root,) = [s for s in spans if s["parent_id"] is None]
     assert root["attributes"]["gated_react.stop_reason"] == "success"
-
-
-def _conversation(phoenix: Phoenix, thread: str, seconds: float = 90.0) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        roots = [
-            s
-            for s in phoenix.spans()
-            if s["parent_id"] is None and s["attributes"].get("gen_ai.conversation.id") == thread
-        ]
-        if roots:
-            return phoenix.wait_for(5, {r["context"]["trace_id"] for r in roots})
-        time.sleep(0.5)
-    return []

@@ -31,22 +31,13 @@ def exporting(phoenix: Phoenix, state: Path, monkeypatch: pytest.MonkeyPatch) ->
     return phoenix
 
 
-def _conversation(phoenix: Phoenix, thread: str, count: int) -> list[dict[str, Any]]:
-    roots = [
-        s
-        for s in phoenix.spans()
-        if s["parent_id"] is None and s["attributes"].get("gen_ai.conversation.id") == thread
-    ]
-    return phoenix.wait_for(count, {r["context"]["trace_id"] for r in roots})
-
-
 def test_the_refund_scenario_as_phoenix_holds_it(exporting: Phoenix, server: FakeOpenAI) -> None:
     cached = Reply(tool_calls=[("get_user_billing", {"user_id": 42})], prompt_tokens=1600)
     cached.cached_tokens = 1280
     server.push(REFUND[0], cached, *REFUND[2:])
     done = cli("run", "refund for 42?", "--thread", "refund-42", "--json")
     assert done.returncode == 0, done.stderr
-    spans = _conversation(exporting, "refund-42", 11)
+    spans = exporting.conversation("refund-42", 11)
     names = [s["name"] for s in spans]
     assert names.count("chat gpt-4.1-mini") == 4
     assert names.count("apply_guardrail gate") == 3
@@ -86,7 +77,7 @@ def test_a_resume_in_another_process_continues_the_conversation(
     first_stored = _stored_traceparent(state, "ask-42")
     done = cli("resume", "ask-42", "--answer", APPROVE)
     assert done.returncode == 0, done.stderr
-    spans = _conversation(exporting, "ask-42", 7)
+    spans = exporting.conversation("ask-42", 7)
     roots = [s for s in spans if s["parent_id"] is None]
     assert [r["attributes"]["gated_react.status"] for r in roots] == ["paused", "ok"]
     # The resume linked its span to the one the store named (Phoenix keeps no links; the

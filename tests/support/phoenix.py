@@ -67,11 +67,27 @@ class Phoenix:
                 return sorted(found, key=lambda span: span["start_time"])
             cursor = f"&cursor={page['next_cursor']}"
 
-    def wait_for(self, count: int, trace_ids: set[str], seconds: float = 60.0) -> list[Any]:
+    def wait_for(self, count: int, trace_ids: set[str], seconds: float = 90.0) -> list[Any]:
         """The spans of these traces once ``count`` of them arrived (ingestion is async)."""
         deadline = time.monotonic() + seconds
         while True:
             spans = [s for s in self.spans() if s["context"]["trace_id"] in trace_ids]
+            if len(spans) >= count or time.monotonic() > deadline:
+                return spans
+            time.sleep(0.5)
+
+    def conversation(self, thread: str, count: int, seconds: float = 90.0) -> list[Any]:
+        """The spans of every trace whose root names ``thread`` as its conversation, once
+        ``count`` of them arrived (a process exports at exit, a server every few seconds)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            traces = {
+                s["context"]["trace_id"]
+                for s in self.spans()
+                if s["parent_id"] is None
+                and s["attributes"].get("gen_ai.conversation.id") == thread
+            }
+            spans = [s for s in self.spans() if s["context"]["trace_id"] in traces]
             if len(spans) >= count or time.monotonic() > deadline:
                 return spans
             time.sleep(0.5)

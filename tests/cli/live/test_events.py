@@ -116,3 +116,18 @@ def test_a_gate_stop_after_an_extension_names_the_call_that_stopped() -> None:
     event = tracker.event("gate", update)
     assert event.action == {"tool": "refund"}
     assert tracker.extensions == update["extensions"]
+
+
+def test_the_tool_call_count_is_the_runs_own_after_a_call_that_stopped_it() -> None:
+    """A call whose outcome is unknown after a crash counts against the budget but is kept out
+    of the history: the live view said tools 0 (history) where --json said 1 (usage)."""
+    tracker = Tracker("t", usage={"steps": 1, "tool_calls": 1})
+    update = {"trace": [{"step": 1, "tool": "pay", "ok": False}], "calls": []}
+    assert tracker.event("observe", update).tool_calls == 1
+
+
+def test_a_call_of_unknown_outcome_shows_why_not_null() -> None:
+    stopped = {"ok": False, "error": "tool_outcome_unknown:ledger__pay"}
+    update = {"calls": [{**CALL, "tool": "ledger__pay", "outcome": stopped}]}
+    event = Tracker("t").event("execute", update)
+    assert event.observation == "tool_outcome_unknown:ledger__pay"

@@ -130,3 +130,13 @@ def test_the_hint_offers_only_the_answers_the_question_takes() -> None:
     assert "--reject" in shown
     assert "--respond" in shown
     assert "--args" not in shown
+
+
+def test_the_summary_counts_tool_calls_as_the_budget_does() -> None:
+    """usage.tool_calls, as --json says; not the history, which leaves out the call that stopped
+    the run and holds every run of the thread."""
+    out = io.StringIO()
+    usage = {"steps": 1, "tool_calls": 1, "tokens": 9, "seconds": 0.1}
+    result = {"status": "stopped", "stop_reason": "tool_outcome_unknown:pay", "usage": usage}
+    render.summary(Console(file=out, width=120), {**result, "history": []}, Budget(), ())
+    assert "tool calls   1/6" in out.getvalue()

@@ -100,7 +100,6 @@ class Tracker:
     usage: dict[str, Any] = field(default_factory=dict)
     extensions: list[Any] = field(default_factory=list)
     """Budget extensions granted so far (``State.extensions``, as stored)."""
-    tool_calls: int = 0
     stop_reason: str | None = None
     secrets: tuple[str, ...] = ()
     """Keys to mask in every text before it is clipped, so no cut leaves part of one."""
@@ -118,7 +117,6 @@ class Tracker:
         action, decision, observation = _DESCRIBE.get(node, _other)(update)
         if node == "__interrupt__":  # the node that asked: gate (approval) or execute
             node = "execute" if (action or {}).get("kind") == "outcome_unknown" else "gate"
-        self.tool_calls += len(update.get("history") or ())
         if node == "stop":
             stop = self.stop_reason
         elif node == "finish":
@@ -154,7 +152,7 @@ class Tracker:
             stop_reason=stop_reason,
             tokens=int(self.usage.get("tokens", 0)),
             seconds=float(self.usage.get("seconds", 0.0)),
-            tool_calls=self.tool_calls,
+            tool_calls=int(self.usage.get("tool_calls") or 0),
             observation=observation,
             message=message,
             cost=_dollars(self.usage.get("cost")),
@@ -221,7 +219,11 @@ def _execute(update: dict[str, Any]) -> Described:
     calls = update.get("calls") or [{}]
     outcomes = [c.get("outcome") or {} for c in calls]
     decision = "ok" if all(o.get("ok") for o in outcomes) else "error"
-    shown = [o.get("observation") for o in outcomes]
+    # A call that never returned (its outcome unknown after a crash) has no observation: its
+    # error says why (it read "-> null").
+    shown = [
+        o["observation"] if o.get("observation") is not None else o.get("error") for o in outcomes
+    ]
     return _calls(calls, args=False), decision, clip(shown[0] if len(shown) == 1 else shown, 200)
 
 

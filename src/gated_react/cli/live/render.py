@@ -177,7 +177,9 @@ def summary(
         ("message", safe(str(result.get("message") or ""), secrets, lines=True)),
         ("answer", safe(str(result.get("answer") or ""), secrets, lines=True)),
         ("steps", f"{safe(usage.get('steps', 0))}/{budget.max_steps}"),
-        ("tool calls", f"{len(result.get('history') or ())}/{budget.max_tool_calls}"),
+        # The run's own count, the one its budget checks (history holds every run's steps and
+        # leaves out the call that stopped a run).
+        ("tool calls", f"{safe(usage.get('tool_calls', 0))}/{budget.max_tool_calls}"),
         ("tokens", _tokens(usage)),
         ("cost", cost(usage, budget.max_cost)),
         ("seconds", f"{float(usage.get('seconds', 0.0)):.2f}/{budget.max_seconds:g} (active)"),

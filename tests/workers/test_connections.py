@@ -13,12 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from gated_react.workers import enqueue_run, install_queue, make_app, start_workers
+from gated_react import open_checkpointer, run
+from gated_react.workers import (
+    enqueue_resume,
+    enqueue_run,
+    install_queue,
+    make_app,
+    start_workers,
+)
 
 from ..support.fleet import terminate_clients
+from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import Delay, FakeOpenAI
 from ..support.procs import WAIT, wait_until
-from ..support.worker_graphs import MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
+from ..support.scenarios import graph_for
+from ..support.tamper import poison, touch
+from ..support.worker_graphs import LOG_VAR, MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
 from ..test_workers import jobs, stored
 
 RUNS = 16
@@ -66,3 +76,26 @@ def test_workers_survive_every_connection_being_terminated(pg_url: str, model: P
     paid = Counter(line.split("\t")[0] for line in model.read_text().splitlines())
     assert max(paid.values()) == 1
     assert paid.keys() >= {t.removeprefix("order-") for t, why in ended.items() if why == "success"}
+
+
+@pytest.mark.postgres
+def test_a_worker_reads_through_the_guarded_serializer(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint edited to name ``os.system`` is refused by a worker's runs as by the CLI:
+    nothing runs, the job is retried as a defect and fails, the thread is left as it was."""
+    monkeypatch.setenv(LOG_VAR, str(tmp_path / "decisions.tsv"))
+    with open_checkpointer(pg_url) as saver:
+        run(graph_for({}, saver), REFUND_GOAL, thread_id="edited")
+        poison(saver, "edited", {"answer": touch(tmp_path / "ran")})
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_resume(app, "edited")
+    (proc,) = start_workers(pg_url, "tests.support.worker_graphs:refund", 1)
+    try:
+        wait_until(lambda: jobs(pg_url)[0][2] >= 1)  # tried once, refused, retried later
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)
+    assert not (tmp_path / "ran").exists()

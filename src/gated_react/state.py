@@ -9,13 +9,14 @@ not the whole list again, so storage grows linearly with the run instead of quad
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Required, TypedDict
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.channels import DeltaChannel
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Status = Literal["ok", "stopped"]
 
@@ -164,6 +165,15 @@ class Extension(_Strict):
     """The step at which it was granted."""
 
 
+def _amount(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
+
+
+SECONDS_CAP = 1e15
+"""The most active seconds ``Usage.seconds`` holds: what a non-finite figure reads as, past any
+``max_seconds``."""
+
+
 class Usage(_Strict):
     """Budget consumption. The call counts could be recounted from the history, but the gate
     checks them before every call: kept here they cost the same at step 1 and at step 1,000."""
@@ -194,7 +204,28 @@ class Usage(_Strict):
     unpriced: str | None = None
     """Why ``cost`` is None: the model is in no price table, or a reply reported no tokens."""
     seconds: float = 0.0
-    """Active seconds spent in model and tool calls; paused or crashed time is not counted."""
+    """Active seconds spent in model and tool calls; paused or crashed time is not counted.
+    Finite: a stored NaN or infinity reads as ``SECONDS_CAP`` (spent past every limit), a
+    negative figure as 0."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite_cost(cls, data: Any) -> Any:
+        """A cost that is no amount of dollars (NaN, infinite, negative: an edit, never a
+        price) reads as unknown, which no ``max_cost`` lets pass: NaN compares false, and a
+        budget compared against it would never bind."""
+        cost = data.get("cost") if isinstance(data, dict) else None
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and not _amount(cost):
+            why = f"usage.cost was {cost}, not an amount of US dollars: what was spent is unknown"
+            return {**data, "cost": None, "unpriced": why}
+        return data
+
+    @field_validator("seconds")
+    @classmethod
+    def _finite_seconds(cls, seconds: float) -> float:
+        if not math.isfinite(seconds):
+            return SECONDS_CAP
+        return max(seconds, 0.0)
 
 
 class RunContext(_Strict):

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import tool
+
+from gated_react import Policy, Price, build_graph, open_checkpointer, run
 from gated_react._engine.budget_checks import check_before_step, check_before_tool
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.stops import StopReason
+from gated_react.testing import ScriptedChatModel, call
 
 
 def test_step_budget_allows_until_spent_and_names_the_numbers() -> None:
@@ -115,3 +123,74 @@ def test_a_cost_that_became_unknown_cannot_pass_a_cost_budget() -> None:
     assert stop.reason is StopReason.MAX_COST
     assert stop.message == "max_cost 1 USD cannot be checked: a reply of x reported no tokens"
     assert check_before_step(unknown, Budget()) is None
+
+
+def test_usage_is_finite_a_nan_or_infinite_cost_is_unknown_and_stops_a_cost_budget() -> None:
+    """Issue 28: NaN compares false, so a cost edited to NaN never reached ``max_cost``."""
+    for bad in (math.nan, math.inf, -math.inf, -1.0, -1):
+        usage = Usage.model_validate({"cost": bad, "seconds": 1.0})
+        assert usage.cost is None
+        assert usage.unpriced is not None
+        assert f"usage.cost was {bad}" in usage.unpriced
+        stop = check_before_step(usage, Budget(max_cost=1))
+        assert stop is not None
+        assert stop.reason is StopReason.MAX_COST
+        assert "cannot be checked" in stop.message
+    honest = Usage.model_validate({"cost": 0.25, "unpriced": None})
+    assert (honest.cost, honest.unpriced) == (0.25, None)
+
+
+def test_non_finite_seconds_count_as_spent() -> None:
+    for bad in (math.nan, math.inf):
+        usage = Usage.model_validate({"seconds": bad})
+        assert math.isfinite(usage.seconds)
+        stop = check_before_step(usage, Budget(max_seconds=20))
+        assert stop is not None
+        assert stop.reason is StopReason.MAX_SECONDS
+    assert Usage.model_validate({"seconds": -5.0}).seconds == 0.0
+
+
+def test_a_nan_that_skipped_validation_is_over_every_budget() -> None:
+    """Budgets compare ``spent < limit``: a NaN (a model built without validation) fails it."""
+    ghost = Usage.model_construct(cost=math.nan, seconds=math.nan, unpriced=None)
+    assert str(check_before_step(ghost, Budget())) == "max_seconds"
+    assert str(check_before_tool(ghost, Budget(max_cost=1), "any")) == "max_cost"
+
+
+@tool
+def lookup(n: int) -> str:
+    """Look something up."""
+    LOOKED_UP.append(n)
+    return f"found {n}"
+
+
+LOOKED_UP: list[int] = []
+
+
+def test_a_cost_edited_to_nan_through_the_state_api_cannot_switch_max_cost_off(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: after a ``max_cost`` stop, ``update_state(..., {"usage": {..., "cost": nan}},
+    as_node="observe")`` on the run's last checkpoint before its next decision, then resume,
+    ran every call the script had left: NaN compares false."""
+    LOOKED_UP.clear()
+    policy = Policy(
+        budget=Budget(max_steps=30, max_tool_calls=30, max_seconds=600, max_cost=1.0),
+        prices={"scripted": Price(input=500.0, output=500.0)},  # 0.1 to 0.2 USD a step
+    )
+    replies = [call("lookup", n=n) for n in range(1, 30)]
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        graph = build_graph(
+            ScriptedChatModel(replies=replies), [lookup], policy=policy, checkpointer=saver
+        )
+        first = run(graph, "look", thread_id="t")
+        assert first["stop_reason"] == "max_cost"
+        ran = len(LOOKED_UP)
+        cfg: Any = {"configurable": {"thread_id": "t"}}
+        last = next(s for s in graph.get_state_history(cfg) if s.next == ("decide",))
+        usage = {**last.values["usage"], "cost": math.nan}
+        edited = graph.update_state(last.config, {"usage": usage}, as_node="observe")
+        out = graph.invoke(None, edited)
+    assert len(LOOKED_UP) == ran == 6
+    assert out["stop_reason"] == "max_cost"
+    assert "cannot be checked: usage.cost was nan" in out["message"]

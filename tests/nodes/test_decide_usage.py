@@ -14,6 +14,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer
+from gated_react._engine.pricing import Pricer
 from gated_react.nodes.decide import TOKEN_CAP, decide
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -118,3 +119,50 @@ def test_an_absurd_total_ends_with_a_stop_reason_not_an_exception(
     assert out["stop_reason"] == ("max_tokens" if max_tokens else "success")
     assert out["usage"]["tokens"] == stored["tokens"] == TOKEN_CAP
     assert out["usage"]["input_tokens"] == TOKEN_CAP
+
+
+def _priced(message: AIMessage, model: str) -> dict[str, Any]:
+    """decide's usage after ``message``, priced as ``model`` by genai-prices' table."""
+    parts = deps([lambda _: message])
+    object.__setattr__(parts, "bound", GenericFakeChatModel(messages=iter([message])))
+    object.__setattr__(parts, "pricer", Pricer(model=model, price=None))
+    return decide(state(), {}, deps=parts)["usage"]  # type: ignore[no-any-return]
+
+
+def test_a_reply_reporting_zero_tokens_is_unusable_for_max_tokens_and_max_cost_alike() -> None:
+    """Issue 28: 0 input and 0 output tokens were estimated for ``max_tokens`` but priced at
+    0 USD, so ``max_cost`` never bound."""
+    spent = _priced(_reply({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}), "gpt-4o")
+    assert spent["tokens"] > 0
+    assert spent["estimated_tokens"] == spent["tokens"]
+    assert spent["cost"] is None
+    assert "reported no usable token counts" in spent["unpriced"]
+
+
+def test_cache_writes_are_priced_as_genai_prices_prices_them() -> None:
+    """Issue 28: 1M input tokens of claude-opus-4-1, all of them cache writes, cost 18.75 USD
+    in genai-prices' table; dropping the cache writes priced them at 15.00."""
+    usage = {
+        "input_tokens": 1_000_000,
+        "output_tokens": 0,
+        "total_tokens": 1_000_000,
+        "input_token_details": {"cache_creation": 1_000_000},
+    }
+    assert _priced(_reply(usage), "claude-opus-4-1")["cost"] == pytest.approx(18.75)
+
+
+def test_audio_and_reasoning_tokens_reach_the_table() -> None:
+    """Every token class the reply reports is passed on: audio is priced apart on
+    gemini-3.1-flash-live-preview (3 USD per million audio input tokens against 0.75 for
+    text; 12 per million audio output tokens against 4.50), reasoning is output."""
+    model = "gemini-3.1-flash-live-preview"
+    heard = {
+        "input_tokens": 1_000_000,
+        "output_tokens": 1_000_000,
+        "total_tokens": 2_000_000,
+        "input_token_details": {"audio": 1_000_000},
+        "output_token_details": {"audio": 1_000_000},
+    }
+    assert _priced(_reply(heard), model)["cost"] == pytest.approx(15.0)
+    reasoning = {**GOOD, "output_token_details": {"reasoning": 3}}
+    assert _priced(_reply(reasoning), "o3")["cost"] == _priced(_reply(GOOD), "o3")["cost"]

@@ -32,19 +32,21 @@ BUDGET_DECISIONS = ("approve", "edit", "reject")
 
 
 def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
-    """Run before every model decision: steps, active seconds, tokens, cost."""
-    if usage.steps >= budget.max_steps:
+    """Run before every model decision: steps, active seconds, tokens, cost. Each check asks
+    whether what was spent is under the limit, so a figure no comparison holds for (NaN, in
+    a model built without validation) counts as over it."""
+    if not usage.steps < budget.max_steps:
         return Stop(
             StopReason.MAX_STEPS,
             message=f"max_steps {budget.max_steps} reached ({usage.steps + 1} requested)",
         )
-    if usage.seconds >= budget.max_seconds:
+    if not usage.seconds < budget.max_seconds:
         return Stop(
             StopReason.MAX_SECONDS,
             message=f"max_seconds {budget.max_seconds:g} reached "
             f"({usage.seconds:.2f} active seconds spent)",
         )
-    if budget.max_tokens is not None and usage.tokens >= budget.max_tokens:
+    if budget.max_tokens is not None and not usage.tokens < budget.max_tokens:
         return Stop(
             StopReason.MAX_TOKENS,
             message=f"max_tokens {budget.max_tokens} reached ({usage.tokens} spent)",
@@ -54,7 +56,8 @@ def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
 
 def check_cost(usage: Usage, budget: Budget) -> Stop | None:
     """Run before every model decision and every tool call: the dollars spent. A cost that
-    became unknown (a reply without token counts) cannot be shown to be under the limit."""
+    became unknown (a reply without token counts, a stored figure that is no amount: see
+    ``Usage``) cannot be shown to be under the limit."""
     if budget.max_cost is None:
         return None
     if usage.cost is None:
@@ -62,7 +65,7 @@ def check_cost(usage: Usage, budget: Budget) -> Stop | None:
             StopReason.MAX_COST,
             message=f"max_cost {budget.max_cost:g} USD cannot be checked: {usage.unpriced}",
         )
-    if usage.cost >= budget.max_cost:
+    if not usage.cost < budget.max_cost:
         return Stop(
             StopReason.MAX_COST,
             message=f"max_cost {budget.max_cost:g} USD reached ({usage.cost:.6f} USD spent)",

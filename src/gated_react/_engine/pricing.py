@@ -21,11 +21,31 @@ MILLION = 1_000_000
 
 @dataclass(frozen=True, slots=True)
 class Tokens:
-    """One reply's token counts as the provider reported them; ``cached`` is part of ``input``."""
+    """One reply's token counts as the provider reported them, by class: ``cached`` (cache
+    reads), ``cache_write`` and ``input_audio`` are parts of ``input``; ``output_audio`` and
+    ``reasoning`` parts of ``output`` (LangChain's ``input_token_details`` and
+    ``output_token_details``)."""
 
     input: int
     cached: int
     output: int
+    cache_write: int = 0
+    input_audio: int = 0
+    output_audio: int = 0
+    reasoning: int = 0
+
+    def classes(self) -> dict[str, int]:
+        """genai-prices' usage keys, each priced at its own rate where the table has one."""
+        found = {
+            "input_tokens": self.input,
+            "cache_read_tokens": self.cached,
+            "cache_write_tokens": self.cache_write,
+            "input_audio_tokens": self.input_audio,
+            "output_tokens": self.output,
+            "output_audio_tokens": self.output_audio,
+            "output_reasoning_tokens": self.reasoning,
+        }
+        return {key: count for key, count in found.items() if count}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,21 +81,21 @@ class Pricer:
         )
 
     def cost(self, tokens: Tokens) -> float | None:
-        """The reply's cost in USD, cached input at the cached price; None if unpriced."""
+        """The reply's cost in USD, every token class the reply reports at its own price in
+        the table (cache reads and writes, audio, reasoning); None if unpriced."""
         if self.price is not None:
             return policy_cost(self.price, tokens)
         if not self.in_table:
             return None
         from genai_prices import Usage, calc_price
 
-        usage = Usage(
-            input_tokens=tokens.input, cache_read_tokens=tokens.cached, output_tokens=tokens.output
-        )
+        usage = Usage(**tokens.classes())
         return float(calc_price(usage, model_ref=self.model).total_price)
 
 
 def policy_cost(price: Price, tokens: Tokens) -> float:
-    """A ``Price`` applied to one reply's tokens."""
+    """A ``Price`` applied to one reply's tokens: cache writes and audio at the input price,
+    audio and reasoning output at the output price (a ``Price`` has no separate rate)."""
     cached = price.input if price.cached_input is None else price.cached_input
     fresh = max(tokens.input - tokens.cached, 0)
     return (fresh * price.input + tokens.cached * cached + tokens.output * price.output) / MILLION

@@ -218,20 +218,47 @@ def _added(total: int, more: int) -> int:
 
 
 def reported_tokens(message: BaseMessage) -> Tokens | None:
-    """Input (cached among them) and output tokens, as the provider reported them; None when
-    it reported none, or a count that is not one (the reply is then unpriced, never cheap)."""
+    """The reply's tokens by class, as the provider reported them; None when it reported none,
+    a count that is not one, or 0 input and 0 output tokens (no model call costs nothing):
+    such a reply is estimated for ``max_tokens`` and unpriced for ``max_cost``, never cheap."""
     reported = message.usage_metadata if isinstance(message, AIMessage) else None
     if not reported:
         return None
-    details = reported.get("input_token_details") or {}
-    cached = reported_count(details.get("cache_read", 0)) if isinstance(details, Mapping) else None
     found = (
         reported_count(reported.get("input_tokens")),
         reported_count(reported.get("output_tokens")),
     )
-    if cached is None or found[0] is None or found[1] is None:
+    inputs = _details(reported.get("input_token_details"), _INPUT_CLASSES)
+    outputs = _details(reported.get("output_token_details"), _OUTPUT_CLASSES)
+    if found[0] is None or found[1] is None or inputs is None or outputs is None:
         return None
-    return Tokens(input=found[0], cached=min(cached, found[0]), output=found[1])
+    if not found[0] and not found[1]:
+        return None
+    read, written, heard = inputs
+    written = min(written, found[0] - min(read, found[0]))
+    return Tokens(
+        input=found[0],
+        cached=min(read, found[0]),
+        output=found[1],
+        cache_write=written,
+        input_audio=min(heard, found[0]),
+        output_audio=min(outputs[0], found[1]),
+        reasoning=min(outputs[1], found[1]),
+    )
+
+
+_INPUT_CLASSES = ("cache_read", "cache_creation", "audio")
+_OUTPUT_CLASSES = ("audio", "reasoning")
+
+
+def _details(details: Any, keys: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The counts of one ``*_token_details`` mapping (absent ones 0); None if one is no count."""
+    if details is None:
+        return (0,) * len(keys)
+    if not isinstance(details, Mapping):
+        return None
+    counts = tuple(reported_count(details.get(key, 0)) for key in keys)
+    return None if None in counts else tuple(c for c in counts if c is not None)
 
 
 def _tokens(

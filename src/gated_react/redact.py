@@ -23,6 +23,15 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/?#@:]+@", re.IGNORECASE)
+
+
+def redact_url(url: str, *secrets: str | None) -> str:
+    """A URL as it may be shown: a user name without a password masked whole (it is often
+    the key itself: ``http://KEY@host``), then ``redact`` (which masks a password)."""
+    return redact(_USERINFO.sub(r"\1***@", url), *secrets)
+
+
 def mask_secrets(text: str, secrets: tuple[str | None, ...]) -> str:
     """``text`` with each known secret value replaced by ``***`` (values under 4 characters
     are skipped: masking every "a" would destroy the text and hide nothing)."""

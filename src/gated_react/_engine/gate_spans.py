@@ -13,7 +13,16 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
-from gated_react._engine.tracing import OP, PROVIDER, TOOL, TRACER, AgentSpans, api_alone, parent
+from gated_react._engine.span_content import quiet
+from gated_react._engine.tracing import (
+    OP,
+    PROVIDER,
+    TOOL,
+    TRACER,
+    AgentSpans,
+    api_alone,
+    parent,
+)
 from gated_react.state import Call
 from gated_react.stops import Stop, StopReason, parse_stop_reason
 
@@ -48,17 +57,23 @@ def guardrail(spans: AgentSpans, config: RunnableConfig, tool_name: str) -> Iter
         span.end()
 
 
+@quiet
 def decided(
     spans: AgentSpans, span: Span, checked: Call | Stop, require_approval: AbstractSet[str]
 ) -> None:
     """The gate's verdict on one call: allowed, answered (by a human, in place of the tool),
-    refused or reminded (shown to the model), or stopped (the run ends), with the rule."""
+    refused or reminded (shown to the model), or stopped (the run ends), with the rule. With
+    content capture off, a reason that quotes the call (its arguments checked, a human's
+    words) is left at the stop reason."""
     if not span.is_recording():
         return
+    content = spans.labels.content
     if isinstance(checked, Stop):
         reason = checked.message
-        if checked.reason is StopReason.TOOL_REJECTED and not spans.labels.content:
+        if checked.reason is StopReason.TOOL_REJECTED and not content:
             reason = "a human rejected the call"  # their words are content
+        elif checked.reason in _QUOTES and not content:
+            reason = str(checked)
         _verdict(
             span, "stopped", _RULES.get(checked.reason, str(checked.reason)), reason, str(checked)
         )
@@ -73,7 +88,14 @@ def decided(
         reason, _ = parse_stop_reason(outcome.error or "invalid_action")
         result = "reminded" if reason is StopReason.LOOP_DETECTED else "refused"
         rule = "repeat_reminders" if result == "reminded" else _RULES.get(reason, str(reason))
-        _verdict(span, result, rule, str(outcome.observation or "")[:300])
+        shown = str(outcome.observation or "")
+        if reason in _QUOTES and not content:
+            shown = str(outcome.error)
+        _verdict(span, result, rule, shown[:300])
+
+
+_QUOTES = frozenset({StopReason.TOOL_BAD_ARGS, StopReason.INVALID_ACTION})
+"""Stops whose message may quote a call's arguments (a schema's complaint names the value)."""
 
 
 def _asked_rule(asked: GraphInterrupt) -> str:

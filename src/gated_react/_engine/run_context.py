@@ -10,14 +10,15 @@ from typing import Any
 from gated_react._engine.call_keys import canonical_json, short_hash
 from gated_react._engine.pricing import Pricer
 from gated_react.policy import Policy
-from gated_react.redact import redact
+from gated_react.redact import redact_url, secrets_of
 from gated_react.state import RunContext
 
 _URL_FIELDS = ("openai_api_base", "base_url", "api_base", "endpoint_url")
 
 
 def run_context(model: Any, policy: Policy, pricer: Pricer) -> RunContext:
-    """The context a graph's runs record; the base URL masked (a password or key in it)."""
+    """The context a graph's runs record; the base URL masked (its userinfo, the model's own
+    keys, anything shaped like a key or password)."""
     fields = policy_fields(policy)
     kind = type(model)
     return RunContext(
@@ -50,7 +51,7 @@ def _base_url(model: Any) -> str | None:
     for name in _URL_FIELDS:
         value = getattr(model, name, None)
         if isinstance(value, str) and value:
-            return redact(value)
+            return redact_url(value, *secrets_of(model))
     return None
 
 

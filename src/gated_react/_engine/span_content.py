@@ -1,27 +1,59 @@
 """What the spans of a graph carry: names for its agent and model, how an invocation ended,
 the trace context a thread keeps for its next invocation's link, and, only when the user opted
 in (the GenAI conventions' ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``), messages,
-arguments and results as the conventions' JSON, secrets masked either way."""
+arguments and results as the conventions' JSON, secrets masked either way.
+
+Content is the state's own bounded form of an outside value (``tool_runner.storable``: nesting
+and cycles bounded), masked, then cut to ``Policy.max_observation_chars``: masking first, so a
+secret the cut would split is masked whole. With capture off, no argument, result or error
+text reaches a span: a failure says its error type or stop reason only."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode, TraceFlags
 
+from gated_react._engine.tool_runner import cut, storable
 from gated_react.redact import redact
 from gated_react.settings import capture_content
 from gated_react.state import RunContext
 from gated_react.stops import is_failure
 
-_MAX_CHARS = 8000
-"""Longest text one captured part keeps (the JSON stays whole; the text is cut)."""
+_MAX_CHARS = 4000
+"""Longest text one captured part keeps when no policy says (``Policy.max_observation_chars``'s
+default)."""
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+SPAN_FAILURES: Counter[str] = Counter()
+"""Errors raised while building or recording a span, by helper, since the process started:
+swallowed (a trace is never worth a run), counted here so a test or an operator can see them."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def quiet(helper: Callable[_P, _R]) -> Callable[_P, _R | None]:
+    """``helper``, with any error it raises counted in ``SPAN_FAILURES`` instead (None then):
+    tracing never breaks a run."""
+
+    @functools.wraps(helper)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        try:
+            return helper(*args, **kwargs)
+        except Exception:  # an exporter's bug, an attribute that will not encode
+            SPAN_FAILURES[helper.__name__] += 1
+            return None
+
+    return guarded
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +71,8 @@ class Labels:
     run: tuple[tuple[str, str], ...] = ()
     """The run context as attributes of the invocation span (model class, base URL masked,
     protocol, policy and its hash, prices' source, package version)."""
+    limit: int = _MAX_CHARS
+    """The longest text one captured part keeps: the policy's ``max_observation_chars``."""
 
     @classmethod
     def of(
@@ -58,7 +92,13 @@ class Labels:
             secrets=secrets,
             policy_hash=context.policy_hash if context is not None else None,
             run=_run_attributes(context) if context is not None else (),
+            limit=_limit(context),
         )
+
+
+def _limit(context: RunContext | None) -> int:
+    found = context.policy.get("max_observation_chars") if context is not None else None
+    return found if isinstance(found, int) and found > 0 else _MAX_CHARS
 
 
 def _run_attributes(context: RunContext) -> tuple[tuple[str, str], ...]:
@@ -75,65 +115,72 @@ def _run_attributes(context: RunContext) -> tuple[tuple[str, str], ...]:
     return tuple((key, value) for key, value in found.items() if value is not None)
 
 
-def masked(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` as plain JSON data, every string masked and cut (anything else JSON cannot
-    hold becomes its masked ``str``)."""
-    if isinstance(value, str):
-        return redact(value[:_MAX_CHARS], *secrets)
-    if isinstance(value, dict):
-        return {masked(str(k), secrets): masked(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [masked(item, secrets) for item in value]
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return masked(str(value), secrets)
+def masked(value: Any, secrets: tuple[str, ...], limit: int = _MAX_CHARS) -> Any:
+    """``value`` as the state bounds it (``storable``), every string masked, then cut to
+    ``limit`` characters of JSON text (a cut value is that text); never raises."""
+    data = _redacted(storable(value, secrets), secrets)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return data if len(text) <= limit else cut(text, limit)
 
 
-def masked_json(value: Any, secrets: tuple[str, ...]) -> str:
-    """``masked(value)`` as JSON text: span attributes hold strings, not structures."""
-    return json.dumps(masked(value, secrets), ensure_ascii=False)
+def masked_json(value: Any, secrets: tuple[str, ...], limit: int = _MAX_CHARS) -> str:
+    """``value`` bounded and masked as JSON text, cut to ``limit`` characters: span attributes
+    hold strings, not structures."""
+    data = _redacted(storable(value, secrets), secrets)
+    return cut(json.dumps(data, ensure_ascii=False), limit)
 
 
-def _text(message: BaseMessage, secrets: tuple[str, ...]) -> str:
+def _redacted(data: Any, secrets: tuple[str, ...]) -> Any:
+    """Plain data (nesting already bounded by ``storable``) with every string redacted."""
+    if isinstance(data, str):
+        return redact(data, *secrets)
+    if isinstance(data, dict):
+        return {redact(key, *secrets): _redacted(item, secrets) for key, item in data.items()}
+    if isinstance(data, list):
+        return [_redacted(item, secrets) for item in data]
+    return data
+
+
+def _text(message: BaseMessage, secrets: tuple[str, ...], limit: int) -> str:
     text = message.text if isinstance(message.text, str) else str(message.content)
-    return str(masked(text, secrets))
+    return str(masked(text, secrets, limit))
 
 
-def _parts(message: BaseMessage, secrets: tuple[str, ...]) -> list[dict[str, Any]]:
+def _parts(message: BaseMessage, secrets: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if isinstance(message, ToolMessage):
-        result = _text(message, secrets)
+        result = _text(message, secrets, limit)
         return [{"type": "tool_call_response", "id": message.tool_call_id, "result": result}]
-    text = _text(message, secrets)
+    text = _text(message, secrets, limit)
     if text:
         parts.append({"type": "text", "content": text})
     for call in getattr(message, "tool_calls", None) or []:
-        arguments = masked(call.get("args"), secrets)
+        arguments = masked(call.get("args"), secrets, limit)
         parts.append(
             {
                 "type": "tool_call",
                 "id": call.get("id"),
-                "name": call["name"],
+                "name": redact(str(call["name"]), *secrets)[:limit],
                 "arguments": arguments,
             }
         )
     return parts
 
 
-def messages_json(messages: list[BaseMessage], secrets: tuple[str, ...]) -> str:
+def messages_json(messages: list[BaseMessage], secrets: tuple[str, ...], limit: int) -> str:
     """``gen_ai.input.messages``: the chat history sent, in order (the system prompt included
-    as a system message, as the model received it)."""
+    as a system message, as the model received it), each part bounded by ``limit``."""
     shown = [
-        {"role": _ROLES.get(m.type, m.type), "parts": _parts(m, secrets)}
+        {"role": _ROLES.get(m.type, m.type), "parts": _parts(m, secrets, limit)}
         for m in messages
         if isinstance(m, BaseMessage)
     ]
     return json.dumps(shown, ensure_ascii=False)
 
 
-def output_json(message: BaseMessage, secrets: tuple[str, ...]) -> str:
+def output_json(message: BaseMessage, secrets: tuple[str, ...], limit: int) -> str:
     """``gen_ai.output.messages``: the one reply, with its finish reason when reported."""
-    reply: dict[str, Any] = {"role": "assistant", "parts": _parts(message, secrets)}
+    reply: dict[str, Any] = {"role": "assistant", "parts": _parts(message, secrets, limit)}
     if isinstance(message, AIMessage) and message.response_metadata.get("finish_reason"):
         reply["finish_reason"] = str(message.response_metadata["finish_reason"])
     return json.dumps([reply], ensure_ascii=False)
@@ -156,8 +203,9 @@ def span_context(value: str | None) -> SpanContext | None:
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
 
 
-def record_outcome(span: Span, outputs: Mapping[str, Any]) -> None:
-    """The run's status, stop reason and usage; a failure (model or tool) is an error status."""
+def record_outcome(span: Span, outputs: Mapping[str, Any], content: bool = False) -> None:
+    """The run's status, stop reason and usage; a failure (model or tool) is an error status,
+    described by the run's message only with content capture on (it may quote an error)."""
     status = outputs.get("status") or "paused"  # returned without an end: waiting on a human
     span.set_attribute("gated_react.status", status)
     usage = outputs.get("usage") or {}
@@ -172,7 +220,8 @@ def record_outcome(span: Span, outputs: Mapping[str, Any]) -> None:
     span.set_attribute("gated_react.stop_reason", reason)
     if status == "stopped" and _failed(reason):
         span.set_attribute("error.type", reason)
-        span.set_status(Status(StatusCode.ERROR, str(outputs.get("message") or reason)[:300]))
+        said = str(outputs.get("message") or reason) if content else reason
+        span.set_status(Status(StatusCode.ERROR, said[:300]))
 
 
 _USAGE = ("steps", "tool_calls", "tokens", "input_tokens", "output_tokens", "cached_tokens", "cost")
@@ -187,11 +236,13 @@ def _failed(reason: str) -> bool:
 
 
 __all__ = [
+    "SPAN_FAILURES",
     "Labels",
     "masked",
     "masked_json",
     "messages_json",
     "output_json",
+    "quiet",
     "record_outcome",
     "span_context",
     "traceparent",

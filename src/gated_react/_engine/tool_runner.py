@@ -189,21 +189,32 @@ def _is_async(tool: BaseTool) -> bool:
 
 
 def to_observation(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Any:
-    """The tool's result as storable JSON data (``untrusted.plain``, ``secrets`` masked), cut
-    with a visible marker when its text exceeds ``limit``. Whatever a tool returns, this never
-    raises."""
+    """The tool's result as storable JSON data (``storable``), cut with a visible marker when
+    its text exceeds ``limit``. Whatever a tool returns, this never raises."""
+    data = storable(value, secrets)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return data if len(text) <= limit else cut(text, limit)
+
+
+def storable(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """Any value as plain JSON data (``storable.plain``: nesting bounded, ``secrets``
+    masked), else as text: JSON too deep to store, or ``repr`` for what JSON cannot encode
+    (cycles included). The one bounded form of outside values the state and the spans share;
+    never raises."""
     try:
         text = json.dumps(value, default=_jsonable, ensure_ascii=False)
-        data = plain(json.loads(text), secrets=secrets)
+        return plain(json.loads(text), secrets=secrets)
     except Unstorable:  # huge integers or deep nesting: the model reads the same JSON as text
-        data = clean_text(text, secrets)
-    except Exception:  # circular, unencodable, or a __repr__ that raises
-        data = clean_text(_shown(value), secrets)
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        return clean_text(text, secrets)
+    except Exception:  # circular, unencodable, too deep to encode, a __repr__ that raises
+        return clean_text(_shown(value), secrets)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with a visible marker (unchanged when it fits)."""
     if len(text) <= limit:
-        return data
-    marker = f" ...[cut: {len(text)} chars, first {limit} shown]"
-    return text[:limit] + marker
+        return text
+    return text[:limit] + f" ...[cut: {len(text)} chars, first {limit} shown]"
 
 
 def _shown(value: Any) -> str:

@@ -6,6 +6,10 @@ package hosts), and the helpers return before building attributes when a span do
 ``AgentSpans``, a callback handler the graph carries, opens one ``invoke_agent`` span per
 invocation (invoke, stream, resume, ``langgraph dev``) and maps every run inside it to that
 span, so a node finds it from the callbacks LangGraph hands it, on any thread or task.
+
+Tracing never breaks a run: each helper that builds or records a span is ``quiet``, so an error
+in it (an exporter's, an attribute that will not encode) is counted in ``SPAN_FAILURES`` and the
+run goes on; a span may then lack that attribute, the state is as it would be without tracing.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from gated_react._engine.pricing import Tokens
 from gated_react._engine.span_content import (
+    SPAN_FAILURES,
     Labels,
     masked_json,
     messages_json,
     output_json,
+    quiet,
     record_outcome,
     span_context,
     traceparent,
@@ -38,6 +44,7 @@ from gated_react.redact import redact
 from gated_react.state import Call
 
 __all__ = [
+    "SPAN_FAILURES",
     "AgentSpans",
     "Labels",
     "api_alone",
@@ -134,7 +141,7 @@ class AgentSpans(BaseCallbackHandler):
         if span is not None and run_id in self._roots:
             self._roots.discard(run_id)
             if span.is_recording() and isinstance(outputs, Mapping):
-                record_outcome(span, outputs)
+                quiet(record_outcome)(span, outputs, self.labels.content)
             span.end()
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -145,8 +152,7 @@ class AgentSpans(BaseCallbackHandler):
         if isinstance(error, GraphInterrupt):  # a graph nested in another one pauses this way
             span.set_attribute("gated_react.status", "paused")
         else:
-            span.set_attribute("error.type", type(error).__qualname__)
-            span.set_status(Status(StatusCode.ERROR, _line(error, self.labels)))
+            quiet(_failed)(span, type(error).__qualname__, error, self.labels)
         span.end()
 
     def _open(self, metadata: Mapping[str, Any]) -> Span:
@@ -207,6 +213,7 @@ def chat(spans: AgentSpans, config: RunnableConfig) -> Iterator[Span]:
         yield span
 
 
+@quiet
 def replied(
     spans: AgentSpans,
     span: Span,
@@ -224,6 +231,8 @@ def replied(
         span.set_attribute("gen_ai.usage.input_tokens", tokens.input)
         span.set_attribute("gen_ai.usage.output_tokens", tokens.output)
         span.set_attribute("gen_ai.usage.cache_read.input_tokens", tokens.cached)
+        if tokens.cache_write:
+            span.set_attribute("gen_ai.usage.cache_creation.input_tokens", tokens.cache_write)
     if cost is not None:
         span.set_attribute("gated_react.usage.cost", cost)
     metadata = getattr(message, "response_metadata", None) or {}
@@ -233,15 +242,19 @@ def replied(
         span.set_attribute("gen_ai.response.finish_reasons", [str(metadata["finish_reason"])])
     labels = spans.labels
     if labels.content:
-        span.set_attribute("gen_ai.input.messages", messages_json(sent, labels.secrets))
-        span.set_attribute("gen_ai.output.messages", output_json(message, labels.secrets))
+        sent_json = messages_json(sent, labels.secrets, labels.limit)
+        span.set_attribute("gen_ai.input.messages", sent_json)
+        said = output_json(message, labels.secrets, labels.limit)
+        span.set_attribute("gen_ai.output.messages", said)
 
 
-def chat_failed(span: Span, stop_reason: str, message: str) -> None:
-    """A model call that ended the run (timeout, provider error); the message is already
-    masked (it went into the state)."""
+@quiet
+def chat_failed(spans: AgentSpans, span: Span, stop_reason: str, message: str) -> None:
+    """A model call that ended the run (timeout, provider error); the message (already
+    masked: it went into the state) describes it only with content capture on."""
     span.set_attribute("error.type", stop_reason)
-    span.set_status(Status(StatusCode.ERROR, message[:300]))
+    said = message if spans.labels.content else stop_reason
+    span.set_status(Status(StatusCode.ERROR, said[:300]))
 
 
 @contextmanager
@@ -257,7 +270,9 @@ def tool(spans: AgentSpans, config: RunnableConfig, call: Call) -> Iterator[Span
         "gen_ai.tool.type": "function",
     }
     if spans.labels.content:
-        attributes["gen_ai.tool.call.arguments"] = masked_json(call.args, spans.labels.secrets)
+        arguments = quiet(_content)(spans.labels, call.args)
+        if arguments is not None:
+            attributes["gen_ai.tool.call.arguments"] = arguments
     span = TRACER.start_span(
         f"execute_tool {call.tool}",
         parent(spans, config),
@@ -268,23 +283,35 @@ def tool(spans: AgentSpans, config: RunnableConfig, call: Call) -> Iterator[Span
         yield span
 
 
+def _content(labels: Labels, value: Any) -> str:
+    """Arguments or a result as a span keeps them: bounded and masked like an observation."""
+    return masked_json(value, labels.secrets, labels.limit)
+
+
+@quiet
 def tool_done(spans: AgentSpans, span: Span, value: Any) -> None:
     """A call that returned (its value recorded only with content capture on)."""
     if span.is_recording():
         span.set_attribute("gated_react.tool.outcome", "ok")
         if spans.labels.content:
-            secrets = spans.labels.secrets
-            span.set_attribute("gen_ai.tool.call.result", masked_json(value, secrets))
+            span.set_attribute("gen_ai.tool.call.result", _content(spans.labels, value))
 
 
+@quiet
 def tool_failed(spans: AgentSpans, span: Span, error: BaseException) -> None:
     """A call that raised or ran out of time."""
     timed_out = isinstance(error, ToolTimeout)
     if span.is_recording():
         span.set_attribute("gated_react.tool.outcome", "timeout" if timed_out else "error")
-        span.set_attribute("error.type", "timeout" if timed_out else type(error).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, _line(error, spans.labels)))
+        _failed(span, "timeout" if timed_out else type(error).__qualname__, error, spans.labels)
 
 
-def _line(error: BaseException, labels: Labels) -> str:
-    return redact(one_line(str(error) or type(error).__name__), *labels.secrets)[:300]
+def _failed(span: Span, kind: str, error: BaseException, labels: Labels) -> None:
+    """An error status: described by the error's text (masked) only with content capture on,
+    else by its type (the text may quote arguments: a card number, a customer's name)."""
+    span.set_attribute("error.type", kind)
+    if not labels.content:
+        span.set_status(Status(StatusCode.ERROR, kind))
+        return
+    said = redact(one_line(str(error) or type(error).__name__), *labels.secrets)
+    span.set_status(Status(StatusCode.ERROR, said[:300]))

@@ -75,9 +75,9 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
             asked = model_config(config, deps.answer_streams)
             message = call_within(lambda: deps.bound.invoke(messages, asked), left)
         except DeadlinePassed:
-            return opened | ended(span, out_of_time(state, started, deps))
+            return opened | ended(deps, span, out_of_time(state, started, deps))
         except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-            return opened | ended(span, failed(state, exc, started, deps.secrets))
+            return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
         return opened | decided(state, messages, message, started, deps, span=span)
 
 
@@ -96,15 +96,15 @@ async def adecide(
             asked = model_config(config, deps.answer_streams)
             message = await await_within(deps.bound.ainvoke(messages, asked), left)
         except DeadlinePassed:
-            return opened | ended(span, out_of_time(state, started, deps))
+            return opened | ended(deps, span, out_of_time(state, started, deps))
         except Exception as exc:
-            return opened | ended(span, failed(state, exc, started, deps.secrets))
+            return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
         return opened | decided(state, messages, message, started, deps, span=span)
 
 
-def ended(span: Span, update: dict[str, Any]) -> dict[str, Any]:
+def ended(deps: NodeDeps, span: Span, update: dict[str, Any]) -> dict[str, Any]:
     """A stop the model call caused, recorded on its span too."""
-    tracing.chat_failed(span, update["stop_reason"], update["message"])
+    tracing.chat_failed(deps.spans, span, update["stop_reason"], update["message"])
     return update
 
 

@@ -6,14 +6,18 @@ from decide under one id and again from finish under another, and tool-call chun
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from gated_react import Policy, build_graph
+from gated_react._engine.streaming import release
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -96,3 +100,63 @@ def test_async_streams_the_same() -> None:
     stored = graph.get_state(CONFIG).values["messages"]
     assert {c.id for c in chunks} == {stored[-1].id}
     assert "".join(c.text for c in chunks) == ANSWER
+
+
+KEY = "gr-live-" + "Q7" * 12
+
+
+class KeyedModel(ScriptedChatModel):
+    """The scripted model holding an API key (masked wherever the model's replies go), its
+    replies streamed ``size`` characters at a time (0: word by word, as the script does)."""
+
+    api_key: SecretStr
+    size: int = 0
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        *words, last = super()._stream(messages, stop, run_manager, **kwargs)
+        if not self.size:
+            yield from [*words, last]
+            return
+        text = "".join(word.text for word in words)
+        for at in range(0, len(text), self.size):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text[at : at + self.size]))
+        yield last
+
+
+@pytest.mark.parametrize("size", [0, 4, 1, 7], ids=["words", "4 chars", "1 char", "7 chars"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_streamed_answer_is_masked_like_the_stored_one(size: int, asynchronous: bool) -> None:
+    """Issue 28: a model holding an API key that replies "Your key is K" streamed K raw (also
+    split over 4-character chunks), while the message stored under the same id showed ***."""
+    model = KeyedModel(replies=[f"Your key is {KEY}, keep {KEY[:5]} safe"], api_key=KEY, size=size)
+    graph = build_graph(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
+    asked = {"messages": [HumanMessage("What is my key?")]}
+
+    async def astreamed() -> list[BaseMessage]:
+        return [m async for m, _ in graph.astream(asked, CONFIG, stream_mode="messages")]
+
+    if asynchronous:
+        streamed = asyncio.run(astreamed())
+    else:
+        streamed = [m for m, _ in graph.stream(asked, CONFIG, stream_mode="messages")]
+    stored = graph.get_state(CONFIG).values["messages"][-1]
+    chunks = _ai(streamed)
+    assert stored.text == f"Your key is ***, keep {KEY[:5]} safe"
+    assert "".join(c.text for c in chunks) == stored.text
+    assert {c.id for c in chunks} == {stored.id}
+    assert all(KEY[5:9] not in c.text for c in chunks)
+
+
+def test_release_holds_back_what_may_begin_a_key_and_never_cuts_inside_one() -> None:
+    keys = ("abcdefgh", "wxyz")
+    assert release("hello abc", keys) == ("he", "llo abc")  # 7: the longest key's length - 1
+    assert release("hello", keys) == ("", "hello")
+    assert release("abcdefgh and more", keys) == ("*** a", "nd more")
+    assert release("say wxyzabcdefgh", keys) == ("say ***", "abcdefgh")  # whole keys wait
+    assert release("", keys) == ("", "")

@@ -10,6 +10,10 @@ written, and its text chunks, only those, are passed on as they arrive; ``finish
 answer under the reply's id, so LangGraph does not send it again. With the ``json`` and
 ``text`` protocols nothing streams from the model, and the answer (or why the run stopped)
 arrives whole from ``finish`` (``stop``) under its stored id.
+
+What streams is masked as the stored answer is: the model's own keys become ``***``. A key can
+arrive split over chunks, so the last characters of the text (the longest key's length minus
+one) are held back until the next chunk or the reply's end shows whether they begin a key.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from gated_react._engine.langgraph_internals import (
     emit,
     messages_stream,
 )
+from gated_react.redact import mask_secrets
 
 
 class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore[type-arg]
@@ -40,9 +45,13 @@ class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore
     run_inline = True
     """LangGraph's handler runs inline too: chunks keep their order."""
 
-    def __init__(self, target: StreamMessagesHandler) -> None:
+    def __init__(self, target: StreamMessagesHandler, secrets: tuple[str, ...] = ()) -> None:
         self.target = target
         self.meta: dict[UUID, Any] = {}
+        self.secrets = tuple(secret for secret in secrets if len(secret) >= 4)
+        self.held: dict[UUID, tuple[AIMessageChunk, str]] = {}
+        """Per model call: the last chunk passed on (its id and kind) and the raw text held
+        back because it may begin a key."""
 
     def tap_output_iter(self, run_id: UUID, output: Any) -> Any:
         return output
@@ -84,25 +93,54 @@ class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore
         meta = self.meta.get(run_id)
         if meta is None or not isinstance(message, AIMessageChunk):
             return
-        if message.text and not message.tool_call_chunks:
+        if not message.text or message.tool_call_chunks:
+            return
+        if not self.secrets:
             emit(self.target, meta, message)
+            return
+        _, before = self.held.get(run_id, (message, ""))
+        shown, kept = release(before + message.text, self.secrets)
+        self.held[run_id] = (message, kept)
+        if shown:
+            emit(self.target, meta, message.model_copy(update={"content": shown}))
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self.meta.pop(run_id, None)
+        meta, (last, kept) = self.meta.pop(run_id, None), self.held.pop(run_id, (None, ""))
+        if meta is not None and last is not None and kept:
+            shown = mask_secrets(kept, self.secrets)
+            emit(self.target, meta, last.model_copy(update={"content": shown}))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self.meta.pop(run_id, None)
+        self.held.pop(run_id, None)  # the run stops; its stored message says why, not this
 
 
-def model_config(config: RunnableConfig, answer_streams: bool) -> RunnableConfig:
+def release(text: str, secrets: tuple[str, ...]) -> tuple[str, str]:
+    """What of ``text`` may stream now, masked, and the raw tail held back: as long as the
+    longest secret minus one, so a secret still arriving cannot begin in what streams, and
+    never from inside a secret that arrived whole (the cut moves back to its start)."""
+    cut = max(len(text) - max(map(len, secrets)) + 1, 0)
+    moved = True
+    while moved:
+        moved = False
+        for secret in secrets:
+            at = text.find(secret, max(cut - len(secret) + 1, 0))
+            if 0 <= at < cut:
+                cut, moved = at, True
+    return mask_secrets(text[:cut], secrets), text[cut:]
+
+
+def model_config(
+    config: RunnableConfig, answer_streams: bool, secrets: tuple[str, ...] = ()
+) -> RunnableConfig:
     """The config decide calls the model with: tagged so LangGraph never streams the call
-    itself; with ``AnswerText`` among its callbacks when ``answer_streams`` and the run
-    streams messages."""
+    itself; with ``AnswerText`` (masking ``secrets``) among its callbacks when
+    ``answer_streams`` and the run streams messages."""
     tagged: RunnableConfig = {**config, "tags": [*config.get("tags", ()), TAG_NOSTREAM]}
     target = messages_stream(config) if answer_streams else None
     callbacks = config.get("callbacks")
     if target is None or not isinstance(callbacks, BaseCallbackManager):
         return tagged
     manager = callbacks.copy()
-    manager.add_handler(AnswerText(target), inherit=True)
+    manager.add_handler(AnswerText(target, secrets), inherit=True)
     return {**tagged, "callbacks": manager}

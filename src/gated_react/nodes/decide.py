@@ -72,7 +72,7 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
         return opened | out_of_time(state, started, deps)
     with tracing.chat(deps.spans, config) as span:
         try:
-            asked = model_config(config, deps.answer_streams)
+            asked = model_config(config, deps.answer_streams, deps.secrets)
             message = call_within(lambda: deps.bound.invoke(messages, asked), left)
         except DeadlinePassed:
             return opened | ended(deps, span, out_of_time(state, started, deps))
@@ -93,7 +93,7 @@ async def adecide(
         return opened | out_of_time(state, started, deps)
     with tracing.chat(deps.spans, config) as span:
         try:
-            asked = model_config(config, deps.answer_streams)
+            asked = model_config(config, deps.answer_streams, deps.secrets)
             message = await await_within(deps.bound.ainvoke(messages, asked), left)
         except DeadlinePassed:
             return opened | ended(deps, span, out_of_time(state, started, deps))

@@ -345,6 +345,11 @@ class CoreState(_Strict):
     """Loop keys of the calls made so far: tool, exact and normalized argument hashes."""
     seen_from: int = 0
     """Loop keys before this index belong to earlier runs on the thread (not compared)."""
+    spend: Annotated[list[float | None], DeltaChannel(_append)] = Field(default_factory=list)
+    """What each model reply cost in USD (None: unpriced), append-only: ``max_cost`` counts
+    the run's record, never less, so an edit of ``usage.cost`` alone cannot buy more spend."""
+    spend_from: int = 0
+    """Entries of ``spend`` before this index belong to earlier runs on the thread."""
     history_from: int = 0
     """History entries before this index belong to earlier runs on the thread."""
     turn: str | None = None

@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.tools import tool
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react._engine.budget_checks import check_before_step, check_before_tool
+from gated_react._engine.budget_checks import check_before_step, check_before_tool, held_to_spend
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.stops import StopReason
@@ -194,3 +194,39 @@ def test_a_cost_edited_to_nan_through_the_state_api_cannot_switch_max_cost_off(
     assert len(LOOKED_UP) == ran == 6
     assert out["stop_reason"] == "max_cost"
     assert "cannot be checked: usage.cost was nan" in out["message"]
+
+
+def test_a_cost_edited_lower_through_the_state_api_is_held_to_the_record_of_spend(
+    tmp_path: Path,
+) -> None:
+    """A cost edited down to 0 (finite, so it reads as an amount) bought as much spend again:
+    ``max_cost`` counts what the replies of this run cost (an append-only record), never less."""
+    LOOKED_UP.clear()
+    policy = Policy(
+        budget=Budget(max_steps=30, max_tool_calls=30, max_seconds=600, max_cost=1.0),
+        prices={"scripted": Price(input=500.0, output=500.0)},
+    )
+    replies = [call("lookup", n=n) for n in range(1, 30)]
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        graph = build_graph(
+            ScriptedChatModel(replies=replies), [lookup], policy=policy, checkpointer=saver
+        )
+        assert run(graph, "look", thread_id="t")["stop_reason"] == "max_cost"
+        cfg: Any = {"configurable": {"thread_id": "t"}}
+        last = next(s for s in graph.get_state_history(cfg) if s.next == ("decide",))
+        usage = {**last.values["usage"], "cost": 0.0}
+        edited = graph.update_state(last.config, {"usage": usage}, as_node="observe")
+        out = graph.invoke(None, edited)
+    assert len(LOOKED_UP) == 6
+    assert out["stop_reason"] == "max_cost"
+    assert out["usage"]["cost"] > 1.0
+
+
+def test_the_record_of_spend_is_a_floor_and_a_bad_entry_is_unknown() -> None:
+    usage = Usage(cost=0.0)
+    assert held_to_spend(usage, [0.25, 0.5]).cost == 0.75
+    assert held_to_spend(Usage(cost=2.0), [0.25]).cost == 2.0  # never below usage either
+    for bad in (None, math.nan, -1.0, math.inf):
+        unknown = held_to_spend(usage, [0.25, bad])
+        assert unknown.cost is None
+        assert unknown.unpriced is not None

@@ -243,6 +243,19 @@ def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | No
     return None
 
 
+def held_to_spend(usage: Usage, spend: Sequence[float | None]) -> Usage:
+    """``usage`` with its cost never below the record of this run's replies (``State.spend``,
+    append-only): unknown once an entry is no amount (unpriced, NaN, infinite, negative)."""
+    if usage.cost is None:
+        return usage
+    if not all(isinstance(c, int | float) and math.isfinite(c) and c >= 0 for c in spend):
+        why = "a reply's cost in this run's record of spend is unknown or not an amount"
+        return usage.model_copy(update={"cost": None, "unpriced": usage.unpriced or why})
+    total = round(math.fsum(c for c in spend if c is not None), 12)
+    # The running total rounds at every step, the record once: only an edit parts them by more.
+    return usage.model_copy(update={"cost": total}) if total > usage.cost + 1e-9 else usage
+
+
 def recorded(usage: Usage, keys: Sequence[str]) -> Usage:
     """The call counters, never below the record of this run's calls: its loop keys (one per
     counted call, in an append-only channel). An edit of ``usage`` alone (a fork with

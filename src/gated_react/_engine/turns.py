@@ -60,6 +60,7 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
             "extensions": [],
             "history_from": len(state.history),
             "seen_from": len(state.seen),
+            "spend_from": len(state.spend),
         }
         update = {
             "usage": dump(Usage()),
@@ -69,6 +70,7 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
             "extensions": [],
             "history_from": changes["history_from"],
             "seen_from": changes["seen_from"],
+            "spend_from": changes["spend_from"],
         }
     changes["run_context"], update["run_context"] = context, dump(context)
     if cut is not None:

@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
-from gated_react._engine.budget_checks import limits_of
+from gated_react._engine.budget_checks import held_to_spend, limits_of
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
@@ -44,6 +44,8 @@ class Channels(TypedDict, total=False):
     extensions: list[dict[str, Any]]
     seen: list[str]
     seen_from: int
+    spend: list[float | None]
+    spend_from: int
     history_from: int
     turn: str | None
     status: str | None
@@ -126,8 +128,10 @@ def out_of_time(state: State, started: float, deps: NodeDeps) -> dict[str, Any]:
 
 
 def spent(state: State, started: float) -> Usage:
-    """Usage after one more model call that took the time since ``started``."""
-    return state.usage.model_copy(
+    """Usage after one more model call that took the time since ``started``; its cost never
+    below the run's record of spend (``held_to_spend``)."""
+    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
+    return usage.model_copy(
         update={
             "steps": state.usage.steps + 1,
             "seconds": state.usage.seconds + (time.monotonic() - started),
@@ -164,7 +168,8 @@ def decided(
         usage.output_tokens = _added(usage.output_tokens, reported.output)
         usage.cost = add_cost(usage.cost, cost)
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
-    return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
+    reply = dump(reply_of(message, deps.secrets))
+    return {"reply": reply, "usage": dump(usage), "spend": [cost if reported else None]}
 
 
 def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:

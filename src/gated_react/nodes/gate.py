@@ -17,7 +17,13 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
 from gated_react._engine.approval import DECISIONS, answered_outcome, ask, question
-from gated_react._engine.budget_checks import Limits, check_before_tool, enforce, recorded
+from gated_react._engine.budget_checks import (
+    Limits,
+    check_before_tool,
+    enforce,
+    held_to_spend,
+    recorded,
+)
 from gated_react._engine.call_keys import (
     args_hash,
     idempotency_key,
@@ -73,7 +79,8 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
         return linked | Stop(StopReason.INVALID_ACTION, "no_action", why).update()
     held = Limits(deps.policy, state.extensions)
     record = state.seen[state.seen_from :]
-    ledger = Ledger(recorded(state.usage, record), record, state.usage.steps, held)
+    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
+    ledger = Ledger(recorded(usage, record), record, state.usage.steps, held)
     calls = []
     for index, action in enumerate(actions):
         with gate_spans.guardrail(deps.spans, config, action.name) as span:

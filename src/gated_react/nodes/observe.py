@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.budget_checks import Limits, enforce_before_step
+from gated_react._engine.budget_checks import Limits, enforce_before_step, held_to_spend
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
@@ -36,7 +36,8 @@ def observe(
     if state.stop_reason:
         return update
     held = Limits(deps.policy, state.extensions)
-    over = enforce_before_step(held, state.usage, config)
+    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
+    over = enforce_before_step(held, usage, config)
     update = {**update, **held.update(), "trace": update["trace"] + held.entries()}
     return {**update, **over.update()} if over else update
 

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.budget_checks import Limits, enforce_before_step
+from gated_react._engine.budget_checks import Limits, enforce_before_step, held_to_spend
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import CoreState, FinalAction, Retry, dump
@@ -53,7 +53,8 @@ def rejected(
         allowed = max(allowed, 1)
     if streak < allowed:
         held = Limits(policy, state.extensions)
-        over = enforce_before_step(held, state.usage, config)
+        usage = held_to_spend(state.usage, state.spend[state.spend_from :])
+        over = enforce_before_step(held, usage, config)
         extended = {**held.update(), "trace": held.entries()} if held.granted else {}
         if over is not None:
             return {**over.update(), "action": None, **extended}

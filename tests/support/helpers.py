@@ -44,6 +44,13 @@ def state(**fields: Any) -> State:
     return State.model_validate({"goal": REFUND_GOAL, **fields})
 
 
+def admitted(parts: NodeDeps, current: State, config: Any = None) -> State:
+    """A hand-built state as if the gate of ``parts`` had just let its calls through: the
+    proof ``execute`` takes before it runs them unchecked (``_engine/admissions.py``)."""
+    parts.admitted.grant(config or {}, current.calls)
+    return current
+
+
 def run(
     replies: Sequence[Any],
     tools: Sequence[BaseTool] = SUPPORT_TOOLS,

@@ -66,9 +66,8 @@ def forged(tool_name: str = "read_secrets", count: int = 1, **args: Any) -> list
 
 
 @pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
+def _clean() -> None:
     RAN.clear()
-    yield
 
 
 @pytest.fixture

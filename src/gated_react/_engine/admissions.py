@@ -12,7 +12,10 @@ command, a replay, a resume in another process after a crash) is checked again i
 
 A taken entry is gone, so a step runs once on one admission; the registry is bounded, so a
 process that admits many steps nobody executes (interrupted before ``execute``) keeps only the
-newest.
+newest. It is one per process, not one per graph, because the LangGraph server builds the graph
+anew for every run: a step held before ``execute`` (``interrupt_before``) and continued by the
+next run is still known. Entries are scoped by the policy's hash and the tools' names, so a graph
+under another policy never takes a step this one admitted.
 """
 
 from __future__ import annotations
@@ -40,26 +43,30 @@ class Admissions:
         self._held: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def grant(self, config: RunnableConfig, calls: Sequence[Call]) -> None:
+    def grant(self, scope: str, config: RunnableConfig, calls: Sequence[Call]) -> None:
         """Record a step the gate let through: these calls, in this order, on this thread."""
-        key = _key(config, calls)
+        key = _key(scope, config, calls)
         with self._lock:
             self._held[key] = None
             self._held.move_to_end(key)
             while len(self._held) > _KEPT:
                 self._held.popitem(last=False)
 
-    def take(self, config: RunnableConfig, calls: Sequence[Call]) -> bool:
+    def take(self, scope: str, config: RunnableConfig, calls: Sequence[Call]) -> bool:
         """True, once, when the gate let exactly these calls through on this thread."""
-        key = _key(config, calls)
+        key = _key(scope, config, calls)
         with self._lock:
             return self._held.pop(key, False) is None
 
 
-def _key(config: RunnableConfig, calls: Sequence[Call]) -> str:
+ADMITTED = Admissions()
+"""This process's admitted steps."""
+
+
+def _key(scope: str, config: RunnableConfig, calls: Sequence[Call]) -> str:
     thread = str(config.get("configurable", {}).get("thread_id", "-"))
     shown: list[Any] = [dump(call) for call in calls]
-    return short_hash(f"{thread}\n{canonical_json(shown)}", 32)
+    return short_hash(f"{scope}\n{thread}\n{canonical_json(shown)}", 32)
 
 
 def sent(node: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.admissions import Admissions
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
 from gated_react._engine.run_context import run_context
@@ -23,8 +22,7 @@ from gated_react.state import RunContext
 
 @dataclass(frozen=True, slots=True)
 class NodeDeps:
-    """Everything a node needs besides the state; built by ``build_graph``, never replaced (only
-    the admissions registry changes, as the gate and ``execute`` hand steps over)."""
+    """Everything a node needs besides the state; built by ``build_graph``, never mutated."""
 
     model: BaseChatModel
     bound: BoundModel
@@ -46,9 +44,12 @@ class NodeDeps:
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
     """The graph's OpenTelemetry spans: what they say about its agent and model, and each
     invocation's span (the graph carries it as a callback handler)."""
-    admitted: Admissions = field(default_factory=Admissions, repr=False)
-    """The steps the gate let through in this process, until ``execute`` takes them: the only
-    proof of a gate decision that no state edit can forge (``_engine/admissions.py``)."""
+
+    @property
+    def admission_scope(self) -> str:
+        """What an admitted step is scoped by (``_engine/admissions.py``): the policy's hash
+        and the tools' names."""
+        return f"{self.context.policy_hash}:{','.join(sorted(self.tools))}"
 
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:

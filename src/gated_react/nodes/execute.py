@@ -27,7 +27,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_runner, tracing
-from gated_react._engine.admissions import sent
+from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.call_keys import loop_key
@@ -82,7 +82,7 @@ async def aexecute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:
     """True unless the gate of this process let exactly these calls through on this thread
     (taken once: a replay of the same step is checked again)."""
-    return not deps.admitted.take(config, state.calls)
+    return not ADMITTED.take(deps.admission_scope, config, state.calls)
 
 
 def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
-from gated_react._engine.admissions import sent
+from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import DECISIONS, answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, check_before_tool, enforce, recorded
 from gated_react._engine.call_keys import (
@@ -87,7 +87,7 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
             return linked | out | held.update() | {"trace": [*held.entries(), *out["trace"]]}
         ledger.count(checked)
         calls.append(checked)
-    deps.admitted.grant(config, calls)
+    ADMITTED.grant(deps.admission_scope, config, calls)
     admitted = {"calls": [dump(c) for c in calls], "usage": dump(ledger.usage)}
     extended = {"trace": held.entries(), **held.update()} if held.granted else {}
     return linked | admitted | {"seen": ledger.new_keys} | extended

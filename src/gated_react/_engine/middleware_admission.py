@@ -5,7 +5,7 @@ line naming the equivalent (``MiddlewareRefused``): the policy stays the one pla
 what runs, and the run records it (``run_context.policy``). So is one that calls a model of
 its own (the budgets would not see it), keeps state channels of its own, or runs at the start
 or end of a run (``before_agent``/``after_agent``: a run here may pause, resume in another
-process, or stop at any node). ``docs/guides/create-agent.md`` has the table, class by class.
+process, or stop at any node). ``docs/guides/chat.md`` ("Middleware") has the table.
 """
 
 from __future__ import annotations

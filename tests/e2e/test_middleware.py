@@ -264,3 +264,22 @@ def test_tool_hooks_see_only_the_calls_the_gate_let_through(mode: str) -> None:
 
 def _call(name: str, **args: Any) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c-{name}"}])
+
+
+class Raising(AgentMiddleware):
+    """A tool hook with a bug."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        raise KeyError("oops")
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        raise KeyError("oops")
+
+
+@MODES
+def test_a_tool_hook_that_raises_is_a_failed_call_not_a_traceback(mode: str) -> None:
+    model = FakeToolModel(messages=replies(_call("lookup", q="x"), "Done."))
+    out = run(build_graph(model, [lookup], middleware=[Raising()]), "q", mode)
+    assert out["stop_reason"] == "tool_error:lookup"
+    assert "KeyError" in out["message"]
+    assert RAN == []

@@ -42,8 +42,6 @@ from gated_react.state import Call
 
 __all__ = ["Middleware"]
 
-Handler = Callable[..., Any]
-
 
 def _having(stack: Sequence[AgentMiddleware[Any, Any]], hook: str) -> tuple[Any, ...]:
     return tuple(m for m in stack if overrides(m, hook) or overrides(m, f"a{hook}"))

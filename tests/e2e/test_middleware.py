@@ -283,3 +283,22 @@ def test_a_tool_hook_that_raises_is_a_failed_call_not_a_traceback(mode: str) -> 
     assert out["stop_reason"] == "tool_error:lookup"
     assert "KeyError" in out["message"]
     assert RAN == []
+
+
+def test_an_async_only_hook_under_invoke_says_to_use_ainvoke() -> None:
+    @before_model
+    async def lookahead(state: Any, runtime: Any) -> None:
+        return None
+
+    model = FakeToolModel(messages=replies("never"))
+    out = run(build_graph(model, [lookup], middleware=[lookahead]), "q", "sync")
+    assert out["stop_reason"] == "middleware_error:lookahead"
+    assert "has only an async before_model: run the graph with ainvoke" in out["message"]
+    assert (
+        run(
+            build_graph(FakeToolModel(messages=replies("ok")), [], middleware=[lookahead]),
+            "q",
+            "async",
+        )["answer"]
+        == "ok"
+    )

@@ -232,6 +232,7 @@ def test_a_tool_hook_that_changes_the_call_is_denied(mode: str) -> None:
     out = run(build_graph(model, [lookup], policy=policy, middleware=[Swap()]), "q", mode)
     assert out["stop_reason"] == "tool_denied:lookup"
     assert "a tool hook changed the call the gate let through" in out["message"]
+    assert out["trace"][-1]["stop_reason"] == "tool_denied:lookup"  # audited like a refusal
     assert RAN == []
 
 

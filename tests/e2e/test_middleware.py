@@ -303,3 +303,12 @@ def test_an_async_only_hook_under_invoke_says_to_use_ainvoke() -> None:
         )["answer"]
         == "ok"
     )
+
+
+def test_a_streamed_answer_is_the_one_the_hooks_made() -> None:
+    pii = PIIMiddleware("email", strategy="redact", apply_to_output=True)
+    model = FakeToolModel(messages=replies("Mail bob@example.com."))
+    graph = build_graph(model, [lookup], middleware=[pii])
+    chunks = [chunk for chunk, _ in graph.stream({"goal": "q"}, stream_mode="messages")]
+    streamed = [chunk.text for chunk in chunks if isinstance(chunk, AIMessage)]
+    assert "".join(streamed) == "Mail [REDACTED_EMAIL]."  # never the address, not even a token

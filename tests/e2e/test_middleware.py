@@ -312,3 +312,18 @@ def test_a_streamed_answer_is_the_one_the_hooks_made() -> None:
     chunks = [chunk for chunk, _ in graph.stream({"goal": "q"}, stream_mode="messages")]
     streamed = [chunk.text for chunk in chunks if isinstance(chunk, AIMessage)]
     assert "".join(streamed) == "Mail [REDACTED_EMAIL]."  # never the address, not even a token
+
+
+def test_an_after_model_hook_that_drops_the_reply_stops_the_run() -> None:
+    from langchain_core.messages import RemoveMessage
+
+    @after_model
+    def drop(state: Any, runtime: Any) -> dict[str, Any] | None:
+        if len(state["messages"]) < 4:  # the second reply, after a past step's AI message
+            return None
+        return {"messages": [RemoveMessage(id=state["messages"][-1].id)]}
+
+    script = replies(_call("lookup", q="x"), "Done.")
+    out = run(build_graph(FakeToolModel(messages=script), [lookup], middleware=[drop]), "q", "sync")
+    assert out["stop_reason"] == "middleware_error:drop"
+    assert "left no AI reply last" in out["message"]

@@ -93,8 +93,9 @@ class ModelCall:
             why = f"{where} {others}; a hook may change only the messages the model is shown"
             raise MiddlewareFailed(m.name, why)
         view = _merged(self.view, update.get("messages") or [])
-        if hook == "after_model" and not any(isinstance(v, AIMessage) for v in view):
-            raise MiddlewareFailed(m.name, "after_model removed the model's reply")
+        if hook == "after_model" and not (view and isinstance(view[-1], AIMessage)):
+            # the reply is the view's last message; an earlier one is a past step's
+            raise MiddlewareFailed(m.name, "after_model left no AI reply last in the messages")
         return view
 
     def request(self) -> Any:
@@ -103,10 +104,10 @@ class ModelCall:
             t for name, t in deps.tools.items() if name in deps.allowed
         ]
         state: Any = {"messages": list(self.view)}
+        view = list(self.view)
         return ModelRequest(
-            model=self.deps.model, messages=list(self.view), tools=visible, state=state,
-            runtime=self.runtime,
-        )  # fmt: skip
+            model=deps.model, messages=view, tools=visible, state=state, runtime=self.runtime
+        )
 
     def layer(self, m: AgentMiddleware[Any, Any]) -> Handler:
         def wrapped(request: Any, handler: Handler) -> Any:
@@ -212,7 +213,7 @@ class ModelCall:
 
     def result(self) -> tuple[BaseMessage, BaseMessage]:
         """The reply after the hooks, and the message whose usage the budgets count."""
-        reply = [m for m in self.view if isinstance(m, AIMessage)][-1]  # applied() keeps one
+        reply = self.view[-1]  # an AI message: applied() holds the hooks to that
         return reply, paid(self.replies, reply)
 
 

@@ -14,6 +14,7 @@ from .support.reaping import PATIENCE
 PUBLIC = [
     "Budget",
     "GatedReactError",
+    "MiddlewareRefused",
     "NotWaiting",
     "Policy",
     "Price",

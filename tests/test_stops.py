@@ -27,6 +27,7 @@ def test_parse_round_trips_and_rejects_unknown() -> None:
         ("invalid_action:bad_json", False),
         ("llm_timeout", True),
         ("llm_error:rate_limited", True),
+        ("middleware_error:PIIMiddleware[email]", True),
         ("tool_error:x", True),
         ("tool_timeout:x", True),
         ("tool_outcome_unknown:x", True),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
-    from gated_react.errors import GatedReactError
+    from gated_react.errors import GatedReactError, MiddlewareRefused
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.locks import ThreadBusy
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "Budget": "policy",
     "GatedReactError": "errors",
+    "MiddlewareRefused": "errors",
     "NotWaiting": "runs",
     "Policy": "policy",
     "Price": "policy",
@@ -67,6 +68,7 @@ _HOMES = {
 __all__ = [
     "Budget",
     "GatedReactError",
+    "MiddlewareRefused",
     "NotWaiting",
     "Policy",
     "Price",

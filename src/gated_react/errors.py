@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from gated_react.redact import redact
 
@@ -20,6 +20,26 @@ if TYPE_CHECKING:
 
 class GatedReactError(Exception):
     """Base of every exception gated-react raises on purpose; its message is one line."""
+
+
+class MiddlewareRefused(GatedReactError, ValueError):
+    """A LangChain middleware ``build_graph`` does not take (the gate does its job, or it would
+    get past the gate); the one-line message names the equivalent."""
+
+
+class MiddlewareFailed(GatedReactError):
+    """A middleware hook raised, or returned what it may not: the run stops with
+    ``middleware_error:<name>``."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"{name}: {why}")
+        self.name = name
+
+    @classmethod
+    def of(cls, name: str, hook: str, exc: BaseException, secrets: tuple[str, ...]) -> Self:
+        """The failure of a hook that raised ``exc`` (its message masked and shortened)."""
+        text = shorten(exception_line(exc, *secrets), 300)
+        return cls(name, f"{hook} raised {type(exc).__name__}: {text}")
 
 
 def one_line(text: object) -> str:

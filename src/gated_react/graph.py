@@ -7,7 +7,7 @@ validate -> finish (final answer) | decide (retry) ; every other end -> stop
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -30,6 +30,9 @@ from gated_react.nodes.validate import validate
 from gated_react.policy import Policy
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
+if TYPE_CHECKING:
+    from langchain.agents.middleware import AgentMiddleware
+
 GatedGraph = CompiledStateGraph[State, None, RunInput | RunInputDict, RunResult]
 """What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks."""
 
@@ -43,15 +46,21 @@ def build_graph(
     *,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
+    middleware: Sequence[AgentMiddleware[Any, Any]] = (),
 ) -> GatedGraph:
     """A compiled graph in which ``model`` proposes and ``policy`` decides what runs. ``model``
     may be a LangChain ``"provider:model"`` string (``"openai:gpt-4.1-mini"``), as
     ``create_agent`` takes it.
 
+    ``middleware`` runs LangChain's ``AgentMiddleware`` under the gate: model hooks around
+    decide's model call, tool hooks around the calls the gate let through. One whose job the
+    gate does, or that would get past it, is refused (``MiddlewareRefused``, naming the
+    equivalent); see the create_agent guide.
+
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
     """
     policy = policy or Policy()
-    deps = NodeDeps.build(init_model(model), tools, policy)
+    deps = NodeDeps.build(init_model(model), tools, policy, middleware)
     graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)

@@ -32,6 +32,7 @@ class StopReason(StrEnum):
     INVALID_ACTION = "invalid_action"  # :<why>
     LLM_TIMEOUT = "llm_timeout"
     LLM_ERROR = "llm_error"  # :<kind>
+    MIDDLEWARE_ERROR = "middleware_error"  # :<middleware>
 
 
 # Stops caused by something failing (model, tool, crash) rather than by the policy refusing.
@@ -39,6 +40,7 @@ _FAILURES = frozenset(
     {
         StopReason.LLM_TIMEOUT,
         StopReason.LLM_ERROR,
+        StopReason.MIDDLEWARE_ERROR,
         StopReason.TOOL_ERROR,
         StopReason.TOOL_TIMEOUT,
         StopReason.TOOL_OUTCOME_UNKNOWN,

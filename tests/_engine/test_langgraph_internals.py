@@ -13,7 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from gated_react._engine.langgraph_internals import ask_human, is_resuming, node, was_sent
+from gated_react._engine.langgraph_internals import (
+    ask_human,
+    is_resuming,
+    node,
+    runtime_of,
+    was_sent,
+)
 
 
 class S(TypedDict, total=False):
@@ -106,3 +112,18 @@ def test_an_answer_is_taken_only_by_the_task_that_raised_the_same_question() -> 
     both = app.invoke(Command(resume="yes", goto="second"), config)
     assert [i.value for i in both["__interrupt__"]] == [{"q": "second"}]
     assert both["seen"] == ["first=yes"]
+
+
+def test_runtime_of_is_the_runtime_a_node_would_be_given() -> None:
+    found: list[Any] = []
+
+    def body(state: S, config: RunnableConfig) -> S:
+        found.append(runtime_of(config))
+        return {}
+
+    graph = StateGraph(S)
+    graph.add_node("n", node(body))
+    graph.add_edge(START, "n")
+    graph.compile().invoke({}, context={"user": "ann"})
+    assert found[0].context == {"user": "ann"}
+    assert runtime_of({}).context is None  # a node called by hand: an empty runtime

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -12,6 +13,7 @@ from langchain_core.messages import AIMessage
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
+from gated_react.testing import ScriptedChatModel
 
 from ..support.fakes import HangingChatModel
 from ..support.helpers import deps, history_entry, logs, policy, state
@@ -75,10 +77,14 @@ def test_retry_adds_a_format_reminder() -> None:
     assert "format" in last.content
 
 
+@pytest.mark.parametrize("retried", [False, True], ids=["alone", "under ModelRetryMiddleware"])
 @pytest.mark.parametrize("body", ["sync", "async"])
-def test_a_hung_model_ends_the_run_when_the_time_budget_runs_out(body: str) -> None:
+def test_a_hung_model_ends_the_run_when_the_time_budget_runs_out(body: str, retried: bool) -> None:
+    from langchain.agents.middleware import ModelRetryMiddleware
+
     model = HangingChatModel()
-    parts = NodeDeps.build(model, [], policy(max_seconds=5.0))
+    retry = [ModelRetryMiddleware(max_retries=5, initial_delay=0.0)] if retried else []
+    parts = NodeDeps.build(model, [], policy(max_seconds=5.0), retry)  # retries share the budget
     hand_built = state(usage={"steps": 1, "seconds": 4.5})
     started = time.monotonic()
     try:
@@ -101,3 +107,21 @@ def test_a_run_with_no_seconds_left_does_not_call_the_model() -> None:
     update = decide(state(usage={"seconds": 5.0}), {}, deps=parts)
     assert update["stop_reason"] == "max_seconds"
     assert parts.model.requests == []  # type: ignore[attr-defined]
+
+
+def test_a_reply_middleware_made_is_the_reply_the_model_spent_counted() -> None:
+    from langchain.agents.middleware import after_model
+
+    @after_model
+    def shout(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(last.text.upper(), id=last.id)]}  # no token counts
+
+    counts: list[tuple[int, int]] = []
+    for middleware in ([], [shout]):
+        parts = NodeDeps.build(ScriptedChatModel(replies=["quiet"]), [], policy(), middleware)
+        update = decide(state(), {}, deps=parts)
+        counts.append((update["usage"]["input_tokens"], update["usage"]["output_tokens"]))
+    assert update["reply"]["text"] == "QUIET"
+    assert counts[0] == counts[1]  # what the model reported, not the rewritten message
+    assert counts[1][0] > 0

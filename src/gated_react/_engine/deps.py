@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -18,6 +19,9 @@ from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
 from gated_react.state import RunContext
+
+if TYPE_CHECKING:
+    from gated_react._engine.middleware import Middleware
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,9 @@ class NodeDeps:
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
     """The graph's OpenTelemetry spans: what they say about its agent and model, and each
     invocation's span (the graph carries it as a callback handler)."""
+    middleware: Middleware | None = None
+    """LangChain middleware run under the gate (``_engine/middleware.py``); None without any,
+    so a graph without middleware runs exactly the code it ran before."""
 
     @property
     def admission_scope(self) -> str:
@@ -52,8 +59,17 @@ class NodeDeps:
         return f"{self.context.policy_hash}:{','.join(sorted(self.tools))}"
 
     @classmethod
-    def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
+    def build(
+        cls,
+        model: BaseChatModel,
+        tools: Sequence[BaseTool],
+        policy: Policy,
+        middleware: Sequence[Any] = (),
+    ) -> NodeDeps:
+        hooks = _middleware(middleware)
         registry = _registry(tools)
+        if hooks is not None:  # the middleware's own tools: gated like any other
+            registry = _registry([*registry.values(), *hooks.tools])
         policy.check_tools(registry)
         allowed = policy.allowed(frozenset(registry))
         visible = [tool for name, tool in registry.items() if name in allowed]
@@ -74,16 +90,28 @@ class NodeDeps:
             protocol=protocol,
             system=system_prompt(protocol.instructions(visible), policy.answer_schema),
             pricer=pricer,
-            answer_streams=protocol.answer_is_text and policy.answer_schema is None,
+            answer_streams=protocol.answer_is_text
+            and policy.answer_schema is None
+            and not (hooks and hooks.on_model),
             context=context,
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets, context)),
+            middleware=hooks,
         )
 
     def idempotent(self, tool: str) -> bool:
         """Whether a tool declared itself safe to run twice (``metadata={"idempotent": True}``)."""
         found = self.tools.get(tool)
         return bool(found is not None and (found.metadata or {}).get("idempotent") is True)
+
+
+def _middleware(middleware: Sequence[Any]) -> Middleware | None:
+    """The middleware, admitted; LangChain (the ``langchain`` extra) is imported only then."""
+    if isinstance(middleware, Sequence) and not isinstance(middleware, str) and not middleware:
+        return None
+    from gated_react._engine.middleware import Middleware
+
+    return Middleware.of(middleware)
 
 
 def _registry(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:

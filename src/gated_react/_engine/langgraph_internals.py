@@ -20,6 +20,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     INTERRUPT,
     NS_END,
@@ -30,6 +31,7 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.runtime import Runtime
 from langgraph.types import Interrupt, _interrupt_id, interrupt
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "messages_stream",
     "node",
     "route",
+    "runtime_of",
     "was_sent",
 ]
 
@@ -67,6 +70,13 @@ def route(router: Callable[..., Any]) -> RunnableCallable:
     """A router as an untraced runnable: a plain function would open a traced child run on every
     routing decision, which at four routers per step is most of the routing cost."""
     return RunnableCallable(router, trace=False)
+
+
+def runtime_of(config: RunnableConfig) -> Runtime[Any]:
+    """The run's LangGraph runtime (context, store, stream writer), as a node's ``runtime``
+    parameter would get it; an empty one outside a graph (a node called by hand)."""
+    found = config.get("configurable", {}).get(CONFIG_KEY_RUNTIME)
+    return found if isinstance(found, Runtime) else Runtime()
 
 
 def is_resuming(config: RunnableConfig) -> bool:

@@ -29,6 +29,11 @@ class ToolTimeout(GatedReactError):
     """The tool did not return within its timeout."""
 
 
+class CallChanged(GatedReactError):
+    """A middleware's tool hook tried to run a call other than the one the gate let through
+    (another tool, other arguments, or a non-idempotent tool a second time): it never runs."""
+
+
 class ToolExit(GatedReactError):
     """The tool raised ``SystemExit`` (or another non-error exit): a failed call, never the
     end of the process that runs the agent."""

@@ -24,6 +24,8 @@ from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
 from gated_react._engine.turns import opening
+from gated_react.errors import MiddlewareFailed
+from gated_react.redact import redact
 from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
@@ -75,12 +77,18 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
     with tracing.chat(deps.spans, config) as span:
         try:
             asked = model_config(config, deps.answer_streams, deps.secrets)
-            message = call_within(lambda: deps.bound.invoke(messages, asked), left)
+            if deps.middleware is None:
+                message = paid = call_within(lambda: deps.bound.invoke(messages, asked), left)
+            else:
+                hooks = deps.middleware
+                message, paid = call_within(
+                    lambda: hooks.call_model(deps, messages, config, asked), left
+                )
         except DeadlinePassed:
             return opened | ended(deps, span, out_of_time(state, started, deps))
         except Exception as exc:  # any model failure becomes a stop reason, never a traceback
             return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
-        return opened | decided(state, messages, message, started, deps, span=span)
+        return opened | decided(state, messages, message, started, deps, span=span, paid=paid)
 
 
 async def adecide(
@@ -96,12 +104,16 @@ async def adecide(
     with tracing.chat(deps.spans, config) as span:
         try:
             asked = model_config(config, deps.answer_streams, deps.secrets)
-            message = await await_within(deps.bound.ainvoke(messages, asked), left)
+            if deps.middleware is None:
+                message = paid = await await_within(deps.bound.ainvoke(messages, asked), left)
+            else:
+                calling = deps.middleware.acall_model(deps, messages, config, asked)
+                message, paid = await await_within(calling, left)
         except DeadlinePassed:
             return opened | ended(deps, span, out_of_time(state, started, deps))
         except Exception as exc:
             return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
-        return opened | decided(state, messages, message, started, deps, span=span)
+        return opened | decided(state, messages, message, started, deps, span=span, paid=paid)
 
 
 def ended(deps: NodeDeps, span: Span, update: dict[str, Any]) -> dict[str, Any]:
@@ -147,15 +159,18 @@ def decided(
     deps: NodeDeps,
     *,
     span: Span | None = None,
+    paid: BaseMessage | None = None,
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used, priced (and recorded on
-    the call's span)."""
+    the call's span). ``paid`` carries what the model calls cost when middleware made the
+    reply (it may have called the model more than once, or rewritten what it said)."""
     usage = spent(state, started)
-    reported = reported_tokens(message)
+    paid = message if paid is None else paid
+    reported = reported_tokens(paid)
     cost = deps.pricer.cost(reported) if reported is not None else None
     if span is not None:
         tracing.replied(deps.spans, span, (messages, message), reported, cost)
-    tokens, estimated = _tokens(messages, message, reported)
+    tokens, estimated = _tokens(messages, paid, reported)
     usage.tokens = _added(usage.tokens, tokens)
     if estimated:
         usage.estimated_tokens = _added(usage.estimated_tokens, tokens)
@@ -201,7 +216,11 @@ def failed(
 ) -> dict[str, Any]:
     """The update after a failed call: the step and seconds still count."""
     usage = spent(state, started)
-    return {**classify(exc, *secrets).update(), "usage": dump(usage), "reply": None}
+    if isinstance(exc, MiddlewareFailed):
+        stop = Stop(StopReason.MIDDLEWARE_ERROR, exc.name, redact(str(exc), *secrets))
+    else:
+        stop = classify(exc, *secrets)
+    return {**stop.update(), "usage": dump(usage), "reply": None}
 
 
 TOKEN_CAP = 10**15

@@ -22,6 +22,7 @@ import asyncio
 import contextvars
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -89,9 +90,12 @@ def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfi
     call = calls[index]
     with tracing.tool(deps.spans, config, call) as span:
         try:
-            value = tool_runner.invoke(
-                deps.tools[call.tool], _args(deps, call), config, *_limits(deps, call)
-            )
+            tool, args, limits = deps.tools[call.tool], _args(deps, call), _limits(deps, call)
+            run = partial(tool_runner.invoke, tool, args, config, *limits)
+            if deps.middleware is None or not deps.middleware.tool_wraps:
+                value = run()
+            else:  # the tool hooks, around a call the gate let through
+                value = deps.middleware.call_tool(deps, call, config, run)
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc
@@ -103,9 +107,12 @@ async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: Runnab
     call = calls[index]
     with tracing.tool(deps.spans, config, call) as span:
         try:
-            tool = deps.tools[call.tool]
-            args = _args(deps, call)
-            value = await tool_runner.ainvoke(tool, args, config, *_limits(deps, call))
+            tool, args, limits = deps.tools[call.tool], _args(deps, call), _limits(deps, call)
+            run = partial(tool_runner.ainvoke, tool, args, config, *limits)
+            if deps.middleware is None or not deps.middleware.tool_wraps:
+                value = await run()
+            else:
+                value = await deps.middleware.acall_tool(deps, call, config, run)
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc
@@ -278,17 +285,20 @@ def completed(
 ) -> dict[str, Any]:
     """Record each outcome (a value, a timeout or an error) and the seconds the step took. A
     tool that returns an exception object returned a value: only a raised one is an error. With
-    ``on_tool_error="stop"`` the first failed call, in the reply's order, stops the run."""
+    ``on_tool_error="stop"`` the first failed call, in the reply's order, stops the run; a
+    call a middleware hook tried to change (``tool_denied``) stops it whatever that says."""
     seconds = time.monotonic() - started
     usage = dump(state.usage.model_copy(update={"seconds": state.usage.seconds + seconds}))
-    first_failure: Stop | None = None
+    failures: list[Stop] = []
     for index, value, error in sorted(ran, key=lambda item: item[0]):
         outcome, why = _outcome(deps, calls[index], value, error)
         calls[index] = _with(calls[index], outcome)
-        first_failure = first_failure or why
+        failures += [why] if why is not None else []
     update: dict[str, Any] = {"calls": [dump(c) for c in calls], "usage": usage}
-    if first_failure is not None and deps.policy.on_tool_error == "stop":
-        update.update(first_failure.update())
+    if deps.policy.on_tool_error == "observe":
+        failures = [why for why in failures if why.reason is StopReason.TOOL_DENIED]
+    if failures:
+        update.update(failures[0].update())
     return update
 
 
@@ -297,6 +307,8 @@ def _outcome(
 ) -> tuple[Outcome, Stop | None]:
     if isinstance(error, tool_runner.ToolTimeout):
         why = Stop(StopReason.TOOL_TIMEOUT, call.tool, str(error))
+    elif isinstance(error, tool_runner.CallChanged):
+        why = Stop(StopReason.TOOL_DENIED, call.tool, f"{call.tool} did not run: {error}")
     elif error is not None:
         text = f"{type(error).__name__}: {error_text(error, *deps.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")

@@ -1,0 +1,124 @@
+"""The same middleware programs on LangChain's ``create_agent`` and on ``build_graph``: the same
+answer, the same tool runs, the same prompt, sync and async. Only the constructor differs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelFallbackMiddleware,
+    ModelRequest,
+    ModelResponse,
+    PIIMiddleware,
+    ToolRetryMiddleware,
+    dynamic_prompt,
+)
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import BaseTool, tool
+
+from gated_react import Policy, build_graph
+
+from ..support.middleware_fakes import Down, FakeToolModel, replies
+
+RAN: list[str] = []
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look a question up."""
+    RAN.append(q)
+    if RAN.count(q) == 1 and q == "flaky":
+        raise ConnectionError("blip")
+    return f"facts about {q}"
+
+
+IDEMPOTENT_LOOKUP = lookup.model_copy(update={"metadata": {"idempotent": True}})
+
+
+def _call(q: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": q}, "id": f"c-{q}"}])
+
+
+@dynamic_prompt
+def by_user(request: ModelRequest) -> str:
+    return "You help the user named in the context." if request.runtime else "No runtime."
+
+
+class Shout(AgentMiddleware):
+    """Rewrites every text reply in capitals."""
+
+    def wrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        return self._shout(handler(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ModelResponse:
+        return self._shout(await handler(request))
+
+    def _shout(self, response: ModelResponse) -> ModelResponse:
+        reply = response.result[-1]
+        loud = reply.model_copy(update={"content": reply.text.upper()}) if reply.text else reply
+        return ModelResponse(result=[loud])
+
+
+Program = tuple[Callable[[], Any], Callable[[], list[AgentMiddleware]], str]
+PROGRAMS: dict[str, Program] = {
+    "dynamic prompt, PII on the answer": (
+        lambda: FakeToolModel(messages=replies(_call("x"), "Write to bob@example.com.")),
+        lambda: [by_user, PIIMiddleware("email", strategy="redact", apply_to_output=True)],
+        "Write to [REDACTED_EMAIL].",
+    ),
+    "fallback model, tool retry": (
+        Down,
+        lambda: [
+            ModelFallbackMiddleware(
+                FakeToolModel(messages=replies(_call("flaky"), "Looked it up."))
+            ),
+            ToolRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False),
+        ],
+        "Looked it up.",
+    ),
+    "a rewritten reply": (
+        lambda: FakeToolModel(messages=replies(_call("y"), "quiet answer")),
+        lambda: [Shout()],
+        "QUIET ANSWER",
+    ),
+}
+
+
+def _langchain(model: Any, tools: list[BaseTool], middleware: list[AgentMiddleware]) -> Any:
+    return create_agent(model, tools, middleware=middleware)
+
+
+def _ours(model: Any, tools: list[BaseTool], middleware: list[AgentMiddleware]) -> Any:
+    return build_graph(model, tools, policy=Policy(), middleware=middleware)
+
+
+def seen_by_user(build: Callable[..., Any], program: Program, mode: str) -> dict[str, Any]:
+    make_model, make_middleware, _ = program
+    RAN.clear()
+    model = make_model()
+    app = build(model, [IDEMPOTENT_LOOKUP], make_middleware())
+    given = {"messages": [HumanMessage("Please look it up.")]}
+    out = asyncio.run(app.ainvoke(given)) if mode == "async" else app.invoke(given)
+    return {"answer": out["messages"][-1].content, "tools ran": list(RAN)}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_user_sees_the_same_on_both(name: str, mode: str) -> None:
+    program = PROGRAMS[name]
+    theirs = seen_by_user(_langchain, program, mode)
+    ours = seen_by_user(_ours, program, mode)
+    assert theirs["answer"] == program[2]
+    assert ours == theirs
+
+
+def test_both_show_the_dynamic_prompt() -> None:
+    for build in (_langchain, _ours):
+        model = FakeToolModel(messages=replies("Done."))
+        build(model, [IDEMPOTENT_LOOKUP], [by_user]).invoke({"messages": [HumanMessage("hi")]})
+        assert model.seen[0][0].text.endswith("You help the user named in the context.")

@@ -1,0 +1,301 @@
+"""The store key: every checkpoint and pending write this package stores is authenticated.
+
+With a key (``open_checkpointer(url, key=...)``, ``GATED_REACT_STORE_KEY``), each checkpoint
+carries an HMAC-SHA256 tag in its metadata over its thread id, namespace, id, parent id, the
+checkpoint without its values, its metadata and each channel's serialized bytes; each pending
+write is stored as ``(SEALED, index, tag, value)``, its tag over the checkpoint it belongs to, its
+task id, index, channel and serialized bytes. Every read path LangGraph takes (``get_tuple``,
+``list``, the ``DeltaChannel`` history walk, their async twins) checks the tags, so a row edited,
+forged, or copied under another thread or parent is refused with ``UnsafeCheckpoint``.
+
+A saver is wrapped, not subclassed: one class for every saver, and the wrapped saver's own sync
+and async methods (which call each other) never sign or check twice. The tags are computed over
+the values as the serializer writes them: the serializer ``checkpoint.py`` hands out revives a
+value that serializes to the same bytes again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
+
+from gated_react.errors import printable
+from gated_react.serializer import UnsafeCheckpoint
+
+TAG = "gated_react_tag"
+"""The metadata key holding a checkpoint's tag."""
+SEALED = "gated-react/signed-write/1"
+"""The first item of every pending write stored under a key."""
+MIN_KEY_BYTES = 16
+_WITHOUT = "it was written without the store key, or the row was replaced"
+_MIGRATE = (
+    "a store written without GATED_REACT_STORE_KEY is read without it: finish its threads "
+    "first, or keep keyed runs in a new store"
+)
+
+Key = str | bytes
+KeyInput = Key | Sequence[Key]
+
+
+class StoreKey:
+    """Keys to check tags with; the first also signs (older ones, after it, only read)."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: KeyInput) -> None:
+        given = [keys] if isinstance(keys, str | bytes) else list(keys)
+        encoded = [k.encode() if isinstance(k, str) else bytes(k) for k in given]
+        if not encoded:
+            raise ValueError("no store key given")
+        if short := [n for n, k in enumerate(encoded, 1) if len(k) < MIN_KEY_BYTES]:
+            raise ValueError(
+                f"store key {short[0]} of {len(encoded)} is shorter than {MIN_KEY_BYTES} bytes"
+                " (make one with: python -c 'import secrets; print(secrets.token_hex(32))')"
+            )
+        self._keys = tuple(encoded)
+
+    def __repr__(self) -> str:  # never the keys themselves
+        return f"StoreKey(<{len(self._keys)} keys>)"
+
+    def sign(self, digest: bytes) -> str:
+        return hmac.new(self._keys[0], digest, hashlib.sha256).hexdigest()
+
+    def holds(self, digest: bytes, tag: object) -> bool:
+        if not isinstance(tag, str):
+            return False
+        return any(
+            hmac.compare_digest(hmac.new(k, digest, hashlib.sha256).hexdigest(), tag)
+            for k in self._keys
+        )
+
+
+def store_key(key: KeyInput | StoreKey | None) -> StoreKey | None:
+    """``key`` as a StoreKey (None and an empty list: no key); ValueError for a bad key."""
+    if key is None or isinstance(key, StoreKey):
+        return key
+    if not isinstance(key, str | bytes) and not list(key):
+        return None
+    return StoreKey(key)
+
+
+def _digest(*parts: bytes | str) -> bytes:
+    """SHA-256 of the parts, each framed by its length (no two lists of parts collide)."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.digest()
+
+
+def _json(value: Any) -> bytes:
+    """JSON as the savers store it (SQLite writes metadata exactly so), keys sorted: Postgres'
+    JSONB does not keep their order."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return text.encode("utf-8", "ignore")
+
+
+def _stored_metadata(metadata: CheckpointMetadata | dict[str, Any]) -> bytes:
+    # "writes" is dropped by the Postgres saver (LangGraph no longer reads it).
+    return _json({k: v for k, v in metadata.items() if k not in (TAG, "writes")})
+
+
+class SignedSaver(BaseCheckpointSaver[Any]):
+    """``inner`` with every checkpoint and write it stores signed, and checked when read."""
+
+    def __init__(self, inner: BaseCheckpointSaver[Any], key: StoreKey) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner, self.key = inner, key
+
+    def __getattr__(self, name: str) -> Any:  # conn, lock, setup, ...: the wrapped saver's
+        if name == "inner":  # not set yet (copy.copy, __init__)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def config_specs(self) -> list[Any]:
+        return self.inner.config_specs
+
+    # ---- what is signed ----
+
+    def _checkpoint_digest(
+        self, where: tuple[str, str, str | None], checkpoint: Checkpoint, metadata: bytes
+    ) -> bytes:
+        thread, ns, parent = where
+        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        parts: list[bytes | str] = ["checkpoint", thread, ns, checkpoint["id"], parent or ""]
+        parts += [_json(skeleton), metadata]
+        values = checkpoint["channel_values"]
+        for channel in sorted(values):
+            parts += [channel, *self.serde.dumps_typed(values[channel])]
+        return _digest(*parts)
+
+    def _write_digest(
+        self, config: RunnableConfig, task: str, idx: int, channel: str, value: Any
+    ) -> bytes:
+        c = config["configurable"]
+        return _digest(
+            "write", str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]),
+            task, str(idx), channel, *self.serde.dumps_typed(value),
+        )  # fmt: skip
+
+    def _signed(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> CheckpointMetadata:
+        c = config["configurable"]
+        where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c.get("checkpoint_id"))
+        stored = _stored_metadata(get_checkpoint_metadata(config, metadata))
+        tag = self.key.sign(self._checkpoint_digest(where, checkpoint, stored))
+        return cast(CheckpointMetadata, {**metadata, TAG: tag})
+
+    def _sealed(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> list[tuple[str, Any]]:
+        return [
+            (ch, (SEALED, i, self.key.sign(self._write_digest(config, task_id, i, ch, v)), v))
+            for i, (ch, v) in enumerate(writes)
+        ]
+
+    # ---- what is checked ----
+
+    def _checked(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        if found is None:
+            return None
+        c = found.config["configurable"]
+        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c["checkpoint_id"]
+        parent = (
+            found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
+        )
+        name = f"checkpoint {printable(str(cid))} of thread {printable(thread)!r}"
+        if cid != found.checkpoint.get("id"):
+            raise UnsafeCheckpoint(
+                f"{name} holds checkpoint {printable(str(found.checkpoint.get('id')))}: refused"
+            )
+        tag = found.metadata.get(TAG)
+        if tag is None:
+            raise UnsafeCheckpoint(
+                f"{name} is not signed with the store key ({_WITHOUT}); {_MIGRATE}"
+            )
+        digest = self._checkpoint_digest(
+            (thread, ns, parent), found.checkpoint, _stored_metadata(found.metadata)
+        )
+        if not self.key.holds(digest, tag):
+            raise UnsafeCheckpoint(
+                f"{name} does not match its signature: it was edited, copied from another thread"
+                " or parent, or signed with a key not in GATED_REACT_STORE_KEY; refused"
+            )
+        writes = [self._opened(found.config, name, w) for w in found.pending_writes or ()]
+        metadata = cast(CheckpointMetadata, {k: v for k, v in found.metadata.items() if k != TAG})
+        return found._replace(metadata=metadata, pending_writes=writes)
+
+    def _opened(
+        self, config: RunnableConfig, name: str, write: tuple[str, str, Any]
+    ) -> tuple[str, str, Any]:
+        task, channel, sealed = write
+        ok = isinstance(sealed, list | tuple) and len(sealed) == 4 and sealed[0] == SEALED
+        if ok and isinstance(sealed[1], int):
+            ok = self.key.holds(
+                self._write_digest(config, task, sealed[1], channel, sealed[3]), sealed[2]
+            )
+        if not ok:
+            raise UnsafeCheckpoint(
+                f"a pending write to {printable(channel)!r} of {name} is not signed by the store"
+                " key (edited, forged or copied); refused"
+            )
+        return task, channel, sealed[3]
+
+    # ---- the saver's interface ----
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._checked(self.inner.get_tuple(config))
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._checked(await self.inner.aget_tuple(config))
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        for found in self.inner.list(config, **kwargs):
+            yield self._checked(found)  # type: ignore[misc]
+
+    async def alist(
+        self, config: RunnableConfig | None, **kwargs: Any
+    ) -> AsyncIterator[CheckpointTuple]:
+        async for found in self.inner.alist(config, **kwargs):
+            yield self._checked(found)  # type: ignore[misc]
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        signed = self._signed(config, checkpoint, metadata)
+        return self.inner.put(config, checkpoint, signed, new_versions)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        signed = self._signed(config, checkpoint, metadata)
+        return await self.inner.aput(config, checkpoint, signed, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.inner.put_writes(config, self._sealed(config, writes, task_id), task_id, task_path)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        sealed = self._sealed(config, writes, task_id)
+        await self.inner.aput_writes(config, sealed, task_id, task_path)
+
+    # get_delta_channel_history is BaseCheckpointSaver's: it walks get_tuple above, so the
+    # history a DeltaChannel is rebuilt from is checked too (the savers' fast paths read rows).
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        return self.inner.get_next_version(current, channel)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.inner.adelete_thread(thread_id)
+
+    def with_allowlist(self, extra_allowlist: Iterable[tuple[str, ...]]) -> SignedSaver:
+        inner = self.inner.with_allowlist(list(extra_allowlist))
+        return self if inner is self.inner else SignedSaver(inner, self.key)
+
+
+def signed(saver: BaseCheckpointSaver[Any], key: StoreKey | None) -> BaseCheckpointSaver[Any]:
+    """``saver`` signing with ``key``; ``saver`` itself without one."""
+    return saver if key is None else SignedSaver(saver, key)
+
+
+def key_of(saver: object) -> StoreKey | None:
+    """The key a saver signs with (None: unsigned), to build another saver like it."""
+    return saver.key if isinstance(saver, SignedSaver) else None

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from gated_react import (
     Budget,
     Policy,
+    ThreadBusy,
     UnsafeCheckpoint,
     aopen_checkpointer,
     aresume,
@@ -25,6 +26,7 @@ from gated_react import (
     resume,
 )
 from gated_react.checkpoint import StoreError
+from gated_react.locks import thread_lock
 from gated_react.state import Extension
 from gated_react.store_key import SEALED, TAG, SignedSaver, StoreKey
 from gated_react.testing import ScriptedChatModel, call
@@ -256,3 +258,16 @@ def test_support_tools_run_signed_in_memory_too() -> None:
         graph = build_graph(ScriptedChatModel(replies=["hi"]), SUPPORT_TOOLS, checkpointer=saver)
         assert graph.invoke({"goal": "hello"}, _config("m"))["stop_reason"] == "success"
         assert read(graph, "m")["answer"] == "hi"
+
+
+def test_a_signing_saver_still_holds_its_thread_against_another_connection(
+    store_url: str,
+) -> None:
+    """The thread lock looks at the saver that stores the rows: on Postgres a session lock that
+    a second connection must see (it was skipped for a wrapped saver)."""
+    with open_checkpointer(store_url, key=KEY) as one, open_checkpointer(store_url, key=KEY) as two:
+        graph = _waiting(one)
+        with thread_lock(one, "t"), pytest.raises(ThreadBusy):
+            resume(_graph(two, "done"), "t", {"approved": True})
+        assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
+    assert RAN == ["refund 7"]

@@ -296,6 +296,11 @@ def signed(saver: BaseCheckpointSaver[Any], key: StoreKey | None) -> BaseCheckpo
     return saver if key is None else SignedSaver(saver, key)
 
 
+def unwrapped(saver: Any) -> Any:
+    """The saver that stores the rows: ``saver`` itself unless it signs (locks look at it)."""
+    return saver.inner if isinstance(saver, SignedSaver) else saver
+
+
 def key_of(saver: object) -> StoreKey | None:
     """The key a saver signs with (None: unsigned), to build another saver like it."""
     return saver.key if isinstance(saver, SignedSaver) else None

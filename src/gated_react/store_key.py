@@ -40,6 +40,7 @@ TAG = "gated_react_tag"
 SEALED = "gated-react/signed-write/1"
 """The first item of every pending write stored under a key."""
 MIN_KEY_BYTES = 16
+_WRITTEN_MAX = 4096  # channel digests remembered per saver (a few runs' worth)
 _WITHOUT = "it was written without the store key, or the row was replaced"
 _MIGRATE = (
     "a store written without GATED_REACT_STORE_KEY is read without it: finish its threads "
@@ -119,9 +120,10 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     def __init__(self, inner: BaseCheckpointSaver[Any], key: StoreKey) -> None:
         super().__init__(serde=inner.serde)
         self.inner, self.key = inner, key
+        self._written: dict[tuple[str, str, str, str], bytes] = {}  # values this saver signed
 
     def __getattr__(self, name: str) -> Any:  # conn, lock, setup, ...: the wrapped saver's
-        if name == "inner":  # not set yet (copy.copy, __init__)
+        if name in ("inner", "_written"):  # not set yet (copy.copy, __init__)
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -132,16 +134,33 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     # ---- what is signed ----
 
     def _checkpoint_digest(
-        self, where: tuple[str, str, str | None], checkpoint: Checkpoint, metadata: bytes
+        self,
+        where: tuple[str, str, str | None],
+        checkpoint: Checkpoint,
+        metadata: bytes,
+        writing: bool = False,
     ) -> bytes:
         thread, ns, parent = where
         skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         parts: list[bytes | str] = ["checkpoint", thread, ns, checkpoint["id"], parent or ""]
         parts += [_json(skeleton), metadata]
-        values = checkpoint["channel_values"]
+        values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
         for channel in sorted(values):
-            parts += [channel, *self.serde.dumps_typed(values[channel])]
+            if not writing:  # what the store holds: always from its bytes
+                parts.append(self._value_digest(channel, values[channel]))
+                continue
+            # A channel keeps its value until its version changes: a superstep that updates
+            # one channel serializes that one again, not every channel of the state.
+            seen = (thread, ns, channel, str(versions.get(channel)))
+            if (digest := self._written.get(seen)) is None:
+                if len(self._written) > _WRITTEN_MAX:
+                    self._written.clear()
+                digest = self._written[seen] = self._value_digest(channel, values[channel])
+            parts.append(digest)
         return _digest(*parts)
+
+    def _value_digest(self, channel: str, value: Any) -> bytes:
+        return _digest(channel, *self.serde.dumps_typed(value))
 
     def _write_digest(
         self, config: RunnableConfig, task: str, idx: int, channel: str, value: Any
@@ -158,7 +177,7 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         c = config["configurable"]
         where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c.get("checkpoint_id"))
         stored = _stored_metadata(get_checkpoint_metadata(config, metadata))
-        tag = self.key.sign(self._checkpoint_digest(where, checkpoint, stored))
+        tag = self.key.sign(self._checkpoint_digest(where, checkpoint, stored, writing=True))
         return cast(CheckpointMetadata, {**metadata, TAG: tag})
 
     def _sealed(

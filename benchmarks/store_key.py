@@ -28,9 +28,7 @@ def _one(steps: int, key: str | None, durability: str) -> tuple[float, float, fl
             "configurable": {"thread_id": uuid.uuid4().hex},
             "recursion_limit": 100_000,
         }
-        wall, cpu = timed(
-            lambda: runnable.invoke(run_input("ours"), config, durability=durability)
-        )
+        wall, cpu = timed(lambda: runnable.invoke(run_input("ours"), config, durability=durability))
         _, read_cpu = timed(lambda: runnable.get_state(config))
         return wall, cpu, read_cpu
 

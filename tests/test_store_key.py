@@ -33,7 +33,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.tamper import copy_rows, forge_metadata, rewrite_latest
+from .support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
 
 KEY, OLD = "k" * 32, "o" * 32
 INTERRUPT = "__interrupt__"  # LangGraph's own name (its constant is private)
@@ -187,7 +187,7 @@ def test_a_pending_write_edited_or_copied_from_another_checkpoint_is_refused(
         with pytest.raises(UnsafeCheckpoint, match="pending write to '__interrupt__'"):
             read(graph, "t")
         raw.put_writes(found.config, [(INTERRUPT, sealed[3])], task)  # unsigned, in place
-        with pytest.raises(UnsafeCheckpoint, match="is not signed by the store key"):
+        with pytest.raises(UnsafeCheckpoint, match="is not signed by the key"):
             read(graph, "u")
 
 
@@ -271,3 +271,33 @@ def test_a_signing_saver_still_holds_its_thread_against_another_connection(
             resume(_graph(two, "done"), "t", {"approved": True})
         assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
     assert RAN == ["refund 7"]
+
+
+def _with_a_write_to(raw: BaseCheckpointSaver[Any], thread: str, channel: str) -> Any:
+    """The oldest checkpoint of ``thread`` holding a write to ``channel`` (raw, unchecked)."""
+    rows = [t for t in raw.list(_config(thread)) if any(w[1] == channel for w in t.pending_writes)]
+    return rows[-1]
+
+
+def test_an_older_rows_record_erased_or_reparented_is_refused_when_the_thread_is_read(
+    store_url: str,
+) -> None:
+    """A thread's history and loop keys are rebuilt from the writes of its earlier checkpoints
+    (DeltaChannel): a call's loop key erased there (what the budgets count from), or an
+    earlier checkpoint pointed at another parent, is refused when the latest is read."""
+    _paid(store_url, KEY)
+    with open_checkpointer(store_url, key=KEY) as saver:
+        graph, raw = _graph(saver), _raw(saver)
+        older = _with_a_write_to(raw, "paid", "seen")
+        (write,) = [w for w in older.pending_writes if w[1] == "seen"]
+        sealed = write[2]
+        erased = raw.serde.dumps_typed((sealed[0], sealed[1], sealed[2], []))
+        cid = older.config["configurable"]["checkpoint_id"]
+        assert set_write(store_url, "paid", cid, "seen", erased) == 1
+        with pytest.raises(UnsafeCheckpoint, match="pending write to 'seen'"):
+            read(graph, "paid")
+        assert set_write(store_url, "paid", cid, "seen", raw.serde.dumps_typed(sealed)) == 1
+        assert read(graph, "paid")["stop_reason"] == "success"  # put back: reads again
+        reparent(store_url, "paid", cid, None)
+        with pytest.raises(UnsafeCheckpoint, match="does not match its signature"):
+            read(graph, "paid")

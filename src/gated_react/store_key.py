@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -29,6 +29,8 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_metadata,
 )
 
@@ -37,6 +39,8 @@ from gated_react.serializer import UnsafeCheckpoint
 
 TAG = "gated_react_tag"
 """The metadata key holding a checkpoint's tag."""
+VALUES = "gated_react_values"
+"""The metadata key holding the digest of a checkpoint's values (covered by its tag)."""
 SEALED = "gated-react/signed-write/1"
 """The first item of every pending write stored under a key."""
 MIN_KEY_BYTES = 16
@@ -111,7 +115,24 @@ def _json(value: Any) -> bytes:
 
 def _stored_metadata(metadata: CheckpointMetadata | dict[str, Any]) -> bytes:
     # "writes" is dropped by the Postgres saver (LangGraph no longer reads it).
-    return _json({k: v for k, v in metadata.items() if k not in (TAG, "writes")})
+    return _json({k: v for k, v in metadata.items() if k not in (TAG, VALUES, "writes")})
+
+
+def _where(found: CheckpointTuple) -> tuple[str, str, str, str | None]:
+    c = found.config["configurable"]
+    parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
+    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
+
+
+def _refused(found: CheckpointTuple, why: str) -> UnsafeCheckpoint:
+    thread, _, cid, _ = _where(found)
+    return UnsafeCheckpoint(f"checkpoint {printable(cid)} of thread {printable(thread)!r} {why}")
+
+
+_MISMATCH = (
+    "does not match its signature: it was edited, copied from another thread or parent, or"
+    " signed with a key not in GATED_REACT_STORE_KEY; refused"
+)
 
 
 class SignedSaver(BaseCheckpointSaver[Any]):
@@ -133,18 +154,9 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     # ---- what is signed ----
 
-    def _checkpoint_digest(
-        self,
-        where: tuple[str, str, str | None],
-        checkpoint: Checkpoint,
-        metadata: bytes,
-        writing: bool = False,
-    ) -> bytes:
-        thread, ns, parent = where
-        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        parts: list[bytes | str] = ["checkpoint", thread, ns, checkpoint["id"], parent or ""]
-        parts += [_json(skeleton), metadata]
+    def _values_digest(self, thread: str, ns: str, checkpoint: Checkpoint, writing: bool) -> bytes:
         values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+        parts: list[bytes | str] = []
         for channel in sorted(values):
             if not writing:  # what the store holds: always from its bytes
                 parts.append(self._value_digest(channel, values[channel]))
@@ -162,6 +174,19 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     def _value_digest(self, channel: str, value: Any) -> bytes:
         return _digest(channel, *self.serde.dumps_typed(value))
 
+    @staticmethod
+    def _header_digest(
+        where: tuple[str, str, str, str | None], checkpoint: Checkpoint, metadata: bytes,
+        values: bytes,
+    ) -> bytes:  # fmt: skip
+        """What the tag covers: where the row is, all of it but its values, and the digest of
+        its values (kept in the metadata: a walk of the parent chain checks rows without
+        serializing their values again)."""
+        thread, ns, cid, parent = where
+        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        return _digest("checkpoint", thread, ns, cid, parent or "", _json(skeleton), metadata,
+                       values)  # fmt: skip
+
     def _write_digest(
         self, config: RunnableConfig, task: str, idx: int, channel: str, value: Any
     ) -> bytes:
@@ -175,10 +200,12 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
     ) -> CheckpointMetadata:
         c = config["configurable"]
-        where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c.get("checkpoint_id"))
+        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns", ""))
+        where = (thread, ns, str(checkpoint["id"]), c.get("checkpoint_id"))
         stored = _stored_metadata(get_checkpoint_metadata(config, metadata))
-        tag = self.key.sign(self._checkpoint_digest(where, checkpoint, stored, writing=True))
-        return cast(CheckpointMetadata, {**metadata, TAG: tag})
+        values = self._values_digest(thread, ns, checkpoint, writing=True)
+        tag = self.key.sign(self._header_digest(where, checkpoint, stored, values))
+        return cast(CheckpointMetadata, {**metadata, TAG: tag, VALUES: values.hex()})
 
     def _sealed(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
@@ -193,47 +220,45 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     def _checked(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
         if found is None:
             return None
-        c = found.config["configurable"]
-        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns", "")), c["checkpoint_id"]
-        parent = (
-            found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
-        )
-        name = f"checkpoint {printable(str(cid))} of thread {printable(thread)!r}"
-        if cid != found.checkpoint.get("id"):
-            raise UnsafeCheckpoint(
-                f"{name} holds checkpoint {printable(str(found.checkpoint.get('id')))}: refused"
-            )
-        tag = found.metadata.get(TAG)
-        if tag is None:
-            raise UnsafeCheckpoint(
-                f"{name} is not signed with the store key ({_WITHOUT}); {_MIGRATE}"
-            )
-        digest = self._checkpoint_digest(
-            (thread, ns, parent), found.checkpoint, _stored_metadata(found.metadata)
-        )
-        if not self.key.holds(digest, tag):
-            raise UnsafeCheckpoint(
-                f"{name} does not match its signature: it was edited, copied from another thread"
-                " or parent, or signed with a key not in GATED_REACT_STORE_KEY; refused"
-            )
-        writes = [self._opened(found.config, name, w) for w in found.pending_writes or ()]
-        metadata = cast(CheckpointMetadata, {k: v for k, v in found.metadata.items() if k != TAG})
-        return found._replace(metadata=metadata, pending_writes=writes)
+        self._check_row(found)
+        self._check_values(found)
+        writes = [self._opened(found, w) for w in found.pending_writes or ()]
+        metadata = {k: v for k, v in found.metadata.items() if k not in (TAG, VALUES)}
+        return found._replace(metadata=cast(CheckpointMetadata, metadata), pending_writes=writes)
 
-    def _opened(
-        self, config: RunnableConfig, name: str, write: tuple[str, str, Any]
-    ) -> tuple[str, str, Any]:
+    def _check_row(self, found: CheckpointTuple) -> None:
+        """The row is where it was signed, with the parent and metadata it was signed with."""
+        where = _where(found)
+        if where[2] != found.checkpoint.get("id"):
+            raise _refused(found, f"holds checkpoint {printable(str(found.checkpoint.get('id')))}")
+        tag, values = found.metadata.get(TAG), found.metadata.get(VALUES)
+        if tag is None:
+            raise _refused(found, f"is not signed with the store key ({_WITHOUT}); {_MIGRATE}")
+        try:
+            digest = bytes.fromhex(values) if isinstance(values, str) else b""
+        except ValueError:
+            digest = b""
+        header = self._header_digest(where, found.checkpoint, _stored_metadata(found.metadata),
+                                     digest)  # fmt: skip
+        if not self.key.holds(header, tag):
+            raise _refused(found, _MISMATCH)
+
+    def _check_values(self, found: CheckpointTuple) -> None:
+        """Its values are the ones signed (after ``_check_row``, which vouches for the digest)."""
+        thread, ns, _, _ = _where(found)
+        digest = self._values_digest(thread, ns, found.checkpoint, writing=False)
+        if not hmac.compare_digest(digest.hex(), str(found.metadata.get(VALUES))):
+            raise _refused(found, _MISMATCH)
+
+    def _opened(self, found: CheckpointTuple, write: tuple[str, str, Any]) -> tuple[str, str, Any]:
         task, channel, sealed = write
         ok = isinstance(sealed, list | tuple) and len(sealed) == 4 and sealed[0] == SEALED
         if ok and isinstance(sealed[1], int):
-            ok = self.key.holds(
-                self._write_digest(config, task, sealed[1], channel, sealed[3]), sealed[2]
-            )
+            digest = self._write_digest(found.config, task, sealed[1], channel, sealed[3])
+            ok = self.key.holds(digest, sealed[2])
         if not ok:
-            raise UnsafeCheckpoint(
-                f"a pending write to {printable(channel)!r} of {name} is not signed by the store"
-                " key (edited, forged or copied); refused"
-            )
+            why = f"has a pending write to {printable(channel)!r} that is not signed by the key"
+            raise _refused(found, f"{why} (edited, forged or copied); refused")
         return task, channel, sealed[3]
 
     # ---- the saver's interface ----
@@ -293,8 +318,27 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         sealed = self._sealed(config, writes, task_id)
         await self.inner.aput_writes(config, sealed, task_id, task_path)
 
-    # get_delta_channel_history is BaseCheckpointSaver's: it walks get_tuple above, so the
-    # history a DeltaChannel is rebuilt from is checked too (the savers' fast paths read rows).
+    # The history a DeltaChannel is rebuilt from: BaseCheckpointSaver's walk of the parent
+    # chain (the savers' fast paths read rows unchecked), each row checked without serializing
+    # its values again, each write and seed used checked in full.
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        walk = _History(self, channels)
+        cursor = walk.target(self.inner.get_tuple(config)) if channels else None
+        while cursor is not None:
+            cursor = walk.ancestor(self.inner.get_tuple(cursor))
+        return walk.result()
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        walk = _History(self, channels)
+        cursor = walk.target(await self.inner.aget_tuple(config)) if channels else None
+        while cursor is not None:
+            cursor = walk.ancestor(await self.inner.aget_tuple(cursor))
+        return walk.result()
 
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self.inner.get_next_version(current, channel)
@@ -308,6 +352,46 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     def with_allowlist(self, extra_allowlist: Iterable[tuple[str, ...]]) -> SignedSaver:
         inner = self.inner.with_allowlist(list(extra_allowlist))
         return self if inner is self.inner else SignedSaver(inner, self.key)
+
+
+class _History:
+    """``BaseCheckpointSaver.get_delta_channel_history``'s walk, over checked rows: the writes
+    of each ancestor to the channels asked for, back to the nearest one holding a value."""
+
+    def __init__(self, saver: SignedSaver, channels: Sequence[str]) -> None:
+        self.saver, self.channels = saver, list(channels)
+        self.writes: dict[str, list[PendingWrite]] = {c: [] for c in self.channels}
+        self.seeds: dict[str, Any] = {}
+        self.remaining = set(self.channels)
+
+    def target(self, found: CheckpointTuple | None) -> RunnableConfig | None:
+        if found is None:
+            return None
+        self.saver._check_row(found)
+        return found.parent_config
+
+    def ancestor(self, found: CheckpointTuple | None) -> RunnableConfig | None:
+        if found is None:
+            return None
+        self.saver._check_row(found)
+        for write in reversed(found.pending_writes or ()):
+            if write[1] in self.remaining:
+                self.writes[write[1]].append(self.saver._opened(found, write))
+        seeds = [ch for ch in self.remaining if ch in found.checkpoint["channel_values"]]
+        if seeds:
+            self.saver._check_values(found)
+        for ch in seeds:
+            self.seeds[ch] = found.checkpoint["channel_values"][ch]
+            self.remaining.discard(ch)
+        return found.parent_config if self.remaining else None
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in self.channels:
+            result[ch] = {"writes": list(reversed(self.writes[ch]))}
+            if ch in self.seeds:
+                result[ch]["seed"] = self.seeds[ch]
+        return result
 
 
 def signed(saver: BaseCheckpointSaver[Any], key: StoreKey | None) -> BaseCheckpointSaver[Any]:

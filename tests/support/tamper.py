@@ -124,3 +124,34 @@ def rewrite_latest(raw: BaseCheckpointSaver[Any], thread: str, values: dict[str,
     where = found.parent_config or {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     new = {channel: versions[channel] for channel in values}
     raw.put(where, checkpoint, found.metadata, new)  # type: ignore[arg-type]
+
+
+def set_write(
+    url: str, thread: str, checkpoint_id: str, channel: str, stored: tuple[str, bytes]
+) -> int:
+    """Replace the stored value of ``thread``'s writes to ``channel`` at ``checkpoint_id``
+    with ``stored`` (a serializer's ``(type, bytes)``); the number of rows changed."""
+    kind, conn = _sql(url)
+    table, column, mark = (
+        ("writes", "value", "?") if kind == "sqlite" else ("checkpoint_writes", "blob", "%s")
+    )
+    with conn:
+        return int(
+            conn.execute(
+                f"UPDATE {table} SET type = {mark}, {column} = {mark} WHERE thread_id = {mark}"
+                f" AND checkpoint_id = {mark} AND channel = {mark}",
+                (*stored, thread, checkpoint_id, channel),
+            ).rowcount
+        )
+
+
+def reparent(url: str, thread: str, checkpoint_id: str, parent: str | None) -> None:
+    """Point ``thread``'s checkpoint ``checkpoint_id`` at another parent."""
+    kind, conn = _sql(url)
+    mark = "?" if kind == "sqlite" else "%s"
+    with conn:
+        conn.execute(
+            f"UPDATE checkpoints SET parent_checkpoint_id = {mark} WHERE thread_id = {mark}"
+            f" AND checkpoint_id = {mark}",
+            (parent, thread, checkpoint_id),
+        )

@@ -264,12 +264,14 @@ def fleet(result: dict[str, Any]) -> str:
 
 def store_key(rows: list[dict[str, Any]]) -> str:
     header = ["durability", "steps", "CPU ms/step without key", "with key", "added", "ratio",
-              "read CPU ms without", "with", "ratio"]  # fmt: skip
+              "signing ms/step", "read CPU ms without", "with", "ratio",
+              "checking ms/run"]  # fmt: skip
     out = [
         [r["durability"], r["steps"], _med(r["without_key"], "cpu_ms_per_step"),
          _med(r["with_key"], "cpu_ms_per_step"), f"{r['cpu_ms_per_step_added']:+.3f}",
-         r["ratio_cpu"], _med(r["without_key"], "read_cpu_ms"), _med(r["with_key"], "read_cpu_ms"),
-         r["ratio_read_cpu"]]
+         r["ratio_cpu"], _med(r, "inside_sign_ms_per_step"),
+         _med(r["without_key"], "read_cpu_ms"), _med(r["with_key"], "read_cpu_ms"),
+         r["ratio_read_cpu"], _med(r, "inside_check_ms_per_run")]
         for r in rows
     ]  # fmt: skip
     return _table("10. The store key on SQLite (median CPU ms)", header, out)

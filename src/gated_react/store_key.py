@@ -76,14 +76,13 @@ class StoreKey:
         return f"StoreKey(<{len(self._keys)} keys>)"
 
     def sign(self, digest: bytes) -> str:
-        return hmac.new(self._keys[0], digest, hashlib.sha256).hexdigest()
+        return hmac.digest(self._keys[0], digest, "sha256").hex()
 
     def holds(self, digest: bytes, tag: object) -> bool:
         if not isinstance(tag, str):
             return False
         return any(
-            hmac.compare_digest(hmac.new(k, digest, hashlib.sha256).hexdigest(), tag)
-            for k in self._keys
+            hmac.compare_digest(hmac.digest(k, digest, "sha256").hex(), tag) for k in self._keys
         )
 
 
@@ -98,12 +97,11 @@ def store_key(key: KeyInput | StoreKey | None) -> StoreKey | None:
 
 def _digest(*parts: bytes | str) -> bytes:
     """SHA-256 of the parts, each framed by its length (no two lists of parts collide)."""
-    h = hashlib.sha256()
+    framed: list[bytes] = []
     for part in parts:
         data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "big"))
-        h.update(data)
-    return h.digest()
+        framed += (len(data).to_bytes(8, "big"), data)
+    return hashlib.sha256(b"".join(framed)).digest()
 
 
 def _json(value: Any) -> bytes:

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Stat, build, ratio, run_input, timed
-from gated_react import store_key
+from gated_react import signed_saver
 from gated_react.checkpoint import open_checkpointer
 
 KEY = "benchmark-store-key-" + "0" * 44
 DURABILITIES = ("sync", "async", "exit")
 
 
-_SIGNING = [(store_key.SignedSaver, "_signed"), (store_key.SignedSaver, "_sealed")]
-_CHECKING = [(store_key.SignedSaver, "_checked"), (store_key._History, "target"),
-             (store_key._History, "ancestor")]  # fmt: skip
+_SIGNING = [(signed_saver.SignedSaver, "_signed"), (signed_saver.SignedSaver, "_sealed")]
+_CHECKING = [(signed_saver.SignedSaver, "_checked"), (signed_saver._History, "target"),
+             (signed_saver._History, "ancestor")]  # fmt: skip
 
 
 @contextmanager

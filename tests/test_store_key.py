@@ -27,8 +27,9 @@ from gated_react import (
 )
 from gated_react.checkpoint import StoreError
 from gated_react.locks import thread_lock
+from gated_react.signed_saver import SignedSaver
 from gated_react.state import Extension
-from gated_react.store_key import SEALED, TAG, SignedSaver, StoreKey
+from gated_react.store_key import SEALED, TAG, StoreKey
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS

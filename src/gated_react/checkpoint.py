@@ -30,7 +30,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
 from gated_react.serializer import AllowedType, GuardedSerializer, serializer
-from gated_react.store_key import KeyInput, StoreKey, signed, store_key
+from gated_react.signed_saver import signed
+from gated_react.store_key import KeyInput, StoreKey, store_key
 
 Kind = Literal["memory", "sqlite", "postgres"]
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")

@@ -27,7 +27,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react.errors import GatedReactError
-from gated_react.store_key import unwrapped
+from gated_react.signed_saver import unwrapped
 
 
 class ThreadBusy(GatedReactError, RuntimeError):

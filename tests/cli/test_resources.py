@@ -105,7 +105,8 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
 ) -> None:
     """``GATED_REACT_STORE_KEY`` is read by every command: a run paused in one process is
     approved in another and listed by a third; its rows copied under another thread id are
-    refused by ``show`` and ``resume`` in one line (exit 1); a key too short is one line too."""
+    refused by ``show`` and ``resume`` in one line (exit 1); read without the key, or with one
+    too short, the store is one line too."""
     db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     monkeypatch.setenv("GATED_REACT_DB", db)
     monkeypatch.setenv("GATED_REACT_STORE_KEY", KEY)
@@ -122,6 +123,11 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
         assert err.count("\n") == 1
         assert "does not match its signature" in err
         assert KEY not in err + out
+    monkeypatch.delenv("GATED_REACT_STORE_KEY")  # a keyed store read without its key
+    code, out, err = _cli("show", "t")
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "cannot be read" in err
     monkeypatch.setenv("GATED_REACT_STORE_KEY", "short")
     code, out, err = _cli("show", "t")
     assert code == 1

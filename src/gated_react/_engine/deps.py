@@ -45,6 +45,12 @@ class NodeDeps:
     """The graph's OpenTelemetry spans: what they say about its agent and model, and each
     invocation's span (the graph carries it as a callback handler)."""
 
+    @property
+    def admission_scope(self) -> str:
+        """What an admitted step is scoped by (``_engine/admissions.py``): the policy's hash
+        and the tools' names."""
+        return f"{self.context.policy_hash}:{','.join(sorted(self.tools))}"
+
     @classmethod
     def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
         registry = _registry(tools)

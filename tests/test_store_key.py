@@ -37,7 +37,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 from .support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
 
 KEY, OLD = "k" * 32, "o" * 32
-INTERRUPT = "__interrupt__"  # LangGraph's own name (its constant is private)
+INTERRUPT, RESUME = "__interrupt__", "__resume__"  # LangGraph's own names (private constants)
 RAN: list[str] = []
 
 
@@ -72,32 +72,38 @@ def _raw(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
 
 
 def _paid(url: str, key: str | None) -> str:
-    """Thread ``paid``: a refund a human approved, run once; the id of the checkpoint that
-    ``execute`` started from."""
+    """Thread ``paid``: a refund a human approved, run once; the id of the checkpoint the gate
+    asked from, which holds the question and the human's answer as pending writes."""
     with open_checkpointer(url, key=key) as saver:
         graph = _graph(saver, call("refund", user_id=7), "done")
         assert graph.invoke({"goal": "refund user 7"}, _config("paid"))["__interrupt__"]
         assert resume(graph, "paid", {"approved": True})["stop_reason"] == "success"
-        history = list(graph.get_state_history(_config("paid")))
+        answered = [
+            t for t in saver.list(_config("paid")) if any(w[1] == RESUME for w in t.pending_writes)
+        ]
     assert RAN == ["refund 7"]
-    (before,) = [s for s in history if s.next == ("execute",)]
-    return str(before.config["configurable"]["checkpoint_id"])
+    (asked,) = answered
+    return str(asked.config["configurable"]["checkpoint_id"])
 
 
-def test_without_a_key_a_copied_approval_runs_the_call_again(store_url: str) -> None:
-    """The attack the key is for: the approved call's rows, copied under another thread id (up
-    to the checkpoint execute starts from), run the call again with nobody asked."""
+def test_without_a_key_a_copied_approval_is_a_thread_of_its_own_that_asks_again(
+    store_url: str,
+) -> None:
+    """Without a key the approved call's rows, copied under another thread id (up to the
+    question, with the human's answer), read as a thread of its own; the gate's admission
+    (issue 28 item 1) keeps the call from running unasked: it asks again. Before item 1 it ran
+    the refund a second time with nobody asked."""
     upto = _paid(store_url, None)
-    assert copy_rows(store_url, "paid", "again", upto=upto, writes_before=True) > 0
+    assert copy_rows(store_url, "paid", "again", upto=upto, writes_before=False) > 0
     with open_checkpointer(store_url) as saver:
         out = _graph(saver, "done").invoke(None, _config("again"))
-    assert "__interrupt__" not in out
-    assert RAN == ["refund 7", "refund 7"]
+    assert out["__interrupt__"]
+    assert RAN == ["refund 7"]
 
 
 def test_with_a_key_a_copied_approval_is_refused_and_runs_nothing(store_url: str) -> None:
     upto = _paid(store_url, KEY)
-    copy_rows(store_url, "paid", "again", upto=upto, writes_before=True)
+    copy_rows(store_url, "paid", "again", upto=upto, writes_before=False)
     with open_checkpointer(store_url, key=KEY) as saver:
         graph = _graph(saver, "done")
         with pytest.raises(UnsafeCheckpoint, match="does not match its signature") as refused:
@@ -139,19 +145,34 @@ def test_a_checkpoint_whose_bytes_were_edited_is_refused(store_url: str) -> None
     assert RAN == []
 
 
+_ASKS = Policy(allow=frozenset({"refund"}), budget=Budget(max_tool_calls=1), on_budget="ask")
+_RAISED = Extension(budget="max_tool_calls", limit=100, was=1, spent=1, decision="approve",
+                    step=1)  # fmt: skip
+_TWO_REFUNDS = (call("refund", user_id=7), call("refund", user_id=8), "done")
+
+
 def test_an_extension_edited_into_the_state_is_refused(store_url: str) -> None:
     """Under ``on_budget="ask"`` extensions raise limits: edited in, they are refused."""
-    asks = Policy(allow=frozenset({"refund"}), budget=Budget(max_tool_calls=1), on_budget="ask")
-    raised = Extension(budget="max_tool_calls", limit=100, was=1, spent=1, decision="approve",
-                       step=1)  # fmt: skip
     with open_checkpointer(store_url, key=KEY) as saver:
-        replies = [call("refund", user_id=7), call("refund", user_id=8), "done"]
-        graph = _graph(saver, *replies, policy=asks)
+        graph = _graph(saver, *_TWO_REFUNDS, policy=_ASKS)
         assert graph.invoke({"goal": "refunds"}, _config("t"))["__interrupt__"]  # the budget asks
-        rewrite_latest(_raw(saver), "t", {"extensions": [raised]})
+        rewrite_latest(_raw(saver), "t", {"extensions": [_RAISED]})
         with pytest.raises(UnsafeCheckpoint):
             graph.invoke(None, _config("t"))
     assert RAN == ["refund 7"]
+
+
+def test_without_a_key_an_extension_edited_into_the_state_raises_the_limit(
+    tmp_path: Path,
+) -> None:
+    """What the key is for: under ``on_budget="ask"`` an extension written into the store is
+    counted like a human's, and the call the budget held back runs."""
+    with open_checkpointer(f"sqlite:///{tmp_path / 'runs.sqlite'}") as saver:
+        graph = _graph(saver, *_TWO_REFUNDS, policy=_ASKS)
+        assert graph.invoke({"goal": "refunds"}, _config("t"))["__interrupt__"]
+        rewrite_latest(saver, "t", {"extensions": [_RAISED]})
+        graph.invoke(None, _config("t"))
+    assert RAN == ["refund 7", "refund 8"]
 
 
 def test_forged_metadata_is_refused(store_url: str) -> None:

@@ -21,6 +21,7 @@ from benchmarks import (
     resume,
     step_time,
     storage,
+    store_key,
     tokens,
     tracing,
 )
@@ -35,6 +36,7 @@ SUITES = {
     "prefix_cache": prefix_cache.measure,
     "tracing": tracing.measure,
     "fleet": fleet.measure,
+    "store_key": store_key.measure,
 }
 RESULTS = Path(__file__).parent / "results"
 

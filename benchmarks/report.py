@@ -262,6 +262,21 @@ def fleet(result: dict[str, Any]) -> str:
     return _table(title, header, rows)
 
 
+def store_key(rows: list[dict[str, Any]]) -> str:
+    header = ["durability", "steps", "CPU ms/step without key", "with key", "added", "ratio",
+              "signing ms/step", "read CPU ms without", "with", "ratio",
+              "checking ms/run"]  # fmt: skip
+    out = [
+        [r["durability"], r["steps"], _med(r["without_key"], "cpu_ms_per_step"),
+         _med(r["with_key"], "cpu_ms_per_step"), f"{r['cpu_ms_per_step_added']:+.3f}",
+         r["ratio_cpu"], _med(r, "inside_sign_ms_per_step"),
+         _med(r["without_key"], "read_cpu_ms"), _med(r["with_key"], "read_cpu_ms"),
+         r["ratio_read_cpu"], _med(r, "inside_check_ms_per_run")]
+        for r in rows
+    ]  # fmt: skip
+    return _table("10. The store key on SQLite (median CPU ms)", header, out)
+
+
 RENDER = {
     "step_time": step_time,
     "tokens": tokens,
@@ -272,6 +287,7 @@ RENDER = {
     "prefix_cache": prefix_cache,
     "tracing": tracing,
     "fleet": fleet,
+    "store_key": store_key,
 }
 
 

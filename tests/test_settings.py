@@ -64,3 +64,15 @@ def test_an_empty_model_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("OPENAI_MODEL", "")
     with pytest.raises(ValidationError, match="OPENAI_MODEL"):
         Settings()
+
+
+def test_the_store_key_is_a_list_of_keys_and_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GATED_REACT_STORE_KEY=new,old``: the first signs, the others still read; the keys are
+    masked wherever the settings' secrets are (run logs, worker lines, errors)."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", " new-key-0123456789 , old-key-0123456789 ,")
+    settings = Settings()
+    assert settings.store_keys() == ("new-key-0123456789", "old-key-0123456789")
+    assert set(settings.store_keys()) <= set(settings.secrets())
+    assert "new-key" not in repr(settings)
+    monkeypatch.delenv("GATED_REACT_STORE_KEY")
+    assert Settings().store_keys() == ()

@@ -210,6 +210,33 @@ def test_the_studio_checkpointer_revives_no_code(
     assert not (tmp_path / "x").exists()
 
 
+def test_the_studio_checkpointer_signs_with_the_store_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GATED_REACT_STORE_KEY`` reaches the langgraph.json checkpointer: a thread's rows copied
+    under another thread id are refused, the thread itself reads."""
+    from gated_react import UnsafeCheckpoint, open_checkpointer
+
+    from .support.tamper import copy_rows
+
+    db, key = tmp_path / "studio.sqlite", "studio-key-" + "s" * 24
+    monkeypatch.setenv("GATED_REACT_DB", str(db))
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", key)
+    with open_checkpointer(str(db), key=key) as saver:
+        graph = build_graph(ScriptedChatModel(replies=["ok"]), SUPPORT_TOOLS, checkpointer=saver)
+        graph.invoke({"goal": "refund?"}, {"configurable": {"thread_id": "t"}})
+    copy_rows(str(db), "t", "t2", upto="z", writes_before=False)
+
+    async def read_it(thread: str) -> Any:
+        async with checkpointer() as saver:
+            config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+            return await saver.aget_tuple(config)  # type: ignore[arg-type]
+
+    assert asyncio.run(read_it("t")) is not None
+    with pytest.raises(UnsafeCheckpoint, match="'t2' does not match its signature"):
+        asyncio.run(read_it("t2"))
+
+
 def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
     assert {name: spec["path"] for name, spec in config["graphs"].items()} == {

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from .support.reaping import wait_for
 from .support.studio_server import DevServer, drive, serving
 
 pytestmark = pytest.mark.studio
@@ -220,3 +221,65 @@ def test_studio_edit_and_continue_cannot_run_a_call_the_policy_does_not_admit(
     assert refused["trace"][-1]["stop_reason"] == "tool_missing:delete_everything"
     assert approved["stop_reason"] == "success"
     assert approved["history"][0]["action"]["args"] == {"user_id": 7}  # what the human approved
+
+
+STORE_KEY = "studio-store-key-" + "h" * 24
+
+
+@pytest.fixture(scope="module")
+def keyed_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A second server, its store signed with ``GATED_REACT_STORE_KEY``."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GATED_REACT_STORE_KEY", STORE_KEY)
+        with (
+            FakeOpenAI(default=_model) as model,
+            serving(tmp_path_factory.mktemp("studio-keyed"), model) as server,
+        ):
+            yield server
+
+
+def test_with_a_store_key_studio_approves_and_edits_and_refuses_an_edited_row(
+    keyed_dev: DevServer,
+) -> None:
+    """Under a store key the server works as without one: an approval, an edit through its
+    state API (signed: the saver wrote it) that execute then asks about; the rows it wrote are
+    signed, and one edited in the SQLite file behind its back is refused by its next read."""
+    from gated_react import open_checkpointer
+
+    def edit(**args: Any) -> dict[str, Any]:
+        call = {"step": 1, "tool": "get_user_billing", "args": args, "key": "k", "outcome": None}
+        return {"calls": [call]}
+
+    async def scenario(client: LangGraphClient) -> tuple[Any, Any, str]:
+        aid, tid, _ = await _paused(client)
+        approved = await _resume(client, aid, tid, _decision({"type": "approve"}))
+        aid2, tid2, _ = await _paused(client)
+        await client.threads.update_state(tid2, edit(user_id=7), as_node="gate")
+        await client.runs.wait(tid2, aid2, input=None)
+        asked = await client.threads.get_state(tid2)
+        return approved, asked, tid2
+
+    approved, asked, edited = drive(keyed_dev, scenario)
+    assert approved["stop_reason"] == "success"
+    assert asked["next"] == ["execute"]
+    (interrupt,) = asked["interrupts"]
+    assert interrupt["value"]["args"] == {"user_id": 7}
+    db = str(keyed_dev.workdir / "runs.sqlite")
+    with open_checkpointer(db, key=STORE_KEY) as saver:
+        raw = saver.inner  # type: ignore[attr-defined]
+        latest = raw.get_tuple({"configurable": {"thread_id": edited, "checkpoint_ns": ""}})
+        assert latest.metadata["gated_react_tag"]
+    from .support.tamper import forge_metadata
+
+    forge_metadata(db, edited, "source", "loop")
+
+    async def read_again(client: LangGraphClient) -> Any:
+        try:
+            return await client.threads.get_state(edited)
+        except Exception as exc:  # the server answers 500; its log names the refusal
+            return exc
+
+    refused = drive(keyed_dev, read_again)
+    assert isinstance(refused, Exception), refused
+    refusal = "does not match its signature"
+    wait_for(lambda: refusal in keyed_dev.log.read_text(errors="replace"), what=refusal)

@@ -306,3 +306,16 @@ def _busy(url: str) -> str:
             " WHERE type IN ('started', 'succeeded')"
         ).fetchone()
     return f"first job started to last job done: {float(row[0]) if row else 0:.1f} s"
+
+
+def test_a_bad_store_key_stops_the_worker_before_it_starts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked once, exit 2, before any worker starts (a supervisor does not replace it)."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "hunter2")
+    argv = ["--store", "postgresql://h/db", "--graph", "tests.support.worker_graphs:refund"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "shorter than 16 bytes" in err
+    assert err.count("\n") == 1
+    assert "hunter2" not in err

@@ -30,6 +30,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
 from gated_react.serializer import AllowedType, GuardedSerializer, serializer
+from gated_react.signed_saver import signed
+from gated_react.store_key import KeyInput, StoreKey, store_key
 
 Kind = Literal["memory", "sqlite", "postgres"]
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
@@ -82,37 +84,52 @@ def mask(url: str) -> str:
 
 @contextmanager
 def open_checkpointer(
-    url: str, *, allow: Iterable[AllowedType] = ()
+    url: str,
+    *,
+    allow: Iterable[AllowedType] = (),
+    key: KeyInput | StoreKey | None = None,
 ) -> Iterator[BaseCheckpointSaver[str]]:
     """A ready checkpointer for ``url`` (tables created on first use); closed on exit.
     ``allow``: your own types that your state stores (classes or ``(module, name)`` pairs);
     anything else that is not a type of LangGraph's, LangChain's messages or this package's state
-    is refused on read (``UnsafeCheckpoint``)."""
-    store, serde = StoreURL.parse(url), serializer(allow)
+    is refused on read (``UnsafeCheckpoint``). ``key``: the store key (or keys, the first signs,
+    the others are older keys still read): every checkpoint and write is signed, and a row the
+    key did not sign is refused on read (``UnsafeCheckpoint``); see ``gated_react.store_key``."""
+    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
     if store.kind == "memory":
-        yield InMemorySaver(serde=serde)
+        yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":
         with _sqlite(store, serde) as saver:
-            yield saver
+            yield signed(saver, keys)
     else:
         with _postgres(store, serde) as saver:
-            yield saver
+            yield signed(saver, keys)
 
 
 @asynccontextmanager
 async def aopen_checkpointer(
-    url: str, *, allow: Iterable[AllowedType] = ()
+    url: str,
+    *,
+    allow: Iterable[AllowedType] = (),
+    key: KeyInput | StoreKey | None = None,
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers."""
-    store, serde = StoreURL.parse(url), serializer(allow)
+    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
     if store.kind == "memory":
-        yield InMemorySaver(serde=serde)
+        yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":
         async with _asqlite(store, serde) as saver:
-            yield saver
+            yield signed(saver, keys)
     else:
         async with _apostgres(store, serde) as saver:
-            yield saver
+            yield signed(saver, keys)
+
+
+def _key(key: KeyInput | StoreKey | None) -> StoreKey | None:
+    try:
+        return store_key(key)
+    except ValueError as exc:  # one line, never the key
+        raise StoreError(str(exc)) from None
 
 
 def sqlite_file(store: StoreURL) -> Path:

@@ -27,6 +27,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react.errors import GatedReactError
+from gated_react.signed_saver import unwrapped
 
 
 class ThreadBusy(GatedReactError, RuntimeError):
@@ -84,6 +85,7 @@ async def athread_lock(
 
 
 def _scope(saver: BaseCheckpointSaver[Any] | None) -> str:
+    saver = unwrapped(saver)  # a saver signing with a store key is the saver it wraps
     return f"{type(saver).__name__}:{id(saver)}"
 
 
@@ -92,7 +94,7 @@ def _is_sqlite(conn: Any) -> bool:
 
 
 def _is_postgres(saver: BaseCheckpointSaver[Any] | None) -> bool:
-    return type(saver).__module__.startswith("langgraph.checkpoint.postgres")
+    return type(unwrapped(saver)).__module__.startswith("langgraph.checkpoint.postgres")
 
 
 @contextmanager

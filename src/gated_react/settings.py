@@ -89,6 +89,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("GATED_REACT_DB", "GATED_REACT_STORE")
     )
     """Where runs are stored: a path, ``sqlite:///...``, ``postgresql://...`` or ``memory``."""
+    store_key: SecretStr | None = Field(default=None, validation_alias="GATED_REACT_STORE_KEY")
+    """The store key (16 bytes or more): every checkpoint and write is signed with it, and a row
+    it did not sign is refused. Rotation: ``new,old``; the first signs, the others still read."""
     otel_endpoint: str | None = Field(default=None, validation_alias="OTEL_EXPORTER_OTLP_ENDPOINT")
     """Where spans are sent (an OTLP collector or backend); setting it turns export on."""
     otel_protocol: Literal["http/protobuf", "grpc"] = Field(
@@ -108,6 +111,11 @@ class Settings(BaseSettings):
         """The store to use: ``GATED_REACT_DB`` or the SQLite file in the user's state folder."""
         return self.db or str(default_state_dir() / "runs.sqlite")
 
+    def store_keys(self) -> tuple[str, ...]:
+        """The store keys, the signing one first; empty: the store is not signed."""
+        text = self.store_key.get_secret_value() if self.store_key else ""
+        return tuple(key.strip() for key in text.split(",") if key.strip())
+
     def tracing_exporter(self) -> Literal["otlp", "console"] | None:
         """The exporter to configure, or None: tracing stays the API's no-op unless an endpoint or
         an exporter is set, and ``OTEL_SDK_DISABLED`` wins over both."""
@@ -120,7 +128,7 @@ class Settings(BaseSettings):
     def secrets(self) -> tuple[str, ...]:
         """Values that must never be printed or logged."""
         key = self.openai_api_key.get_secret_value() if self.openai_api_key else ""
-        return (key,) if key else ()
+        return ((key,) if key else ()) + self.store_keys()
 
 
 def capture_content() -> bool:

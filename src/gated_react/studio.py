@@ -133,8 +133,10 @@ def drawn(schema: type[StudioContext]) -> Graph:
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """The dev server's store: ``GATED_REACT_DB``, else the SQLite file in the state folder."""
-    async with aopen_checkpointer(Settings().store_url()) as saver:
+    """The dev server's store: ``GATED_REACT_DB``, else the SQLite file in the state folder;
+    signed with ``GATED_REACT_STORE_KEY`` if it is set."""
+    settings = Settings()
+    async with aopen_checkpointer(settings.store_url(), key=settings.store_keys()) as saver:
         yield saver
 
 

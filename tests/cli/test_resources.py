@@ -3,6 +3,7 @@ opens it (SQLite would create ``<path>-journal`` next to a device, e.g. ``/dev/n
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -12,8 +13,10 @@ import pytest
 from gated_react.cli import resources
 from gated_react.cli.exits import CliError
 
-from ..support.openai_server import FakeOpenAI, reply
-from .conftest import invoke
+from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.reaping import PATIENCE
+from ..support.tamper import copy_rows
+from .conftest import invoke, spawn
 
 COMMANDS = (["run", "hello"], ["runs"], ["show", "t"], ["resume", "t"])
 
@@ -85,3 +88,48 @@ def test_a_symlink_to_a_device_is_refused_and_files_still_work(
     assert invoke("run", "hello", "--db", f"sqlite:///{real}", "--json").exit_code == 0
     assert real.is_file()
     assert invoke("runs", "--db", str(real)).exit_code == 0
+
+
+KEY = "cli-store-key-" + "x" * 20
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    """The installed command as its own process (each one opens the store afresh)."""
+    proc = spawn(*args)
+    out, err = proc.communicate(timeout=PATIENCE)
+    return proc.returncode, out, err
+
+
+def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GATED_REACT_STORE_KEY`` is read by every command: a run paused in one process is
+    approved in another and listed by a third; its rows copied under another thread id are
+    refused by ``show`` and ``resume`` in one line (exit 1); read without the key, or with one
+    too short, the store is one line too."""
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    monkeypatch.setenv("GATED_REACT_DB", db)
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", KEY)
+    server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
+    code, out, _ = _cli("run", "refund?", "--approve-tool", "get_user_billing", "--thread", "t")
+    assert code == 4, out
+    code, out, err = _cli("resume", "t", "--approve", "--json")
+    assert (code, json.loads(out)["answer"]) == (0, "USD 49"), err
+    assert _cli("runs")[0] == 0
+    assert copy_rows(db, "t", "t2", upto="z", writes_before=False) > 0
+    for args in (["show", "t2"], ["resume", "t2"], ["runs"]):
+        code, out, err = _cli(*args)
+        assert code == 1, (args, out, err)
+        assert err.count("\n") == 1
+        assert "does not match its signature" in err
+        assert KEY not in err + out
+    monkeypatch.delenv("GATED_REACT_STORE_KEY")  # a keyed store read without its key
+    code, out, err = _cli("show", "t")
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "cannot be read" in err
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "short")
+    code, out, err = _cli("show", "t")
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "shorter than 16 bytes" in err

@@ -34,3 +34,124 @@ def poison(saver: BaseCheckpointSaver[Any], thread: str, values: dict[str, Any])
     )
     new = {channel: versions[channel] for channel in values}
     saver.put(found.config, checkpoint, found.metadata, new)  # type: ignore[arg-type]
+
+
+# ---- raw rows, as someone with SQL access edits them (issue 28 item 7) ----
+
+_TABLES = {
+    "sqlite": (("checkpoints", True), ("writes", True)),
+    "postgres": (("checkpoints", True), ("checkpoint_blobs", False), ("checkpoint_writes", True)),
+}
+
+
+def _sql(url: str) -> tuple[str, Any]:
+    """The store's kind and an open DB-API connection to it (autocommit)."""
+    from gated_react.checkpoint import StoreURL
+
+    store = StoreURL.parse(url)
+    if store.kind == "sqlite":
+        import sqlite3
+
+        return "sqlite", sqlite3.connect(store.target, isolation_level=None)
+    import psycopg
+
+    return "postgres", psycopg.connect(store.target, autocommit=True)
+
+
+def _columns(kind: str, conn: Any, table: str) -> list[str]:
+    if kind == "sqlite":
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+    rows = conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+        " ORDER BY ordinal_position",
+        (table,),
+    )
+    return [row[0] for row in rows]
+
+
+def copy_rows(url: str, source: str, target: str, *, upto: str, writes_before: bool) -> int:
+    """Copy thread ``source``'s rows under thread id ``target``: its checkpoints up to ``upto``
+    (a checkpoint id), their blobs, and the writes of checkpoints before ``upto`` (or up to it
+    too, unless ``writes_before``). Returns the number of rows copied."""
+    kind, conn = _sql(url)
+    mark = "?" if kind == "sqlite" else "%s"
+    copied = 0
+    with conn:
+        for table, by_checkpoint in _TABLES[kind]:
+            cols = _columns(kind, conn, table)
+            chosen = ", ".join(mark if c == "thread_id" else c for c in cols)
+            sql = f"INSERT INTO {table} ({', '.join(cols)}) SELECT {chosen} FROM {table}"
+            sql += f" WHERE thread_id = {mark}"
+            params: list[Any] = [target, source]
+            if by_checkpoint:
+                writes = "writes" in table
+                sql += f" AND checkpoint_id {'<' if writes and writes_before else '<='} {mark}"
+                params.append(upto)
+            copied += conn.execute(sql, params).rowcount
+    return copied
+
+
+def forge_metadata(url: str, thread: str, key: str, value: str) -> None:
+    """Set ``key`` to ``value`` in the metadata of every checkpoint of ``thread``."""
+    kind, conn = _sql(url)
+    with conn:
+        if kind == "sqlite":
+            conn.execute(
+                "UPDATE checkpoints SET metadata = json_set(metadata, ?, ?) WHERE thread_id = ?",
+                (f"$.{key}", value, thread),
+            )
+        else:
+            conn.execute(
+                "UPDATE checkpoints SET metadata = jsonb_set(metadata, %s, to_jsonb(%s::text))"
+                " WHERE thread_id = %s",
+                ([key], value, thread),
+            )
+
+
+def rewrite_latest(raw: BaseCheckpointSaver[Any], thread: str, values: dict[str, Any]) -> None:
+    """The latest checkpoint row of ``thread`` rewritten in place with ``values`` in its
+    channels, its metadata (a signature included) kept: the row's bytes edited."""
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    found = raw.get_tuple(config)  # type: ignore[arg-type]
+    assert found is not None, f"thread {thread!r} has no checkpoint to edit"
+    checkpoint = dict(found.checkpoint)
+    versions = dict(checkpoint["channel_versions"])
+    for channel in values:  # a new blob version (Postgres keeps blobs per version)
+        versions[channel] = raw.get_next_version(versions.get(channel), None)
+    checkpoint.update(
+        channel_versions=versions, channel_values={**checkpoint["channel_values"], **values}
+    )
+    where = found.parent_config or {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    new = {channel: versions[channel] for channel in values}
+    raw.put(where, checkpoint, found.metadata, new)  # type: ignore[arg-type]
+
+
+def set_write(
+    url: str, thread: str, checkpoint_id: str, channel: str, stored: tuple[str, bytes]
+) -> int:
+    """Replace the stored value of ``thread``'s writes to ``channel`` at ``checkpoint_id``
+    with ``stored`` (a serializer's ``(type, bytes)``); the number of rows changed."""
+    kind, conn = _sql(url)
+    table, column, mark = (
+        ("writes", "value", "?") if kind == "sqlite" else ("checkpoint_writes", "blob", "%s")
+    )
+    with conn:
+        return int(
+            conn.execute(
+                f"UPDATE {table} SET type = {mark}, {column} = {mark} WHERE thread_id = {mark}"
+                f" AND checkpoint_id = {mark} AND channel = {mark}",
+                (*stored, thread, checkpoint_id, channel),
+            ).rowcount
+        )
+
+
+def reparent(url: str, thread: str, checkpoint_id: str, parent: str | None) -> None:
+    """Point ``thread``'s checkpoint ``checkpoint_id`` at another parent."""
+    kind, conn = _sql(url)
+    mark = "?" if kind == "sqlite" else "%s"
+    with conn:
+        conn.execute(
+            f"UPDATE checkpoints SET parent_checkpoint_id = {mark} WHERE thread_id = {mark}"
+            f" AND checkpoint_id = {mark}",
+            (parent, thread, checkpoint_id),
+        )

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gated_react import open_checkpointer, run
+from gated_react import UnsafeCheckpoint, open_checkpointer, read, run
+from gated_react.store_key import TAG
 from gated_react.workers import (
     enqueue_resume,
     enqueue_run,
@@ -27,7 +28,7 @@ from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import Delay, FakeOpenAI
 from ..support.procs import WAIT, wait_until
 from ..support.scenarios import graph_for
-from ..support.tamper import poison, touch
+from ..support.tamper import copy_rows, poison, touch
 from ..support.worker_graphs import LOG_VAR, MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
 from ..test_workers import jobs, stored
 
@@ -99,3 +100,37 @@ def test_a_worker_reads_through_the_guarded_serializer(
         proc.terminate()
         proc.wait(WAIT)
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.postgres
+def test_a_workers_runs_are_signed_and_a_copied_thread_is_refused(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GATED_REACT_STORE_KEY`` reaches the workers: the rows a job writes (on its own pooled
+    connection) are signed, and a thread copied under another id is refused like a damaged
+    one (the job fails, nothing runs)."""
+    key = "worker-store-key-" + "w" * 20
+    monkeypatch.setenv(LOG_VAR, str(tmp_path / "decisions.tsv"))
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", key)
+    with open_checkpointer(pg_url, key=key) as saver:
+        run(graph_for({}, saver), REFUND_GOAL, thread_id="mine")
+    copy_rows(pg_url, "mine", "copied", upto="z", writes_before=False)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="fresh")
+        enqueue_resume(app, "copied")
+    (proc,) = start_workers(pg_url, "tests.support.worker_graphs:refund", 1)
+    try:
+        wait_until(lambda: jobs(pg_url)[0][1] == "succeeded")
+        wait_until(lambda: jobs(pg_url)[1][2] >= 1)  # tried once, refused
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)
+    with open_checkpointer(pg_url, key=key) as saver:
+        assert read(graph_for({}, saver), "fresh")["stop_reason"] == "success"
+        with pytest.raises(UnsafeCheckpoint, match="'copied' does not match its signature"):
+            read(graph_for({}, saver), "copied")
+        raw = saver.inner
+        latest = raw.get_tuple({"configurable": {"thread_id": "fresh", "checkpoint_ns": ""}})
+        assert TAG in latest.metadata

@@ -86,12 +86,14 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
 
 @contextmanager
 def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The checkpointer for ``url``; an unreachable or malformed store is a one-line error."""
+    """The checkpointer for ``url``, signed with ``GATED_REACT_STORE_KEY`` if it is set; an
+    unreachable or malformed store is a one-line error."""
     from gated_react.checkpoint import open_checkpointer
 
+    key = settings().store_keys()
     with ExitStack() as stack:
         with user_errors():
-            saver = stack.enter_context(open_checkpointer(url))
+            saver = stack.enter_context(open_checkpointer(url, key=key))
         yield saver
 
 

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from gated_react.checkpoint import StoreError
+from gated_react.settings import Settings
+from gated_react.store_key import store_key
 from gated_react.workers import watch
 from gated_react.workers.queue import queue_store
 from gated_react.workers.supervisor import Supervisor, worker_command
@@ -36,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         queue_store(args.store)
+        store_key(Settings().store_keys())  # a bad GATED_REACT_STORE_KEY: exit 2, once
         factory = load_factory(args.graph)
         if args.processes is not None:
             return supervise(args)

@@ -21,6 +21,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
 from gated_react.runs import Graph
 from gated_react.serializer import serializer
+from gated_react.signed_saver import key_of, signed
+from gated_react.store_key import KeyInput, store_key
 
 POOL_TIMEOUT = 30.0
 """Seconds a run waits for a connection before its job fails (and is retried)."""
@@ -65,10 +67,15 @@ async def open_pool(url: str, size: int) -> AsyncIterator[AsyncConnectionPool[An
         await pool.close()
 
 
-def pool_saver(pool: AsyncConnectionPool[Any]) -> BaseCheckpointSaver[Any]:
-    """The saver the graph factory builds the graph with; jobs run on a copy bound to one
-    connection (``on_one_connection``)."""
-    return AsyncPostgresSaver(pool, serde=serializer())
+def pool_saver(pool: AsyncConnectionPool[Any], key: KeyInput = ()) -> BaseCheckpointSaver[Any]:
+    """The saver the graph factory builds the graph with, signed with ``key`` if one is given
+    (``GATED_REACT_STORE_KEY``); jobs run on a copy bound to one connection
+    (``on_one_connection``)."""
+    try:
+        keys = store_key(key)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
+    return signed(AsyncPostgresSaver(pool, serde=serializer()), keys)
 
 
 @asynccontextmanager
@@ -76,5 +83,6 @@ async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> Asy
     """The graph, its checkpointer bound to one pooled connection held until the block ends."""
     base = graph.checkpointer
     async with pool.connection() as conn:
-        saver = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
+        raw = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
+        saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
         yield graph.copy(update={"checkpointer": saver})

@@ -163,7 +163,7 @@ async def _serve(
     watch.store_answers()  # after a loss: the line that says it is back
     app = make_app(url)
     async with open_pool(url, options["concurrency"]) as pool, app.open_async():
-        saver = pool_saver(pool)
+        saver = pool_saver(pool, Settings().store_keys())
         graph = factory(saver)
         if saver_of(graph) is not saver:
             raise ValueError("the graph factory must pass its checkpointer to build_graph")

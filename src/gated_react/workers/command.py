@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        watch.check_ports(watch.options(args), args.processes or 1)
         queue_store(args.store)
         factory = load_factory(args.graph)
         if args.processes is not None:

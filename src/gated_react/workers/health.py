@@ -7,7 +7,9 @@
 ``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight.
 
 The server runs on a daemon thread of the worker process, so a busy or blocked event loop still
-answers (with 503).
+answers (with 503). Each connection has a thread of its own, at most ``MAX_CONNECTIONS`` at once,
+and is closed after ``IDLE_SECONDS`` of silence: a client that opens connections and sends
+nothing cannot exhaust the worker.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from gated_react.workers import log as worker_log
 
 BEAT_SECONDS = 1.0
 """How often the worker's loop says it is alive."""
+IDLE_SECONDS = 10.0
+"""A probe connection silent this long is closed (it holds a thread of the worker)."""
+MAX_CONNECTIONS = 32
+"""Probe connections served at once; more are closed unanswered until one ends."""
 
 
 class Health:
@@ -94,15 +100,19 @@ class Health:
             "in_flight": self._running,
         }
 
-    def serve(self, host: str, port: int) -> ThreadingHTTPServer:
-        """Start answering on ``host:port`` (0: any free port; see ``server_address``)."""
+    def serve(
+        self, host: str, port: int, *, idle: float = IDLE_SECONDS, limit: int = MAX_CONNECTIONS
+    ) -> ThreadingHTTPServer:
+        """Start answering on ``host:port`` (0: any free port; see ``server_address``); a
+        connection silent for ``idle`` seconds is closed, and beyond ``limit`` at once a new one
+        is closed unanswered."""
         health = self
 
         class Handler(_Handler):
             owner = health
+            timeout = idle  # each read and write of a connection (socketserver's own setting)
 
-        server = ThreadingHTTPServer((host, port), Handler)
-        server.daemon_threads = True
+        server = _Server((host, port), Handler, limit)
         threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
         return server
 
@@ -113,6 +123,35 @@ class Health:
         while True:
             self.beat()
             await asyncio.sleep(BEAT_SECONDS)
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, at most ``limit`` of them: a client that opens connections and
+    stays silent (or trickles a byte at a time) holds no more than that, each until it times
+    out, and the worker's loop never waits on them."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 made a burst of connects wait for SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], limit: int) -> None:
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(limit)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: the probe tries again
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -7,7 +7,6 @@ import asyncio
 import json
 import select
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -116,11 +115,6 @@ def test_other_paths_are_404(health: tuple[Health, str]) -> None:
     assert _get(health[1] + "/admin")[0] == 404
 
 
-def _handlers() -> int:
-    """The health server's connection threads alive now."""
-    return sum("process_request_thread" in thread.name for thread in threading.enumerate())
-
-
 def _silent(url: str, count: int) -> list[socket.socket]:
     host, port = url.removeprefix("http://").split(":")
     return [socket.create_connection((host, int(port)), timeout=30) for _ in range(count)]
@@ -134,8 +128,9 @@ def test_silent_connections_time_out_and_free_their_threads() -> None:
     url = "http://{}:{}".format(*server.server_address[:2])
     silent = _silent(url, 150)
     try:
-        until(lambda: _handlers() == 0, "every silent connection closed by the server")
-        assert all(conn.recv(1) == b"" for conn in silent)  # closed from the server's side
+        until(lambda: len(_ended(silent)) == 150, "every silent connection closed by the server")
+        assert all(conn.recv(1) == b"" for conn in silent)
+        assert server.serving == 0  # no thread left on them
         assert _get(url + "/healthz")[0] == 200
     finally:
         for conn in silent:
@@ -149,17 +144,20 @@ def test_connections_beyond_the_limit_are_closed_at_once_and_probes_answer_after
     probe = Health("worker-t")
     server = probe.serve("127.0.0.1", 0, idle=PATIENCE, limit=8)
     url = "http://{}:{}".format(*server.server_address[:2])
-    silent = _silent(url, 40)
+    silent: list[socket.socket] = []
     try:
+        silent += _silent(url, 40)
         until(lambda: len(_ended(silent)) == 32, "the connections beyond 8 closed")
         assert all(conn.recv(1) == b"" for conn in _ended(silent))
-        assert _handlers() == 8
+        assert server.serving == 8
+        for conn in silent:
+            conn.close()
+        until(lambda: _get(url + "/healthz")[0] == 200, "a probe answered once slots are free")
     finally:
         for conn in silent:
             conn.close()
-    until(lambda: _get(url + "/healthz")[0] == 200, "a probe answered once the slots are free")
-    server.shutdown()
-    server.server_close()
+        server.shutdown()
+        server.server_close()
 
 
 def _ended(conns: list[socket.socket]) -> list[socket.socket]:

@@ -102,7 +102,7 @@ class Health:
 
     def serve(
         self, host: str, port: int, *, idle: float = IDLE_SECONDS, limit: int = MAX_CONNECTIONS
-    ) -> ThreadingHTTPServer:
+    ) -> HealthServer:
         """Start answering on ``host:port`` (0: any free port; see ``server_address``); a
         connection silent for ``idle`` seconds is closed, and beyond ``limit`` at once a new one
         is closed unanswered."""
@@ -112,7 +112,7 @@ class Health:
             owner = health
             timeout = idle  # each read and write of a connection (socketserver's own setting)
 
-        server = _Server((host, port), Handler, limit)
+        server = HealthServer((host, port), Handler, limit)
         threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
         return server
 
@@ -125,7 +125,7 @@ class Health:
             await asyncio.sleep(BEAT_SECONDS)
 
 
-class _Server(ThreadingHTTPServer):
+class HealthServer(ThreadingHTTPServer):
     """A thread per connection, at most ``limit`` of them: a client that opens connections and
     stays silent (or trickles a byte at a time) holds no more than that, each until it times
     out, and the worker's loop never waits on them."""
@@ -135,23 +135,33 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: type[_Handler], limit: int) -> None:
         super().__init__(address, handler)
-        self.slots = threading.BoundedSemaphore(limit)
+        self.limit = limit
+        self.serving = 0
+        """Connections served now, each on a thread of its own."""
+        self._count = threading.Lock()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)  # full: the probe tries again
+        with self._count:
+            full = self.serving >= self.limit
+            self.serving += not full
+        if full:
+            self.shutdown_request(request)  # the probe tries again
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self._ended()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self._ended()
+
+    def _ended(self) -> None:
+        with self._count:
+            self.serving -= 1
 
 
 class _Handler(BaseHTTPRequestHandler):

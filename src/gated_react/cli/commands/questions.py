@@ -173,7 +173,7 @@ def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> 
     app = make_app(url)
     try:
         with app.open():
-            return enqueue_resume(app, thread, answer, question=question)
+            return enqueue_resume(app, thread, answer, question=question, once=True)
     except AlreadyEnqueued:
         raise _answered(thread, question, queued_answer(target, thread, question)) from None
     except ProcrastinateException as exc:

@@ -124,3 +124,11 @@ def test_printable_json_keeps_the_value_and_escapes_what_json_leaves_raw() -> No
     assert all(char.isprintable() for char in text.replace("\n", ""))
     assert "\\u009b" in text
     assert "é" in text
+
+
+def test_printable_json_escapes_every_line_break_splitlines_knows() -> None:
+    value = {"k": "a\u2028b\u2029c\x85d\x1ce\x0bf"}
+    text = printable_json(json.dumps(value, ensure_ascii=False))
+    assert json.loads(text) == value
+    assert text.splitlines() == [text]
+    assert "\\u2028" in text

@@ -60,10 +60,16 @@ def printable(text: str) -> str:
     return _CONTROLS.sub(_escaped, text.replace("\r\n", "\n"))
 
 
+# JSON leaves these raw too; the Unicode line and paragraph separators are line breaks to
+# ``str.splitlines()`` and to many log collectors: one event would read as several.
+_JSON_RAW = re.compile(f"[{_CONTROLS.pattern[1:-1]}\u2028\u2029]")
+
+
 def printable_json(text: str) -> str:
-    """JSON text with the control characters ``json.dumps`` leaves raw (DEL, C1, bidi overrides)
-    written as ``\\u`` escapes: the same JSON value, safe to print or ``tail -f``."""
-    return _CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    """JSON text with the characters ``json.dumps`` leaves raw (DEL, C1, bidi overrides, the
+    line separators U+2028 and U+2029) written as ``\\u`` escapes: the same JSON value, on one
+    line, safe to print or ``tail -f``."""
+    return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _escaped(match: re.Match[str]) -> str:

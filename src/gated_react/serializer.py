@@ -4,9 +4,12 @@ run's state holds, so a store someone else can write cannot make a reader run co
 LangGraph's ``JsonPlusSerializer`` revives a msgpack extension value by importing the module it
 names and calling the name with the stored arguments; by default it does so for any name (with a
 warning). A row edited to hold ``Ext(0, packb(["os", "system", "..."]))`` ran that command in the
-process that read the thread. Here every extension value is checked against an allowlist before
-LangGraph sees it, nested values included, and anything else stops the read with
-``UnsafeCheckpoint``: nothing is imported or called, and the refusal is one line.
+process that read the thread. Here msgpack is read by this module alone: every extension value
+is checked against an allowlist before anything is imported, nested values included, and anything
+else stops the read with ``UnsafeCheckpoint``: nothing is imported or called, and the refusal is
+one line. An allowed value is built by its own type, a state model by validating it: one that does
+not validate is refused, never built unchecked. Reading costs time and memory linear in the row:
+each level's bytes are unpacked once, and values nested deeper than ``MAX_DEPTH`` are refused.
 
 Allowed: what LangGraph itself stores and marks safe (LangChain messages, ``Interrupt``,
 ``Command``, ``Send``, datetimes, UUIDs, ...), this package's state models, and the types a
@@ -15,13 +18,15 @@ user names with ``allow`` (``open_checkpointer(url, allow=[MyType])``).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any
+from typing import Any, NoReturn
 
 import ormsgpack
 from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
 from gated_react.errors import GatedReactError, printable
@@ -36,7 +41,16 @@ _METHOD = 3
 _CONTAINER = 7
 _STATE = "gated_react.state"
 _PAYLOADS = ("null", "bytes", "bytearray", "msgpack")
-_HOW_TO_ALLOW = "a type of your own must be allowed: open_checkpointer(url, allow=[YourType])"
+_ONE, _POSITIONAL = 0, 1
+_SEND = ("langgraph.types", "Send")
+_NOT_REVIVED = (
+    ", which gated-react does not revive (nothing was imported or run); the store was written "
+    "by other code, or a type of your own must be allowed: open_checkpointer(url, allow=[YourType])"
+)
+MAX_DEPTH = 16
+"""Stored types nested in one another deeper than this are refused: a run's state nests them
+three deep at most (a ``Send`` holding a state holding messages), and each level costs a copy of
+what it holds."""
 
 
 @cache
@@ -68,26 +82,57 @@ class UnsafeCheckpoint(GatedReactError):
     and call what the store names); nothing was imported or called. The message is one line."""
 
 
-class _Guard:
-    """The extension hook of one load: checks every extension value, nested ones included,
-    before LangGraph revives it, and keeps the first refusal (ormsgpack replaces an exception
-    raised in a hook with its own "ext_hook failed")."""
+class _Held:
+    """An extension value met inside another: its bytes, unpacked only once its holder is."""
 
-    def __init__(self, allowed: Callable[[tuple[str, str]], bool], revive: Any) -> None:
+    __slots__ = ("code", "data")
+
+    def __init__(self, code: int, data: bytes) -> None:
+        self.code, self.data = code, data
+
+
+class _Inner(list[_Held]):
+    """ormsgpack's hook while one level is unpacked: the extension values it holds, held."""
+
+    def __call__(self, code: int, data: bytes) -> _Held:
+        held = _Held(code, data)
+        self.append(held)
+        return held
+
+
+class _Read:
+    """One load. Each extension value is checked before anything is imported or built, and each
+    level's bytes are unpacked once: ormsgpack hands a nested value over as a copy of its bytes,
+    so reading it while its holder is still being read (LangGraph's way) kept a copy of every
+    level alive and unpacked the deepest bytes once per level above them. Here a nested value
+    waits, as bytes, until its holder is unpacked, and the holder's bytes go before it is read.
+    Keeps the first refusal (ormsgpack replaces an exception raised in a hook with its own)."""
+
+    def __init__(self, allowed: Callable[[tuple[str, str]], bool]) -> None:
         self.allowed = allowed
-        self.revive = revive
         self.refused: str | None = None
 
     def __call__(self, code: int, data: bytes) -> Any:
-        self.scan(code, data)
-        return self.revive(code, data)
+        return self.value(_Held(code, data), 1)
 
-    def scan(self, code: int, data: bytes) -> None:
-        if code not in _NAMED and code != _CONTAINER:
-            self.refuse(f"an extension value of type {code}")
-        found = ormsgpack.unpackb(data, ext_hook=self.scan, option=ormsgpack.OPT_NON_STR_KEYS)
-        if code == _CONTAINER:
-            return
+    def value(self, held: _Held, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            self.refuse(f"values nested deeper than {MAX_DEPTH} levels")
+        if held.code not in _NAMED and held.code != _CONTAINER:
+            self.refuse(f"an extension value of type {held.code}")
+        data, held.data = held.data, b""
+        inner = _Inner()
+        try:
+            found = ormsgpack.unpackb(data, ext_hook=inner, option=ormsgpack.OPT_NON_STR_KEYS)
+        except ormsgpack.MsgpackDecodeError:
+            self.refuse("a malformed extension value")
+        del data
+        if held.code == _CONTAINER:
+            return _DeltaSnapshot(self.resolve(found, len(inner), depth))
+        name = self.check(held.code, found)
+        return self.build(held.code, name, self.resolve(found[2], len(inner), depth), found)
+
+    def check(self, code: int, found: Any) -> tuple[str, str]:
         if (
             not isinstance(found, list)
             or len(found) < 3
@@ -101,9 +146,48 @@ class _Guard:
                 self.refuse(f"a call of {'.'.join(name)}.{method}")
         elif not self.allowed(name):
             self.refuse(f"a value of type {'.'.join(name)}")
+        return name
 
-    def refuse(self, what: str) -> None:
-        self.refused = self.refused or printable(what[:200])
+    def resolve(self, root: Any, held: int, depth: int) -> Any:
+        """``root`` with its ``held`` nested values read, in place (the walk stops when the
+        last is found)."""
+        if isinstance(root, _Held):
+            return self.value(root, depth + 1)
+        stack, left = ([root] if held else []), held
+        while stack and left:
+            node = stack.pop()
+            if isinstance(node, dict) and any(isinstance(key, _Held) for key in node):
+                self.refuse("a stored type as a dict key")  # LangGraph never writes one
+            for key, item in node.items() if isinstance(node, dict) else enumerate(node):
+                if isinstance(item, _Held):
+                    node[key], left = self.value(item, depth + 1), left - 1
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+        return root
+
+    def build(self, code: int, name: tuple[str, str], args: Any, found: list[Any]) -> Any:
+        """The value, built by its own type: a state model is validated, never constructed
+        unchecked (LangGraph falls back to ``model_construct``); one that fails is refused."""
+        try:
+            kind = getattr(importlib.import_module(name[0]), name[1])
+            if code == _METHOD:
+                return getattr(kind, found[3])(args)
+            if code == _ONE:
+                return kind(args)
+            if code == _POSITIONAL:
+                if name == _SEND and len(args) == 3:  # LangGraph stores the timeout third
+                    return kind(args[0], args[1], timeout=args[2])
+                return kind(*args)
+            return kind(**args)  # keywords; pydantic validates them
+        except Exception as exc:
+            self.refused = printable(
+                f"a value of type {'.'.join(name)} that its type does not accept "
+                f"({type(exc).__name__}); the store was written by other code"
+            )
+            raise ValueError(self.refused) from None
+
+    def refuse(self, what: str) -> NoReturn:
+        self.refused = self.refused or printable(what[:200]) + _NOT_REVIVED
         raise ValueError(self.refused)
 
 
@@ -116,8 +200,8 @@ class GuardedSerializer(JsonPlusSerializer):
         self.named: frozenset[tuple[str, str]] = (
             frozenset(key for key in SAFE_MSGPACK_TYPES if len(key) == 2) | extra
         )
-        # Every value reaches LangGraph's reviver only after ``_Guard`` checked it and all it
-        # holds, so LangGraph itself is told to revive what it is handed.
+        # msgpack is read by ``_Read`` alone; LangGraph's reviver (which warns about, or builds
+        # unchecked, what it does not know) never sees a stored value.
         super().__init__(allowed_msgpack_modules=True)
 
     def allowed(self, name: tuple[str, str]) -> bool:
@@ -133,17 +217,13 @@ class GuardedSerializer(JsonPlusSerializer):
             )
         if kind != "msgpack":
             return super().loads_typed(data)
-        guard = _Guard(self.allowed, self._unpack_ext_hook)
+        reading = _Read(self.allowed)
         try:
-            return ormsgpack.unpackb(payload, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
+            return ormsgpack.unpackb(payload, ext_hook=reading, option=ormsgpack.OPT_NON_STR_KEYS)
         except ValueError:
-            if guard.refused is None:
+            if reading.refused is None:
                 raise
-        raise UnsafeCheckpoint(
-            f"a stored checkpoint holds {guard.refused}, which gated-react does not revive "
-            "(nothing was imported or run); the store was written by other code, or "
-            + _HOW_TO_ALLOW
-        )
+        raise UnsafeCheckpoint(f"a stored checkpoint holds {reading.refused}")
 
 
 def serializer(allow: Iterable[AllowedType] = ()) -> GuardedSerializer:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +17,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gated_react.workers import log
 from gated_react.workers.health import Health
+
+from ..support.reaping import PATIENCE
+from ..support.worker_procs import until
 
 
 @pytest.fixture
@@ -108,3 +113,53 @@ def test_readyz_fails_while_a_connection_is_lost(health: tuple[Health, str]) -> 
 
 def test_other_paths_are_404(health: tuple[Health, str]) -> None:
     assert _get(health[1] + "/admin")[0] == 404
+
+
+def _silent(url: str, count: int) -> list[socket.socket]:
+    host, port = url.removeprefix("http://").split(":")
+    return [socket.create_connection((host, int(port)), timeout=30) for _ in range(count)]
+
+
+def test_silent_connections_time_out_and_free_their_threads() -> None:
+    """150 connections that never send a byte held 150 threads of the worker 15 s later (a slow
+    client could exhaust it); each is closed after ``idle`` seconds of silence now."""
+    probe = Health("worker-t")
+    server = probe.serve("127.0.0.1", 0, idle=0.5)
+    url = "http://{}:{}".format(*server.server_address[:2])
+    silent = _silent(url, 150)
+    try:
+        until(lambda: len(_ended(silent)) == 150, "every silent connection closed by the server")
+        assert all(conn.recv(1) == b"" for conn in silent)
+        assert server.serving == 0  # no thread left on them
+        assert _get(url + "/healthz")[0] == 200
+    finally:
+        for conn in silent:
+            conn.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_connections_beyond_the_limit_are_closed_at_once_and_probes_answer_after() -> None:
+    """However slowly clients trickle, the server holds at most ``limit`` threads."""
+    probe = Health("worker-t")
+    server = probe.serve("127.0.0.1", 0, idle=PATIENCE, limit=8)
+    url = "http://{}:{}".format(*server.server_address[:2])
+    silent: list[socket.socket] = []
+    try:
+        silent += _silent(url, 40)
+        until(lambda: len(_ended(silent)) == 32, "the connections beyond 8 closed")
+        assert all(conn.recv(1) == b"" for conn in _ended(silent))
+        assert server.serving == 8
+        for conn in silent:
+            conn.close()
+        until(lambda: _get(url + "/healthz")[0] == 200, "a probe answered once slots are free")
+    finally:
+        for conn in silent:
+            conn.close()
+        server.shutdown()
+        server.server_close()
+
+
+def _ended(conns: list[socket.socket]) -> list[socket.socket]:
+    """The connections the server closed (readable: it never sends a byte unasked)."""
+    return list(select.select(conns, [], [], 0)[0])

@@ -89,3 +89,27 @@ def test_library_warnings_become_log_lines(capfd: pytest.CaptureFixture[str]) ->
     assert (line["event"], line["logger"], line["level"]) == ("log", "psycopg.pool.test", "WARNING")
     assert line["message"].startswith("error connecting in 'pool-1': password=")
     assert "hunter2" not in line["message"]
+
+
+BREAKS = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\r"
+"""Every character ``str.splitlines()`` breaks a line at, but ``\\n`` (JSON escapes it anyway)."""
+
+
+def test_unicode_line_separators_in_a_thread_id_or_an_error_stay_in_one_line(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """U+2028 and U+2029 passed raw into the JSON (valid JSON, but a line break to
+    ``splitlines()`` and to many log collectors): three events read as six."""
+    thread = f"thread{BREAKS}a"
+    ids = log.JobIds("w", 1, thread, 2, 1)
+    log.job_started(ids)
+    log.job_ended(ids, outcome="failed", seconds=1.0, error=f"ValueError: bad{BREAKS}input")
+    log.connection_lost("w", f"store gone{BREAKS}again")
+    err = capfd.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 3, lines
+    started, ended, lost = (json.loads(line) for line in lines)
+    assert started["thread"] == ended["thread"] == thread  # the same value, escaped
+    assert ended["error"] == f"ValueError: bad{BREAKS}input"
+    assert lost["error"] == f"store gone{BREAKS}again"
+    assert not any(char in err for char in BREAKS)

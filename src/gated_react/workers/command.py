@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        watch.check_ports(watch.options(args), args.processes or 1)
         queue_store(args.store)
         store_key(Settings().store_keys())  # a bad GATED_REACT_STORE_KEY: exit 2, once
         factory = load_factory(args.graph)

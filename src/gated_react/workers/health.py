@@ -7,7 +7,9 @@
 ``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight.
 
 The server runs on a daemon thread of the worker process, so a busy or blocked event loop still
-answers (with 503).
+answers (with 503). Each connection has a thread of its own, at most ``MAX_CONNECTIONS`` at once,
+and is closed after ``IDLE_SECONDS`` of silence: a client that opens connections and sends
+nothing cannot exhaust the worker.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from gated_react.workers import log as worker_log
 
 BEAT_SECONDS = 1.0
 """How often the worker's loop says it is alive."""
+IDLE_SECONDS = 10.0
+"""A probe connection silent this long is closed (it holds a thread of the worker)."""
+MAX_CONNECTIONS = 32
+"""Probe connections served at once; more are closed unanswered until one ends."""
 
 
 class Health:
@@ -94,15 +100,19 @@ class Health:
             "in_flight": self._running,
         }
 
-    def serve(self, host: str, port: int) -> ThreadingHTTPServer:
-        """Start answering on ``host:port`` (0: any free port; see ``server_address``)."""
+    def serve(
+        self, host: str, port: int, *, idle: float = IDLE_SECONDS, limit: int = MAX_CONNECTIONS
+    ) -> HealthServer:
+        """Start answering on ``host:port`` (0: any free port; see ``server_address``); a
+        connection silent for ``idle`` seconds is closed, and beyond ``limit`` at once a new one
+        is closed unanswered."""
         health = self
 
         class Handler(_Handler):
             owner = health
+            timeout = idle  # each read and write of a connection (socketserver's own setting)
 
-        server = ThreadingHTTPServer((host, port), Handler)
-        server.daemon_threads = True
+        server = HealthServer((host, port), Handler, limit)
         threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
         return server
 
@@ -113,6 +123,45 @@ class Health:
         while True:
             self.beat()
             await asyncio.sleep(BEAT_SECONDS)
+
+
+class HealthServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``limit`` of them: a client that opens connections and
+    stays silent (or trickles a byte at a time) holds no more than that, each until it times
+    out, and the worker's loop never waits on them."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 made a burst of connects wait for SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], limit: int) -> None:
+        super().__init__(address, handler)
+        self.limit = limit
+        self.serving = 0
+        """Connections served now, each on a thread of its own."""
+        self._count = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count:
+            full = self.serving >= self.limit
+            self.serving += not full
+        if full:
+            self.shutdown_request(request)  # the probe tries again
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._ended()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._ended()
+
+    def _ended(self) -> None:
+        with self._count:
+            self.serving -= 1
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -60,8 +60,14 @@ def install_queue(url: str) -> None:
         raise StoreError(f"store {store.shown}: {line}") from None
 
 
-def _deferrer(app: procrastinate.App, thread_id: str) -> Any:
-    return app.tasks[TASK].configure(lock=thread_id)
+def _deferrer(app: procrastinate.App, thread_id: str, queueing_lock: str | None = None) -> Any:
+    return app.tasks[TASK].configure(lock=thread_id, queueing_lock=queueing_lock)
+
+
+def _answer_lock(thread_id: str, question: str) -> str:
+    """The queueing lock of an answer: procrastinate queues one job per lock while it waits
+    (``AlreadyEnqueued`` for a second), so checking and queueing are one step in the database."""
+    return f"{TASK} answer {question} of {thread_id}"
 
 
 def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = None) -> str:
@@ -77,13 +83,18 @@ def enqueue_resume(
     answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
+    once: bool = False,
 ) -> int:
     """Queue a resume; returns its job id. ``answer`` replies to the question the paused run
     waits on (only to the one whose ``id`` is ``question``, if given: a repeated answer then
-    never answers another)."""
+    never answers another; its job ends ``refused``). With ``once`` and a ``question``, a
+    second answer to it while the first waits in the queue is not queued: procrastinate's
+    ``AlreadyEnqueued`` (the database decides, so two callers at once queue one)."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
     if answer is not NO_ANSWER:
         kwargs["answer"] = answer
+    lock = None
     if question is not None:
         kwargs["question"] = question
-    return int(_deferrer(app, thread_id).defer(**kwargs))
+        lock = _answer_lock(thread_id, question) if once else None
+    return int(_deferrer(app, thread_id, lock).defer(**kwargs))

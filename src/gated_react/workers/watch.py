@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -208,9 +210,52 @@ def worker_args(chosen: Options, index: int) -> list[str]:
     """The options for worker ``index`` of a supervisor: each its own port."""
     out = [] if chosen.run_log_dir is None else ["--run-log-dir", str(chosen.run_log_dir)]
     if chosen.health_port is not None:
-        port = chosen.health_port + index if chosen.health_port else 0
+        port = _port(chosen.health_port, index)
         out += ["--health-port", str(port), "--health-host", chosen.health_host]
     return out
+
+
+def _port(base: int, index: int) -> int:
+    return base + index if base else 0
+
+
+def check_ports(chosen: Options, processes: int = 1) -> None:
+    """Every worker's health port is a port and free now (``ValueError``, one line): checked
+    before any worker starts, a worker that cannot listen would exit with a traceback and,
+    under ``-n``, be replaced for ever."""
+    if chosen.health_port is None:
+        return
+    base, host = chosen.health_port, chosen.health_host
+    for index in range(max(processes, 1)):
+        port = _port(base, index)
+        who = f"--health-port {base}"
+        if port != base:
+            who += f": worker-{index} would listen on {port}"
+        if not 0 <= port <= _LAST_PORT:
+            raise ValueError(f"{who}{'; ' if port != base else ': '}a port is 0 to {_LAST_PORT}")
+        try:
+            if port:
+                _bind(host, port)
+        except OSError as exc:
+            raise ValueError(f"{who} on {host}: {_why(exc)}") from None
+
+
+_LAST_PORT = 65535
+
+
+def _bind(host: str, port: int) -> None:
+    """Bind ``host:port`` as the health server will, and let go at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as HTTPServer does
+        probe.bind((host, port))
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return "the port is in use"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return exception_line(exc, first_only=True)
 
 
 @contextlib.asynccontextmanager
@@ -219,7 +264,11 @@ async def observed(name: str, chosen: Options, *, stalled_after: float) -> Async
     health = Health(name, stalled_after=stalled_after)
     server = None
     if chosen.health_port is not None:
-        server = health.serve(chosen.health_host, chosen.health_port)
+        try:
+            server = health.serve(chosen.health_host, chosen.health_port)
+        except (OSError, OverflowError) as exc:  # taken since the command checked it
+            where = f"--health-port {chosen.health_port} on {chosen.health_host}"
+            raise ValueError(f"{where}: {_why(exc)}") from None
     beating = asyncio.create_task(health.beating())
     watch = Watch(name, health, run_log_dir=chosen.run_log_dir)
     lines = worker_log.JsonLines(name)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from gated_react import open_checkpointer, read
@@ -14,11 +15,12 @@ from gated_react.workers import enqueue_run, install_queue, make_app
 
 from ...support.helpers import REFUND_GOAL
 from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ...support.reaping import PATIENCE
 from ...support.scenarios import graph_for
 from ...support.worker_graphs import LOG_VAR
 from ...support.worker_procs import fleet, until
 from ...test_workers import scripted
-from ..conftest import invoke
+from ..conftest import invoke, spawn
 
 ASKING = "tests.support.worker_graphs:refund_asking_once"
 RUNS = 10
@@ -162,3 +164,42 @@ def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers
         assert all(scripted(read(graph, thread)) for thread in threads)
     assert len(decisions.read_text().splitlines()) == RUNS  # each answered once, on a worker
     assert _questions() == []
+
+
+def _blocked_on_the_queue(url: str) -> int:
+    """Sessions waiting to write procrastinate's jobs table."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks"
+            " WHERE relation = 'procrastinate_jobs'::regclass AND NOT granted"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.postgres
+def test_two_answers_at_once_queue_one_job_and_the_second_is_refused(
+    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ``answer`` calls checked for a queued answer, found none, and both queued one (the
+    check and the enqueue were two steps): the table is held so both reach the enqueue after
+    their check, as two operators answering at once would."""
+    monkeypatch.setenv(LOG_VAR, str(tmp_path / "decisions.tsv"))
+    monkeypatch.setenv("GATED_REACT_DB", pg_url)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="twice")
+    with fleet(pg_url, ASKING, 1, tmp_path):
+        until(lambda: len(_questions()) == 1, "the run waits")
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("LOCK TABLE procrastinate_jobs IN SHARE ROW EXCLUSIVE MODE")
+        answers = [spawn("answer", "twice", "--approve") for _ in range(2)]
+        until(lambda: _blocked_on_the_queue(pg_url) == 2, "both answers at the enqueue")
+    outs = [proc.communicate(timeout=PATIENCE) for proc in answers]
+    codes = sorted(proc.returncode for proc in answers)
+    assert codes == [0, 1], outs
+    refused = next(err for (_, err), proc in zip(outs, answers, strict=True) if proc.returncode)
+    assert "is answered already (job " in refused
+    assert refused.count("\n") == 1
+    jobs = json.loads(invoke("queue", "--json", "--thread", "twice").stdout)["jobs"]
+    assert [job["kind"] for job in jobs if job["status"] == "queued"] == ["answer"]

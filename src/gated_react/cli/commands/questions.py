@@ -157,15 +157,15 @@ def _fleet_target(url: str, thread: str) -> str | None:
 
 
 def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> int:
-    """Queue the answer for the workers; a second answer to the same question is refused."""
+    """Queue the answer for the workers; a second answer to the same question is refused: one
+    already running is found here, one still queued by the queueing lock of ``enqueue_resume``
+    (two answers at once both pass the first check)."""
     from gated_react.cli.queue_listing import queued_answer
 
     earlier = queued_answer(target, thread, question)
     if earlier is not None:
-        raise CliError(
-            f"question {question!r} of thread {thread!r} is answered already (job {earlier})"
-        )
-    from procrastinate.exceptions import ProcrastinateException
+        raise _answered(thread, question, earlier)
+    from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
 
     from gated_react.errors import exception_line
     from gated_react.workers import enqueue_resume, make_app
@@ -173,6 +173,13 @@ def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> 
     app = make_app(url)
     try:
         with app.open():
-            return enqueue_resume(app, thread, answer, question=question)
+            return enqueue_resume(app, thread, answer, question=question, once=True)
+    except AlreadyEnqueued:
+        raise _answered(thread, question, queued_answer(target, thread, question)) from None
     except ProcrastinateException as exc:
         raise CliError(f"cannot queue the answer: {exception_line(exc, first_only=True)}") from None
+
+
+def _answered(thread: str, question: str, job: int | None) -> CliError:
+    known = "" if job is None else f" (job {job})"
+    return CliError(f"question {question!r} of thread {thread!r} is answered already{known}")

@@ -285,6 +285,10 @@ class RunResult(BaseModel):
     """Every call that reached the gate."""
     usage: Usage = Field(default_factory=Usage)
     """Budget consumption."""
+    structured_response: dict[str, Any] | None = None
+    """The final answer as the data ``response_format`` (``Policy.answer_schema``) describes,
+    as plain JSON: ``Schema.model_validate(result["structured_response"])`` is the object
+    ``create_agent`` returns; None without a schema or before a final answer."""
 
 
 class CoreState(_Strict):
@@ -327,6 +331,8 @@ class CoreState(_Strict):
     """A human sentence about the end."""
     answer: str | None = None
     """The final answer after success."""
+    structured_response: dict[str, Any] | None = None
+    """The answer as ``response_format``'s data (plain JSON), after success with a schema."""
     traceparent: str | None = None
     """The W3C trace context of the last traced invocation on this thread, so the next one
     (a resume) links its span to it; None while no OpenTelemetry SDK records."""
@@ -411,6 +417,7 @@ class ThreadResult(TypedDict):
     trace: list[dict[str, Any]]
     usage: UsageDict
     messages: list[Any]
+    structured_response: dict[str, Any] | None
     thread_id: str
     pending: list[Question]
     """The questions a paused run waits on, each with its ``id``."""

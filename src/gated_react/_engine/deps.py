@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_langchain_tool
 
+from gated_react._engine.injection import Injector
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
-from gated_react._engine.tool_runner import accepts_key
+from gated_react._engine.tool_runner import KEY_PARAM, accepts_key
 from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
@@ -44,9 +47,19 @@ class NodeDeps:
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
     """The graph's OpenTelemetry spans: what they say about its agent and model, and each
     invocation's span (the graph carries it as a callback handler)."""
+    injector: Injector | None = None
+    """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
+    how to fill them; None when no tool does."""
 
     @classmethod
-    def build(cls, model: BaseChatModel, tools: Sequence[BaseTool], policy: Policy) -> NodeDeps:
+    def build(
+        cls,
+        model: BaseChatModel,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        policy: Policy,
+        instructions: str | None = None,
+    ) -> NodeDeps:
+        """``instructions``: the application's system prompt, after the fixed rules."""
         registry = _registry(tools)
         policy.check_tools(registry)
         allowed = policy.allowed(frozenset(registry))
@@ -66,12 +79,15 @@ class NodeDeps:
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
             policy=policy,
             protocol=protocol,
-            system=system_prompt(protocol.instructions(visible), policy.answer_schema),
+            system=system_prompt(
+                protocol.instructions(visible), policy.answer_schema, instructions
+            ),
             pricer=pricer,
             answer_streams=protocol.answer_is_text and policy.answer_schema is None,
             context=context,
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets, context)),
+            injector=Injector.of(registry, KEY_PARAM),
         )
 
     def idempotent(self, tool: str) -> bool:
@@ -80,18 +96,31 @@ class NodeDeps:
         return bool(found is not None and (found.metadata or {}).get("idempotent") is True)
 
 
-def _registry(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:
+def _registry(tools: Sequence[BaseTool | Callable[..., Any]]) -> dict[str, BaseTool]:
     if not isinstance(tools, Sequence) or isinstance(tools, str):
         # A lone tool is iterable (a pydantic model yields its fields): say what was meant.
         raise TypeError(f"expected a list of tools, got {type(tools).__name__}")
     registry: dict[str, BaseTool] = {}
-    for tool in tools:
-        if not isinstance(tool, BaseTool):
-            raise TypeError(
-                "tools must be LangChain tools (@tool functions or BaseTool), "
-                f"got {type(tool).__name__}"
-            )
+    for given in tools:
+        tool = _tool(given)
         if tool.name in registry:
             raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
         registry[tool.name] = tool
     return registry
+
+
+def _tool(given: BaseTool | Callable[..., Any]) -> BaseTool:
+    """A LangChain tool; a plain function becomes one as ``create_agent`` makes it (``@tool``:
+    its name, docstring and type hints)."""
+    if isinstance(given, BaseTool):
+        return given
+    if callable(given) and not isinstance(given, type):
+        try:
+            return as_langchain_tool(given)
+        except ValueError as exc:  # no docstring, or one @tool cannot read
+            name = getattr(given, "__name__", type(given).__name__)
+            raise TypeError(f"function {name} cannot be a tool: {exc}") from None
+    raise TypeError(
+        "tools must be LangChain tools (@tool functions or BaseTool) or plain functions, "
+        f"got {type(given).__name__}"
+    )

@@ -20,12 +20,15 @@ from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
 )
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.config import get_config
+from langgraph.prebuilt.tool_node import ToolNode
 from langgraph.pregel._messages import StreamMessagesHandler
+from langgraph.runtime import Runtime
 from langgraph.types import _interrupt_id
 
 __all__ = [
@@ -37,10 +40,14 @@ __all__ = [
     "can_pause",
     "earlier_interrupt_ids",
     "emit",
+    "injected_keys",
+    "injected_tool_call",
     "is_resuming",
     "messages_stream",
     "node",
     "route",
+    "runtime_of",
+    "tool_state",
 ]
 
 StreamingCallbackHandler = _StreamingCallbackHandler
@@ -145,3 +152,34 @@ def earlier_interrupt_ids(count: int) -> list[str]:
         return []
     slot, ns = len(scratchpad.resume), conf[CONFIG_KEY_CHECKPOINT_NS]
     return [_interrupt_id(ns, slot - k) for k in range(1, min(count, slot) + 1)]
+
+
+# Tools written for create_agent: ToolNode, the node create_agent runs them in, knows which
+# arguments each tool has injected (ToolRuntime, InjectedState, InjectedStore, InjectedToolArg)
+# and fills them; its private helpers are reused here so the rules stay LangChain's own.
+
+
+def runtime_of(config: RunnableConfig) -> Runtime[Any] | None:
+    """The LangGraph runtime (context, store, stream writer) a node runs under, if any."""
+    found = config.get("configurable", {}).get(CONFIG_KEY_RUNTIME)
+    return found if isinstance(found, Runtime) else None
+
+
+def injected_keys(tools: ToolNode, name: str) -> frozenset[str]:
+    """The arguments of tool ``name`` that are injected, never the model's (ToolNode's record,
+    built once when the ToolNode was)."""
+    found = tools._injected_args.get(name)
+    if found is None:
+        return frozenset()
+    named = {*found.state, found.store, found.runtime, *found.all_injected_keys}
+    return frozenset(key for key in named if key)
+
+
+def tool_state(tools: ToolNode, call: Any, config: RunnableConfig) -> Any:
+    """The graph's state as ToolNode hands it to a tool (every channel, as stored)."""
+    return tools._extract_state([call], config)
+
+
+def injected_tool_call(tools: ToolNode, call: Any, runtime: Any) -> Any:
+    """``call`` with its injected arguments filled and any the model forged dropped."""
+    return tools._inject_tool_args(call, runtime)

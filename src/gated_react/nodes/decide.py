@@ -50,6 +50,7 @@ class Channels(TypedDict, total=False):
     stop_reason: str | None
     message: str | None
     answer: str | None
+    structured_response: dict[str, Any] | None
     history: list[dict[str, Any]]
     messages: list[Any]
     traceparent: str | None
@@ -156,8 +157,7 @@ def decided(
     if estimated:
         usage.estimated_tokens = _added(usage.estimated_tokens, tokens)
     if reported is None:  # an estimate counts for max_tokens, never for money
-        why = "reported no usable token counts"
-        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {why}"
+        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {NO_USAGE}"
     else:
         usage.cached_tokens = _added(usage.cached_tokens, reported.cached)
         usage.input_tokens = _added(usage.input_tokens, reported.input)
@@ -165,6 +165,14 @@ def decided(
         usage.cost = add_cost(usage.cost, cost)
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
     return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
+
+
+NO_USAGE = (
+    "reported no usable token counts (a client that streams sends them only when asked: "
+    "create the chat model with stream_usage=True)"
+)
+"""Why a reply is unpriced when it said nothing of its tokens, with the usual fix: ``ChatOpenAI``
+with a ``base_url`` streams without usage unless ``stream_usage=True``."""
 
 
 def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:

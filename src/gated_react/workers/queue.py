@@ -64,10 +64,18 @@ def _deferrer(app: procrastinate.App, thread_id: str) -> Any:
     return app.tasks[TASK].configure(lock=thread_id)
 
 
-def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = None) -> str:
-    """Queue a new run (the app must be open); returns its thread id."""
+def enqueue_run(
+    app: procrastinate.App,
+    goal: str,
+    *,
+    thread_id: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> str:
+    """Queue a new run (the app must be open); returns its thread id. ``context`` (JSON) is the
+    run's LangGraph context, what its tools read as ``ToolRuntime.context``."""
     thread_id = thread_id or uuid.uuid4().hex
-    _deferrer(app, thread_id).defer(thread_id=thread_id, goal=goal)
+    extra = {} if context is None else {"context": context}
+    _deferrer(app, thread_id).defer(thread_id=thread_id, goal=goal, **extra)
     return thread_id
 
 
@@ -77,11 +85,14 @@ def enqueue_resume(
     answer: Any = NO_ANSWER,
     *,
     question: str | None = None,
+    context: dict[str, Any] | None = None,
 ) -> int:
     """Queue a resume; returns its job id. ``answer`` replies to the question the paused run
     waits on (only to the one whose ``id`` is ``question``, if given: a repeated answer then
-    never answers another)."""
+    never answers another). ``context`` as for ``enqueue_run``: a resume needs it again."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
+    if context is not None:
+        kwargs["context"] = context
     if answer is not NO_ANSWER:
         kwargs["answer"] = answer
     if question is not None:

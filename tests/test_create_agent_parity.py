@@ -12,8 +12,11 @@ object."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -27,6 +30,10 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
 from gated_react import build_graph
+
+from .support.reaping import PATIENCE
+
+MIGRATION = Path(__file__).resolve().parents[1] / "examples" / "api" / "from_create_agent.py"
 
 
 class FakeToolCallingModel(GenericFakeChatModel):
@@ -165,3 +172,31 @@ def test_a_create_agent_program_shows_the_same_on_both(name: str, use_async: boo
     ours = _run("gated_react", PROGRAMS[name](), use_async=use_async)
     assert ours == theirs
     assert theirs["tool_results"]  # every program ran a tool on both
+
+
+def test_the_migration_example_differs_from_its_create_agent_app_in_the_constructor_only(
+    tmp_path: Path,
+) -> None:
+    """examples/api/from_create_agent.py with its two marked lines put back runs on
+    create_agent and prints the same."""
+    ours = MIGRATION.read_text()
+    lines = ours.splitlines()
+    marked = [i for i, line in enumerate(lines) if "# was: " in line]
+    assert len(marked) == 2
+    for i in marked:
+        lines[i] = lines[i].split("# was: ", 1)[1]
+    theirs = tmp_path / "create_agent_app.py"
+    theirs.write_text("\n".join(lines) + "\n")
+    printed = [
+        subprocess.run(
+            [sys.executable, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            check=True,
+        ).stdout
+        for path in (MIGRATION, theirs)
+    ]
+    assert printed[0] == printed[1] == "Your name is John Smith.\n"
+    assert "create_agent(" in theirs.read_text()
+    assert "build_graph(" not in theirs.read_text()

@@ -28,6 +28,7 @@ EXPECTED = {
         "inner: tool_denied:get_user_billing",
     ],
     "answer_schema.py": ["success True 49.0", "steps: 3"],
+    "from_create_agent.py": ["Your name is John Smith."],
     "chat_messages.py": [
         "answer: Anna is on the pro plan.",
         "follow-up: She pays USD 49 a month.",

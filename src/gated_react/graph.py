@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
+from langgraph.typing import ContextT
 
 from gated_react import routing
 from gated_react._engine.deps import NodeDeps
@@ -32,8 +33,10 @@ from gated_react.nodes.validate import validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
-GatedGraph = CompiledStateGraph[State, None, RunInput | RunInputDict, RunResult]
-"""What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks."""
+GatedGraph = CompiledStateGraph[State, ContextT, RunInput | RunInputDict, RunResult]
+"""What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks,
+and its context (``ContextT``: ``build_graph(context_schema=)``'s type, else None) so
+``graph.invoke(..., context=Context(...))`` does."""
 
 # Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
 _NODES_PER_STEP = 5
@@ -45,12 +48,12 @@ def build_graph(
     *,
     system_prompt: str | SystemMessage | None = None,
     response_format: Any = None,
-    context_schema: type[Any] | None = None,
+    context_schema: type[ContextT] | None = None,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
     store: BaseStore | None = None,
     name: str | None = None,
-) -> GatedGraph:
+) -> GatedGraph[ContextT]:
     """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
 
     The rest is ``create_agent``'s, with its meaning: ``model`` may be a ``"provider:model"``
@@ -87,7 +90,7 @@ def build_graph(
     if policy.on_budget == "stop":
         config["recursion_limit"] = _NODES_PER_STEP * policy.budget.max_steps + 5
     configured = compiled.with_config(config)
-    return cast(GatedGraph, configured)
+    return cast(GatedGraph[ContextT], configured)
 
 
 def idle_graph(

@@ -143,7 +143,7 @@ def _seen(kind: str, out: dict[str, Any]) -> dict[str, Any]:
     """What the user reads: the last message, the tools' results, the structured response."""
     if kind == "create_agent":
         results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
-        if "structured_response" in out:  # ToolStrategy answers with a tool message of its own
+        if out.get("structured_response") is not None:  # ToolStrategy's own tool message
             results = results[:-1]
     else:
         results = [entry["observation"] for entry in out["history"]]
@@ -151,7 +151,7 @@ def _seen(kind: str, out: dict[str, Any]) -> dict[str, Any]:
     if isinstance(structured, dict):
         structured = Weather.model_validate(structured)
     last = out["messages"][-1]
-    answer = last.text if "structured_response" not in out else None
+    answer = last.text if structured is None else None
     return {"answer": answer, "tool_results": results, "structured": structured}
 
 

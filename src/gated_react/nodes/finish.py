@@ -20,7 +20,7 @@ def finish(state: CoreState, *, deps: NodeDeps | None = None) -> dict[str, Any]:
     steps = state.usage.steps
     structured = deps is not None and deps.policy.answer_schema is not None
     return {
-        **({"structured_response": json.loads(state.action.answer)} if structured else {}),
+        "structured_response": json.loads(state.action.answer) if structured else None,
         "status": "ok",
         "stop_reason": str(StopReason.SUCCESS),
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",

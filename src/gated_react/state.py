@@ -331,8 +331,6 @@ class CoreState(_Strict):
     """A human sentence about the end."""
     answer: str | None = None
     """The final answer after success."""
-    structured_response: dict[str, Any] | None = None
-    """The answer as ``response_format``'s data (plain JSON), after success with a schema."""
     traceparent: str | None = None
     """The W3C trace context of the last traced invocation on this thread, so the next one
     (a resume) links its span to it; None while no OpenTelemetry SDK records."""
@@ -347,6 +345,9 @@ class State(CoreState):
     """Every call that reached the gate (append-only)."""
     messages: Annotated[list[AnyMessage], add_messages] = Field(default_factory=list)
     """The conversation: each run's goal (human) and answer or stop (AI), across runs."""
+    structured_response: dict[str, Any] | None = None
+    """The answer as ``response_format``'s data (plain JSON), after success with a schema;
+    written by finish and stop, read by no node (so no step pays for reading it)."""
 
 
 class UsageDict(TypedDict):

@@ -29,10 +29,10 @@ from gated_react.stops import Stop, StopReason
 
 
 class Channels(TypedDict, total=False):
-    """The channels decide reads, as stored: every one but ``trace``. decide never reads the
-    audit log, and validating it cost more with every step (0.5 ms of each step by step 100,
-    more than all the rest of the state), so the graph hands decide these and ``state_of``
-    validates them."""
+    """The channels decide reads, as stored: every one but ``trace`` (and
+    ``structured_response``, which no node reads). decide never reads the audit log, and
+    validating it cost more with every step (0.5 ms of each step by step 100, more than all
+    the rest of the state), so the graph hands decide these and ``state_of`` validates them."""
 
     goal: str
     reply: dict[str, Any] | None
@@ -50,7 +50,6 @@ class Channels(TypedDict, total=False):
     stop_reason: str | None
     message: str | None
     answer: str | None
-    structured_response: dict[str, Any] | None
     history: list[dict[str, Any]]
     messages: list[Any]
     traceparent: str | None

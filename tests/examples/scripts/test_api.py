@@ -18,7 +18,8 @@ EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
         "stream: gate ['calls', 'seen', 'usage']",
-        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason']",
+        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason',"
+        " 'structured_response']",
         "ainvoke: success",
         "tool finished: search_policy",
     ],

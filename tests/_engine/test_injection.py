@@ -23,6 +23,8 @@ from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.spans import recorded
+
 
 @dataclass
 class Ctx:
@@ -225,3 +227,19 @@ def test_a_runtime_tool_runs_on_a_graph_without_context_or_store() -> None:
     graph = build_graph(ScriptedChatModel(replies=[call("where"), "ok"]), [where])
     out = graph.invoke({"goal": "find it"})
     assert out["history"][0]["observation"] == "find it (None None)", out["message"]
+
+
+def test_a_tool_span_records_the_models_arguments_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With content capture on, the execute_tool span holds what the model sent, and no span
+    holds the injected runtime, store or context."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    _, graph = _graph([call("profile", field="plan"), "pro"], [profile])
+    with recorded() as exporter:
+        graph.invoke({"goal": "plan?"}, context=Ctx("secret-user"))
+    spans = exporter.get_finished_spans()
+    (tool_span,) = [s for s in spans if s.name == "execute_tool profile"]
+    assert tool_span.attributes is not None
+    assert json.loads(str(tool_span.attributes["gen_ai.tool.call.arguments"])) == {"field": "plan"}
+    shown = " ".join(str(v) for s in spans for v in (s.attributes or {}).values())
+    assert "secret-user" not in shown
+    assert "ToolRuntime" not in shown

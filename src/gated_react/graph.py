@@ -7,7 +7,7 @@ validate -> finish (final answer) | decide (retry) ; every other end -> stop
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
@@ -33,6 +33,10 @@ from gated_react.nodes.validate import validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
+if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
+    from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+    from pydantic import BaseModel
+
 GatedGraph = CompiledStateGraph[State, ContextT, RunInput | RunInputDict, RunResult]
 """What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks,
 and its context (``ContextT``: ``build_graph(context_schema=)``'s type, else None) so
@@ -47,7 +51,7 @@ def build_graph(
     tools: Sequence[BaseTool | Callable[..., Any]],
     *,
     system_prompt: str | SystemMessage | None = None,
-    response_format: Any = None,
+    response_format: type[BaseModel] | ToolStrategy[Any] | ProviderStrategy[Any] | None = None,
     context_schema: type[ContextT] | None = None,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -11,7 +12,15 @@ from langgraph.types import Command
 
 from gated_react import build_graph
 from gated_react._engine import approval
-from gated_react._engine.approval import ANSWERS, DECISIONS, Decision, ask, parse_answer, question
+from gated_react._engine.approval import (
+    ANSWERS,
+    DECISIONS,
+    Decision,
+    ask,
+    parse_answer,
+    question,
+    same_question,
+)
 from gated_react.runs import UNUSABLE_ANSWER
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -169,12 +178,13 @@ def _ask(
     """``ask`` with each interrupt answered from ``answers``; the decision and the questions."""
     questions: list[dict[str, Any]] = []
 
-    def interrupt(value: dict[str, Any]) -> Any:
+    def ask_human(value: dict[str, Any], same: Any) -> Any:
+        assert same(dict(value), value)  # a question is the one it was asked as
         assert value.pop("asked_as") == []  # ids need a graph (tests/test_runs.py has them)
         questions.append(value)
         return answers[len(questions) - 1]
 
-    monkeypatch.setattr(approval, "interrupt", interrupt)
+    monkeypatch.setattr(approval, "ask_human", ask_human)
     return ask(QUESTION, check), questions
 
 
@@ -223,3 +233,19 @@ def test_an_answer_in_place_of_the_tool_is_an_observation_like_any_other() -> No
     assert approval.answered_outcome("paid sk-secret-123", 100, ("sk-secret-123",)).observation == (
         "paid ***"
     )
+
+
+def test_an_answer_decides_only_the_question_it_was_given_for() -> None:
+    """Asked again, a question is the same one (its error and ids change); another call, other
+    arguments, another step or another kind is another question."""
+    again = {**QUESTION, "answers": ANSWERS, "error": "not understood", "asked_as": ["x"]}
+    assert same_question(QUESTION, again)
+    assert same_question(json.loads(json.dumps(QUESTION)), QUESTION)  # as a store revives it
+    for other in (
+        question("approval", "t", {"n": 2}, 3, "policy says so", allowed=DECISIONS),
+        question("approval", "u", {"n": 1}, 3, "policy says so", allowed=DECISIONS),
+        question("approval", "t", {"n": 1}, 4, "policy says so", allowed=DECISIONS),
+        question("outcome_unknown", "t", {"n": 1}, 3, "policy says so", allowed=DECISIONS),
+    ):
+        assert not same_question(other, QUESTION)
+    assert not same_question(None, QUESTION)

@@ -20,11 +20,11 @@ def _ask(
     """``ask`` answered from ``answers`` in turn; the decision and each question's error."""
     errors: list[str | None] = []
 
-    def interrupt(value: dict[str, Any]) -> Any:
+    def ask_human(value: dict[str, Any], same: Any) -> Any:
         errors.append(value["error"])
         return answers[len(errors) - 1]
 
-    monkeypatch.setattr(approval, "interrupt", interrupt)
+    monkeypatch.setattr(approval, "ask_human", ask_human)
     return ask(asked), errors
 
 

@@ -8,11 +8,12 @@ import threading
 from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import PUSH
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 
-from gated_react._engine.langgraph_internals import came_from_an_edit, is_resuming, node
+from gated_react._engine.langgraph_internals import ask_human, is_resuming, node, was_sent
 
 
 class S(TypedDict, total=False):
@@ -68,23 +69,40 @@ def test_resuming_is_true_only_in_the_first_node_of_a_resumed_invocation() -> No
     assert flags == [("first", False), ("first", True), ("second", False)]
 
 
-def _edit_probe(state: S, config: RunnableConfig) -> S:
-    return {"seen": [*state.get("seen", []), came_from_an_edit(config)]}
+def _sent_probe(state: S, config: RunnableConfig) -> S:
+    return {"seen": [*state.get("seen", []), was_sent(config)]}
 
 
-def test_came_from_an_edit_reads_who_wrote_the_checkpoint_a_node_starts_from() -> None:
-    """``loop`` (a node wrote it, the thread's latest) or an in-memory start: False;
-    ``update_state``, a fork (``as_node="__copy__"``) or a replay of an older checkpoint: True.
-    A node reached inside an invocation is never asked."""
-    graph = _two_nodes(_edit_probe, _edit_probe)
-    app = graph.compile(checkpointer=InMemorySaver(), interrupt_before=["second"])
-    honest: Any = {"configurable": {"thread_id": "honest"}}
-    app.invoke({"seen": []}, honest)
-    assert app.invoke(None, honest)["seen"] == [False, False]
-    replayed = next(s for s in app.get_state_history(honest) if s.next == ("second",))
-    assert app.invoke(None, replayed.config)["seen"][-1] is True  # time travel to a past step
-    for thread, as_node in (("edited", "first"), ("copied", "__copy__")):
-        config: Any = {"configurable": {"thread_id": thread}}
-        app.invoke({"seen": []}, config)
-        app.update_state(config, {"seen": ["x"]} if as_node == "first" else None, as_node=as_node)
-        assert app.invoke(None, config)["seen"][-1] is True, thread
+def test_was_sent_tells_a_send_from_an_edge_whatever_the_callers_metadata_says() -> None:
+    """A node reached by an edge or a ``goto``: False; by a ``Send``, from a ``Command`` given
+    as input or from a node's own ``Command``: True. A caller's metadata cannot say otherwise."""
+    graph = _two_nodes(_sent_probe, _sent_probe)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}, "metadata": {"langgraph_path": ("x",)}}
+    assert app.invoke({"seen": []}, config)["seen"] == [False, False]
+    assert app.invoke(Command(goto="second"), config)["seen"][-1] is False
+    pushed = app.invoke(Command(goto=Send("second", {"seen": []})), config)
+    assert pushed["seen"][-1] is True
+    claimed: Any = {**config, "metadata": {"langgraph_path": (PUSH, "x")}}
+    assert app.invoke(Command(goto="second"), claimed)["seen"][-1] is False
+
+
+def _asking(name: str) -> Any:
+    def ask(state: S) -> S:
+        answer = ask_human({"q": name}, lambda raised, shown: raised == shown)
+        return {"seen": [*state.get("seen", []), f"{name}={answer}"]}
+
+    return ask
+
+
+def test_an_answer_is_taken_only_by_the_task_that_raised_the_same_question() -> None:
+    """The task's raised interrupts are read from the scratchpad's pending writes: the asking
+    task takes the bare resume; a task a ``goto`` adds to the same superstep raises its own
+    question instead of taking the answer meant for another."""
+    app = _two_nodes(_asking("first"), _asking("second")).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    (asked,) = app.invoke({"seen": []}, config)["__interrupt__"]
+    assert asked.value == {"q": "first"}
+    both = app.invoke(Command(resume="yes", goto="second"), config)
+    assert [i.value for i in both["__interrupt__"]] == [{"q": "second"}]
+    assert both["seen"] == ["first=yes"]

@@ -15,14 +15,15 @@ from gated_react.nodes.execute import aexecute, execute
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import FLAKY, SENT, broken, flaky, send_email, slow
-from ..support.helpers import deps, state
+from ..support.helpers import admitted, deps, state
 
 TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
 
 
 def _run(tool_name: str, args: dict[str, Any], config: Any = None, **fields: Any) -> dict[str, Any]:
     call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
-    return execute(state(calls=[call]), config or {}, deps=deps(tools=TOOLS, **fields))
+    parts = deps(tools=TOOLS, **fields)
+    return execute(admitted(parts, state(calls=[call]), config), config or {}, deps=parts)
 
 
 def test_success_records_a_json_observation_and_time() -> None:
@@ -65,11 +66,14 @@ def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
         return f"refunded {cents}"
 
     call = {"step": 1, "tool": "refund", "args": {"cents": -5}, "key": "k"}
-    update = execute(state(calls=[call]), {}, deps=deps(tools=[refund]))
+    parts = deps(tools=[refund])
+    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
     assert update["stop_reason"] == "tool_bad_args:refund"
     assert "must be positive" in update["message"]
     call = {"step": 1, "tool": "refund", "args": {"cents": 5}, "key": "k"}
-    assert execute(state(calls=[call]), {}, deps=deps(tools=[refund]))["calls"][0]["outcome"]["ok"]
+    assert execute(admitted(parts, state(calls=[call])), {}, deps=parts)["calls"][0]["outcome"][
+        "ok"
+    ]
 
 
 def test_timeout_and_error() -> None:
@@ -101,17 +105,23 @@ def unprintable() -> str:
 
 def test_tool_errors_are_one_line_without_secrets() -> None:
     leaked = execute(
-        state(calls=[{"step": 1, "tool": "leaky", "args": {}, "key": "k"}]),
+        admitted(
+            parts := deps(tools=[leaky]),
+            state(calls=[{"step": 1, "tool": "leaky", "args": {}, "key": "k"}]),
+        ),
         {},
-        deps=deps(tools=[leaky]),
+        deps=parts,
     )
     assert leaked["stop_reason"] == "tool_error:leaky"
     assert "hunter2" not in leaked["message"]
     assert "hunter2" not in str(leaked["calls"][0]["outcome"])
     shown = execute(
-        state(calls=[{"step": 1, "tool": "unprintable", "args": {}, "key": "k"}]),
+        admitted(
+            parts := deps(tools=[unprintable]),
+            state(calls=[{"step": 1, "tool": "unprintable", "args": {}, "key": "k"}]),
+        ),
         {},
-        deps=deps(tools=[unprintable]),
+        deps=parts,
     )
     assert shown["message"] == "unprintable failed: Unprintable: (message cannot be shown)"
 
@@ -154,7 +164,8 @@ def test_long_output_is_cut_with_a_marker() -> None:
         return "x" * 50_000
 
     call = {"step": 1, "tool": "big", "args": {}, "key": "k"}
-    update = execute(state(calls=[call]), {}, deps=deps(tools=[big], max_observation_chars=1000))
+    parts = deps(tools=[big], max_observation_chars=1000)
+    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
     observation = update["calls"][0]["outcome"]["observation"]
     assert observation.startswith("x" * 1000)
     assert "[cut: 50000 chars, first 1000 shown]" in observation
@@ -170,10 +181,12 @@ def test_async_body_times_out_sync_and_async_tools() -> None:
     parts = deps(tools=[slow, slow_async], tool_timeout_seconds=0.2)
     for name in ("slow", "slow_async"):
         call = {"step": 1, "tool": name, "args": {"seconds": 5}, "key": "k"}
-        update = asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))
+        update = asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))
         assert update["stop_reason"] == f"tool_timeout:{name}"
     call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
-    assert asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))["calls"][0]["outcome"]["ok"]
+    assert asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))["calls"][0][
+        "outcome"
+    ]["ok"]
 
 
 def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
@@ -190,15 +203,15 @@ def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
     parts = deps(tools=[quitter, aquitter])
     for name in ("quitter", "aquitter"):
         call = {"step": 1, "tool": name, "args": {}, "key": "k"}
-        sync = execute(state(calls=[call]), {}, deps=parts)
+        sync = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
         assert sync["stop_reason"] == f"tool_error:{name}"
         assert "SystemExit" in sync["message"]
     # Under ainvoke a sync tool runs on a thread, where its exit is contained too. (An async
     # tool's SystemExit leaves the event loop from LangChain's own task: asyncio's rule.)
     call = {"step": 1, "tool": "quitter", "args": {}, "key": "k"}
-    assert asyncio.run(aexecute(state(calls=[call]), {}, deps=parts))["stop_reason"] == (
-        "tool_error:quitter"
-    )
+    assert asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))[
+        "stop_reason"
+    ] == ("tool_error:quitter")
 
 
 def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
@@ -208,6 +221,7 @@ def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
         return ValueError("just data")
 
     call = {"step": 1, "tool": "describe", "args": {}, "key": "k"}
-    update = execute(state(calls=[call]), {}, deps=deps(tools=[describe]))
+    parts = deps(tools=[describe])
+    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
     assert update["calls"][0]["outcome"]["ok"] is True
     assert "just data" in str(update["calls"][0]["outcome"]["observation"])

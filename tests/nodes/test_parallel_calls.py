@@ -25,7 +25,7 @@ from gated_react.nodes.validate import validate
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..support.helpers import REFUND_GOAL, deps, state
+from ..support.helpers import REFUND_GOAL, admitted, deps, state
 from ..support.helpers import run as scripted_run
 from ..support.reaping import PATIENCE
 from ..support.scenarios import append_line, lines, record_line
@@ -134,7 +134,7 @@ def test_allowed_calls_run_at_the_same_time(body: str) -> None:
         {"step": 1, "tool": "meet_a", "args": {"x": 1}, "key": "k0"},
         {"step": 1, "tool": "meet_b", "args": {"x": 2}, "key": "k1"},
     ]
-    current = state(calls=calls)
+    current = admitted(parts, state(calls=calls), CONFIG)
     ran = (
         execute(current, CONFIG, deps=parts)
         if body == "sync"
@@ -150,7 +150,7 @@ def test_the_first_failed_call_stops_the_run_and_the_others_are_kept() -> None:
         {"step": 1, "tool": "get_user_billing", "args": {"user_id": "x"}, "key": "k1"},
     ]
     parts = deps(tools=SUPPORT_TOOLS)
-    ran = execute(state(calls=calls), CONFIG, deps=parts)
+    ran = execute(admitted(parts, state(calls=calls), CONFIG), CONFIG, deps=parts)
     assert ran["stop_reason"] == "tool_bad_args:get_user_billing"
     seen = observe(state(calls=ran["calls"], stop_reason=ran["stop_reason"]), deps=parts)
     assert [t["tool"] for t in seen["trace"]] == ["get_user_billing"]  # the other never ran
@@ -165,7 +165,7 @@ def test_a_resumed_batch_reruns_only_what_is_safe_to_repeat(tmp_path: Path) -> N
     ]
     parts = deps(tools=[record_line, append_line])
     resumed: Any = {"configurable": {CONFIG_KEY_RESUMING: True}}
-    ran = execute(state(calls=calls), resumed, deps=parts)
+    ran = execute(admitted(parts, state(calls=calls), resumed), resumed, deps=parts)
     assert ran["stop_reason"] == "tool_outcome_unknown:append_line"
     assert lines(Path(file)) == []  # neither ran: the run stops before the batch runs again
 

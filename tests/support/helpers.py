@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from gated_react import Policy, build_graph
+from gated_react._engine.admissions import ADMITTED
 from gated_react._engine.call_keys import args_hash, loop_key
 from gated_react._engine.deps import NodeDeps
 from gated_react.state import State
@@ -42,6 +43,13 @@ def deps(
 def state(**fields: Any) -> State:
     """A hand-built state; goal defaults to the refund goal."""
     return State.model_validate({"goal": REFUND_GOAL, **fields})
+
+
+def admitted(parts: NodeDeps, current: State, config: Any = None) -> State:
+    """A hand-built state as if the gate of ``parts`` had just let its calls through: the
+    proof ``execute`` takes before it runs them unchecked (``_engine/admissions.py``)."""
+    ADMITTED.grant(parts.admission_scope, config or {}, current.calls)
+    return current
 
 
 def run(

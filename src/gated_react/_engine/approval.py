@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.types import interrupt
-
-from gated_react._engine.langgraph_internals import earlier_interrupt_ids
+from gated_react._engine.call_keys import canonical_json
+from gated_react._engine.langgraph_internals import ask_human, earlier_interrupt_ids
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
 from gated_react.runs import UNUSABLE_ANSWER
@@ -135,7 +134,8 @@ def ask(
         # Asked again, a question keeps the ids it was asked under (LangGraph gives each ask a
         # new one): an app that kept the first id still answers it (runs.resume(question=)).
         earlier = earlier_interrupt_ids(asks)
-        value = interrupt({"answers": ANSWERS, **question, "error": error, "asked_as": earlier})
+        shown = {"answers": ANSWERS, **question, "error": error, "asked_as": earlier}
+        value = ask_human(shown, same_question)
         asks += 1
         try:
             decision = parse_answer(value)
@@ -145,6 +145,19 @@ def ask(
         error = _refusal(question, decision, check_args)
         if error is None:
             return decision
+
+
+_ASKED_AGAIN = ("answers", "error", "asked_as")
+"""What changes when the same question is asked again."""
+
+
+def same_question(raised: Any, shown: dict[str, Any]) -> bool:
+    """Whether a question this task raised is ``shown``: the same kind, tool, arguments, step
+    and offer (an answer to it decides exactly this)."""
+    if not isinstance(raised, dict):
+        return False
+    kept = [{k: v for k, v in q.items() if k not in _ASKED_AGAIN} for q in (raised, shown)]
+    return canonical_json(kept[0]) == canonical_json(kept[1])
 
 
 def _refusal(

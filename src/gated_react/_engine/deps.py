@@ -51,6 +51,12 @@ class NodeDeps:
     """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
     how to fill them; None when no tool does."""
 
+    @property
+    def admission_scope(self) -> str:
+        """What an admitted step is scoped by (``_engine/admissions.py``): the policy's hash
+        and the tools' names."""
+        return f"{self.context.policy_hash}:{','.join(sorted(self.tools))}"
+
     @classmethod
     def build(
         cls,

@@ -15,28 +15,31 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph._internal._constants import (
-    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
+    CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
+    INTERRUPT,
+    NS_END,
+    NS_SEP,
+    PUSH,
 )
 from langgraph._internal._runnable import RunnableCallable
-from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolNode
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.runtime import Runtime
-from langgraph.types import _interrupt_id
+from langgraph.types import Interrupt, _interrupt_id, interrupt
 
 __all__ = [
     "CONFIG_KEY_DURABILITY",
     "StreamMessagesHandler",
     "StreamingCallbackHandler",
-    "acame_from_an_edit",
-    "came_from_an_edit",
+    "ask_human",
     "can_pause",
     "earlier_interrupt_ids",
     "emit",
@@ -48,6 +51,7 @@ __all__ = [
     "route",
     "runtime_of",
     "tool_state",
+    "was_sent",
 ]
 
 StreamingCallbackHandler = _StreamingCallbackHandler
@@ -98,46 +102,12 @@ def emit(handler: StreamMessagesHandler, meta: Any, message: Any) -> None:
     handler._emit(meta, message)
 
 
-# Why the checkpoint a node starts from says whether the state is the graph's own: a node
-# reached inside a running invocation starts from what the previous node wrote in memory; only
-# the first node of an invocation (``is_resuming``) starts from a stored checkpoint, and
-# LangGraph records who wrote each one in its metadata: ``loop`` (a node ran), ``update``
-# (``update_state``, Studio's edit-and-continue) or ``fork`` (a copy; LangGraph also forks
-# when a run is replayed from an older checkpoint id, time travel). The record is the store's
-# own and the same for every process that reads it: no per-process secret is needed.
-
-
-def _started_from(config: RunnableConfig) -> tuple[Any, RunnableConfig] | None:
-    """The saver and the stored checkpoint this task started from (its own graph's: the last
-    entry of the namespace map, parent graphs first)."""
-    conf = config.get("configurable", {})
-    saver, mapping = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get(CONFIG_KEY_CHECKPOINT_MAP)
-    if saver is None or not mapping:
-        return None
-    namespace, checkpoint_id = list(mapping.items())[-1]
-    found = {"thread_id": conf.get("thread_id"), "checkpoint_ns": namespace}
-    return saver, {"configurable": {**found, "checkpoint_id": checkpoint_id}}
-
-
-def _edited(found: CheckpointTuple | None) -> bool:
-    return found is None or found.metadata.get("source") != "loop"
-
-
-def came_from_an_edit(config: RunnableConfig) -> bool:
-    """True when this node starts from a stored checkpoint that no node wrote (an edit or a
-    fork), or one that cannot be found (fail closed)."""
-    if not is_resuming(config):
-        return False
-    started = _started_from(config)
-    return started is None or _edited(started[0].get_tuple(started[1]))
-
-
-async def acame_from_an_edit(config: RunnableConfig) -> bool:
-    """The async twin (an async saver refuses sync reads on its loop)."""
-    if not is_resuming(config):
-        return False
-    started = _started_from(config)
-    return started is None or _edited(await started[0].aget_tuple(started[1]))
+def was_sent(config: RunnableConfig) -> bool:
+    """True when this task was started by a ``Send`` (LangGraph's push tasks), whose input is
+    the Send's own argument rather than the graph's channels. LangGraph sets the task's path
+    in its metadata after a caller's metadata, so a caller cannot claim another."""
+    path: Any = config.get("metadata", {}).get("langgraph_path")
+    return bool(path) and path[0] == PUSH
 
 
 def earlier_interrupt_ids(count: int) -> list[str]:
@@ -183,3 +153,63 @@ def tool_state(tools: ToolNode, call: Any, config: RunnableConfig) -> Any:
 def injected_tool_call(tools: ToolNode, call: Any, runtime: Any) -> Any:
     """``call`` with its injected arguments filled and any the model forged dropped."""
     return tools._inject_tool_args(call, runtime)
+
+
+# Why a question checks the answer it is about to take: a bare ``Command(resume=v)`` (every
+# chat UI sends one) is one value per superstep that LangGraph hands to the first task calling
+# ``interrupt()``. A caller who adds a ``goto`` or an ``update`` to that command can put another
+# task, or other calls, in front of the question a human saw, and the human's "approve" would
+# answer a question never shown. So an answer is taken only by the task that raised the
+# question, for the same question: LangGraph keeps each task's latest raised interrupts among
+# the checkpoint's pending writes (the scratchpad's null-resume closure holds that list).
+_ASKED = "__gated_react_asked"
+"""Per task attempt: how many interrupts this task has raised or had answered so far."""
+
+
+def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any:
+    """``interrupt(question)``, except that an answer waiting for this slot is taken only if
+    this task raised a question here that ``same`` says is this one; otherwise the question
+    is raised afresh and the answer is left alone (a caller's forged step never takes it)."""
+    conf = get_config()["configurable"]
+    scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
+    if scratchpad is None:
+        return interrupt(question)
+    slot = conf.get(_ASKED, 0)
+    conf[_ASKED] = slot + 1
+    fresh = _fresh_answer(conf, scratchpad, slot)
+    if fresh and not same(_raised(conf, scratchpad).get(_interrupt_id(_ns(conf), slot)), question):
+        raise GraphInterrupt((Interrupt(value=question, id=_interrupt_id(_ns(conf), slot)),))
+    return interrupt(question)
+
+
+def _ns(conf: dict[str, Any]) -> str:
+    return str(conf[CONFIG_KEY_CHECKPOINT_NS])
+
+
+def _fresh_answer(conf: dict[str, Any], scratchpad: Any, slot: int) -> bool:
+    """Whether the answer for ``slot`` arrives in this attempt (a bare resume, or a resume
+    map naming the slot's interrupt id) rather than from this task's own earlier answers."""
+    answered = len(scratchpad.resume)
+    if slot == answered:
+        return scratchpad.get_null_resume(False) is not None
+    mapped = conf.get(CONFIG_KEY_RESUME_MAP) or {}
+    return slot == answered - 1 and _interrupt_id(_ns(conf), slot) in mapped
+
+
+def _raised(conf: dict[str, Any], scratchpad: Any) -> dict[str, Any]:
+    """The questions this task raised on this checkpoint, by interrupt id."""
+    cells = dict(
+        zip(
+            scratchpad.get_null_resume.__code__.co_freevars,
+            scratchpad.get_null_resume.__closure__ or (),
+            strict=True,
+        )
+    )
+    pending = cells["pending_writes"].cell_contents if "pending_writes" in cells else ()
+    task = _ns(conf).rsplit(NS_SEP, 1)[-1].rsplit(NS_END, 1)[-1]
+    found: dict[str, Any] = {}
+    for task_id, channel, value in pending:
+        if task_id == task and channel == INTERRUPT:
+            for raised in value if isinstance(value, list | tuple) else (value,):
+                found[getattr(raised, "id", "")] = getattr(raised, "value", None)
+    return found

@@ -5,13 +5,15 @@ If this node is the first thing a resumed run does, an earlier attempt may have 
 before the process died. Only an idempotent tool is run again; any other stops the run with
 ``tool_outcome_unknown`` (or asks a human, when the policy puts the tool under approval).
 
-State is data an editor controls (Studio's edit-and-continue writes any channel), so no call
+State is data an editor controls (Studio's edit-and-continue, ``update_state``, a
+``Command(update=..., goto="execute")``, the server's REST API write any channel), so no call
 runs on the state's word alone. Every call is checked against the policy's allowlist here
-again, always. And when this node starts from a checkpoint that no node wrote (an edit or a
-fork, as LangGraph's own metadata records: ``came_from_an_edit``), its calls are not the gate's
-decision: each goes through the gate's checks again (budgets from the record of the run's
-calls, the allowlist, loops, and a human's approval asked here), as if the model had just
-proposed it. A refused call stops the run with the gate's reason, traced.
+again, always. And unless the gate of this process just let exactly these calls through on
+this thread (``_engine/admissions.py``: proof no edit can forge), they are not taken for the
+gate's decision: each goes through the gate's checks again (the reply's call count, budgets
+from the record of the run's calls, the allowlist, loops, and a human's approval asked here),
+as if the model had just proposed it. A refused call stops the run with the gate's reason,
+traced. A ``Send`` to this node carries a state of its own: nothing in it runs.
 """
 
 from __future__ import annotations
@@ -25,15 +27,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_runner, tracing
+from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.call_keys import loop_key
+from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import (
-    acame_from_an_edit,
-    came_from_an_edit,
-    is_resuming,
-)
+from gated_react._engine.langgraph_internals import is_resuming, was_sent
 from gated_react._engine.storable import error_text
 from gated_react.nodes.gate import Ledger, check, refuse
 from gated_react.state import Call, CoreState, Outcome, ToolAction, Usage, dump
@@ -45,8 +45,10 @@ Ran = tuple[int, Any, Exception | None]
 
 def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
+    if was_sent(config):
+        return sent("execute")
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    state, calls, early, counted = prepare(state, config, deps, came_from_an_edit(config))
+    state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:
         return linked | counted | early
     started = time.monotonic()
@@ -65,14 +67,22 @@ def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict
 
 async def aexecute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
+    if was_sent(config):
+        return sent("execute")
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    state, calls, early, counted = prepare(state, config, deps, await acame_from_an_edit(config))
+    state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:
         return linked | counted | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     ran = await asyncio.gather(*(arun_one(deps, calls, i, config) for i in todo))
     return linked | counted | completed(state, deps, calls, list(ran), started)
+
+
+def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:
+    """True unless the gate of this process let exactly these calls through on this thread
+    (taken once: a replay of the same step is checked again)."""
+    return not ADMITTED.take(deps.admission_scope, config, state.calls)
 
 
 def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
@@ -124,7 +134,7 @@ def prepare(
         if early is not None:
             return state, calls, early | granted, counted
         state = state.model_copy(update={"usage": ledger.usage})
-        counted = {"usage": dump(ledger.usage), "seen": ledger.new_keys, **granted}
+        counted = {"usage": dump(ledger.usage), **_new_keys(state, ledger), **granted}
     calls, early = _settle(config, deps, calls)
     return state, calls, early, counted
 
@@ -138,16 +148,40 @@ def readmit(
     usage, record = _before_the_gate(state, calls)
     held = Limits(deps.policy, state.extensions)
     ledger = Ledger(recorded(usage, record), list(record), state.usage.steps, held)
+    try:  # the contract validate holds a reply to: no more calls than one reply may make
+        check_count(len(calls), deps.policy.max_parallel_calls)
+    except ActionError as err:
+        why = Stop(StopReason.INVALID_ACTION, err.why, str(err))
+        return ledger, _stopped_at(calls, 0, _edited(why))
     for index, call in enumerate(calls):
         if call.outcome is not None:  # settled: shown to the model, never run; still counted
             ledger.count(call)
             continue
-        checked = check(ledger, deps, config, ToolAction(name=call.tool, args=call.args), index)
+        action = ToolAction(name=call.tool, args=call.args)
+        checked = check(
+            ledger, deps, config, action, index, ask_here=not _unknown(deps, config, call)
+        )
         if isinstance(checked, Stop):
             return ledger, _stopped_at(calls, index, _edited(checked))
         ledger.count(checked)
         calls[index] = checked
     return ledger, None
+
+
+def _new_keys(state: CoreState, ledger: Ledger) -> dict[str, Any]:
+    """The loop keys to record for the re-checked calls: none when the record already ends
+    with exactly them (the gate counted them; ``_before_the_gate`` took them back to count them
+    again once), so a crash or an edit never records a call twice."""
+    keys = ledger.new_keys
+    if keys and state.seen[len(state.seen) - len(keys) :] == keys:
+        return {}
+    return {"seen": keys}
+
+
+def _unknown(deps: NodeDeps, config: RunnableConfig, call: Call) -> bool:
+    """Whether ``_settle`` will ask a human about this call (it may have run before a crash):
+    that question decides on exactly this call, so the approval is not asked twice."""
+    return is_resuming(config) and not deps.idempotent(call.tool)
 
 
 def _before_the_gate(state: CoreState, calls: list[Call]) -> tuple[Usage, list[str]]:

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
+from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import DECISIONS, answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, check_before_tool, enforce, recorded
 from gated_react._engine.call_keys import (
@@ -26,7 +27,7 @@ from gated_react._engine.call_keys import (
     repeats,
 )
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import can_pause
+from gated_react._engine.langgraph_internals import can_pause, was_sent
 from gated_react._engine.tool_runner import check_args
 from gated_react.state import (
     Call,
@@ -66,6 +67,8 @@ class Ledger:
 
 def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Let the proposed calls through (recording them first), refuse them, or stop the run."""
+    if was_sent(config):
+        return sent("gate")
     linked = tracing.carry(deps.spans, state.traceparent, config)
     actions = tool_actions(state.action)
     if not actions:  # the routers never send one; a direct caller might
@@ -84,16 +87,24 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
             return linked | out | held.update() | {"trace": [*held.entries(), *out["trace"]]}
         ledger.count(checked)
         calls.append(checked)
+    ADMITTED.grant(deps.admission_scope, config, calls)
     admitted = {"calls": [dump(c) for c in calls], "usage": dump(ledger.usage)}
     extended = {"trace": held.entries(), **held.update()} if held.granted else {}
     return linked | admitted | {"seen": ledger.new_keys} | extended
 
 
 def check(
-    ledger: Ledger, deps: NodeDeps, config: RunnableConfig, action: ToolAction, index: int
+    ledger: Ledger,
+    deps: NodeDeps,
+    config: RunnableConfig,
+    action: ToolAction,
+    index: int,
+    *,
+    ask_here: bool = True,
 ) -> Call | Stop:
     """One call: admitted (to run; or settled and shown to the model: refused, a reminder, a
-    human's answer), or the stop it causes."""
+    human's answer), or the stop it causes. ``ask_here=False`` leaves a call under approval to
+    the question its caller asks next (``execute``'s after a crash, about exactly that call)."""
     name, args, step = action.name, action.args, ledger.step
     over = enforce(
         lambda budget: check_before_tool(ledger.usage, budget, name),
@@ -110,7 +121,7 @@ def check(
     earlier = repeats(ledger.seen, name, args, deps.policy.loop_detection)
     if earlier:
         return remind(action, step) if earlier <= deps.policy.repeat_reminders else loop(name)
-    if name in deps.policy.require_approval:
+    if name in deps.policy.require_approval and ask_here:
         approved = approve(ledger, deps, action, step) if can_pause(config) else unavailable(name)
         if isinstance(approved, Stop | Call):
             return approved

@@ -23,6 +23,8 @@ def observe(
     """Append the step's calls in the reply's order. The call that stopped the run is traced
     last and kept out of the history; calls of a stopped step that never ran are left out."""
     calls = [call for call in state.calls if call.outcome is not None]
+    if not calls and state.stop_reason:  # execute refused to run anything (a Send): just stop
+        return {}
     if not calls or (len(calls) < len(state.calls) and not state.stop_reason):
         raise TypeError("observe runs only after every call of the step has an outcome")
     stopper = _stopper(calls) if state.stop_reason else None

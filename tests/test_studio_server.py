@@ -236,3 +236,30 @@ def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) ->
     ]
     assert "waiting at ['gate'] for: get_user_billing {'user_id': 42}" in lines
     assert "stop_reason: success" in lines
+
+
+def test_a_users_graph_reads_the_runs_context_under_langgraph_dev(tmp_path: Path) -> None:
+    """A graph built with ``context_schema``, served by ``langgraph dev``: the run's context
+    reaches its tool, and the server's assistant form is that schema."""
+    config = tmp_path / "langgraph.json"
+    graphs = {"ctx": {"path": "tests.support.context_graph:graph"}}
+    config.write_text(json.dumps({"dependencies": [str(REPO)], "graphs": graphs}))
+    server = DevServer(tmp_path, {"PYTHONPATH": str(REPO)}, config=config)
+
+    async def scenario(client: LangGraphClient) -> tuple[dict[str, Any], Any]:
+        assistant = await _system_assistant(client, "ctx")
+        schemas = await client.assistants.get_schemas(assistant)
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(
+            tid, assistant, input={"goal": "whose?"}, context={"user_id": "u3"}
+        )
+        assert isinstance(out, dict)
+        return out, schemas["context_schema"]
+
+    try:
+        server.start()
+        out, schema = drive(server, scenario)
+    finally:
+        server.cleanup()
+    assert out["history"][0]["observation"] == "the run of u3", out["message"]
+    assert schema["title"] == "UserContext"

@@ -38,6 +38,22 @@ question: Question = out["pending"][0]
 print(question["id"], question["action_requests"][0]["name"], question["tol"])
 """
 
+CONTEXT = """\
+from dataclasses import dataclass
+
+from gated_react import build_graph
+from gated_react.testing import ScriptedChatModel
+
+
+@dataclass
+class Ctx:
+    user_id: str
+
+
+graph = build_graph(ScriptedChatModel(replies=["hi"]), [], context_schema=Ctx)
+graph.invoke({"goal": "hi"}, context=Ctx("u1"))  # the run's context, typed by its schema
+"""
+
 
 def _page_files() -> dict[str, str]:
     """One module per page that has Python to run: its blocks, top to bottom, as the docs tests
@@ -54,7 +70,14 @@ def _page_files() -> dict[str, str]:
 
 
 def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
-    files = {**_page_files(), "typo.py": TYPO, "app.py": APP}
+    migration = (REPO / "examples" / "api" / "from_create_agent.py").read_text()
+    files = {
+        **_page_files(),
+        "typo.py": TYPO,
+        "app.py": APP,
+        "context.py": CONTEXT,
+        "from_create_agent.py": migration,
+    }
     assert {"README.py", "docs_getting_started.py", "docs_guides_approvals.py"} <= set(files)
     for name, code in files.items():
         (tmp_path / name).write_text(code)

@@ -182,6 +182,20 @@ def test_approvals_travel_through_the_queue(pg_url: str, decisions: Path) -> Non
 
 
 @pytest.mark.postgres
+def test_a_runs_context_travels_through_the_queue(pg_url: str) -> None:
+    """``enqueue_run(context=)`` and ``enqueue_resume(context=)``: the tool reads it."""
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    graph = "tests.support.worker_graphs:reads_its_context"
+    with workers(pg_url, graph, 1), app.open():
+        enqueue_run(app, "whose run?", thread_id="ctx", context={"user_id": "u5"})
+        wait_until(lambda: _has(pg_url, "ctx", lambda out: bool(out["pending"])))
+        enqueue_resume(app, "ctx", {"approved": True}, context={"user_id": "u5"})
+        wait_until(lambda: _has(pg_url, "ctx", lambda out: out["status"] == "ok"))
+    assert stored(pg_url, "ctx")["history"][0]["observation"] == "the run of u5"
+
+
+@pytest.mark.postgres
 def test_a_spent_budget_asks_and_the_answer_travels_through_the_queue(
     pg_url: str, decisions: Path
 ) -> None:

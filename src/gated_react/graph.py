@@ -6,15 +6,18 @@ validate -> finish (final answer) | decide (retry) ; every other end -> stop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.typing import ContextT
 
 from gated_react import routing
 from gated_react._engine.deps import NodeDeps
@@ -27,14 +30,18 @@ from gated_react.nodes.gate import gate
 from gated_react.nodes.observe import observe
 from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
-from gated_react.policy import Policy
+from gated_react.policy import Policy, with_response_format
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+    from pydantic import BaseModel
 
-GatedGraph = CompiledStateGraph[State, None, RunInput | RunInputDict, RunResult]
-"""What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks."""
+GatedGraph = CompiledStateGraph[State, ContextT, RunInput | RunInputDict, RunResult]
+"""What ``build_graph`` returns; its input is typed so ``graph.invoke({"goal": ...})`` checks,
+and its context (``ContextT``: ``build_graph(context_schema=)``'s type, else None) so
+``graph.invoke(..., context=Context(...))`` does."""
 
 # Supersteps one ReAct step can take (decide, validate, gate, execute, observe).
 _NODES_PER_STEP = 5
@@ -42,15 +49,26 @@ _NODES_PER_STEP = 5
 
 def build_graph(
     model: BaseChatModel | str,
-    tools: Sequence[BaseTool],
+    tools: Sequence[BaseTool | Callable[..., Any]],
     *,
+    system_prompt: str | SystemMessage | None = None,
+    middleware: Sequence[AgentMiddleware[Any, Any]] = (),
+    response_format: type[BaseModel] | ToolStrategy[Any] | ProviderStrategy[Any] | None = None,
+    context_schema: type[ContextT] | None = None,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
-    middleware: Sequence[AgentMiddleware[Any, Any]] = (),
-) -> GatedGraph:
-    """A compiled graph in which ``model`` proposes and ``policy`` decides what runs. ``model``
-    may be a LangChain ``"provider:model"`` string (``"openai:gpt-4.1-mini"``), as
-    ``create_agent`` takes it.
+    store: BaseStore | None = None,
+    name: str | None = None,
+) -> GatedGraph[ContextT]:
+    """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
+
+    The rest is ``create_agent``'s, with its meaning: ``model`` may be a ``"provider:model"``
+    string; ``tools`` may be plain functions; ``system_prompt`` is the agent's instructions
+    (after the gate's fixed rules); ``response_format`` a pydantic model the answer must fit
+    (``Policy.answer_schema``), its data in the result's ``structured_response``;
+    ``context_schema`` types ``invoke(..., context=...)``, which tools read as
+    ``ToolRuntime.context``; ``store`` is given to tools (``ToolRuntime.store``,
+    ``InjectedStore``); ``name`` names the graph.
 
     ``middleware`` runs LangChain's ``AgentMiddleware`` under the gate: model hooks around
     decide's model call, tool hooks around the calls the gate let through. One whose job the
@@ -59,15 +77,15 @@ def build_graph(
 
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
     """
-    policy = policy or Policy()
-    deps = NodeDeps.build(init_model(model), tools, policy, middleware)
-    graph = StateGraph(State, input_schema=RunInput, output_schema=RunResult)
+    policy = with_response_format(policy or Policy(), response_format)
+    deps = NodeDeps.build(init_model(model), tools, policy, middleware, _text(system_prompt))
+    graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)
     graph.add_node("gate", node(gate, deps=deps), input_schema=CoreState)
     graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=CoreState)
     graph.add_node("observe", node(observe, deps=deps), input_schema=CoreState)
-    graph.add_node("finish", finish, input_schema=CoreState)
+    graph.add_node("finish", node(finish, deps=deps), input_schema=CoreState)
     graph.add_node("stop", stop, input_schema=CoreState)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
@@ -77,13 +95,13 @@ def build_graph(
     graph.add_conditional_edges("observe", route(routing.after_observe), routing.AFTER_OBSERVE)
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
-    compiled = graph.compile(checkpointer=checkpointer, name="gated-react")
+    compiled = graph.compile(checkpointer=checkpointer, store=store, name=name or "gated-react")
     # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
     config = RunnableConfig(configurable=_durability(deps, checkpointer), callbacks=[deps.spans])
     if policy.on_budget == "stop":
         config["recursion_limit"] = _NODES_PER_STEP * policy.budget.max_steps + 5
     configured = compiled.with_config(config)
-    return cast(GatedGraph, configured)
+    return cast(GatedGraph[ContextT], configured)
 
 
 def idle_graph(
@@ -92,6 +110,17 @@ def idle_graph(
     """The same nodes and edges with no tools and a model that is never called: for drawing
     the graph and reading stored runs, which never run a node."""
     return build_graph(NoModel(), [], checkpointer=checkpointer)
+
+
+def _text(prompt: str | SystemMessage | None) -> str | None:
+    """The application's prompt as text (a ``SystemMessage``'s text blocks joined)."""
+    if isinstance(prompt, SystemMessage):
+        return prompt.text
+    if prompt is not None and not isinstance(prompt, str):
+        raise TypeError(
+            f"system_prompt must be a str or SystemMessage, got {type(prompt).__name__}"
+        )
+    return prompt
 
 
 def _durability(deps: NodeDeps, checkpointer: BaseCheckpointSaver[str] | None) -> dict[str, str]:

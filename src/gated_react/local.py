@@ -236,4 +236,5 @@ def local_chat_model(server: LocalServer, timeout: float = 120.0) -> BaseChatMod
         max_tokens=MAX_REPLY_TOKENS,
         timeout=timeout,
         max_retries=0,
+        stream_usage=True,  # llama-server counts tokens when streaming only if asked
     )

@@ -43,21 +43,37 @@ def chat_model(
         timeout=settings.openai_timeout_seconds,
         max_retries=settings.openai_max_retries,
         temperature=0,
+        # Servers behind a base URL send no token counts when streaming unless asked: without
+        # them a cost budget cannot hold under stream_mode="messages".
+        stream_usage=True,
     )
 
 
 def init_model(model: BaseChatModel | str) -> BaseChatModel:
     """The model given, or one from LangChain's ``"provider:model"`` string (``init_chat_model``,
-    as ``create_agent`` takes it; the ``langchain`` extra and the provider's package)."""
+    as ``create_agent`` takes it; the ``langchain`` extra and the provider's package); either
+    way asked for its token usage when it streams (``with_stream_usage``)."""
     if not isinstance(model, str):
-        return model
+        return with_stream_usage(model)
     from gated_react.interop import LANGCHAIN_EXTRA, LangChainMissing
 
     try:
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise LangChainMissing(LANGCHAIN_EXTRA) from None
-    return init_chat_model(model)
+    return with_stream_usage(init_chat_model(model))
+
+
+def with_stream_usage(model: BaseChatModel) -> BaseChatModel:
+    """A copy of ``model`` that reports token usage when it streams (``stream_usage=True``),
+    when its class has the setting and it was left unset (``ChatOpenAI`` with a ``base_url``
+    leaves it off): a streamed reply without counts cannot be priced, so a cost budget would
+    stop the run. The user's object is never changed; one set to False is left as it is."""
+    if "stream_usage" not in type(model).model_fields or getattr(model, "stream_usage", None):
+        return model
+    if "stream_usage" in model.model_fields_set and model.stream_usage is False:  # type: ignore[attr-defined]
+        return model
+    return model.model_copy(update={"stream_usage": True})
 
 
 class NoModel(BaseChatModel):

@@ -41,6 +41,10 @@ class UnknownToolName(GatedReactError, ValueError):
         self.unknown = unknown
 
 
+class UnsupportedResponseFormat(GatedReactError, TypeError):
+    """A ``response_format`` that is not a pydantic model (nor a LangChain strategy holding one)."""
+
+
 class UnpricedModel(GatedReactError, ValueError):
     """A cost budget for a model no price is known for: it could never be enforced."""
 
@@ -216,3 +220,26 @@ class Policy(BaseModel):
     def timeout_for(self, tool: str) -> float:
         """The timeout for one tool."""
         return self.tool_timeouts.get(tool, self.tool_timeout_seconds)
+
+
+def with_response_format(policy: Policy, response_format: Any) -> Policy:
+    """The policy with ``create_agent``'s ``response_format`` as its ``answer_schema`` (the one
+    home of the concept): a pydantic model, or LangChain's ``ToolStrategy`` /
+    ``ProviderStrategy`` holding one (either way the answer is checked JSON text here)."""
+    if response_format is None:
+        return policy
+    schema = response_format
+    if not isinstance(schema, type):  # LangChain's strategies keep the schema as ``.schema``
+        schema = getattr(response_format, "schema", response_format)
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        raise UnsupportedResponseFormat(
+            "response_format must be a pydantic model (or ToolStrategy/ProviderStrategy of one), "
+            f"got {type(schema).__name__}: a TypedDict, dataclass or JSON schema cannot be "
+            "checked as one; write it as a pydantic model"
+        )
+    if policy.answer_schema not in (None, schema):
+        raise ValueError(
+            f"response_format {schema.__name__} and Policy.answer_schema "
+            f"{policy.answer_schema.__name__} differ: give one of them"
+        )
+    return policy.replace(answer_schema=schema)

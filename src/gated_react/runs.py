@@ -128,27 +128,35 @@ _MODES: list[Any] = ["updates", "values"]
 
 
 def _advance(
-    graph: Graph, value: Any, config: RunnableConfig, on_update: OnUpdate | None
+    graph: Graph,
+    value: Any,
+    config: RunnableConfig,
+    on_update: OnUpdate | None,
+    context: Any = None,
 ) -> dict[str, Any]:
     """``invoke``, or the same run streamed so a caller can watch every node as it finishes."""
     if on_update is None:
-        output: dict[str, Any] = graph.invoke(value, config)
+        output: dict[str, Any] = graph.invoke(value, config, context=context)
         return output
     watch = _Watch(on_update)
-    for mode, chunk in graph.stream(value, config, stream_mode=_MODES):
+    for mode, chunk in graph.stream(value, config, stream_mode=_MODES, context=context):
         watch.take(mode, chunk)
     return watch.output()
 
 
 async def _aadvance(
-    graph: Graph, value: Any, config: RunnableConfig, on_update: OnUpdate | None
+    graph: Graph,
+    value: Any,
+    config: RunnableConfig,
+    on_update: OnUpdate | None,
+    context: Any = None,
 ) -> dict[str, Any]:
     """Async ``_advance``."""
     if on_update is None:
-        output: dict[str, Any] = await graph.ainvoke(value, config)
+        output: dict[str, Any] = await graph.ainvoke(value, config, context=context)
         return output
     watch = _Watch(on_update)
-    async for mode, chunk in graph.astream(value, config, stream_mode=_MODES):
+    async for mode, chunk in graph.astream(value, config, stream_mode=_MODES, context=context):
         watch.take(mode, chunk)
     return watch.output()
 
@@ -208,15 +216,23 @@ def _check_new(graph: Graph, snapshot: StateSnapshot | None, thread_id: str) -> 
 
 
 def run(
-    graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
+    graph: Graph,
+    goal: str,
+    *,
+    thread_id: str | None = None,
+    on_update: OnUpdate | None = None,
+    context: Any = None,
 ) -> ThreadResult:
     """Start a run on a new thread (a fresh id unless given) and return its result.
-    ``on_update`` sees every node's update as it happens (the run is streamed)."""
+    ``on_update`` sees every node's update as it happens (the run is streamed); ``context`` is
+    the run's LangGraph context (``build_graph(context_schema=)``, what tools read as
+    ``ToolRuntime.context``)."""
     thread_id = thread_id or uuid.uuid4().hex
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
         _check_new(graph, graph.get_state(config) if saver_of(graph) else None, thread_id)
-        return _from_output(_advance(graph, {"goal": goal}, config, on_update), thread_id)
+        output = _advance(graph, {"goal": goal}, config, on_update, context)
+        return _from_output(output, thread_id)
 
 
 def resume(
@@ -226,21 +242,28 @@ def resume(
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,
+    context: Any = None,
 ) -> ThreadResult:
     """Continue a crashed, killed or paused run where it stopped; ``answer`` replies to the
     question a paused run waits on (``NotWaiting`` if it waits on none, or on another one than
-    the ``question`` id given). A finished run is returned unchanged and nothing runs."""
+    the ``question`` id given). A finished run is returned unchanged and nothing runs.
+    ``context`` as for ``run`` (LangGraph keeps none between invocations: pass it again)."""
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
         settled = _settled(graph.get_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
-        output = _advance(graph, _resume_input(graph, answer), config, on_update)
+        output = _advance(graph, _resume_input(graph, answer), config, on_update, context)
         return _from_output(output, thread_id)
 
 
 async def arun(
-    graph: Graph, goal: str, *, thread_id: str | None = None, on_update: OnUpdate | None = None
+    graph: Graph,
+    goal: str,
+    *,
+    thread_id: str | None = None,
+    on_update: OnUpdate | None = None,
+    context: Any = None,
 ) -> ThreadResult:
     """Async ``run``."""
     thread_id = thread_id or uuid.uuid4().hex
@@ -248,7 +271,7 @@ async def arun(
     async with athread_lock(saver_of(graph), thread_id):
         snapshot = await graph.aget_state(config) if saver_of(graph) else None
         _check_new(graph, snapshot, thread_id)
-        output = await _aadvance(graph, {"goal": goal}, config, on_update)
+        output = await _aadvance(graph, {"goal": goal}, config, on_update, context)
         return _from_output(output, thread_id)
 
 
@@ -259,6 +282,7 @@ async def aresume(
     *,
     question: str | None = None,
     on_update: OnUpdate | None = None,
+    context: Any = None,
 ) -> ThreadResult:
     """Async ``resume``."""
     config = config_for(thread_id)
@@ -266,7 +290,7 @@ async def aresume(
         settled = _settled(await graph.aget_state(config), thread_id, answer, question)
         if settled is not None:
             return settled
-        output = await _aadvance(graph, _resume_input(graph, answer), config, on_update)
+        output = await _aadvance(graph, _resume_input(graph, answer), config, on_update, context)
         return _from_output(output, thread_id)
 
 

@@ -316,6 +316,10 @@ class RunResult(BaseModel):
     """Every call that reached the gate."""
     usage: Usage = Field(default_factory=Usage)
     """Budget consumption."""
+    structured_response: dict[str, Any] | None = None
+    """The final answer as the data ``response_format`` (``Policy.answer_schema``) describes,
+    as plain JSON: ``Schema.model_validate(result["structured_response"])`` is the object
+    ``create_agent`` returns; None without a schema or before a final answer."""
 
 
 class CoreState(_Strict):
@@ -377,6 +381,9 @@ class State(CoreState):
     """Every call that reached the gate (append-only)."""
     messages: Annotated[list[AnyMessage], add_messages] = Field(default_factory=list)
     """The conversation: each run's goal (human) and answer or stop (AI), across runs."""
+    structured_response: dict[str, Any] | None = None
+    """The answer as ``response_format``'s data (plain JSON), after success with a schema;
+    written by finish and stop, read by no node (so no step pays for reading it)."""
 
 
 class UsageDict(TypedDict):
@@ -447,6 +454,7 @@ class ThreadResult(TypedDict):
     trace: list[dict[str, Any]]
     usage: UsageDict
     messages: list[Any]
+    structured_response: dict[str, Any] | None
     thread_id: str
     pending: list[Question]
     """The questions a paused run waits on, each with its ``id``."""

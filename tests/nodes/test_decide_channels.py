@@ -16,7 +16,11 @@ from ..test_graph import _graph
 
 
 def test_decide_reads_every_channel_but_the_trace() -> None:
-    assert set(get_type_hints(Channels)) == set(State.model_fields) - {"trace"}
+    """Nor ``structured_response``: only finish and stop write it, no node reads it."""
+    assert set(get_type_hints(Channels)) == set(State.model_fields) - {
+        "trace",
+        "structured_response",
+    }
     builder = _graph().builder
     assert builder.nodes["decide"].input_schema is Channels
     assert "trace" not in builder.schemas[Channels]

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage
+from pydantic import BaseModel
 
+from gated_react import Policy
+from gated_react._engine.deps import NodeDeps
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop
+from gated_react.testing import ScriptedChatModel
 
 from ..support.helpers import state
 
@@ -18,8 +22,18 @@ def test_finish_writes_success_and_the_answer() -> None:
         "stop_reason": "success",
         "message": "final answer after 4 steps",
         "answer": "USD 49",
+        "structured_response": None,  # no answer schema
         "messages": [AIMessage("USD 49")],  # the conversation's answer
     }
+
+
+def test_finish_under_an_answer_schema_writes_its_data() -> None:
+    class Refund(BaseModel):
+        amount: float
+
+    deps = NodeDeps.build(ScriptedChatModel(replies=[]), [], Policy(answer_schema=Refund))
+    answered = state(action={"kind": "final", "answer": '{"amount": 49.0}'})
+    assert finish(answered, deps=deps)["structured_response"] == {"amount": 49.0}
 
 
 def test_stop_writes_stopped_and_no_answer() -> None:
@@ -29,6 +43,7 @@ def test_stop_writes_stopped_and_no_answer() -> None:
     assert update == {
         "status": "stopped",
         "answer": None,
+        "structured_response": None,
         "message": "max_steps 8 reached (9 requested)",
         "messages": [
             AIMessage("I stopped before finishing (max_steps): max_steps 8 reached (9 requested)")

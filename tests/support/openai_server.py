@@ -16,7 +16,9 @@ bodies are exercised exactly as in production. Script items, served one per requ
 ``server.wait_for_requests(n)`` blocks until ``n`` requests arrived (e.g. the slow one a test
 is about to interrupt).
 
-Streaming requests (``"stream": true``) get server-sent events built from the same items.
+Streaming requests (``"stream": true``) get server-sent events built from the same items; as
+OpenAI, vLLM and llama.cpp do, the usage chunk comes only when the request asks for it
+(``stream_options.include_usage``, what ``ChatOpenAI(stream_usage=True)`` sends).
 """
 
 from __future__ import annotations
@@ -187,9 +189,9 @@ def completion(item: Reply, model: str) -> dict[str, Any]:
     }
 
 
-def chunks(item: Reply, model: str) -> list[dict[str, Any]]:
+def chunks(item: Reply, model: str, usage: bool = True) -> list[dict[str, Any]]:
     """The same completion as a stream of chunks: the text word by word, as a real server
-    streams tokens, then the tool calls, the finish reason and the usage."""
+    streams tokens, then the tool calls, the finish reason and (when asked) the usage."""
     whole = completion(item, model)
     base = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     words = re.findall(r"\S+\s*|\s+", item.content or "") or [""]
@@ -204,7 +206,7 @@ def chunks(item: Reply, model: str) -> list[dict[str, Any]]:
     return [
         *(base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas),
         base | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-        base | {"choices": [], "usage": whole["usage"]},
+        *([base | {"choices": [], "usage": whole["usage"]}] if usage else []),
     ]
 
 
@@ -247,8 +249,10 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             elif isinstance(item, Reply):
                 model = str(request.get("model", "fake"))
                 if request.get("stream"):
+                    asked = bool((request.get("stream_options") or {}).get("include_usage"))
                     events = b"".join(
-                        b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks(item, model)
+                        b"data: " + json.dumps(c).encode() + b"\n\n"
+                        for c in chunks(item, model, usage=asked)
                     )
                     self._send(200, events + b"data: [DONE]\n\n", "text/event-stream")
                 else:

@@ -45,8 +45,9 @@ def free_port() -> int:
 class DevServer:
     """``langgraph dev --no-browser --no-reload`` on 127.0.0.1, restartable on the same port."""
 
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], config: Path | None = None) -> None:
         self.workdir = workdir
+        self.config = config or REPO / "langgraph.json"
         self.port = free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         self.env.update(OFFLINE, **env)
@@ -63,7 +64,7 @@ class DevServer:
             str(LANGGRAPH),
             "dev",
             "--config",
-            str(REPO / "langgraph.json"),
+            str(self.config),
             "--no-browser",
             "--no-reload",
             "--host",

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.prebuilt import ToolRuntime
 from pydantic import SecretStr
 
 from gated_react import Policy, build_graph
-from gated_react.testing import ScriptedChatModel
+from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .helpers import REFUND_42
@@ -137,3 +138,16 @@ def pays(checkpointer: BaseCheckpointSaver[Any]) -> Any:
 def refund_asking_once(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     """The refund run that waits for a human once, before it reads the billing."""
     return refund(checkpointer, Policy(require_approval=frozenset({"get_user_billing"})))
+
+
+def _whose(runtime: ToolRuntime) -> str:  # type: ignore[type-arg]
+    """Whose run this is, from the run's context."""
+    return f"the run of {runtime.context['user_id']}"
+
+
+def reads_its_context(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """A run whose one tool reads the run's LangGraph context (``enqueue_run(context=)``),
+    after a human approves it (so the context must come with the resume too)."""
+    model = ScriptedChatModel(replies=[call("_whose"), "done"], cycle=True)
+    approve = Policy(require_approval=frozenset({"_whose"}))
+    return build_graph(model, [_whose], policy=approve, checkpointer=checkpointer)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_langchain_tool
 
+from gated_react._engine.injection import Injector
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
-from gated_react._engine.tool_runner import accepts_key
+from gated_react._engine.tool_runner import KEY_PARAM, accepts_key
 from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
@@ -51,6 +53,9 @@ class NodeDeps:
     middleware: Middleware | None = None
     """LangChain middleware run under the gate (``_engine/middleware.py``); None without any,
     so a graph without middleware runs exactly the code it ran before."""
+    injector: Injector | None = None
+    """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
+    how to fill them; None when no tool does."""
 
     @property
     def admission_scope(self) -> str:
@@ -62,10 +67,12 @@ class NodeDeps:
     def build(
         cls,
         model: BaseChatModel,
-        tools: Sequence[BaseTool],
+        tools: Sequence[BaseTool | Callable[..., Any]],
         policy: Policy,
         middleware: Sequence[Any] = (),
+        instructions: str | None = None,
     ) -> NodeDeps:
+        """``instructions``: the application's system prompt, after the fixed rules."""
         hooks = _middleware(middleware)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
@@ -88,7 +95,9 @@ class NodeDeps:
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
             policy=policy,
             protocol=protocol,
-            system=system_prompt(protocol.instructions(visible), policy.answer_schema),
+            system=system_prompt(
+                protocol.instructions(visible), policy.answer_schema, instructions
+            ),
             pricer=pricer,
             answer_streams=protocol.answer_is_text
             and policy.answer_schema is None
@@ -97,6 +106,7 @@ class NodeDeps:
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets, context)),
             middleware=hooks,
+            injector=Injector.of(registry, KEY_PARAM),
         )
 
     def idempotent(self, tool: str) -> bool:
@@ -114,18 +124,31 @@ def _middleware(middleware: Sequence[Any]) -> Middleware | None:
     return Middleware.of(middleware)
 
 
-def _registry(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:
+def _registry(tools: Sequence[BaseTool | Callable[..., Any]]) -> dict[str, BaseTool]:
     if not isinstance(tools, Sequence) or isinstance(tools, str):
         # A lone tool is iterable (a pydantic model yields its fields): say what was meant.
         raise TypeError(f"expected a list of tools, got {type(tools).__name__}")
     registry: dict[str, BaseTool] = {}
-    for tool in tools:
-        if not isinstance(tool, BaseTool):
-            raise TypeError(
-                "tools must be LangChain tools (@tool functions or BaseTool), "
-                f"got {type(tool).__name__}"
-            )
+    for given in tools:
+        tool = _tool(given)
         if tool.name in registry:
             raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
         registry[tool.name] = tool
     return registry
+
+
+def _tool(given: BaseTool | Callable[..., Any]) -> BaseTool:
+    """A LangChain tool; a plain function becomes one as ``create_agent`` makes it (``@tool``:
+    its name, docstring and type hints)."""
+    if isinstance(given, BaseTool):
+        return given
+    if callable(given) and not isinstance(given, type):
+        try:
+            return as_langchain_tool(given)
+        except ValueError as exc:  # no docstring, or one @tool cannot read
+            name = getattr(given, "__name__", type(given).__name__)
+            raise TypeError(f"function {name} cannot be a tool: {exc}") from None
+    raise TypeError(
+        "tools must be LangChain tools (@tool functions or BaseTool) or plain functions, "
+        f"got {type(given).__name__}"
+    )

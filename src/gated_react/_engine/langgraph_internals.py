@@ -30,6 +30,7 @@ from langgraph._internal._constants import (
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
+from langgraph.prebuilt.tool_node import ToolNode
 from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.runtime import Runtime
 from langgraph.types import Interrupt, _interrupt_id, interrupt
@@ -42,11 +43,14 @@ __all__ = [
     "can_pause",
     "earlier_interrupt_ids",
     "emit",
+    "injected_keys",
+    "injected_tool_call",
     "is_resuming",
     "messages_stream",
     "node",
     "route",
     "runtime_of",
+    "tool_state",
     "was_sent",
 ]
 
@@ -125,6 +129,31 @@ def earlier_interrupt_ids(count: int) -> list[str]:
         return []
     slot, ns = len(scratchpad.resume), conf[CONFIG_KEY_CHECKPOINT_NS]
     return [_interrupt_id(ns, slot - k) for k in range(1, min(count, slot) + 1)]
+
+
+# Tools written for create_agent: ToolNode, the node create_agent runs them in, knows which
+# arguments each tool has injected (ToolRuntime, InjectedState, InjectedStore, InjectedToolArg)
+# and fills them; its private helpers are reused here so the rules stay LangChain's own.
+
+
+def injected_keys(tools: ToolNode, name: str) -> frozenset[str]:
+    """The arguments of tool ``name`` that are injected, never the model's (ToolNode's record,
+    built once when the ToolNode was)."""
+    found = tools._injected_args.get(name)
+    if found is None:
+        return frozenset()
+    named = {*found.state, found.store, found.runtime, *found.all_injected_keys}
+    return frozenset(key for key in named if key)
+
+
+def tool_state(tools: ToolNode, call: Any, config: RunnableConfig) -> Any:
+    """The graph's state as ToolNode hands it to a tool (every channel, as stored)."""
+    return tools._extract_state([call], config)
+
+
+def injected_tool_call(tools: ToolNode, call: Any, runtime: Any) -> Any:
+    """``call`` with its injected arguments filled and any the model forged dropped."""
+    return tools._inject_tool_args(call, runtime)
 
 
 # Why a question checks the answer it is about to take: a bare ``Command(resume=v)`` (every

@@ -24,9 +24,21 @@ The text of your final answer must be one JSON object, and nothing else, fitting
 {schema}"""
 
 
-def system_prompt(instructions: str, answer_schema: type[BaseModel] | None = None) -> str:
-    """The fixed part of every request; it shows the answer's JSON schema when there is one."""
+_APP = """
+
+Instructions for this agent:
+{text}"""
+
+
+def system_prompt(
+    instructions: str, answer_schema: type[BaseModel] | None = None, app: str | None = None
+) -> str:
+    """The fixed part of every request; it shows the answer's JSON schema when there is one.
+    The application's own prompt (``build_graph(system_prompt=)``) comes last, after the
+    rules, so graphs with different prompts share the prefix a server caches."""
     text = _SYSTEM.format(instructions=instructions)
-    if answer_schema is None:
-        return text
-    return text + _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
+    if answer_schema is not None:
+        text += _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
+    if app and app.strip():
+        text += _APP.format(text=app.strip())
+    return text

@@ -14,8 +14,10 @@ import random
 import time
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from gated_react._engine.deadline import DeadlinePassed, acall_within, await_within, call_within
@@ -32,6 +34,10 @@ class ToolTimeout(GatedReactError):
 class CallChanged(GatedReactError):
     """A middleware's tool hook tried to run a call other than the one the gate let through
     (another tool, other arguments, or a non-idempotent tool a second time): it never runs."""
+
+
+class ToolCommand(GatedReactError):
+    """The tool returned a ``Command``: a state update, which only the graph's nodes write."""
 
 
 class ToolExit(GatedReactError):
@@ -132,7 +138,7 @@ def invoke(
     """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error."""
     for attempt in range(retries + 1):
         try:
-            return _invoke_once(tool, args, config, timeout)
+            return returned(tool, _invoke_once(tool, args, config, timeout))
         except Exception:
             if attempt == retries:
                 raise
@@ -146,12 +152,25 @@ async def ainvoke(
     """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
     for attempt in range(retries + 1):
         try:
-            return await _ainvoke_once(tool, args, config, timeout)
+            return returned(tool, await _ainvoke_once(tool, args, config, timeout))
         except Exception:
             if attempt == retries:
                 raise
             await asyncio.sleep(backoff(attempt + 1))
     raise AssertionError("unreachable")
+
+
+def returned(tool: BaseTool, value: Any) -> Any:
+    """What a call returned, as its observation holds it: a ``ToolMessage`` (what a tool
+    invoked with a full ``ToolCall`` returns) is its content."""
+    if isinstance(value, ToolMessage):
+        return value.content
+    if isinstance(value, Command):
+        raise ToolCommand(
+            f"{tool.name} returned a Command; gated-react's state is written by its nodes "
+            "only: return the data instead"
+        )
+    return value
 
 
 def _invoke_once(

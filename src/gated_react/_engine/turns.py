@@ -38,7 +38,7 @@ from gated_react.stops import Stop, StopReason
 CONTEXT_MESSAGES = 20
 """The most earlier messages shown to the model as the conversation so far."""
 _CONTEXT_CHARS = 2000
-_FRESH = ("status", "stop_reason", "message", "answer", "retry", "action")
+_FRESH = ("status", "stop_reason", "message", "answer", "structured_response", "retry", "action")
 
 
 def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:

@@ -31,10 +31,10 @@ from gated_react.stops import Stop, StopReason
 
 
 class Channels(TypedDict, total=False):
-    """The channels decide reads, as stored: every one but ``trace``. decide never reads the
-    audit log, and validating it cost more with every step (0.5 ms of each step by step 100,
-    more than all the rest of the state), so the graph hands decide these and ``state_of``
-    validates them."""
+    """The channels decide reads, as stored: every one but ``trace`` (and
+    ``structured_response``, which no node reads). decide never reads the audit log, and
+    validating it cost more with every step (0.5 ms of each step by step 100, more than all
+    the rest of the state), so the graph hands decide these and ``state_of`` validates them."""
 
     goal: str
     reply: dict[str, Any] | None
@@ -175,8 +175,7 @@ def decided(
     if estimated:
         usage.estimated_tokens = _added(usage.estimated_tokens, tokens)
     if reported is None:  # an estimate counts for max_tokens, never for money
-        why = "reported no usable token counts"
-        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {why}"
+        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {NO_USAGE}"
     else:
         usage.cached_tokens = _added(usage.cached_tokens, reported.cached)
         usage.input_tokens = _added(usage.input_tokens, reported.input)
@@ -185,6 +184,14 @@ def decided(
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
     reply = dump(reply_of(message, deps.secrets))
     return {"reply": reply, "usage": dump(usage), "spend": [cost if reported else None]}
+
+
+NO_USAGE = (
+    "reported no usable token counts (a client that streams sends them only when asked: "
+    "create the chat model with stream_usage=True)"
+)
+"""Why a reply is unpriced when it said nothing of its tokens, with the usual fix: ``ChatOpenAI``
+with a ``base_url`` streams without usage unless ``stream_usage=True``."""
 
 
 def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:

@@ -90,7 +90,11 @@ def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfi
     call = calls[index]
     with tracing.tool(deps.spans, config, call) as span:
         try:
-            tool, args, limits = deps.tools[call.tool], _args(deps, call), _limits(deps, call)
+            tool, args, limits = (
+                deps.tools[call.tool],
+                _args(deps, call, config),
+                _limits(deps, call),
+            )
             run = partial(tool_runner.invoke, tool, args, config, *limits)
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = run()
@@ -107,7 +111,11 @@ async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: Runnab
     call = calls[index]
     with tracing.tool(deps.spans, config, call) as span:
         try:
-            tool, args, limits = deps.tools[call.tool], _args(deps, call), _limits(deps, call)
+            tool, args, limits = (
+                deps.tools[call.tool],
+                _args(deps, call, config),
+                _limits(deps, call),
+            )
             run = partial(tool_runner.ainvoke, tool, args, config, *limits)
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = await run()
@@ -271,8 +279,17 @@ def _with(call: Call, outcome: Outcome) -> Call:
     return call.model_copy(update={"outcome": outcome})
 
 
-def _args(deps: NodeDeps, call: Call) -> dict[str, Any]:
-    return {**call.args, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else call.args
+def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
+    """What the tool is invoked with: the arguments the gate let through, the idempotency key
+    when it takes one, and, for a tool taking injected arguments, the full ``ToolCall`` with
+    them filled (never written to the state: the gate and the record see ``call.args``)."""
+    args = {**call.args, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else call.args
+    if deps.injector is None or call.tool not in deps.injector.takes:
+        return args
+    filled = deps.injector.tool_call(call.tool, call.args, call.key, config)
+    if call.tool in deps.keyed:
+        filled["args"][tool_runner.KEY_PARAM] = call.key
+    return dict(filled)
 
 
 def _limits(deps: NodeDeps, call: Call) -> tuple[float, int]:

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from gated_react._engine.deps import NodeDeps
 from gated_react._engine.turns import closing
 from gated_react.state import CoreState, FinalAction
 from gated_react.stops import StopReason
 
 
-def finish(state: CoreState) -> dict[str, Any]:
+def finish(state: CoreState, *, deps: NodeDeps | None = None) -> dict[str, Any]:
     """Write the successful end: status ``ok``, stop reason ``success`` and the answer (also
-    as the conversation's AI message)."""
+    as the conversation's AI message); under an answer schema, the answer's data as
+    ``structured_response`` too (validate checked it fits)."""
     if not isinstance(state.action, FinalAction):
         raise TypeError("finish runs only after validate produced a final answer")
     steps = state.usage.steps
+    structured = deps is not None and deps.policy.answer_schema is not None
     return {
+        "structured_response": json.loads(state.action.answer) if structured else None,
         "status": "ok",
         "stop_reason": str(StopReason.SUCCESS),
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",

@@ -15,4 +15,10 @@ def stop(state: CoreState) -> dict[str, Any]:
         raise TypeError("stop runs only after a node recorded a stop_reason")
     message = state.message or state.stop_reason
     said = f"I stopped before finishing ({state.stop_reason}): {message}"
-    return {"status": "stopped", "answer": None, "message": message, **closing(said)}
+    return {
+        "status": "stopped",
+        "answer": None,
+        "structured_response": None,
+        "message": message,
+        **closing(said),
+    }

@@ -12,6 +12,7 @@ or its tools: retried a few times, then the job fails and the thread waits where
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 import procrastinate
@@ -30,43 +31,53 @@ DEFECT_ATTEMPTS = 3
 
 
 async def advance(
-    context: procrastinate.JobContext,
+    job_context: procrastinate.JobContext,
+    *,
     thread_id: str,
     goal: str | None = None,
     answer: Any = NO_ANSWER,
     question: str | None = None,
+    context: Any = None,
 ) -> str:
-    """The job: start the run on a new thread, else continue it (answering its question)."""
-    extra = context.additional_context
+    """The job: start the run on a new thread, else continue it (answering its question);
+    ``context`` is the run's LangGraph context (``enqueue_run(context=)``)."""
+    extra = job_context.additional_context
     watch: Watch = extra["watch"]
     async with (
-        watch.job(context, thread_id) as job,  # its log lines, counters and run log
+        watch.job(job_context, thread_id) as job,  # its log lines, counters and run log
         on_one_connection(extra["graph"], extra["pool"]) as graph,
     ):
-        attempts = context.job.attempts
-        return await _advance(graph, thread_id, goal, answer, question, attempts=attempts, job=job)
+        attempts = job_context.job.attempts
+        asked = _Asked(goal, answer, question, context)
+        return await _advance(graph, thread_id, asked, attempts=attempts, job=job)
 
 
-async def _advance(
-    graph: Graph,
-    thread_id: str,
-    goal: str | None,
-    answer: Any,
-    question: str | None,
-    *,
-    attempts: int,
-    job: Job,
-) -> str:
-    watch = job.on_update
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Asked:
+    """What a job was queued with."""
+
+    goal: str | None
+    answer: Any
+    question: str | None
+    context: Any
+
+
+async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int, job: Job) -> str:
+    watch, context = job.on_update, asked.context
+    goal, answer, question = asked.goal, asked.answer, asked.question
     if goal is not None:
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
-            return _status(job.done(await arun(graph, goal, thread_id=thread_id, on_update=watch)))
+            started = await arun(graph, goal, thread_id=thread_id, on_update=watch, context=context)
+            return _status(job.done(started))
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
     if answer is NO_ANSWER or (question is None and attempts > 0):
-        return _status(job.done(await aresume(graph, thread_id, on_update=watch)))
+        resumed = await aresume(graph, thread_id, on_update=watch, context=context)
+        return _status(job.done(resumed))
     try:
-        result = await aresume(graph, thread_id, answer, question=question, on_update=watch)
+        result = await aresume(
+            graph, thread_id, answer, question=question, on_update=watch, context=context
+        )
     except NotWaiting as refused:  # a repeated answer: the run is untouched and goes on waiting
         job.refused = f"answer refused: {refused}"
         return job.refused

@@ -70,10 +70,18 @@ def _answer_lock(thread_id: str, question: str) -> str:
     return f"{TASK} answer {question} of {thread_id}"
 
 
-def enqueue_run(app: procrastinate.App, goal: str, *, thread_id: str | None = None) -> str:
-    """Queue a new run (the app must be open); returns its thread id."""
+def enqueue_run(
+    app: procrastinate.App,
+    goal: str,
+    *,
+    thread_id: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> str:
+    """Queue a new run (the app must be open); returns its thread id. ``context`` (JSON) is the
+    run's LangGraph context, what its tools read as ``ToolRuntime.context``."""
     thread_id = thread_id or uuid.uuid4().hex
-    _deferrer(app, thread_id).defer(thread_id=thread_id, goal=goal)
+    extra = {} if context is None else {"context": context}
+    _deferrer(app, thread_id).defer(thread_id=thread_id, goal=goal, **extra)
     return thread_id
 
 
@@ -84,13 +92,17 @@ def enqueue_resume(
     *,
     question: str | None = None,
     once: bool = False,
+    context: dict[str, Any] | None = None,
 ) -> int:
     """Queue a resume; returns its job id. ``answer`` replies to the question the paused run
     waits on (only to the one whose ``id`` is ``question``, if given: a repeated answer then
     never answers another; its job ends ``refused``). With ``once`` and a ``question``, a
     second answer to it while the first waits in the queue is not queued: procrastinate's
-    ``AlreadyEnqueued`` (the database decides, so two callers at once queue one)."""
+    ``AlreadyEnqueued`` (the database decides, so two callers at once queue one).
+    ``context`` as for ``enqueue_run``: a resume needs it again."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
+    if context is not None:
+        kwargs["context"] = context
     if answer is not NO_ANSWER:
         kwargs["answer"] = answer
     lock = None

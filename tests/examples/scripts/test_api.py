@@ -18,7 +18,8 @@ EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
         "stream: gate ['calls', 'seen', 'usage']",
-        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason']",
+        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason',"
+        " 'structured_response']",
         "ainvoke: success",
         "tool finished: search_policy",
     ],
@@ -28,6 +29,7 @@ EXPECTED = {
         "inner: tool_denied:get_user_billing",
     ],
     "answer_schema.py": ["success True 49.0", "steps: 3"],
+    "from_create_agent.py": ["Your name is John Smith."],
     "chat_messages.py": [
         "answer: Anna is on the pro plan.",
         "follow-up: She pays USD 49 a month.",

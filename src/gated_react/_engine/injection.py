@@ -1,0 +1,71 @@
+"""What a tool is given besides the model's arguments, as ``create_agent`` gives it:
+``ToolRuntime`` (state, context, store, stream writer, tool call id, config), ``InjectedState``,
+``InjectedStore`` and ``InjectedToolCallId``.
+
+Injected arguments are no part of the call the gate decided on: the model never sees them (tool
+schemas are the tools' ``tool_call_schema``), and the allowlist, loop keys, approval questions,
+idempotency keys and traces hold the model's arguments only. They are filled here, in execute,
+by the machinery of LangGraph's ``ToolNode`` (the node ``create_agent`` runs tools in), just
+before the call runs. Tools without any never come here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import ToolCall
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode, ToolRuntime
+
+from gated_react._engine.langgraph_internals import (
+    injected_keys,
+    injected_tool_call,
+    runtime_of,
+    tool_state,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Injector:
+    """The tools that take injected arguments, and ToolNode's record of which ones."""
+
+    node: ToolNode
+    takes: frozenset[str]
+    """The tools to invoke with a full ``ToolCall``: those with an injected argument other
+    than the ``idempotency_key`` execute passes itself."""
+
+    @classmethod
+    def of(cls, tools: Mapping[str, BaseTool], own: str) -> Injector | None:
+        """None when no tool takes an injected argument (execute then pays nothing)."""
+        node = ToolNode(list(tools.values()))
+        takes = frozenset(name for name in tools if injected_keys(node, name) - {own})
+        return cls(node, takes) if takes else None
+
+    def tool_call(
+        self, name: str, args: dict[str, Any], call_id: str, config: RunnableConfig
+    ) -> ToolCall:
+        """The full ``ToolCall`` a tool is invoked with: the model's arguments and the
+        injected ones, its id the call's idempotency key (stable across a resume)."""
+        call = ToolCall(name=name, args=args, id=call_id, type="tool_call")
+        runtime = runtime_of(config)
+        tools = list(self.node.tools_by_name.values())
+        given = ToolRuntime(
+            state=tool_state(self.node, call, config),
+            tool_call_id=call_id,
+            config=config,
+            context=runtime.context if runtime else None,
+            store=runtime.store if runtime else None,
+            stream_writer=runtime.stream_writer if runtime else _no_writer,
+            tools=tools,
+            execution_info=runtime.execution_info if runtime else None,
+            server_info=runtime.server_info if runtime else None,
+        )
+        filled: ToolCall = injected_tool_call(self.node, call, given)
+        return filled
+
+
+def _no_writer(chunk: Any) -> None:
+    """Outside a graph (a node called by hand) nothing streams."""

@@ -1,0 +1,135 @@
+"""build_graph takes create_agent's parameters with create_agent's meaning: system_prompt,
+response_format (structured_response), context_schema (context= at invoke and stream), store
+and name."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypedDict
+
+import pytest
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import ToolRuntime
+from langgraph.store.memory import InMemoryStore
+from pydantic import BaseModel
+
+from gated_react import Policy, build_graph, resume, run
+from gated_react.policy import UnsupportedResponseFormat
+from gated_react.testing import ScriptedChatModel, call
+
+
+class Weather(BaseModel):
+    city: str
+    sunny: bool
+
+
+class Ctx(BaseModel):
+    user_id: str
+
+
+def weather(city: str, runtime: ToolRuntime[Ctx]) -> str:
+    """The weather in a city, for the user the context names."""
+    return f"{city}: sunny (for {runtime.context.user_id})"
+
+
+def _system(model: ScriptedChatModel) -> str:
+    first = model.requests[0][0]
+    assert isinstance(first, SystemMessage)
+    return first.text
+
+
+def test_the_system_prompt_comes_after_the_fixed_rules() -> None:
+    plain = ScriptedChatModel(replies=["ok"])
+    build_graph(plain, [weather]).invoke({"goal": "g"})
+    told = ScriptedChatModel(replies=["ok"])
+    build_graph(told, [weather], system_prompt="You are Acme's weather desk.").invoke({"goal": "g"})
+    assert _system(told).startswith(_system(plain))  # the cacheable prefix is unchanged
+    assert _system(told).endswith("You are Acme's weather desk.")
+    as_message = ScriptedChatModel(replies=["ok"])
+    prompt = SystemMessage("Answer in French.")
+    build_graph(as_message, [weather], system_prompt=prompt).invoke({"goal": "g"})
+    assert _system(as_message).endswith("Answer in French.")
+
+
+def test_a_system_prompt_of_another_type_is_one_line() -> None:
+    with pytest.raises(TypeError, match="system_prompt must be a str or SystemMessage, got int"):
+        build_graph(ScriptedChatModel(replies=[]), [], system_prompt=3)  # type: ignore[arg-type]
+
+
+def test_response_format_gives_structured_response() -> None:
+    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": true}'])
+    out = build_graph(model, [weather], response_format=Weather).invoke({"goal": "g"})
+    assert out["stop_reason"] == "success"
+    assert Weather.model_validate(out["structured_response"]) == Weather(city="Oslo", sunny=True)
+    assert '"title": "Weather"' in _system(model)  # the schema is Policy.answer_schema's prompt
+    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": false}'])
+    out = build_graph(model, [], response_format=ToolStrategy(Weather)).invoke({"goal": "g"})
+    assert out["structured_response"] == {"city": "Oslo", "sunny": False}
+
+
+def test_structured_response_is_none_without_a_schema_and_fresh_each_run() -> None:
+    out = build_graph(ScriptedChatModel(replies=["ok"]), []).invoke({"goal": "g"})
+    assert out.get("structured_response") is None
+    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": true}', "not json", "still no"])
+    graph = build_graph(model, [], response_format=Weather, checkpointer=InMemorySaver())
+    first = run(graph, "one", thread_id="t-sr")
+    assert first["structured_response"] == {"city": "Oslo", "sunny": True}
+    graph.invoke({"goal": "two"}, {"configurable": {"thread_id": "t-sr"}})
+    second = graph.get_state({"configurable": {"thread_id": "t-sr"}}).values
+    assert second["stop_reason"] == "invalid_action:answer_schema"
+    assert second["structured_response"] is None
+
+
+def test_a_response_format_that_cannot_be_checked_is_refused() -> None:
+    class Plain(TypedDict):
+        city: str
+
+    with pytest.raises(UnsupportedResponseFormat, match="must be a pydantic model"):
+        build_graph(ScriptedChatModel(replies=[]), [], response_format=Plain)
+    with pytest.raises(ValueError, match=r"response_format Weather and Policy\.answer_schema Ctx"):
+        build_graph(
+            ScriptedChatModel(replies=[]),
+            [],
+            response_format=Weather,
+            policy=Policy(answer_schema=Ctx),
+        )
+
+
+def test_context_reaches_tools_through_invoke_stream_and_ainvoke() -> None:
+    def graph() -> Any:
+        replies = [call("weather", city="Oslo"), "sunny"]
+        return build_graph(ScriptedChatModel(replies=replies), [weather], context_schema=Ctx)
+
+    seen = "Oslo: sunny (for u1)"
+    out = graph().invoke({"goal": "g"}, context={"user_id": "u1"})  # coerced, as LangGraph does
+    assert out["history"][0]["observation"] == seen, out["message"]
+    values = list(graph().stream({"goal": "g"}, context=Ctx(user_id="u1"), stream_mode="values"))
+    assert values[-1]["history"][0]["observation"] == seen
+    out = asyncio.run(graph().ainvoke({"goal": "g"}, context=Ctx(user_id="u1")))
+    assert out["history"][0]["observation"] == seen
+    assert graph().get_context_jsonschema()["title"] == "Ctx"  # Studio's form
+
+
+def test_run_and_resume_pass_a_context() -> None:
+    model = ScriptedChatModel(replies=[call("weather", city="Oslo"), "sunny"])
+    graph = build_graph(
+        model,
+        [weather],
+        context_schema=Ctx,
+        checkpointer=InMemorySaver(),
+        policy=Policy(require_approval={"weather"}),
+    )
+    paused = run(graph, "g", thread_id="t-ctx", context=Ctx(user_id="u9"))
+    assert paused["status"] == "paused"
+    out = resume(graph, "t-ctx", {"approved": True}, context=Ctx(user_id="u9"))
+    assert out["history"][0]["observation"] == "Oslo: sunny (for u9)", out["message"]
+
+
+def test_store_and_name_are_the_compiled_graphs() -> None:
+    store = InMemoryStore()
+    graph = build_graph(ScriptedChatModel(replies=[]), [], store=store, name="weather-desk")
+    assert graph.store is store
+    assert graph.name == "weather-desk"
+    assert build_graph(ScriptedChatModel(replies=[]), []).name == "gated-react"

@@ -103,7 +103,8 @@ def open_checkpointer(
 async def aopen_checkpointer(
     url: str, *, allow: Iterable[AllowedType] = ()
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers."""
+    """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers,
+    with what the LangGraph server asks of a custom checkpointer (``savers``)."""
     store, serde = StoreURL.parse(url), serializer(allow)
     if store.kind == "memory":
         yield InMemorySaver(serde=serde)
@@ -170,7 +171,8 @@ async def _asqlite(
     store: StoreURL, serde: GuardedSerializer
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from gated_react.savers import SqliteStore
 
     path = sqlite_file(store)
     try:
@@ -178,7 +180,7 @@ async def _asqlite(
     except sqlite3.Error as exc:
         raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:
-        saver = AsyncSqliteSaver(conn, serde=serde)
+        saver = SqliteStore(conn, serde=serde)
         try:
             await saver.setup()
             await conn.execute(_SYNCHRONOUS)
@@ -268,7 +270,10 @@ async def _apostgres(
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     try:
         import psycopg
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from gated_react.savers import postgres_store
+
+        saver_type = postgres_store()
     except ImportError:
         raise StoreError(_PG_EXTRA) from None
     try:
@@ -276,7 +281,7 @@ async def _apostgres(
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:
-        saver = AsyncPostgresSaver(conn, serde=serde)
+        saver = saver_type(conn, serde=serde)
         try:
             await _apg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:

@@ -223,5 +223,9 @@ def stopped(
     )
     stopper = f"not run ({stop}): {stop.message}"
     others = f"not run: the run stopped at {action.name} ({stop})"
-    answers = [result(a.name, a.id, stopper if a is action else others, ok=False) for a in actions]
+    answers = [
+        result(a.name, a.id, stopper if a is action else others, ok=False)
+        for a in actions
+        if a.id is not None  # validated before calls had ids: in no message
+    ]
     return {**stop.update(), "trace": [dump(entry)], "messages": answers}

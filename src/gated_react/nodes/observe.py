@@ -36,7 +36,8 @@ def observe(
     update: dict[str, Any] = {
         "trace": [dump(e) for e in trace],
         "calls": [],
-        "messages": [_answer(call, state.stop_reason) for call in state.calls],
+        # a call recorded before calls had ids (a run of an older version) is in no message
+        "messages": [_answer(c, state.stop_reason) for c in state.calls if c.id is not None],
     }
     if shown:
         update["history"] = [dump(_step(call)) for call in shown]

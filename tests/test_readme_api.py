@@ -127,3 +127,25 @@ def test_every_key_a_trace_entry_carries_is_documented(on_tool_error: Any) -> No
     keys = {key for entry in out["trace"] for key in entry}
     assert keys - _documented_trace_keys() == set()
     assert ("error" in keys) == (on_tool_error == "observe")
+
+
+def test_the_allowlist_the_readme_claims_is_the_default() -> None:
+    """The README said "allowlist (deny by default)" while ``Policy(allow=None)`` allows every
+    tool given: the claim now says what the default is, and the default holds it. The default
+    stays (the tools given are an explicit list already; naming them twice adds no safety)."""
+    readme = (REPO / "README.md").read_text()
+    assert "deny by default" not in readme
+    assert "allowlist (only the tools you gave it, or those `Policy.allow` names" in readme
+
+    @tool
+    def given(x: int) -> int:
+        """A tool given to the graph."""
+        return x
+
+    def stop_of(policy: Policy, name: str) -> str:
+        model = ScriptedChatModel(replies=[call(name, x=1), "done"])
+        return str(build_graph(model, [given], policy=policy).invoke({"goal": "go"})["stop_reason"])
+
+    assert stop_of(Policy(), "given") == "success"  # allow=None: the tools given
+    assert stop_of(Policy(), "other") == "tool_missing:other"  # anything else: refused
+    assert stop_of(Policy(allow=[]), "given") == "tool_denied:given"

@@ -183,7 +183,7 @@ def test_the_checkpointer_opens_the_configured_store(
         async with checkpointer() as saver:
             return type(saver).__name__
 
-    assert asyncio.run(open_it()) == "AsyncSqliteSaver"
+    assert asyncio.run(open_it()) == "SqliteStore"  # AsyncSqliteSaver, with adelete_for_runs
     assert (tmp_path / "studio.sqlite").is_file()
 
 

@@ -24,7 +24,6 @@ pytestmark = pytest.mark.studio
 
 FIRST = "Which plan is user 42 on?"
 SECOND = "What did I ask you first?"
-EARLIER = "Earlier in this conversation:\n"
 ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}
 ANSWER = f"observed: {json.dumps({'billing': ANNA})}"
 TWO_STEPS = {"max_steps": 2}  # one tool call and the answer: a second run needs fresh budgets
@@ -35,13 +34,12 @@ def _model(request: dict[str, Any]) -> Reply:
     A first turn reads user 42's billing and answers with what it saw; a follow-up (the prompt
     shows earlier turns) reads the profile, then answers with the first thing the user asked."""
     messages = convert_to_messages(request["messages"])
-    goal = str(messages[1].content)
+    follow_up = any(m.type == "ai" and not m.tool_calls for m in messages)  # an earlier answer
     if not calls_shown(messages):
-        name = "get_user_profile" if goal.startswith(EARLIER) else "get_user_billing"
+        name = "get_user_profile" if follow_up else "get_user_billing"
         return tool_call(name, user_id=42)
-    if goal.startswith(EARLIER):
-        asked = next(line for line in goal.splitlines() if line.startswith("User: "))
-        return reply(f"You first asked: {asked.removeprefix('User: ')}")
+    if follow_up:
+        return reply(f"You first asked: {next(m.text for m in messages if m.type == 'human')}")
     seen = [m.content for m in messages if m.type == "tool"]
     return reply(f"observed: {seen[-1]}")
 
@@ -73,10 +71,13 @@ def _chat(*messages: dict[str, Any]) -> Any:
     return {"messages": list(messages)}
 
 
-def _turns(values: dict[str, Any]) -> list[tuple[str, str]]:
-    """The chat as a client renders it: (type, text) per message, text blocks joined."""
+def _turns(values: dict[str, Any], *, steps: bool = False) -> list[tuple[str, str]]:
+    """The chat as a client renders it: (type, text) per message, text blocks joined; without
+    ``steps``, only the questions and answers (no tool call or result)."""
     out = []
     for message in values["messages"]:
+        if not steps and (message["type"] == "tool" or message.get("tool_calls")):
+            continue
         content = message["content"]
         if isinstance(content, list):
             content = "".join(block["text"] for block in content if block.get("type") == "text")
@@ -149,12 +150,18 @@ def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
     recalled = f"You first asked: {FIRST}"
     chat = [("human", FIRST), ("ai", ANSWER), ("human", SECOND), ("ai", recalled)]
     assert _turns(final) == _turns(state) == chat
-    assert state["messages"][2]["id"] == follow_up["id"]  # the client's optimistic message
+    assert state["messages"][4]["id"] == follow_up["id"]  # the client's optimistic message
     for shown in snapshots:  # the chat only grows: nothing shown is later replaced
         assert shown["messages"] == final["messages"][: len(shown["messages"])]
-    assert f"{EARLIER}User: {FIRST}\nAssistant: {ANSWER}\n\n{SECOND}" in [
-        r["messages"][1]["content"] for r in model.requests
+    follow_ups = [  # the requests that show an earlier answer
+        r["messages"]
+        for r in model.requests
+        if any(m["role"] == "assistant" and not m.get("tool_calls") for m in r["messages"])
     ]
+    asked = follow_ups[0]  # the first turn as it happened: its call, its result, its answer
+    assert [m["role"] for m in asked[1:]] == ["user", "assistant", "tool", "assistant", "user"]
+    assert asked[2]["tool_calls"][0]["id"] == asked[3]["tool_call_id"]
+    assert asked[2]["tool_calls"][0]["id"] == state["messages"][1]["tool_calls"][0]["id"]
 
 
 @pytest.mark.parametrize(
@@ -195,7 +202,9 @@ def test_messages_mode_streams_the_answer_once_under_its_stored_id(dev: DevServe
     parts, state = drive(dev, scenario)
     answer = state["messages"][-1]
     assert answer["content"] == ANSWER
-    streamed = [p for p in parts if p["type"] in ("ai", "AIMessageChunk")]
+    streamed = [
+        p for p in parts if p["type"] in ("ai", "AIMessageChunk") and not p.get("tool_calls")
+    ]
     assert len(streamed) > 1
     assert {p["id"] for p in streamed} == {answer["id"]}
     assert "".join(p["content"] for p in streamed) == ANSWER
@@ -220,6 +229,15 @@ def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer)
     assert values["usage"]["steps"] == 2  # fresh: with the first run's step, max_steps 2 stops it
     assert values["trace"][0]["stop_reason"] == "tool_rejected:get_user_billing"
     turns = _turns(values)
-    assert [who for who, _ in turns] == ["human", "ai", "human", "ai"]
+    assert [who for who, _ in _turns(values, steps=True)] == [
+        "human",
+        "ai",  # the call that waited,
+        "tool",  # answered: not run
+        "ai",
+        "human",
+        "ai",
+        "tool",
+        "ai",
+    ]
     assert turns[1][1].startswith("I stopped before finishing (tool_rejected:get_user_billing)")
     assert turns[2:] == [("human", SECOND), ("ai", f"You first asked: {FIRST}")]

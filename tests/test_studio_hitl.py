@@ -27,6 +27,13 @@ pytestmark = pytest.mark.studio
 BILLING_NEEDS_A_HUMAN: dict[str, Any] = {"require_approval": ["get_user_billing"], "max_steps": 4}
 ASKED = {"user_id": 42}
 BILLING_CALL = {"kind": "tool", "name": "get_user_billing", "args": ASKED}
+
+
+def _named(action: dict[str, Any]) -> dict[str, Any]:
+    """The action without the id its call has in ``messages``."""
+    return {key: value for key, value in action.items() if key != "id"}
+
+
 OUR_KEYS = {"kind", "tool", "args", "step", "why", "answers", "error"}
 WHY = "policy requires a human to approve every get_user_billing call"
 ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}
@@ -116,7 +123,7 @@ def test_approve_runs_the_call_and_the_model_sees_its_result(dev: DevServer) -> 
     final = drive(dev, scenario)
     assert (final["status"], final["stop_reason"]) == ("ok", "success")
     (step,) = final["history"]
-    assert step["action"] == BILLING_CALL
+    assert _named(step["action"]) == BILLING_CALL
     assert step["observation"] == {"billing": ANNA}
     assert final["answer"] == f"observed: {json.dumps({'billing': ANNA})}"
     assert "by_human" not in final["trace"][0]  # the tool ran: only a human answer is marked
@@ -130,7 +137,7 @@ def test_an_edit_runs_the_edited_arguments(dev: DevServer) -> None:
     final = drive(dev, scenario)
     assert (final["status"], final["stop_reason"]) == ("ok", "success")
     (step,) = final["history"]
-    assert step["action"] == {**BILLING_CALL, "args": {"user_id": 7}}
+    assert _named(step["action"]) == {**BILLING_CALL, "args": {"user_id": 7}}
     assert step["observation"] == {"billing": MAX}
     assert final["answer"] == f"observed: {json.dumps({'billing': MAX})}"
 
@@ -179,7 +186,11 @@ def test_a_respond_is_the_observation_and_the_tool_never_runs(dev: DevServer) ->
     final = drive(dev, scenario)
     assert (final["status"], final["stop_reason"]) == ("ok", "success")
     (step,) = final["history"]
-    assert step == {"step": 1, "action": BILLING_CALL, "observation": said}
+    assert {**step, "action": _named(step["action"])} == {
+        "step": 1,
+        "action": BILLING_CALL,
+        "observation": said,
+    }
     assert final["answer"] == f"observed: {said}"  # what the model was shown as the result
     (entry,) = final["trace"]
     assert (entry["tool"], entry["ok"], entry["by_human"]) == ("get_user_billing", True, True)

@@ -39,7 +39,8 @@ def _model(request: dict[str, Any]) -> Reply:
     """Stateless: says hello when asked to, else reads user 42's billing and answers with what
     the tool message said."""
     messages = convert_to_messages(request["messages"])
-    if str(messages[1].content).endswith("just say hello."):
+    asked = [str(m.content) for m in messages if m.type == "human"]
+    if any(text.endswith("just say hello.") for text in asked):
         return reply("Hello! What can I do for you?")
     if not calls_shown(messages):
         return tool_call("get_user_billing", user_id=42)
@@ -87,10 +88,13 @@ def _drive(node: str, server: DevServer) -> dict[str, Any]:
 
 def test_the_answer_streams_once_word_by_word_under_its_stored_id(seen: dict[str, Any]) -> None:
     chat = seen["chat"]
-    human, answer = chat["messages"]
-    assert (human["type"], answer["type"]) == ("human", "ai")
+    answer = chat["messages"][-1]
+    assert [m["type"] for m in chat["messages"]] == ["human", "ai", "tool", "ai"]
     assert answer["content"] == f"observed: {json.dumps({'billing': ANNA})}"
-    streamed = [m for m in chat["streamed"] if m["type"] in ("ai", "AIMessageChunk")]
+    # the step's call and result stream whole; the answer word by word
+    streamed = [
+        m for m in chat["streamed"] if m["type"] in ("ai", "AIMessageChunk") and m["content"]
+    ]
     assert len(streamed) > 1  # word by word
     assert {m["id"] for m in streamed} == {answer["id"]}
     assert "".join(m["content"] for m in streamed) == answer["content"]  # once
@@ -116,7 +120,7 @@ def test_each_decision_goes_back_with_command_resume(
     TypeAdapter(HITLRequest).validate_python(hitl, strict=True)
     assert hitl["action_requests"][0]["name"] == "get_user_billing"
     assert (got["status"], got["stop_reason"]) == (status, stop_reason)
-    assert [m["type"] for m in got["messages"]] == ["human", "ai"]
+    assert [m["type"] for m in got["messages"]] == ["human", "ai", "tool", "ai"]
     answer = got["messages"][-1]["content"]
     if decision == "edit":
         assert '"plan": "free"' in answer  # user 7's billing, the edited call's
@@ -133,10 +137,11 @@ def test_a_message_typed_while_the_question_waits_starts_a_new_run(seen: dict[st
     assert (entry["tool"], entry["ok"]) == ("get_user_billing", False)
     assert entry["stop_reason"] == "tool_rejected:get_user_billing"
     shown = [(m["type"], m["content"]) for m in got["messages"]]
-    assert [who for who, _ in shown] == ["human", "ai", "human", "ai"]
+    assert [who for who, _ in shown] == ["human", "ai", "tool", "ai", "human", "ai"]
     assert shown[0][1] == "Can user 42 get a refund?"
-    assert shown[1][1].startswith(REJECTED)
-    assert shown[2:] == [
+    assert shown[2][1].startswith("not run (tool_rejected:get_user_billing)")
+    assert shown[3][1].startswith(REJECTED)
+    assert shown[4:] == [
         ("human", "Never mind, just say hello."),
         ("ai", "Hello! What can I do for you?"),
     ]

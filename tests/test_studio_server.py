@@ -263,3 +263,17 @@ def test_a_users_graph_reads_the_runs_context_under_langgraph_dev(tmp_path: Path
         server.cleanup()
     assert out["history"][0]["observation"] == "the run of u3", out["message"]
     assert schema["title"] == "UserContext"
+
+
+def test_the_checkpointer_has_what_the_server_asks_of_a_custom_one(dev: DevServer) -> None:
+    """Before: the log warned that it lacked adelete_for_runs (multitask rollback left a
+    cancelled run's checkpoints) and aprune (no thread pruning)."""
+
+    async def scenario(client: LangGraphClient) -> None:
+        await client.threads.get_state((await client.threads.create())["thread_id"])
+
+    drive(dev, scenario)  # the server opens its checkpointer by now
+    log = dev.log.read_text(errors="replace")
+    assert "Using custom checkpointer: SqliteStore" in log
+    assert "missing adelete_for_runs" not in log
+    assert "missing aprune" not in log

@@ -113,7 +113,8 @@ async def aopen_checkpointer(
     allow: Iterable[AllowedType] = (),
     key: KeyInput | StoreKey | None = None,
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers."""
+    """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers,
+    with what the LangGraph server asks of a custom checkpointer (``savers``)."""
     store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
@@ -187,7 +188,8 @@ async def _asqlite(
     store: StoreURL, serde: GuardedSerializer
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from gated_react.savers import SqliteStore
 
     path = sqlite_file(store)
     try:
@@ -195,7 +197,7 @@ async def _asqlite(
     except sqlite3.Error as exc:
         raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:
-        saver = AsyncSqliteSaver(conn, serde=serde)
+        saver = SqliteStore(conn, serde=serde)
         try:
             await saver.setup()
             await conn.execute(_SYNCHRONOUS)
@@ -285,7 +287,10 @@ async def _apostgres(
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     try:
         import psycopg
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        from gated_react.savers import postgres_store
+
+        saver_type = postgres_store()
     except ImportError:
         raise StoreError(_PG_EXTRA) from None
     try:
@@ -293,7 +298,7 @@ async def _apostgres(
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:
-        saver = AsyncPostgresSaver(conn, serde=serde)
+        saver = saver_type(conn, serde=serde)
         try:
             await _apg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:

@@ -9,6 +9,7 @@ SDK (or none, and every span stays the API's no-op).
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +67,9 @@ def _exporter(settings: Settings, kind: str) -> Any:
     if kind == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-        return ConsoleSpanExporter()
+        # Spans are diagnostics: stdout is a command's result (``gated-react run --json``
+        # prints exactly the result object there) or a worker's JSON log lines.
+        return ConsoleSpanExporter(out=sys.stderr)
     endpoint = settings.otel_endpoint
     if settings.otel_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter

@@ -130,7 +130,8 @@ class Policy(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     """The run's hard limits."""
     allow: ToolNames | None = None
-    """Tools the model may call; None allows exactly the tools given to ``build_graph``."""
+    """Tools the model may call; None allows exactly the tools given to ``build_graph`` (that
+    list is the allowlist: any other name is refused, ``tool_missing``)."""
     require_approval: ToolNames = frozenset()
     """Tools whose calls pause for a human decision before they run."""
     protocol: Protocol = "tools"

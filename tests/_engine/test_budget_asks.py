@@ -256,3 +256,17 @@ def test_two_spent_budgets_ask_one_after_the_other(monkeypatch: pytest.MonkeyPat
 
 def test_a_cap_of_zero_still_offers_one_call() -> None:
     assert proposal("max_tool_calls", 0, 0) == 1  # a cap of 0 still offers one call
+
+
+def test_the_approvals_guide_says_what_a_proposed_limit_is() -> None:
+    """Before: "as much again", which a run stopped past its limit does not get: 0.0241 USD
+    spent of 0.01 is offered 0.0341 (spent plus the limit), not 0.02."""
+    from gated_react._engine.budget_checks import proposal
+
+    from ..support.docs import DOCS
+
+    guide = (DOCS / "guides" / "approvals.md").read_text()
+    assert "as much\nagain" not in guide
+    assert proposal("max_cost", 0.0241, 0.01) == 0.0341
+    assert "`0.0341` for `0.0241` spent of `0.01`" in guide
+    assert proposal("max_steps", 1, 1) == 2  # "twice the limit when the run stopped right at it"

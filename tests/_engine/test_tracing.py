@@ -106,10 +106,10 @@ def test_the_guardrail_result_is_also_an_event_with_the_stop_reason() -> None:
 
 def test_chat_spans_carry_the_reported_tokens_and_no_content_by_default() -> None:
     spans = _tour(asynchronous=False)
-    chat = _by_name(spans, "chat ScriptedChatModel")[0]
+    chat = _by_name(spans, "chat scripted")[0]
     assert chat.attributes is not None
     assert chat.attributes["gen_ai.operation.name"] == "chat"
-    assert chat.attributes["gen_ai.request.model"] == "ScriptedChatModel"
+    assert chat.attributes["gen_ai.request.model"] == "scripted"  # as Policy.prices names it
     assert int(str(chat.attributes["gen_ai.usage.input_tokens"])) > 0
     assert int(str(chat.attributes["gen_ai.usage.output_tokens"])) > 0
     recorded_keys = {key for span in spans for key in (span.attributes or {})}
@@ -129,7 +129,7 @@ def test_content_capture_is_opt_in_and_masks_secrets(monkeypatch: pytest.MonkeyP
         run(build_graph(model, SUPPORT_TOOLS), f"refund? my key is {secret}")
     spans = exporter.get_finished_spans()
     (tool,) = _by_name(spans, "execute_tool search_policy")
-    chat = _by_name(spans, "chat ScriptedChatModel")[0]
+    chat = _by_name(spans, "chat scripted")[0]
     assert tool.attributes is not None
     assert chat.attributes is not None
     arguments = str(tool.attributes["gen_ai.tool.call.arguments"])
@@ -171,7 +171,7 @@ def test_a_failing_tool_and_a_failing_model_are_error_spans() -> None:
     assert tool.attributes is not None
     assert tool.attributes["gated_react.tool.outcome"] == "error"
     assert tool.status.status_code is StatusCode.ERROR
-    failed_chat = _by_name(spans, "chat ScriptedChatModel")[-1]
+    failed_chat = _by_name(spans, "chat scripted")[-1]
     assert failed_chat.status.status_code is StatusCode.ERROR
     assert str((failed_chat.attributes or {})["error.type"]).startswith("llm_error")
     (root,) = _by_name(spans, "invoke_agent gated-react")

@@ -165,3 +165,16 @@ def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
     )
     assert done.stdout.strip() == "[]"
     assert cli("--help").stdout.startswith("Usage: gated-react")
+
+
+def test_console_spans_never_reach_the_json_on_stdout(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``OTEL_TRACES_EXPORTER=console`` printed the spans into stdout after the result
+    object, so ``run --json | jq`` failed."""
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    server.push(*REFUND)
+    done = cli("run", "refund for user 42?", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stop_reason"] == "success"  # exactly the result object
+    assert '"name": "invoke_agent gated-react"' in done.stderr

@@ -106,3 +106,22 @@ def test_every_promise_links_the_test_that_proves_it() -> None:
             in_table = False
     assert len(rows) >= 30
     assert [row[:80] for row in rows if "](../tests/" not in row.rsplit(" | ", 1)[-1]] == []
+
+
+def test_the_workers_guide_shows_every_keyword_of_the_queueing_functions() -> None:
+    """Before: it never showed ``enqueue_run``'s ``thread_id=``, the way to queue a run under
+    an id of one's own."""
+    import inspect
+
+    from gated_react.workers import enqueue_resume, enqueue_run
+
+    guide = (DOCS / "guides" / "workers.md").read_text()
+    for function in (enqueue_run, enqueue_resume):
+        keywords = [
+            name
+            for name, parameter in inspect.signature(function).parameters.items()
+            if parameter.kind is parameter.KEYWORD_ONLY
+        ]
+        assert f"{function.__name__}(" in guide
+        for name in keywords:
+            assert f"{name}=" in guide, name

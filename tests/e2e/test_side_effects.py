@@ -42,6 +42,10 @@ def test_a_non_idempotent_call_is_never_repeated_after_a_kill(
         out = kids.start(store_url, "pay", "resume", **spec).result()
     assert out["stop_reason"] == "tool_outcome_unknown:append_line"
     assert "outcome is unknown" in out["message"]
+    # what to do next, and the key to look for (before: neither)
+    key = expected_key("pay", "append_line", file)
+    assert f"look up idempotency key {key} in the system append_line talks to" in out["message"]
+    assert "send a follow-up on this thread" in out["message"]
     assert out["trace"][-1]["stop_reason"] == "tool_outcome_unknown:append_line"
     assert out["history"] == []
     assert lines(file) == [f"{TEXT} key={expected_key('pay', 'append_line', file)}"] * before

@@ -123,19 +123,19 @@ def tour_graph() -> Any:
 
 APPROVE = {"decisions": [{"type": "approve"}]}
 TOUR_FIRST = [
-    "chat ScriptedChatModel",
+    "chat scripted",
     "apply_guardrail gate",
     "execute_tool get_user_profile",
-    "chat ScriptedChatModel",
+    "chat scripted",
     "apply_guardrail gate",
-    "chat ScriptedChatModel",
+    "chat scripted",
     "apply_guardrail gate",
 ]
 """The children of the tour's first invocation (it pauses at the billing approval)."""
 TOUR_SECOND = [
     "apply_guardrail gate",
     "execute_tool get_user_billing",
-    "chat ScriptedChatModel",
+    "chat scripted",
     "apply_guardrail gate",
 ]
 """The children of its resume (approved, then the repeated profile call stops it)."""

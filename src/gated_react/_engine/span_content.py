@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode, TraceFlags
 
+from gated_react._engine.pricing import model_name
 from gated_react._engine.tool_runner import cut, storable
 from gated_react.redact import redact
 from gated_react.settings import capture_content
@@ -83,11 +84,13 @@ class Labels:
         sets it."""
         try:
             params: dict[str, Any] = dict(model._get_ls_params())
-        except Exception:  # a model that cannot say: the span still names its class
+        except Exception:  # a model that cannot say: the span still names it
             params = {}
         return cls(
             provider=str(params.get("ls_provider") or "unknown"),
-            model=str(params.get("ls_model_name") or type(model).__name__),
+            # the name it is priced by (``scripted`` for ScriptedChatModel), so a span and
+            # ``Policy.prices`` name a model alike
+            model=str(params.get("ls_model_name") or model_name(model)),
             content=capture_content(),
             secrets=secrets,
             policy_hash=context.policy_hash if context is not None else None,

@@ -172,7 +172,7 @@ def readmit(
         if call.outcome is not None:  # settled: shown to the model, never run; still counted
             ledger.count(call)
             continue
-        action = ToolAction(name=call.tool, args=call.args)
+        action = ToolAction(name=call.tool, args=call.args, id=call.id)
         checked = check(
             ledger, deps, config, action, index, ask_here=not _unknown(deps, config, call)
         )
@@ -271,8 +271,20 @@ def _outcome_unknown(
             return answered_outcome(decision.response, limit, deps.secrets)
         if decision.approved:
             return None
-    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, why)
+    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, f"{why}: {_next_steps(deps, call)}")
     return _stopped_at(calls, calls.index(call), stop)
+
+
+def _next_steps(deps: NodeDeps, call: Call) -> str:
+    """What to do now, in the stop's own message: find out whether it happened, then say so."""
+    if call.tool in deps.keyed:
+        check = f"look up idempotency key {call.key} in the system {call.tool} talks to"
+    else:
+        check = (
+            f"check with the system {call.tool} talks to whether the call of step {call.step} "
+            "happened (gated-react show THREAD lists it with its arguments)"
+        )
+    return f"{check}, then send a follow-up on this thread that says what you found"
 
 
 def _with(call: Call, outcome: Outcome) -> Call:

@@ -40,6 +40,17 @@ def _pause(server: FakeOpenAI, thread: str, *script: object) -> None:
     assert out.exit_code == 4, out.stdout
 
 
+def test_the_table_shows_the_arguments_whole_at_normal_width(server: FakeOpenAI) -> None:
+    """Before: at 80 columns the arguments were cut to 20 characters (``{"query": "refund pol``),
+    the one thing an approver must read."""
+    query = "refund policy for a pro monthly plan paid ten days ago, with the amount"
+    server.push(tool_call("search_policy", query=query))
+    out = invoke("run", "refund?", "--approve-tool", "search_policy", "--thread", "wide")
+    assert out.exit_code == 4, out.stdout
+    table = invoke("questions").stdout
+    assert query in " ".join(line.strip() for line in table.splitlines())
+
+
 def test_questions_lists_the_waiting_runs_and_answer_resumes_one_here(
     server: FakeOpenAI,
 ) -> None:

@@ -161,3 +161,20 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
             shown = invoke("show", thread).stdout  # the limits in force, not the policy's
             assert f"steps        2/{limit}" in shown
             assert f"max_steps 1 -> {limit} ({decision})" in shown  # the trace says why
+
+
+def test_the_summary_of_a_later_resume_shows_the_extended_limit(server: FakeOpenAI) -> None:
+    """A budget extended in one command, the run then paused on an approval and resumed in
+    another: before, that summary showed the policy's limit (``steps 3/1``)."""
+    server.push(
+        tool_call("get_user_profile", user_id=42),
+        tool_call("get_user_billing", user_id=42),
+        reply("Anna"),
+    )
+    flags = ["--max-steps", "1", "--on-budget", "ask", "--approve-tool", "get_user_billing"]
+    assert invoke("run", GOAL, "--thread", "later", *flags).exit_code == 4
+    asked = invoke("resume", "later", "--args", '{"limit": 5}')
+    assert asked.exit_code == 4, asked.stdout  # extended, then paused on the approval
+    done = invoke("resume", "later", "--approve")
+    assert done.exit_code == 0, done.stdout
+    assert "steps        3/5" in done.stdout

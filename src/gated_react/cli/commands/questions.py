@@ -52,12 +52,13 @@ def questions_command(
         return
     cells = [_cells(row, secrets) for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
-    room = max(console.width - sum(widths) - 2 * len(widths), 20)
-    console.print(render.row_line([*_HEADS, "args"], widths, "bold"), soft_wrap=True)
+    console.print(render.row_line(list(_HEADS), widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
-        args = render.plain(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
-        line = render.row_line([*cell, args[:room]], widths, "yellow", 3)
-        console.print(line, soft_wrap=True)
+        console.print(render.row_line(cell, widths, "yellow", 3), soft_wrap=True)
+        # The arguments are what an approver must read: in full on a line of their own (the
+        # console wraps them), never cut to whatever width the columns leave.
+        args = render.safe(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
+        console.print(f"  [yellow]args[/] {args}")
     console.print(
         f"[dim]{len(rows)} waiting in {where}; answer one with: "
         "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, ...)[/]",

@@ -56,7 +56,9 @@ def resume_in_shell(
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
             options = recorded_options(saver, thread, url)
             current = _current(saver, thread)
-            budget = options.budget()  # no MCP server starts to show an ended run
+            granted = _extensions(saver, thread)
+            # the limits in force: with what humans granted earlier in the run, not the policy's
+            budget = render.in_force(options.budget(), granted)  # no MCP server starts here
             early = settled(current, answer, thread)
             if early is not None:  # nothing to run: show what is stored
                 show(render.console(), current, budget, config.secrets(), place)
@@ -74,8 +76,8 @@ def resume_in_shell(
                 )
             graph = resources.graph_for(options, chosen.chat, saver)
             runlog = stack.enter_context(logged(url, place, config))
-            tracker = Tracker(thread, usage=current.get("usage") or {})
-            session = Session(tracker, budget, runlog, config.secrets(), place)
+            tracker = Tracker(thread, usage=current.get("usage") or {}, extensions=granted)
+            session = Session(tracker, options.budget(), runlog, config.secrets(), place)
             session.header(chosen.label, url)
             session.note("resumed", action=None if answer is None else {"answer": answer})
             from gated_react.runs import resume
@@ -172,6 +174,14 @@ def _current(saver: Any, thread: str) -> Result:
 
     with user_errors():
         return read(resources.reader_graph(saver), thread)
+
+
+def _extensions(saver: Any, thread: str) -> list[Any]:
+    """The budget extensions the thread's run holds (stored as plain JSON)."""
+    found = saver.get_tuple({"configurable": {"thread_id": thread}})
+    values = found.checkpoint.get("channel_values", {}) if found else {}
+    granted = values.get("extensions")
+    return list(granted) if isinstance(granted, list) else []
 
 
 def settled(current: Result, answer: Any, thread: str) -> Exit | None:

@@ -282,12 +282,20 @@ def _notes(console: Console, question: Mapping[str, Any], secrets: tuple[str, ..
 
 
 def _plain(value: Any) -> Any:
-    """A chat message as its type and content (the conversation, not the client's metadata);
-    anything else as text."""
+    """A chat message as its type and content, with the tool calls it makes or the call it
+    answers (the conversation, not the client's metadata); anything else as text."""
     kind = getattr(value, "type", None)  # a LangChain message, without importing LangChain
-    if isinstance(kind, str) and hasattr(value, "content"):
-        return {"type": kind, "content": value.content}
-    return str(value)
+    if not isinstance(kind, str) or not hasattr(value, "content"):
+        return str(value)
+    out: dict[str, Any] = {"type": kind, "content": value.content}
+    calls = getattr(value, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [
+            {key: call.get(key) for key in ("name", "args", "id")} for call in calls
+        ]
+    if kind == "tool":
+        out |= {key: getattr(value, key, None) for key in ("name", "tool_call_id", "status")}
+    return out
 
 
 def print_json(value: Any, secrets: tuple[str, ...]) -> None:

@@ -1,0 +1,100 @@
+"""The async savers ``aopen_checkpointer`` hands out: LangGraph's own, with what the LangGraph
+server asks of a custom checkpointer (``langgraph dev`` warns when one is missing).
+
+``adelete_for_runs``: the checkpoints and writes of the given runs go (``multitask_strategy=
+"rollback"`` removes a cancelled run this way). A rolled-back run's checkpoints are the newest
+of its thread, so no checkpoint left behind replays writes from them.
+
+``aprune``: ``"delete"`` (the server's ``"delete_all"`` too) removes the threads. ``"keep_latest"``
+is refused, as LangGraph's own Postgres saver refuses it for such threads: ``history``,
+``trace``, ``messages`` and ``seen`` are delta channels, whose latest value is rebuilt from the
+writes of earlier checkpoints, so keeping only the latest checkpoint would lose the run's record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+DELETE = frozenset({"delete", "delete_all"})
+KEEP_LATEST = (
+    "keep_latest pruning is not supported: a gated-react thread's history, trace and messages "
+    "are delta channels, rebuilt from every earlier checkpoint's writes; delete the thread instead"
+)
+
+
+def strategy_deletes(strategy: str) -> bool:
+    """True for a strategy that removes the threads; raises for any other."""
+    if strategy in DELETE:
+        return True
+    if strategy == "keep_latest":
+        raise NotImplementedError(KEEP_LATEST)
+    raise ValueError(f"unknown prune strategy {strategy!r} (use 'delete')")
+
+
+class SqliteStore(AsyncSqliteSaver):
+    """``AsyncSqliteSaver`` with ``adelete_for_runs`` and ``aprune``."""
+
+    async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+        """Delete the checkpoints (and their writes) that the given runs wrote."""
+        runs = [str(run) for run in run_ids]
+        if not runs:
+            return
+        marks = ",".join("?" * len(runs))
+        chosen = (
+            "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+            f"WHERE json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})"
+        )
+        async with self.lock:
+            await self.conn.execute(
+                f"DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({chosen})",
+                runs,
+            )
+            await self.conn.execute(
+                "DELETE FROM checkpoints WHERE "
+                f"json_extract(CAST(metadata AS TEXT), '$.run_id') IN ({marks})",
+                runs,
+            )
+            await self.conn.commit()
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Delete the threads (``strategy="delete"``); see the module for ``keep_latest``."""
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread ids, not a str")
+        if strategy_deletes(strategy):
+            for thread_id in thread_ids:
+                await self.adelete_thread(str(thread_id))
+
+
+@cache
+def postgres_store() -> type:
+    """``AsyncPostgresSaver`` with ``adelete_for_runs`` (its own ``aprune`` refuses
+    ``keep_latest`` for delta channels already); imported only when Postgres is used."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    class PostgresStore(AsyncPostgresSaver):
+        async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+            runs = [str(run) for run in run_ids]
+            if not runs:
+                return
+            chosen = (
+                "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+                "WHERE metadata->>'run_id' = ANY(%s)"
+            )
+            async with self._cursor() as cur, cur.connection.transaction():
+                await cur.execute(
+                    "DELETE FROM checkpoint_writes WHERE "
+                    f"(thread_id, checkpoint_ns, checkpoint_id) IN ({chosen})",
+                    (runs,),
+                )
+                await cur.execute(
+                    "DELETE FROM checkpoints WHERE metadata->>'run_id' = ANY(%s)", (runs,)
+                )
+
+        async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+            deleting = strategy_deletes(strategy)  # the server's "delete_all" is "delete"
+            await super().aprune(thread_ids, strategy="delete" if deleting else strategy)
+
+    return PostgresStore

@@ -1,0 +1,62 @@
+"""The savers aopen_checkpointer hands out, as the LangGraph server uses them: a run's
+checkpoints deleted (``multitask_strategy="rollback"``), threads pruned."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gated_react import build_graph
+from gated_react.checkpoint import aopen_checkpointer
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
+
+from .support.helpers import REFUND_42, REFUND_GOAL
+
+
+def _config(thread: str, run: str) -> Any:
+    return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run}}
+
+
+async def _two_runs(url: str) -> tuple[Any, Any]:
+    async with aopen_checkpointer(url) as saver:
+        graph = build_graph(ScriptedChatModel(replies=["Hi.", *REFUND_42]), SUPPORT_TOOLS)
+        graph = graph.copy(update={"checkpointer": saver})
+        await graph.ainvoke({"goal": "Say hi."}, _config("t", "run-1"))
+        kept = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+        await graph.ainvoke({"goal": REFUND_GOAL}, _config("t", "run-2"))
+        await graph.ainvoke({"goal": "Say hi."}, _config("u", "run-3"))
+        await saver.adelete_for_runs(["run-2"])
+        after = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+        runs = {c.metadata.get("run_id") async for c in saver.alist(None)}
+        return (kept, after), runs
+
+
+def test_deleting_a_run_leaves_the_thread_as_it_was_before_it(tmp_path: Path) -> None:
+    (kept, after), runs = asyncio.run(_two_runs(f"sqlite:///{tmp_path}/runs.sqlite"))
+    assert runs == {"run-1", "run-3"}
+    assert after.config == kept.config
+    assert after.checkpoint["channel_values"].get("answer") == "Hi."
+
+
+async def _pruned(url: str, strategy: str) -> list[str]:
+    async with aopen_checkpointer(url) as saver:
+        graph = build_graph(ScriptedChatModel(replies=["Hi."], cycle=True), SUPPORT_TOOLS)
+        graph = graph.copy(update={"checkpointer": saver})
+        for thread in ("a", "b"):
+            await graph.ainvoke({"goal": "Say hi."}, _config(thread, thread))
+        await saver.aprune(["a"], strategy=strategy)
+        return sorted({c.config["configurable"]["thread_id"] async for c in saver.alist(None)})
+
+
+@pytest.mark.parametrize("strategy", ["delete", "delete_all"])
+def test_pruning_deletes_the_threads(tmp_path: Path, strategy: str) -> None:
+    assert asyncio.run(_pruned(f"sqlite:///{tmp_path}/runs.sqlite", strategy)) == ["b"]
+
+
+def test_keep_latest_is_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(NotImplementedError, match="delta channels"):
+        asyncio.run(_pruned(f"sqlite:///{tmp_path}/runs.sqlite", "keep_latest"))

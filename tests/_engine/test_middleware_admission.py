@@ -51,7 +51,8 @@ def test_every_shipped_class_has_a_verdict() -> None:
 
 
 def test_the_docs_table_has_a_row_per_class_with_the_same_verdict() -> None:
-    rows = re.findall(r"^\| `(\w+)` \| (same|refused) \|", TABLE.read_text(), re.MULTILINE)
+    section = TABLE.read_text().split("### Middleware under the gate", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \| (same|refused) \|", section, re.MULTILINE)
     assert {name for name, _ in rows} == set(shipped_classes())
     assert {name for name, verdict in rows if verdict == "refused"} == set(REFUSED)
 

@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
 from gated_react import build_graph
+from gated_react.state import RESULT_KEYS
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -35,8 +36,7 @@ def test_refund_for_user_42_is_yes_usd_49() -> None:
     assert out["history"][1]["observation"]["billing"]["days_since_first_payment"] == 10
     assert [t["ok"] for t in out["trace"]] == [True, True, True]
     assert out["usage"]["steps"] == 4
-    keys = {"status", "stop_reason", "message", "answer", "messages", "history", "trace", "usage"}
-    assert set(out) == keys
+    assert set(out) == set(RESULT_KEYS)
     said = [m.type for m in out["messages"]]
     assert said == ["human", "ai", "tool", "ai", "tool", "ai", "tool", "ai"]
     assert (out["messages"][0].text, out["messages"][-1].text) == (REFUND_GOAL, out["answer"])

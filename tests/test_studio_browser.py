@@ -210,6 +210,23 @@ def test_the_answer_never_disappears_once_drawn(seen: dict[str, Any], key: str) 
     assert shrank == []
 
 
+STEPS = ["turn1", *(f"{d}{s}" for d in ("approve", "edit", "reject") for s in ("_asked", ""))]
+
+
+@pytest.mark.parametrize("key", STEPS)
+def test_no_message_or_card_drawn_disappears_while_a_run_streams(
+    seen: dict[str, Any], key: str
+) -> None:
+    samples = _step(seen, key)["samples"]
+    drawn = [(len(s["shown"]), sum(m["cards"] for m in s["shown"])) for s in samples]
+    fewer = [
+        f"{now} (messages, cards) after {before}, {samples[i]['t'] - samples[0]['t']:.0f} ms in"
+        for i, (before, now) in enumerate(pairwise(drawn), 1)
+        if now[0] < before[0] or now[1] < before[1]
+    ]
+    assert fewer == []
+
+
 def test_screenshots_are_saved(seen: dict[str, Any]) -> None:
     _step(seen, "reload")
     for name in ("turn1", "approve-panel", "edit-panel", "reject-panel", "final"):

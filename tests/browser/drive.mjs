@@ -23,6 +23,7 @@ function recordMessages() {
       type: el.dataset.type,
       id: el.dataset.id,
       text: el.querySelector(":scope > .text")?.textContent ?? "",
+      cards: el.querySelectorAll(".card").length,
     }));
     const key = JSON.stringify(shown);
     if (key !== last) {

@@ -8,13 +8,17 @@ list, so an answer that vanishes for a moment when streaming ends is seen.
 
 One thread, four turns: two tool calls and their results, then three questions that wait for
 approval (approve, edit, reject), each in a later turn; a reload while one waits and one at the
-end. Screenshots go to test-artifacts/browser/. Skipped, with the reason, without chromium, node
-or npm; ``GATED_REACT_REQUIRE_BROWSER=1`` (CI) fails instead."""
+end. The same scenario runs on LangChain's ``create_agent`` with the same tools and model
+(tests/browser/create_agent_graph.py): the page must show the same cards and panels for both.
+Screenshots go to test-artifacts/browser/<graph>/. Skipped, with the reason, without chromium,
+node or npm; ``GATED_REACT_REQUIRE_BROWSER=1`` (CI) fails instead."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -24,12 +28,17 @@ from langchain_core.messages import BaseMessage, convert_to_messages
 
 from .support import browser
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import serving
+from .support.studio_server import CONFIG, REPO, serving
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
-SHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "browser"
+SHOTS = REPO / "test-artifacts" / "browser"
+REFERENCE = browser.BROWSER_JS / "create_agent_graph.py"
 CONTEXT = {"require_approval": ["get_user_billing"], "max_steps": 6}
+GRAPHS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gated-react": ("refund", CONTEXT),
+    "create_agent": ("create_agent", {}),  # the reference: approvals by its own middleware
+}
 PROFILE = ("get_user_profile", {"user_id": 42})
 POLICY = ("search_policy", {"query": "refund pro"})
 BILLING = ("get_user_billing", {"user_id": 42})
@@ -72,24 +81,61 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply(SAID + " | ".join(results))
 
 
+@dataclass(frozen=True)
+class Stack:
+    """One model server, dev server and browser for both graphs."""
+
+    node: str
+    endpoint: str
+    api_url: str
+    page_url: str
+
+
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """What the page showed at each step of the scenario (tests/browser/drive.mjs)."""
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     found = browser.tools()
     browser.install(found.npm)
     page = browser.build(found.node, tmp_path_factory.mktemp("browser-page"))
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    questions = [{**q, "detail": DETAILS.get(q.get("decision", ""))} for q in QUESTIONS]
+    work = tmp_path_factory.mktemp("browser-server")
     with (
         FakeOpenAI(default=_model) as model,
-        serving(tmp_path_factory.mktemp("browser-server"), model) as server,
+        serving(work, model, _config(work)) as server,
         browser.serving_pages(page) as page_url,
         browser.chromium(found.chromium, tmp_path_factory.mktemp("chromium")) as endpoint,
     ):
-        args = (found.node, endpoint, server.url, page_url, SHOTS)
-        out = browser.drive(*args, questions=questions, context=CONTEXT)
-    (SHOTS / "seen.json").write_text(json.dumps(out, indent=1))  # what the page showed
-    return out
+        yield Stack(found.node, endpoint, server.url, page_url)
+
+
+def _config(folder: Path) -> Path:
+    """The repository's langgraph.json plus the create_agent graph."""
+    config = json.loads(CONFIG.read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"]["create_agent"] = f"{REFERENCE}:graph"
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.fixture(scope="module", params=list(GRAPHS))
+def seen(stack: Stack, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """What the page showed at each step of the scenario (tests/browser/drive.mjs) on one
+    graph; screenshots and this JSON in test-artifacts/browser/<graph>/."""
+    graph, context = GRAPHS[request.param]
+    shots = SHOTS / request.param
+    shutil.rmtree(shots, ignore_errors=True)
+    questions = [{**q, "detail": DETAILS.get(q.get("decision", ""))} for q in QUESTIONS]
+    out: dict[str, Any] = browser.drive(
+        stack.node,
+        stack.endpoint,
+        stack.api_url,
+        stack.page_url,
+        shots,
+        graph=graph,
+        questions=questions,
+        context=context,
+    )
+    (shots / "seen.json").write_text(json.dumps(out, indent=1))
+    return {**out, "graph": request.param}
 
 
 def _step(seen: dict[str, Any], key: str) -> dict[str, Any]:
@@ -174,7 +220,10 @@ def test_each_decision_clicked_in_the_panel_ends_the_turn(
     else:
         assert status == "error"
         assert "not today" in content
-        assert answer["text"].startswith(REJECTED)
+        if seen["graph"] == "gated-react":  # stops; create_agent asks its model again
+            assert answer["text"].startswith(REJECTED)
+        else:
+            assert answer["text"] == SAID + content
 
 
 def test_a_reload_keeps_every_card(seen: dict[str, Any]) -> None:
@@ -230,4 +279,5 @@ def test_no_message_or_card_drawn_disappears_while_a_run_streams(
 def test_screenshots_are_saved(seen: dict[str, Any]) -> None:
     _step(seen, "reload")
     for name in ("turn1", "approve-panel", "edit-panel", "reject-panel", "final"):
-        assert (SHOTS / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        shot = SHOTS / seen["graph"] / f"{name}.png"
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

@@ -13,6 +13,7 @@ const [endpoint, apiUrl, pageUrl, shots] = process.argv.slice(2);
 const PATIENCE = Number(process.env.BROWSER_PATIENCE_MS ?? 240000);
 const QUESTIONS = JSON.parse(process.env.BROWSER_QUESTIONS);
 const CONTEXT = JSON.parse(process.env.BROWSER_CONTEXT);
+const GRAPH = JSON.parse(process.env.BROWSER_GRAPH);
 
 // Runs in the page before its own script: records each new state of the message list.
 function recordMessages() {
@@ -151,7 +152,7 @@ async function resumeDirectly(page, decision, detail) {
 const sdk = () => new Client({ apiUrl });
 
 async function scenario(page, out) {
-  const assistant = await sdk().assistants.create({ graphId: "refund", context: CONTEXT });
+  const assistant = await sdk().assistants.create({ graphId: GRAPH, context: CONTEXT });
   const query = new URLSearchParams({ api: apiUrl, assistant: assistant.assistant_id });
   await page.goto(`${pageUrl}?${query}`);
   await page.waitForSelector("#status");

@@ -194,6 +194,7 @@ def test_a_question_in_a_second_turn_gets_the_approval_panel(seen: dict[str, Any
 def test_a_reload_while_the_question_waits_keeps_cards_and_panel(seen: dict[str, Any]) -> None:
     asked, reloaded = _step(seen, "approve_asked"), _step(seen, "reload_waiting")
     assert reloaded["interrupted"]
+    assert reloaded["messages"][-1]["panel"] is not None
     assert reloaded["messages"] == asked["messages"]
 
 

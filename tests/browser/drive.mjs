@@ -102,9 +102,11 @@ async function ask(page, question) {
 
 async function reload(page) {
   await page.reload();
+  // Every reload is of a thread with messages: wait until its history has been drawn.
   await page.waitForFunction(() => {
     const s = document.querySelector("#status")?.dataset;
-    return s && s.threadLoading === "false" && s.loading === "false";
+    const drawn = document.querySelectorAll("#messages > .msg").length > 0;
+    return drawn && s.threadLoading === "false" && s.loading === "false";
   });
   await page.waitForNetworkIdle({ idleTime: 250 });
   return observe(page);

@@ -26,7 +26,8 @@ result = graph.invoke({"messages": [question]}, chat)
 answer = result["messages"][-1].content  # "Anna is on the pro plan.", as with create_agent
 print("answer:", answer)
 
-# A follow-up on the same thread is a new run (fresh budgets) that sees the conversation.
+# A follow-up on the same thread is a new run (fresh budgets) that sees the conversation,
+# the earlier tool calls and results included; messages hold them as create_agent stores them.
 result = graph.invoke({"messages": [{"role": "user", "content": "And what does she pay?"}]}, chat)
 print("follow-up:", result["messages"][-1].content)
 print("turns:", [message.type for message in result["messages"]])

@@ -73,21 +73,26 @@ class _Guard:
     before LangGraph revives it, and keeps the first refusal (ormsgpack replaces an exception
     raised in a hook with its own "ext_hook failed")."""
 
-    def __init__(self, allowed: Callable[[tuple[str, str]], bool], revive: Any) -> None:
+    def __init__(
+        self, allowed: Callable[[tuple[str, str]], bool], revive: Any, revive_state: Any
+    ) -> None:
         self.allowed = allowed
         self.revive = revive
+        self.revive_state = revive_state
         self.refused: str | None = None
 
     def __call__(self, code: int, data: bytes) -> Any:
-        self.scan(code, data)
+        name = self.scan(code, data)
+        if name is not None and name[0] == _STATE:
+            return self.revive_state()(code, data)
         return self.revive(code, data)
 
-    def scan(self, code: int, data: bytes) -> None:
+    def scan(self, code: int, data: bytes) -> tuple[str, str] | None:
         if code not in _NAMED and code != _CONTAINER:
             self.refuse(f"an extension value of type {code}")
         found = ormsgpack.unpackb(data, ext_hook=self.scan, option=ormsgpack.OPT_NON_STR_KEYS)
         if code == _CONTAINER:
-            return
+            return None
         if (
             not isinstance(found, list)
             or len(found) < 3
@@ -101,6 +106,7 @@ class _Guard:
                 self.refuse(f"a call of {'.'.join(name)}.{method}")
         elif not self.allowed(name):
             self.refuse(f"a value of type {'.'.join(name)}")
+        return name
 
     def refuse(self, what: str) -> None:
         self.refused = self.refused or printable(what[:200])
@@ -119,10 +125,20 @@ class GuardedSerializer(JsonPlusSerializer):
         # Every value reaches LangGraph's reviver only after ``_Guard`` checked it and all it
         # holds, so LangGraph itself is told to revive what it is handed.
         super().__init__(allowed_msgpack_modules=True)
+        self._state_hook: Any = None
 
     def allowed(self, name: tuple[str, str]) -> bool:
         """Whether a stored value of the type ``name`` (module, class) may be revived."""
         return name in self.named or (name[0] == _STATE and name in _state_types())
+
+    def _state_reviver(self) -> Any:
+        """LangGraph's reviver told this package's state types by name, so reviving one (an
+        input stored as ``RunInput``, read back with the messages' delta history) raises no
+        "unregistered type" warning; built on first use (importing the state is slow)."""
+        if self._state_hook is None:
+            named = tuple(self.named | _state_types())
+            self._state_hook = JsonPlusSerializer(allowed_msgpack_modules=named)._unpack_ext_hook
+        return self._state_hook
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, payload = data
@@ -133,7 +149,7 @@ class GuardedSerializer(JsonPlusSerializer):
             )
         if kind != "msgpack":
             return super().loads_typed(data)
-        guard = _Guard(self.allowed, self._unpack_ext_hook)
+        guard = _Guard(self.allowed, self._unpack_ext_hook, self._state_reviver)
         try:
             return ormsgpack.unpackb(payload, ext_hook=guard, option=ormsgpack.OPT_NON_STR_KEYS)
         except ValueError:

@@ -3,7 +3,7 @@
 Channels hold plain JSON values (nodes write ``model_dump()`` output), so any checkpointer, the
 LangGraph server and Studio can store and show them without importing this package; ``messages``
 holds LangChain messages, the convention chat clients read.
-``history`` and ``trace`` are append-only ``DeltaChannel``s: a checkpoint stores the new entries,
+``history``, ``trace`` and ``messages`` are ``DeltaChannel``s: a checkpoint stores the new entries,
 not the whole list again, so storage grows linearly with the run instead of quadratically.
 """
 
@@ -28,6 +28,15 @@ def _append(current: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]
     return out
 
 
+def _add_messages(current: list[Any] | None, writes: Sequence[Any]) -> list[Any]:
+    """``add_messages`` folded over a batch: a DeltaChannel's reducer, so a checkpoint stores
+    the step's new messages, not the whole conversation again."""
+    out: list[Any] = list(current or ())
+    for batch in writes:
+        out = list(add_messages(out, batch))
+    return out
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -41,6 +50,9 @@ class ToolAction(_Strict):
     """The tool's registered name."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the tool."""
+    id: str | None = None
+    """The call's id in ``messages`` (the model's own, else one made from its reply's id);
+    the ``ToolMessage`` with its result answers it. Set by ``validate``."""
 
 
 class ToolCalls(_Strict):
@@ -80,7 +92,7 @@ class Reply(_Strict):
     text: str = ""
     """The reply's text content."""
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    """Native tool calls as ``{"name", "args"}``."""
+    """Native tool calls as ``{"name", "args", "id"}`` (``id`` as the model gave it, or None)."""
     invalid_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     """Native tool calls whose arguments were not valid JSON or could not be stored."""
 
@@ -109,6 +121,8 @@ class Call(_Strict):
     """The arguments it runs with (a human may have edited them)."""
     key: str
     """Idempotency key: stable for this thread, step, tool and arguments."""
+    id: str | None = None
+    """The tool call id in ``messages``: its ``ToolMessage`` answers it."""
     outcome: Outcome | None = None
     """Filled in by ``execute`` (or by the gate for a refusal the model is shown)."""
 
@@ -277,8 +291,10 @@ class RunResult(BaseModel):
     answer: str | None = None
     """The final answer; None unless status is ``ok``."""
     messages: list[AnyMessage] = Field(default_factory=list)
-    """The conversation as a chat client shows it: each run's goal as a human message, then its
-    answer (or why it stopped) as an AI message; tool steps are in ``history``."""
+    """The conversation as a chat client shows it, as ``create_agent`` stores it: each run's
+    goal (human), an AI message with the tool calls of each step, one ``ToolMessage`` per call
+    (``status="error"`` with the reason for a call that did not run), then the answer (or why
+    the run stopped) as an AI message. Every tool call id is answered."""
     history: list[HistoryEntry] = Field(default_factory=list)
     """Completed tool steps."""
     trace: list[TraceEntry] = Field(default_factory=list)
@@ -339,8 +355,9 @@ class State(CoreState):
     """Completed tool steps (append-only)."""
     trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Every call that reached the gate (append-only)."""
-    messages: Annotated[list[AnyMessage], add_messages] = Field(default_factory=list)
-    """The conversation: each run's goal (human) and answer or stop (AI), across runs."""
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_messages)] = Field(default_factory=list)
+    """The conversation, across runs: goals, the tool calls and their results, answers
+    (append-only but for a message replaced under its own id)."""
 
 
 class UsageDict(TypedDict):

@@ -100,7 +100,7 @@ def test_reply_of_cleans_text_and_moves_unstorable_calls() -> None:
     )
     reply = reply_of(message)
     assert reply.text == "think \ufffd"
-    assert reply.tool_calls == [{"name": "b", "args": {"q": "\ufffd"}}]
+    assert reply.tool_calls == [{"name": "b", "args": {"q": "\ufffd"}, "id": "2"}]
     assert reply.invalid_tool_calls[0]["name"] == "a"
     assert "64" in reply.invalid_tool_calls[0]["error"]
 

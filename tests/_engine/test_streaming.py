@@ -1,7 +1,9 @@
 """``stream_mode="messages"`` shows a chat client each run's answer once, under the id the thread's
 ``messages`` keeps: token by token with native tool calling, whole from ``finish`` with the json
-and text protocols, never a tool-call chunk or raw protocol syntax. Before: the answer streamed
-from decide under one id and again from finish under another, and tool-call chunks streamed."""
+and text protocols, never a tool-call chunk or raw protocol syntax; the steps' calls and
+results whole, as the nodes store them. Before: the answer streamed from decide under one id
+and again from finish under another, and tool-call chunks streamed. A ``values`` event never
+drops a message that has streamed (before: the answer vanished until ``finish``)."""
 
 from __future__ import annotations
 
@@ -45,14 +47,47 @@ def _streamed(replies: list[Any], **policy: Any) -> tuple[list[BaseMessage], lis
 
 
 def _ai(streamed: list[BaseMessage]) -> list[BaseMessage]:
-    return [m for m in streamed if m.type in ("ai", "AIMessageChunk")]
+    """What streamed of the answer: AI messages without calls (those stream whole)."""
+    return [m for m in streamed if m.type in ("ai", "AIMessageChunk") and not _calls(m)]
+
+
+def _calls(message: Any) -> bool:
+    return bool(getattr(message, "tool_calls", None) or getattr(message, "tool_call_chunks", None))
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+def test_every_message_streamed_is_stored_under_its_id(protocol: str) -> None:
+    streamed, stored = _streamed(SCRIPTS[protocol], protocol=protocol)
+    assert {m.id for m in streamed} == {m.id for m in stored[1:]}
+    (proposed,) = [m for m in streamed if _calls(m)]
+    assert proposed.tool_calls[0]["name"] == "get_user_profile"
+    assert [m.type for m in streamed if m.type == "tool"] == ["tool"]
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+def test_a_values_event_never_drops_a_message_that_streamed(protocol: str) -> None:
+    """Before: after the answer's tokens a values event held only the human message (the
+    answer vanished from a chat UI until finish, 124-340 ms)."""
+    model = ScriptedChatModel(replies=[*SCRIPTS[protocol], "Anna, again."])
+    graph = build_graph(
+        model, SUPPORT_TOOLS, policy=Policy(protocol=protocol), checkpointer=InMemorySaver()
+    )
+    for turn in ("Which plan is user 42 on?", "And now?"):
+        asked = {"messages": [HumanMessage(turn)]}
+        seen: set[str | None] = set()
+        for mode, event in graph.stream(asked, CONFIG, stream_mode=["messages", "values"]):
+            if mode == "messages":
+                seen.add(event[0].id)
+            else:
+                assert seen <= {m.id for m in event["messages"]}
+        assert seen  # something streamed
 
 
 def test_with_native_tool_calls_the_answer_streams_token_by_token_under_its_stored_id() -> None:
     streamed, stored = _streamed(SCRIPTS["tools"])
     chunks = _ai(streamed)
     assert len(chunks) > 1  # word by word
-    assert all(isinstance(c, AIMessageChunk) and not c.tool_call_chunks for c in chunks)
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
     assert {c.id for c in chunks} == {stored[-1].id}
     assert "".join(c.text for c in chunks) == ANSWER == stored[-1].text  # once, not twice
 

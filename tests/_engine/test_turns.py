@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
@@ -29,6 +29,9 @@ REJECTED = (
 )
 
 
+NOT_RUN = "a new message came instead"
+
+
 def _graph(model: ScriptedChatModel) -> Any:
     policy = Policy(require_approval=["get_user_billing"]).replace(max_steps=1)
     return build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=InMemorySaver())
@@ -36,7 +39,7 @@ def _graph(model: ScriptedChatModel) -> Any:
 
 def _goal_shown(model: ScriptedChatModel) -> str:
     """The goal in the last request (after the conversation, before the last-step note)."""
-    return str(model.requests[-1][1].content).split("\n\n")[1]
+    return str(model.requests[-1][-1].content).split("\n\n")[0]
 
 
 def _check(out: dict[str, Any], graph: Any, old: str, new: str) -> None:
@@ -47,10 +50,15 @@ def _check(out: dict[str, Any], graph: Any, old: str, new: str) -> None:
     assert (entry["ok"], entry["stop_reason"]) == (False, "tool_rejected:get_user_billing")
     assert [(m.type, m.text) for m in out["messages"]] == [
         ("human", old),
+        ("ai", ""),  # the call that waited, answered: every tool call id is
+        ("tool", f"not run (tool_rejected:get_user_billing): {NOT_RUN}"),
         ("ai", REJECTED),
         ("human", new),
         ("ai", "Hello."),
     ]
+    waited, answer = out["messages"][1:3]
+    assert [c["id"] for c in waited.tool_calls] == [answer.tool_call_id]
+    assert answer.status == "error"
     snapshot = graph.get_state(CONFIG)
     assert (snapshot.next, snapshot.interrupts) == ((), ())
 
@@ -67,7 +75,7 @@ def test_a_message_typed_while_a_question_waits_starts_a_new_run(key: str) -> No
     assert asked["__interrupt__"]
     out = graph.invoke(said("Never mind, say hello."), CONFIG)
     assert _goal_shown(model) == "Never mind, say hello."
-    assert "Assistant: " + REJECTED in str(model.requests[-1][1].content)
+    assert REJECTED in [m.text for m in model.requests[-1] if m.type == "ai"]
     _check(out, graph, "Bill user 42.", "Never mind, say hello.")
 
 
@@ -93,19 +101,25 @@ def test_async_runs_the_same_way() -> None:
 def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
     """A question after a crash in execute (or the crash itself): the call may have run."""
     human = HumanMessage("Bill user 42.", id="h1")
+    billing = {"name": "get_user_billing", "args": {"user_id": 42}, "id": "c1"}
+    proposed = AIMessage("", tool_calls=[billing], id="a1")
     waiting = state(
         goal="Bill user 42.",
         turn="h1",
-        messages=[human, HumanMessage("Stop.", id="h2")],
+        messages=[human, proposed, HumanMessage("Stop.", id="h2")],
         usage={"steps": 1, "tool_calls": 1},
-        calls=[{"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k"}],
+        calls=[
+            {"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k", "id": "c1"}
+        ],
     )
     opened, update = opening(waiting, CONTEXT)
     assert (opened.goal, opened.usage.steps, opened.calls) == ("Stop.", 0, [])
     assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
-    note = update["messages"].value[1]
+    answer, note = update["messages"].value[2:4]
+    assert (answer.tool_call_id, answer.status) == ("c1", "error")
+    assert answer.text == "not run (tool_outcome_unknown:get_user_billing): " + NOT_RUN
     assert note.text.startswith("I stopped before finishing (tool_outcome_unknown:")
-    assert [m.text for m in opened.messages] == ["Bill user 42.", note.text, "Stop."]
+    assert [m.type for m in opened.messages] == ["human", "ai", "tool", "ai", "human"]
 
 
 def test_a_continuing_run_is_left_alone() -> None:

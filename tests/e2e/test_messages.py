@@ -5,10 +5,13 @@ run with fresh budgets that sees the earlier conversation; and an app written fo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel, call
@@ -16,12 +19,30 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 CONFIG: Any = {"configurable": {"thread_id": "chat"}}
 PROFILE = call("get_user_profile", user_id=42)
+BILLING = call("get_user_billing", user_id=42)
 
 
 def _graph(model: ScriptedChatModel, **policy: Any) -> Any:
     return build_graph(
         model, SUPPORT_TOOLS, policy=Policy().replace(**policy), checkpointer=InMemorySaver()
     )
+
+
+def _shape(messages: list[Any]) -> list[tuple[str, str]]:
+    return [(m.type, m.text) for m in messages]
+
+
+def answered(messages: list[Any]) -> bool:
+    """Every tool call id has exactly one ToolMessage after it, and every ToolMessage a call."""
+    open_ids: list[str] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            open_ids += [c["id"] for c in message.tool_calls]
+        elif isinstance(message, ToolMessage):
+            if message.tool_call_id not in open_ids:
+                return False
+            open_ids.remove(message.tool_call_id)
+    return not open_ids
 
 
 def test_the_last_human_message_is_the_goal_and_earlier_ones_are_shown_once() -> None:
@@ -32,32 +53,105 @@ def test_the_last_human_message_is_the_goal_and_earlier_ones_are_shown_once() ->
     )
     assert out["stop_reason"] == "success"
     first, second = model.requests
-    assert first[1].content == (
-        "Earlier in this conversation:\n"
-        "User: Hi, I am the support lead.\n"
-        "Assistant: Hello! How can I help?\n\n"
-        "Which plan is user 42 on?"
-    )
-    assert second[: len(first)] == first  # shown once, at the start: the prefix stays put
-    assert [(m.type, m.text) for m in out["messages"]] == [
+    assert _shape(first[1:]) == [
         ("human", "Hi, I am the support lead."),
         ("ai", "Hello! How can I help?"),
         ("human", "Which plan is user 42 on?"),
+    ]
+    assert second[: len(first)] == first  # shown once, at the start: the prefix stays put
+    assert _shape(out["messages"]) == [
+        ("human", "Hi, I am the support lead."),
+        ("ai", "Hello! How can I help?"),
+        ("human", "Which plan is user 42 on?"),
+        ("ai", ""),
+        ("tool", json.dumps(out["history"][0]["observation"], ensure_ascii=False)),
         ("ai", "Anna is on the pro plan."),
     ]
+
+
+def test_messages_hold_every_call_and_its_result_as_create_agent_stores_them() -> None:
+    """Before: only the goal and the answer; a chat UI drew no tool card."""
+    said = AIMessage("Let me look.", tool_calls=[{**PROFILE.tool_calls[0], "id": "call_42"}])
+    model = ScriptedChatModel(replies=[said, BILLING, "Anna is on the pro plan."])
+    out = _graph(model).invoke({"goal": "Which plan is user 42 on?"}, CONFIG)
+    _human, first, result, second, billed, answer = out["messages"]
+    assert (first.text, first.tool_calls[0]["id"], first.tool_calls[0]["name"]) == (
+        "Let me look.",  # what the model wrote with its call is kept
+        "call_42",  # under the model's own id
+        "get_user_profile",
+    )
+    assert (result.tool_call_id, result.status, result.name) == (
+        "call_42",
+        "success",
+        "get_user_profile",
+    )
+    assert second.tool_calls[0]["id"] == billed.tool_call_id
+    assert answer.text == "Anna is on the pro plan."
+    assert answered(out["messages"])
+    assert [h["action"]["id"] for h in out["history"]] == ["call_42", billed.tool_call_id]
+
+
+@pytest.mark.parametrize(
+    ("policy", "replies", "reason"),
+    [
+        ({"allow": ["get_user_profile"]}, [BILLING], "tool_denied:get_user_billing"),
+        ({"max_tool_calls": 1}, [PROFILE, BILLING], "max_tool_calls"),
+        ({}, [PROFILE, PROFILE], "loop_detected"),
+    ],
+)
+def test_a_call_that_did_not_run_is_answered_with_an_error_that_says_why(
+    policy: dict[str, Any], replies: list[Any], reason: str
+) -> None:
+    model = ScriptedChatModel(replies=replies)
+    out = _graph(model, **policy).invoke({"goal": "Who is user 42?"}, CONFIG)
+    assert out["stop_reason"] == reason
+    assert answered(out["messages"])
+    refused = out["messages"][-2]
+    assert (refused.type, refused.status) == ("tool", "error")
+    assert reason in refused.text
+    assert out["messages"][-1].text.startswith(f"I stopped before finishing ({reason}")
+
+
+def test_parallel_calls_stopped_at_one_answer_them_all() -> None:
+    both = AIMessage("", tool_calls=[*PROFILE.tool_calls, *BILLING.tool_calls])
+    graph = _graph(ScriptedChatModel(replies=[both]), max_parallel_calls=2, max_tool_calls=1)
+    out = graph.invoke({"goal": "Who is user 42?"}, CONFIG)
+    assert out["stop_reason"] == "max_tool_calls"
+    assert answered(out["messages"])
+    assert [m.status for m in out["messages"] if m.type == "tool"] == ["error", "error"]
+
+
+def test_a_rejected_call_is_answered_and_a_waiting_call_is_the_last_message_in_any_turn() -> None:
+    """Before: in a follow-up turn the last message was the human's, so a chat UI drew no
+    approval panel (it draws one under the last AI message)."""
+    model = ScriptedChatModel(replies=[PROFILE, "Anna.", BILLING])
+    graph = _graph(model, require_approval=["get_user_billing"])
+    graph.invoke({"messages": [HumanMessage("Who is user 42?")]}, CONFIG)
+    asked = graph.invoke({"messages": [HumanMessage("Bill her.")]}, CONFIG)
+    assert asked["__interrupt__"]
+    last = graph.get_state(CONFIG).values["messages"][-1]
+    assert (last.type, last.tool_calls[0]["name"]) == ("ai", "get_user_billing")
+    out = graph.invoke(Command(resume={"decisions": [{"type": "reject", "message": "no"}]}), CONFIG)
+    assert out["stop_reason"] == "tool_rejected:get_user_billing"
+    rejected = out["messages"][-2]
+    assert (rejected.status, rejected.tool_call_id) == ("error", last.tool_calls[0]["id"])
+    assert "a human rejected get_user_billing: no" in rejected.text
+    assert answered(out["messages"])
 
 
 def test_a_stopped_run_says_why_in_the_conversation() -> None:
     model = ScriptedChatModel(replies=[PROFILE, PROFILE])
     out = _graph(model).invoke({"goal": "Who is user 42?"}, CONFIG)
     assert out["stop_reason"] == "loop_detected"
-    human, ai = out["messages"]
+    human, ai = out["messages"][0], out["messages"][-1]
     assert (human.type, human.text) == ("human", "Who is user 42?")
     assert ai.type == "ai"
     assert ai.text.startswith("I stopped before finishing (loop_detected)")
 
 
 def test_a_follow_up_is_a_new_run_with_fresh_budgets_that_sees_the_conversation() -> None:
+    """Before: earlier turns reached the model as plain text, without their tool calls; a
+    question about an earlier result was answered without it."""
     model = ScriptedChatModel(replies=[PROFILE, "Anna.", PROFILE, "Anna is on the pro plan."])
     graph = _graph(model, max_steps=2)
     first = graph.invoke({"messages": [HumanMessage("Who is user 42?")]}, CONFIG)
@@ -66,16 +160,25 @@ def test_a_follow_up_is_a_new_run_with_fresh_budgets_that_sees_the_conversation(
     assert second["stop_reason"] == "success"  # with the first run's budget it would stop
     assert second["usage"]["steps"] == 2
     assert len(second["history"]) == 2  # the thread keeps both runs' steps
-    asked = model.requests[2]
-    assert asked[1].content == (
-        "Earlier in this conversation:\nUser: Who is user 42?\nAssistant: Anna.\n\n"
-        "Which plan is she on?"
-    )
-    assert [m.type for m in asked] == ["system", "human"]  # the first run's steps are not replayed
-    assert [m.text for m in second["messages"]][-2:] == [
-        "Which plan is she on?",
-        "Anna is on the pro plan.",
-    ]
+    last_of_turn_1, asked = model.requests[1], model.requests[2]
+    assert [m.type for m in asked] == ["system", "human", "ai", "tool", "ai", "human"]
+    assert asked[2].tool_calls[0]["id"] == first["messages"][1].tool_calls[0]["id"]
+    assert "pro" in asked[3].text  # the earlier result, as the model saw it
+    # the prefix a cache holds: all of turn 1's last request but its last-step note
+    assert last_of_turn_1[-1].text.startswith("This is your last step")
+    assert asked[: len(last_of_turn_1) - 1] == last_of_turn_1[:-1]
+    assert asked[-1].text.startswith("Which plan is she on?")
+    assert second["messages"][-1].text == "Anna is on the pro plan."
+
+
+def test_earlier_turns_fold_inside_the_steps_budget() -> None:
+    model = ScriptedChatModel(replies=[PROFILE, BILLING, "Anna.", "Yes."])
+    graph = _graph(model, context_steps=1)
+    graph.invoke({"messages": [HumanMessage("Who is user 42?")]}, CONFIG)
+    graph.invoke({"messages": [HumanMessage("And then?")]}, CONFIG)
+    asked = model.requests[-1]
+    assert [m.type for m in asked] == ["system", "human", "ai", "tool", "ai", "human"]
+    assert asked[2].tool_calls[0]["name"] == "get_user_billing"  # the oldest step folded away
 
 
 def test_a_follow_up_goal_works_too_and_loops_are_per_run() -> None:
@@ -84,12 +187,15 @@ def test_a_follow_up_goal_works_too_and_loops_are_per_run() -> None:
     graph.invoke({"goal": "Who is user 42?"}, CONFIG)
     again = graph.invoke({"goal": "Check user 42 again."}, CONFIG)
     assert again["stop_reason"] == "success"  # the same call in a new run is not a loop
-    assert [m.text for m in again["messages"]] == [
+    assert [m.text for m in again["messages"] if m.type != "tool"] == [
         "Who is user 42?",
+        "",
         "Anna.",
         "Check user 42 again.",
+        "",
         "Still Anna.",
     ]
+    assert answered(again["messages"])
 
 
 def test_an_app_written_for_create_agent_works_unchanged() -> None:

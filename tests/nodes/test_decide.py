@@ -39,7 +39,9 @@ def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
     )
     parts = deps([lambda _: message])
     update = decide(state(), {}, deps=parts)
-    assert update["reply"]["tool_calls"] == [{"name": "get_user_profile", "args": {"user_id": 42}}]
+    assert update["reply"]["tool_calls"] == [
+        {"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}  # the model's id, kept
+    ]
 
 
 @pytest.mark.parametrize(

@@ -149,6 +149,7 @@ def test_a_human_may_answer_in_place_of_the_tool(monkeypatch: pytest.MonkeyPatch
             "tool": "get_user_billing",
             "args": {"user_id": 42},
             "key": "",
+            "id": None,
             "outcome": {"ok": True, "observation": "USD 49", "error": None, "by_human": True},
         }
     ]

@@ -57,6 +57,7 @@ def test_an_admitted_call_counts_once_in_total_and_for_its_tool() -> None:
         "tool": "search_policy",
         "args": {"query": "a"},
         "key": idempotency_key("t1", 4, "search_policy", {"query": "a"}),
+        "id": None,
         "outcome": None,
     }
 

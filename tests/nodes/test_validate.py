@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from gated_react._engine.chat import call_id
 from gated_react.nodes.validate import validate
 
 from ..support.helpers import deps, state
@@ -12,8 +13,9 @@ from ..support.helpers import deps, state
 def test_valid_json_action_is_recorded() -> None:
     reply = {"text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'}
     update = validate(state(reply=reply), deps=deps(protocol="json"))
-    assert update == {
-        "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
+    called = update["action"]
+    assert called == {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}} | {
+        "id": call_id(update["messages"][0].id, 0)
     }
     retried = validate(
         state(reply=reply, retry={"why": "bad_json", "message": "m", "count": 1}),
@@ -153,8 +155,11 @@ def test_the_protocol_reads_the_reply_against_the_registered_tools() -> None:
     update = validate(
         state(reply={"text": "Action: get_user_profile[42]"}), deps=deps(protocol="text")
     )
-    assert update == {
-        "action": {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}
+    assert update["action"] | {"id": None} == {
+        "kind": "tool",
+        "name": "get_user_profile",
+        "args": {"user_id": 42},
+        "id": None,
     }
 
 
@@ -165,3 +170,34 @@ def test_every_call_of_a_batch_is_held_to_the_contract() -> None:
     assert update["stop_reason"] == "invalid_action:missing_tool_name"
     good = {"text": "", "tool_calls": [calls[0], {"name": "search_policy", "args": {"query": "x"}}]}
     assert validate(state(reply=good), deps=deps(max_parallel_calls=3))["action"]["kind"] == "tools"
+
+
+def test_tool_calls_go_into_the_conversation_before_the_gate_under_their_ids() -> None:
+    """The AI message of the step holds every call, with the text the model wrote with them
+    and the model's own ids (made up, stable, where it gave none): a call the gate pauses on
+    is the last message, so a chat client draws its approval panel in any turn."""
+    reply = {
+        "id": "reply-1",
+        "text": "Let me look that up.",
+        "tool_calls": [
+            {"name": "get_user_profile", "args": {"user_id": 42}, "id": "call_abc"},
+            {"name": "get_user_billing", "args": {"user_id": 42}, "id": None},
+        ],
+    }
+    update = validate(state(reply=reply), deps=deps(max_parallel_calls=2))
+    (message,) = update["messages"]
+    assert (message.type, message.id, message.text) == ("ai", "reply-1", "Let me look that up.")
+    ids = [c["id"] for c in message.tool_calls]
+    assert ids == ["call_abc", call_id("reply-1", 1)]
+    assert [c["id"] for c in update["action"]["calls"]] == ids
+    assert len(ids[1]) <= 40  # OpenAI's limit on a tool call id
+
+
+def test_a_json_reply_is_a_call_with_no_protocol_text_in_the_conversation() -> None:
+    reply = {
+        "id": "r",
+        "text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 1}}',
+    }
+    (message,) = validate(state(reply=reply), deps=deps(protocol="json"))["messages"]
+    assert message.text == ""
+    assert message.tool_calls[0]["id"] == call_id("r", 0)

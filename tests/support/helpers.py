@@ -74,6 +74,6 @@ def logs(history: list[dict[str, Any]], steps: int | None = None) -> dict[str, A
 def history_entry(step: int, tool: str, observation: Any = "ok", **args: Any) -> dict[str, Any]:
     return {
         "step": step,
-        "action": {"kind": "tool", "name": tool, "args": args},
+        "action": {"kind": "tool", "name": tool, "args": args, "id": None},
         "observation": observation,
     }

@@ -92,10 +92,17 @@ def graph_for(spec: dict[str, Any], saver: BaseCheckpointSaver[Any]) -> Any:
 
 def comparable(result: dict[str, Any]) -> dict[str, Any]:
     """A result without what legitimately differs between runs: wall-clock seconds, thread id,
-    the ids of chat messages (messages compare by type and text, from objects or from JSON)."""
+    the ids of chat messages and of tool calls (messages compare by type and text, from objects
+    or from JSON)."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
+    history = [
+        {**entry, "action": {k: v for k, v in entry["action"].items() if k != "id"}}
+        for entry in result.get("history", [])
+    ]
+    skipped = ("usage", "thread_id", "messages", "history")
     return {
-        **{k: v for k, v in result.items() if k not in ("usage", "thread_id", "messages")},
+        **{k: v for k, v in result.items() if k not in skipped},
+        "history": history,
         "usage": usage,
         "messages": [_said(m) for m in result.get("messages", [])],
     }

@@ -1,12 +1,19 @@
 """What the model sees: its own past steps as chat messages, append-only between foldings.
 
-A request is ``[system, goal, step 1, step 2, ...]``, each step in the form the model itself
-uses (a tool call and its ``ToolMessage``, or its reply and an ``Observation:`` turn). A server
+A request is ``[system, earlier turns..., goal, step 1, step 2, ...]``, each step in the form
+the model itself uses (a tool call and its ``ToolMessage``, or its reply and an
+``Observation:`` turn). A server
 that caches prompt prefixes (llama.cpp, vLLM, OpenAI, Anthropic) reuses everything but the newest
 step. When more than ``Policy.context_steps`` steps would be shown, the oldest are folded into a
 summary inside the goal's message and appending resumes, so the prompt stays bounded and its
 prefix changes once every few steps, not every step. Whatever is only true for this one request
 (a format reminder, the last step) goes in the last message, never earlier.
+
+Earlier turns on the thread are shown as they happened, from ``messages``: each question, its
+steps replayed the same way (the same calls, ids and results, so the next turn's request starts
+with the last request of the turn before it, and a prompt cache still holds), and its answer.
+They are bounded like the run's own steps: the last ``CONTEXT_MESSAGES`` questions and answers,
+and of their steps at most ``context_steps``, the oldest dropped in the same blocks.
 """
 
 from __future__ import annotations
@@ -16,12 +23,21 @@ from collections.abc import Callable, Sequence
 from itertools import groupby
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from gated_react._engine.budget_checks import limits_of
-from gated_react._engine.turns import conversation
 from gated_react.policy import Policy
-from gated_react.state import HistoryEntry, State
+from gated_react.state import HistoryEntry, State, ToolAction
+
+CONTEXT_MESSAGES = 20
+"""The most earlier questions and answers shown to the model as the conversation so far."""
+_CONTEXT_CHARS = 2000
 
 FOLDED_LINES = 24
 """The most folded calls the summary lists one by one. Past it, every full block of this many is
@@ -49,15 +65,74 @@ def build_messages(state: State, system: str, policy: Policy, replay: Any) -> li
     shown = state.history[state.history_from :]  # earlier runs on the thread are the chat's
     steps = [list(group) for _, group in groupby(shown, key=lambda e: e.step)]
     folded = folded_count(len(steps), policy)
-    earlier = conversation(state.messages)
-    goal = f"Earlier in this conversation:\n{earlier}\n\n{state.goal}" if earlier else state.goal
+    goal = state.goal
     if folded:
         goal = f"{goal}\n\n{summary([e for step in steps[:folded] for e in step])}"
-    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(goal)]
+    earlier = earlier_turns(state.messages[: _turn_at(state)], policy, replay)
+    messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
     for step in steps[folded:]:
         messages.extend(replay(step))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
+
+
+def _turn_at(state: State) -> int:
+    """Where this run's question is in ``messages``: what comes before it are earlier turns."""
+    at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
+    if at is not None:
+        return at
+    last = len(state.messages) - 1
+    return last if last >= 0 and isinstance(state.messages[last], HumanMessage) else last + 1
+
+
+Item = BaseMessage | list[HistoryEntry]
+"""An earlier turn's question or answer, or one of its steps (its calls and their results)."""
+
+
+def earlier_turns(
+    messages: Sequence[BaseMessage], policy: Policy, replay: Any
+) -> list[BaseMessage]:
+    """The turns before this run's, bounded, each step replayed as the run's own are."""
+    items = _items(messages)
+    said = [i for i, item in enumerate(items) if isinstance(item, BaseMessage)]
+    start = said[-CONTEXT_MESSAGES] if len(said) > CONTEXT_MESSAGES else 0
+    items = items[start:]
+    steps = sum(1 for item in items if isinstance(item, list))
+    drop = folded_count(steps, policy)
+    out: list[BaseMessage] = []
+    for item in items:
+        if isinstance(item, BaseMessage):
+            out.append(item)
+        elif drop:
+            drop -= 1
+        else:
+            out.extend(replay(item))
+    return out
+
+
+def _items(messages: Sequence[BaseMessage]) -> list[Item]:
+    """Questions and answers (text, clipped) and steps, in order; a call never answered, or a
+    result of no call, is left out."""
+    items: list[Item] = []
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            step = [
+                HistoryEntry(
+                    step=0,
+                    action=ToolAction(name=c["name"], args=c["args"], id=c["id"]),
+                    observation=results[str(c["id"])].text,
+                )
+                for c in message.tool_calls
+                if c.get("id") in results
+            ]
+            items += [step] if step else []
+        elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
+            text = clip(message.text.strip(), _CONTEXT_CHARS)
+            items.append(
+                HumanMessage(text) if isinstance(message, HumanMessage) else AIMessage(text)
+            )
+    return items
 
 
 def summary(entries: Sequence[HistoryEntry]) -> str:
@@ -129,16 +204,14 @@ def replies(
 
 
 def calls_shown(messages: Sequence[BaseMessage]) -> int:
-    """How many tool calls a request shows as done, folded ones included: what a scripted model
-    that follows a trajectory needs to know where it is."""
-    count = 0
-    for message in messages[2:]:
-        text = message.content if isinstance(message.content, str) else ""
-        count += message.type == "tool" or (
-            message.type == "human" and text.startswith("Observation: ")
-        )
-    goal = messages[1].content if len(messages) > 1 and isinstance(messages[1].content, str) else ""
-    for line in goal.splitlines():
+    """How many tool calls a request shows as done in this run, folded ones included (earlier
+    turns' are not): what a scripted model that follows a trajectory needs to know where it is."""
+    at = _goal_at(messages)
+    count = sum(
+        message.type == "tool" or _is_observation(message) for message in messages[at + 1 :]
+    )
+    goal = messages[at].content if at < len(messages) else ""
+    for line in (goal if isinstance(goal, str) else "").splitlines():
         if line.startswith("- step "):
             count += 1
         elif line.startswith("- steps "):
@@ -146,3 +219,20 @@ def calls_shown(messages: Sequence[BaseMessage]) -> int:
                 int(part.rsplit(" x", 1)[1]) for part in line.split(": ", 1)[1].split(", ")
             )
     return count
+
+
+def _is_observation(message: BaseMessage) -> bool:
+    return message.type == "human" and message.text.startswith("Observation: ")
+
+
+def _goal_at(messages: Sequence[BaseMessage]) -> int:
+    """The request's goal message: its last human message that is neither an observation nor
+    a note after a tool result."""
+    for at in range(len(messages) - 1, -1, -1):
+        message = messages[at]
+        if message.type != "human" or _is_observation(message):
+            continue
+        note = at == len(messages) - 1 and at > 0 and messages[at - 1].type == "tool"
+        if not note:
+            return at
+    return len(messages)

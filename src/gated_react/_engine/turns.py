@@ -19,14 +19,17 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Overwrite
 
 from gated_react._engine.call_keys import args_hash
+from gated_react._engine.chat import not_run
 from gated_react.state import (
+    Call,
     RunContext,
     RunInput,
     State,
+    ToolAction,
     TraceEntry,
     Usage,
     dump,
@@ -35,9 +38,6 @@ from gated_react.state import (
 )
 from gated_react.stops import Stop, StopReason
 
-CONTEXT_MESSAGES = 20
-"""The most earlier messages shown to the model as the conversation so far."""
-_CONTEXT_CHARS = 2000
 _FRESH = ("status", "stop_reason", "message", "answer", "retry", "action")
 
 
@@ -94,11 +94,20 @@ def cut_in(state: State) -> list[BaseMessage] | None:
     at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
     if at is None:
         return None
-    after = state.messages[at + 1 :]
+    after = state.messages[own_end(state.messages, at) :]
     asked = state.messages[at].text.strip()
     if after or state.goal != asked or waiting(state):
         return list(after)
     return None
+
+
+def own_end(messages: Sequence[BaseMessage], turn_at: int) -> int:
+    """Where the messages the run wrote after its turn's (its steps' calls and results) end:
+    what follows arrived from outside."""
+    end = turn_at + 1
+    while end < len(messages) and isinstance(messages[end], AIMessage | ToolMessage):
+        end += 1
+    return end
 
 
 def waiting(state: State) -> bool:
@@ -116,10 +125,12 @@ def _after_cut_in(
 ) -> tuple[State, dict[str, Any]]:
     """End the unfinished run (its waiting calls traced, the conversation told) and start the
     new one on the message that cut in: the new messages, or the new goal as a human message."""
-    said, entries = interrupted(state)
+    said, entries, pending = interrupted(state)
+    reason = entries[0].stop_reason if entries else ""
+    answers = not_run(pending, f"not run ({reason}): a new message came instead")
     note = AIMessage(said, id=str(uuid.uuid4()))
     turn_at = next(i for i, m in enumerate(state.messages) if m.id == state.turn)
-    before = list(state.messages[: turn_at + 1])
+    before = [*state.messages[: own_end(state.messages, turn_at)], *answers]
     if after:
         goal = last_human_text(after) or state.goal
         new = after
@@ -128,7 +139,7 @@ def _after_cut_in(
     else:
         goal = state.goal
         new = [HumanMessage(goal, id=str(uuid.uuid4()))]
-        update["messages"] = [note, *new]
+        update["messages"] = [*answers, note, *new]
     changes |= {"goal": goal, "turn": new[-1].id, "messages": [*before, note, *new]}
     update |= {"goal": goal, "turn": new[-1].id}
     if entries:
@@ -136,17 +147,18 @@ def _after_cut_in(
     return state.model_copy(update=changes), update
 
 
-def interrupted(state: State) -> tuple[str, list[TraceEntry]]:
+def interrupted(state: State) -> tuple[str, list[TraceEntry], list[ToolAction | Call]]:
     """What the conversation is told of the unfinished run, and the trace entries of the calls
     it left waiting: not run, refused by the human whose new message came instead of an answer
     (or, for calls the gate had let through, of unknown outcome)."""
-    pending = [(c.tool, c.args) for c in state.calls if c.outcome is None]
+    calls: list[ToolAction | Call] = [c for c in state.calls if c.outcome is None]
     reason = StopReason.TOOL_OUTCOME_UNKNOWN
-    if not pending and waiting(state):
-        pending = [(a.name, a.args) for a in tool_actions(state.action)]
+    if not calls and waiting(state):
+        calls = list(tool_actions(state.action))
         reason = StopReason.TOOL_REJECTED
+    pending = [(c.tool, c.args) if isinstance(c, Call) else (c.name, c.args) for c in calls]
     if not pending:
-        return "I did not finish: a new message came first.", []
+        return "I did not finish: a new message came first.", [], []
     entries = [
         TraceEntry(
             step=state.usage.steps,
@@ -162,21 +174,7 @@ def interrupted(state: State) -> tuple[str, list[TraceEntry]]:
         why = f"{names} waited for approval and did not run: a new message came instead"
     else:
         why = f"{names} may have run before the process stopped; a new message came instead"
-    return f"I stopped before finishing ({entries[0].stop_reason}): {why}.", entries
-
-
-def conversation(messages: Sequence[BaseMessage]) -> str:
-    """The messages before the goal's, as text: what was asked and answered earlier."""
-    earlier = [
-        m for m in messages[:-1] if isinstance(m, HumanMessage | AIMessage) and m.text.strip()
-    ]
-    lines = []
-    for message in earlier[-CONTEXT_MESSAGES:]:
-        who = "User" if isinstance(message, HumanMessage) else "Assistant"
-        text = message.text.strip()
-        clipped = text if len(text) <= _CONTEXT_CHARS else text[: _CONTEXT_CHARS - 3] + "..."
-        lines.append(f"{who}: {clipped}")
-    return "\n".join(lines)
+    return f"I stopped before finishing ({entries[0].stop_reason}): {why}.", entries, calls
 
 
 def closing(text: str, message_id: str | None = None) -> dict[str, Any]:

@@ -12,10 +12,12 @@ from typing import Any, TypedDict
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Overwrite
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
 from gated_react._engine.budget_checks import limits_of
+from gated_react._engine.chat import said
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
@@ -78,7 +80,7 @@ def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:  # any model failure becomes a stop reason, never a traceback
             return opened | ended(span, failed(state, exc, started, deps.secrets))
-        return opened | decided(state, messages, message, started, deps, span=span)
+        return joined(opened, decided(state, messages, message, started, deps, span=span))
 
 
 async def adecide(
@@ -99,7 +101,17 @@ async def adecide(
             return opened | ended(span, out_of_time(state, started, deps))
         except Exception as exc:
             return opened | ended(span, failed(state, exc, started, deps.secrets))
-        return opened | decided(state, messages, message, started, deps, span=span)
+        return joined(opened, decided(state, messages, message, started, deps, span=span))
+
+
+def joined(opened: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The run's opening and the reply, both of which may write messages: one write."""
+    if "messages" not in opened or "messages" not in update:
+        return opened | update
+    before, new = opened["messages"], update["messages"]
+    if isinstance(before, Overwrite):
+        return opened | update | {"messages": Overwrite([*before.value, *new])}
+    return opened | update | {"messages": [*before, *new]}
 
 
 def ended(span: Span, update: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +157,7 @@ def decided(
     span: Span | None = None,
 ) -> dict[str, Any]:
     """The update after a reply: the raw reply and the budget it used, priced (and recorded on
-    the call's span)."""
+    the call's span); a reply whose text streams joins the conversation here."""
     usage = spent(state, started)
     reported = reported_tokens(message)
     cost = deps.pricer.cost(reported) if reported is not None else None
@@ -164,7 +176,14 @@ def decided(
         usage.output_tokens = _added(usage.output_tokens, reported.output)
         usage.cost = add_cost(usage.cost, cost)
         usage.unpriced = usage.unpriced or deps.pricer.unpriced
-    return {"reply": dump(reply_of(message, deps.secrets)), "usage": dump(usage)}
+    reply = reply_of(message, deps.secrets)
+    update: dict[str, Any] = {"reply": dump(reply), "usage": dump(usage)}
+    if deps.answer_streams and reply.text.strip():
+        # Its text may have streamed: in the conversation from this step on, under the id it
+        # streamed with, so no values event a chat client reads drops it (validate adds the
+        # calls under the same id, finish the answer).
+        update["messages"] = [said(reply.text, reply.id)]
+    return update
 
 
 def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
@@ -175,7 +194,8 @@ def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
     for c in getattr(message, "tool_calls", []):
         name = plain(c["name"], secrets=secrets)
         try:
-            calls.append({"name": name, "args": plain(c["args"], secrets=secrets)})
+            args = plain(c["args"], secrets=secrets)
+            calls.append({"name": name, "args": args, "id": plain(c.get("id"), secrets=secrets)})
         except Unstorable as exc:
             invalid.append({"name": name, "args": None, "error": str(exc)})
     invalid += [

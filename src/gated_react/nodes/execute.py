@@ -142,7 +142,9 @@ def readmit(
         if call.outcome is not None:  # settled: shown to the model, never run; still counted
             ledger.count(call)
             continue
-        checked = check(ledger, deps, config, ToolAction(name=call.tool, args=call.args), index)
+        checked = check(
+            ledger, deps, config, ToolAction(name=call.tool, args=call.args, id=call.id), index
+        )
         if isinstance(checked, Stop):
             return ledger, _stopped_at(calls, index, _edited(checked))
         ledger.count(checked)

@@ -25,6 +25,7 @@ from gated_react._engine.call_keys import (
     loop_key,
     repeats,
 )
+from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react._engine.tool_runner import check_args
@@ -80,7 +81,7 @@ def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[st
             checked = check(ledger, deps, config, action, index)
             gate_spans.decided(deps.spans, span, checked, deps.policy.require_approval)
         if isinstance(checked, Stop):
-            out = stopped(state, action.name, action.args, checked)
+            out = stopped(state, action, checked, actions)
             return linked | out | held.update() | {"trace": [*held.entries(), *out["trace"]]}
         ledger.count(checked)
         calls.append(checked)
@@ -117,7 +118,7 @@ def check(
         args = approved
     thread = str(config.get("configurable", {}).get("thread_id", "-"))
     key = idempotency_key(thread, step, name, args, index)
-    return Call(step=step, tool=name, args=args, key=key)
+    return Call(step=step, tool=name, args=args, key=key, id=action.id)
 
 
 def refuse(deps: NodeDeps, name: str) -> Stop | None:
@@ -145,7 +146,9 @@ def remind(action: ToolAction, step: int) -> Call:
         "Calling it again ends the run."
     )
     outcome = Outcome(ok=False, observation=shown, error=str(StopReason.LOOP_DETECTED))
-    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
+    return Call(
+        step=step, tool=action.name, args=action.args, key="", id=action.id, outcome=outcome
+    )
 
 
 def unavailable(name: str) -> Stop:
@@ -184,7 +187,9 @@ def answered(deps: NodeDeps, action: ToolAction, step: int, response: str) -> Ca
     """A call a human answered in place of the tool: it counts as a call, its loop key is kept
     (asking again is a repeat), and the answer is its observation."""
     outcome = answered_outcome(response, deps.policy.max_observation_chars, deps.secrets)
-    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
+    return Call(
+        step=step, tool=action.name, args=action.args, key="", id=action.id, outcome=outcome
+    )
 
 
 def refused(
@@ -198,17 +203,25 @@ def refused(
         return loop(action.name)
     shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
     outcome = Outcome(ok=False, observation=shown, error=str(why))
-    return Call(step=step, tool=action.name, args=action.args, key="", outcome=outcome)
+    return Call(
+        step=step, tool=action.name, args=action.args, key="", id=action.id, outcome=outcome
+    )
 
 
-def stopped(state: CoreState, name: str, args: dict[str, Any], stop: Stop) -> dict[str, Any]:
+def stopped(
+    state: CoreState, action: ToolAction, stop: Stop, actions: list[ToolAction]
+) -> dict[str, Any]:
     """End the run here; the call that stopped it goes into the trace with its stop reason
-    (the other calls of its reply never ran)."""
+    (the other calls of its reply never ran), and every call of the reply is answered in the
+    conversation: none ran."""
     entry = TraceEntry(
         step=state.usage.steps,
-        tool=name,
-        args_hash=args_hash(args),
+        tool=action.name,
+        args_hash=args_hash(action.args),
         ok=False,
         stop_reason=str(stop),
     )
-    return {**stop.update(), "trace": [dump(entry)]}
+    stopper = f"not run ({stop}): {stop.message}"
+    others = f"not run: the run stopped at {action.name} ({stop})"
+    answers = [result(a.name, a.id, stopper if a is action else others, ok=False) for a in actions]
+    return {**stop.update(), "trace": [dump(entry)], "messages": answers}

@@ -1,4 +1,5 @@
-"""observe: the calls' outcomes join the history and the trace; then the budgets are checked
+"""observe: the calls' outcomes join the history, the trace and the conversation (a
+``ToolMessage`` per call); then the budgets are checked
 before the next decision (this is the conditional edge's input), and a spent one may ask a
 human for more (``Policy.on_budget``)."""
 
@@ -10,7 +11,9 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.budget_checks import Limits, enforce_before_step
 from gated_react._engine.call_keys import args_hash
+from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.transcript import shown as shown_text
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
@@ -30,7 +33,11 @@ def observe(
     trace = [_entry(call) for call in shown]
     if stopper is not None:
         trace.append(_entry(stopper, stop_reason=state.stop_reason))
-    update: dict[str, Any] = {"trace": [dump(e) for e in trace], "calls": []}
+    update: dict[str, Any] = {
+        "trace": [dump(e) for e in trace],
+        "calls": [],
+        "messages": [_answer(call, state.stop_reason) for call in state.calls],
+    }
     if shown:
         update["history"] = [dump(_step(call)) for call in shown]
     if state.stop_reason:
@@ -39,6 +46,17 @@ def observe(
     over = enforce_before_step(held, state.usage, config)
     update = {**update, **held.update(), "trace": update["trace"] + held.entries()}
     return {**update, **over.update()} if over else update
+
+
+def _answer(call: Call, stop_reason: str | None) -> Any:
+    """The call's ``ToolMessage``: what the model was shown, or why it has no result."""
+    outcome = call.outcome
+    if outcome is None:
+        return result(call.tool, call.id, f"not run: the run stopped ({stop_reason})", ok=False)
+    # the text the model is shown of it, so a later turn replays it as this run did
+    if outcome.observation is not None:
+        return result(call.tool, call.id, shown_text(outcome.observation), ok=outcome.ok)
+    return result(call.tool, call.id, outcome.error or "failed", ok=outcome.ok)
 
 
 def _stopper(calls: list[Call]) -> Call:
@@ -63,5 +81,7 @@ def _entry(call: Call, stop_reason: str | None = None) -> TraceEntry:
 def _step(call: Call) -> HistoryEntry:
     observation = call.outcome.observation if call.outcome is not None else None
     return HistoryEntry(
-        step=call.step, action=ToolAction(name=call.tool, args=call.args), observation=observation
+        step=call.step,
+        action=ToolAction(name=call.tool, args=call.args, id=call.id),
+        observation=observation,
     )

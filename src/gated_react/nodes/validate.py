@@ -1,4 +1,7 @@
-"""validate: the action contract. One tool call or one final answer; anything else is rejected."""
+"""validate: the action contract. One tool call or one final answer; anything else is rejected.
+
+Tool calls that pass go into the conversation here, as the AI message of the step (with the
+text the model wrote with them): before the gate, so a call it pauses on is the last message."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ from typing import Any, Optional
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.budget_checks import Limits, enforce_before_step
+from gated_react._engine.chat import proposed, with_ids
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
-from gated_react.state import CoreState, FinalAction, Retry, dump
+from gated_react.state import CoreState, FinalAction, Retry, dump, tool_actions
 from gated_react.stops import Stop, StopReason
 
 
@@ -36,7 +40,14 @@ def validate(
     except ActionError as err:
         return rejected(state, err, deps, config)
     # Each written channel is a row in the store: clear the retry note only when one is set.
-    return {"action": dump(action)} | ({"retry": None} if state.retry else {})
+    cleared = {"retry": None} if state.retry else {}
+    calls = tool_actions(action)
+    if not calls:
+        return {"action": dump(action)} | cleared
+    action, message_id = with_ids(action, state.reply)
+    text = state.reply.text if deps.protocol.answer_is_text else ""
+    message = proposed(tool_actions(action), text, message_id)
+    return {"action": dump(action), "messages": [message]} | cleared
 
 
 def rejected(

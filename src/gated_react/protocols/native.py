@@ -72,8 +72,9 @@ class ToolsProtocol:
         return found[0] if len(found) == 1 else found
 
     def replay(self, entries: Sequence[HistoryEntry]) -> list[BaseMessage]:
-        """The assistant's tool calls, then one ``ToolMessage`` per call, as in any chat app."""
-        ids = [f"call_{entry.step}_{i}" for i, entry in enumerate(entries)]
+        """The assistant's tool calls, then one ``ToolMessage`` per call, as in any chat app,
+        under the ids the calls have in ``messages`` (made up for steps recorded without)."""
+        ids = [entry.action.id or f"call_{entry.step}_{i}" for i, entry in enumerate(entries)]
         calls = [
             {"name": entry.action.name, "args": entry.action.args, "id": id_, "type": "tool_call"}
             for entry, id_ in zip(entries, ids, strict=True)

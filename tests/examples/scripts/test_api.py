@@ -31,7 +31,7 @@ EXPECTED = {
     "chat_messages.py": [
         "answer: Anna is on the pro plan.",
         "follow-up: She pays USD 49 a month.",
-        "turns: ['human', 'ai', 'human', 'ai']",
+        "turns: ['human', 'ai', 'tool', 'ai', 'human', 'ai', 'tool', 'ai']",
     ],
     "tracing.py": [
         "run: paused",

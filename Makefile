@@ -111,4 +111,4 @@ mutation: $(VENV)/.mutation-installed
 	nice -n 19 $(BIN)/python mutation/run.py $(MODULES)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .langgraph_api site test-artifacts

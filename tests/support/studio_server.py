@@ -27,6 +27,7 @@ from .openai_server import FakeOpenAI
 from .reaping import PATIENCE
 
 REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "langgraph.json"
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 OFFLINE = {
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -47,7 +48,7 @@ class DevServer:
 
     def __init__(self, workdir: Path, env: dict[str, str], config: Path | None = None) -> None:
         self.workdir = workdir
-        self.config = config or REPO / "langgraph.json"
+        self.config = config or CONFIG
         self.port = free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         self.env.update(OFFLINE, **env)
@@ -135,20 +136,21 @@ class DevServer:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def dev_server(workdir: Path, model: FakeOpenAI) -> DevServer:
-    """A dev server whose model is ``model`` and whose store is a SQLite file in ``workdir``."""
+def dev_server(workdir: Path, model: FakeOpenAI, config: Path = CONFIG) -> DevServer:
+    """A dev server whose model is ``model`` and whose store is a SQLite file in ``workdir``,
+    serving the graphs of ``config`` (the repository's ``langgraph.json`` unless told)."""
     env = {
         "OPENAI_BASE_URL": model.base_url,
         "OPENAI_MAX_RETRIES": "0",
         "GATED_REACT_DB": str(workdir / "runs.sqlite"),
     }
-    return DevServer(workdir, env)
+    return DevServer(workdir, env, config)
 
 
 @contextlib.contextmanager
-def serving(workdir: Path, model: FakeOpenAI) -> Iterator[DevServer]:
+def serving(workdir: Path, model: FakeOpenAI, config: Path = CONFIG) -> Iterator[DevServer]:
     """A started dev server (``dev_server``), stopped and cleaned up afterwards."""
-    server = dev_server(workdir, model)
+    server = dev_server(workdir, model, config)
     try:
         server.start()
         yield server

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from gated_react import open_checkpointer
-from gated_react.cli.run_listing import latest_runs
+from gated_react.records.run_listing import latest_runs
 
 from ..support.openai_server import FakeOpenAI, reply, tool_call
 from .commands.test_runs_show import Counting

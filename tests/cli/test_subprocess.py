@@ -154,7 +154,7 @@ def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
         "import sys\n"
         "from gated_react.cli.app import app\n"
         "from gated_react.cli import resources\n"
-        "from gated_react.cli.run_listing import latest_runs\n"
+        "from gated_react.records.run_listing import latest_runs\n"
         "with resources.opened(resources.store_url(resources.settings(), None)) as saver:\n"
         "    latest_runs(saver, 20)\n"
         "heavy = ('langchain_openai', 'openai', 'langgraph.graph', 'langgraph.pregel')\n"

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from gated_react.cli.live.run_log import FIELDS
+from gated_react.records.run_log import FIELDS
 from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make_app
 
 from ..cli.conftest import invoke

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.policy import OnBudget, Protocol
+from gated_react.records.run_listing import METADATA_KEY
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -29,10 +30,6 @@ def close_mcp() -> None:
     """Stop every MCP server this process started (stdio servers are its children)."""
     while _OPENED:
         _OPENED.popitem()[1].close()
-
-
-METADATA_KEY = "gated_react_run"
-"""Checkpoint metadata key; LangGraph stores only scalar metadata, so the value is JSON text."""
 
 
 class RunOptions(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react.cli.run_listing import _scan, latest_runs
+from gated_react.records.run_listing import _scan, latest_runs
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 

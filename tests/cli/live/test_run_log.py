@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gated_react.cli.live.events import Tracker
-from gated_react.cli.live.run_log import FIELDS, RunLog, read_events
+from gated_react.records.events import Tracker
+from gated_react.records.run_log import FIELDS, RunLog, read_events
 
 from ...support.openai_server import FakeOpenAI, reply, tool_call
 from ..conftest import REFUND, invoke

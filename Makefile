@@ -59,6 +59,7 @@ test: setup lint typecheck pytest
 lint: setup
 	$(BIN)/ruff check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
 	$(BIN)/ruff format --check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
+	$(BIN)/lint-imports --no-cache
 
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios

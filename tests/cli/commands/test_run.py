@@ -5,8 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+import typer.main
+
+from gated_react.cli.app import app
+from gated_react.cli.commands.run import OnBudgetChoice
+from gated_react.cli.run_options import RunOptions
+from gated_react.policy import Budget, Policy
 
 from ...support.docs import page
 from ...support.openai_server import FakeOpenAI, Status, reply, tool_call
@@ -245,3 +252,32 @@ def test_max_cost_stops_a_run_and_an_unpriced_model_is_refused(server: FakeOpenA
     assert refused.exit_code != 0
     assert "max_cost 1 needs a price: model 'm-1' is unpriced" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def _budget_flags() -> dict[str, Any]:
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    budget = {*Budget.model_fields, "on_budget"}
+    return {param.name: param for param in command.params if param.name in budget}
+
+
+def test_the_budget_flags_are_the_budgets_fields() -> None:
+    """One declaration: every scalar ``Budget`` field has a ``run`` flag and a ``RunOptions``
+    field of its type (or None: keep the policy's), the flag's lower bound is the field's, and
+    its help shows the field's default. ``tool_limits`` (per tool) has no flag."""
+    flags = _budget_flags()
+    scalar = [name for name in Budget.model_fields if name != "tool_limits"]
+    assert sorted(flags) == sorted([*scalar, "on_budget"])
+    for name in scalar:
+        field, flag = Budget.model_fields[name], flags[name]
+        assert RunOptions.model_fields[name].annotation == field.annotation | None, name
+        bounds = {type(m).__name__: m for m in field.metadata}
+        if "Ge" in bounds:
+            assert flag.min == bounds["Ge"].ge, name
+        else:
+            assert flag.min > bounds["Gt"].gt, name
+        shown = "unlimited" if field.default is None else f"{field.default:g}"
+        assert flag.help.endswith(f"[default: {shown}]"), name
+    on_budget = Policy.model_fields["on_budget"]
+    assert RunOptions.model_fields["on_budget"].annotation == on_budget.annotation | None
+    assert {choice.value for choice in OnBudgetChoice} == set(get_args(on_budget.annotation))
+    assert flags["on_budget"].help.endswith(f"[default: {on_budget.default}]")

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,21 @@ def test_the_import_contracts_catch_a_stray_import(
     done = _lint_imports(tmp_path, inject)
     assert done.returncode == 1
     assert broken in " ".join(done.stdout.split()), done.stdout[-3000:]
+
+
+def test_the_package_metadata_is_what_an_index_expects() -> None:
+    """A license, POSIX only (the sandbox, process groups, signals), a status; no placeholder
+    address (a project URL is added when there is a real one); a changelog."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    classifiers = set(project["classifiers"])
+    assert "License :: OSI Approved :: MIT License" in classifiers
+    assert project["license"] == "MIT"
+    assert {c for c in classifiers if c.startswith("Operating System ::")} == {
+        "Operating System :: POSIX",
+        "Operating System :: POSIX :: Linux",
+    }
+    assert any(c.startswith("Development Status ::") for c in classifiers)
+    assert "invalid" not in json.dumps(project.get("urls", {}))
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert "keepachangelog.com" in changelog
+    assert "## [Unreleased]" in changelog

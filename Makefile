@@ -11,11 +11,12 @@ CONSTRAINTS := constraints.txt
 LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
+.PHONY: help setup local test check lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
 
 help:
 	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
 	@echo "make test   - set up and run lint, type checks and the test suite"
+	@echo "make check  - the fast path between edits: unit, node and scripted end-to-end tests"
 	@echo "make studio - serve the graphs to LangGraph Studio (offline dev server)"
 	@echo "make bench  - run the benchmarks against create_agent and create_react_agent"
 	@echo "make trace-backend - install Arize Phoenix (.venv-phoenix) for the tracing tests"
@@ -66,6 +67,15 @@ typecheck: setup
 
 pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The fast path a developer runs between edits: unit, node and scripted end-to-end tests. Left
+# to `make test`: the real servers (langgraph dev, Phoenix, Postgres), the local model, the
+# scale tests, the reliability suites and the docs (the site's build, every page's code run and
+# type-checked, which repeats `make typecheck`).
+CHECK_MARKERS := not studio and not phoenix and not postgres and not slow and not local_model
+CHECK_SKIPS := --ignore=tests/reliability --ignore=tests/docs --ignore=tests/test_typing.py
+check: setup
+	$(BIN)/pytest -q -m "$(CHECK_MARKERS)" $(CHECK_SKIPS) $(PYTEST_ARGS)
 
 format: setup
 	$(BIN)/ruff format src tests examples benchmarks

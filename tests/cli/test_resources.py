@@ -12,8 +12,8 @@ import pytest
 from gated_react.cli import resources
 from gated_react.cli.exits import CliError
 
+from ..support.cli import invoke
 from ..support.openai_server import FakeOpenAI, reply
-from .conftest import invoke
 
 COMMANDS = (["run", "hello"], ["runs"], ["show", "t"], ["resume", "t"])
 

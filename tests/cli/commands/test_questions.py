@@ -12,13 +12,13 @@ import pytest
 from gated_react import open_checkpointer, read
 from gated_react.workers import enqueue_run, install_queue, make_app
 
+from ...support.cli import invoke
 from ...support.helpers import REFUND_GOAL
 from ...support.openai_server import FakeOpenAI, reply, tool_call
 from ...support.scenarios import graph_for
 from ...support.worker_graphs import LOG_VAR
 from ...support.worker_procs import fleet, until
 from ...test_workers import scripted
-from ..conftest import invoke
 
 ASKING = "tests.support.worker_graphs:refund_asking_once"
 RUNS = 10
@@ -114,7 +114,7 @@ def _threads_done(url: str, threads: list[str]) -> bool:
 
 @pytest.mark.postgres
 def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers(
-    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decisions = tmp_path / "decisions.tsv"
     monkeypatch.setenv(LOG_VAR, str(decisions))

@@ -15,14 +15,14 @@ from gated_react.cli.commands.run import OnBudgetChoice
 from gated_react.cli.run_options import RunOptions
 from gated_react.policy import Budget, Policy
 
+from ...support.cli import REFUND, invoke
 from ...support.docs import page
 from ...support.openai_server import FakeOpenAI, Status, reply, tool_call
-from ..conftest import REFUND, invoke
 
 GOAL = "User 42 asked: can I get a refund now?"
 
 
-def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) -> None:
+def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state_dir: Path) -> None:
     server.push(*REFUND)
     out = invoke("run", GOAL)
     assert out.exit_code == 0, out.stderr
@@ -39,7 +39,7 @@ def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) 
     for text in ("status       ok", "stop reason  success", "USD 49.00", "tool calls   3/6"):
         assert text in summary
     assert out.stderr == ""
-    assert (state / "runs.sqlite").is_file()
+    assert (state_dir / "runs.sqlite").is_file()
     padded = [line for line in lines if line.endswith(" ")]
     assert padded == []  # piped: rich padded every table line with spaces before
 
@@ -147,7 +147,7 @@ def test_unreachable_postgres_is_one_line_without_the_password(server: FakeOpenA
 
 
 def test_no_model_configured_and_no_local_model(
-    state: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gated_react import local
 
@@ -158,18 +158,18 @@ def test_no_model_configured_and_no_local_model(
     _one_line_error(
         invoke("run", GOAL), "local model is not installed", "make local", "OPENAI_API_KEY"
     )
-    assert not (state / "runs.sqlite").exists()  # nothing was created
+    assert not (state_dir / "runs.sqlite").exists()  # nothing was created
 
 
-def test_a_missing_model_file_is_one_line(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_model_file_is_one_line(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gated_react import local
 
     # Any existing file stands in for llama-server, so the model file is what is checked
     # whether or not the local extra is installed (`make test` may run before `make local`).
     monkeypatch.setattr(local, "binary_path", lambda: Path(sys.executable))
-    out = invoke("run", GOAL, "--model-file", str(state / "nope.gguf"))
+    out = invoke("run", GOAL, "--model-file", str(state_dir / "nope.gguf"))
     _one_line_error(out, "nope.gguf")
-    assert not (state / "runs.sqlite").exists()
+    assert not (state_dir / "runs.sqlite").exists()
 
 
 def test_a_bad_setting_is_one_line(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,7 +194,7 @@ def test_flags_override_settings(server: FakeOpenAI, monkeypatch: pytest.MonkeyP
 
 
 def test_db_flag_and_env_choose_the_store(
-    server: FakeOpenAI, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeOpenAI, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.push(reply("one"), reply("two"))
     flag_db = tmp_path / "flag.sqlite"
@@ -206,7 +206,7 @@ def test_db_flag_and_env_choose_the_store(
     assert env_db.is_file()
     assert (tmp_path / "flag.sqlite.log").is_file()
     assert (tmp_path / "env.sqlite.log").is_file()
-    assert not state.exists()
+    assert not state_dir.exists()
 
 
 def _readme_json_sample() -> dict[str, object]:

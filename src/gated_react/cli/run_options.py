@@ -3,7 +3,6 @@ tools and policy. Never holds a secret: no API key, and no URL that carries cred
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.policy import OnBudget, Protocol
-from gated_react.records.run_listing import METADATA_KEY
+from gated_react.records.run_listing import METADATA_KEY, started_with
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -186,10 +185,10 @@ class RunOptions(BaseModel):
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunOptions | None:
-        raw = (metadata or {}).get(METADATA_KEY)
-        if not isinstance(raw, str):
+        recorded = started_with(metadata)
+        if recorded is None:
             return None
         try:
-            return cls.model_validate(json.loads(raw))
+            return cls.model_validate(recorded)
         except ValueError:
             return None

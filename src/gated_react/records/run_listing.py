@@ -194,7 +194,7 @@ def _row(thread_id: str, found: Any) -> RunRow:
     usage = values.get("usage") or {}
     waiting = any(write[1] == "__interrupt__" for write in found.pending_writes or ())
     status = values.get("status") or ("paused" if waiting else "unfinished")
-    options = started_with(found.metadata)
+    options = started_with(found.metadata) or {}
     return RunRow(
         thread_id=thread_id,
         status=status,
@@ -208,15 +208,15 @@ def _row(thread_id: str, found: Any) -> RunRow:
     )
 
 
-def started_with(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the run was started with, as recorded under ``METADATA_KEY`` (empty when it was
-    not, or the record is damaged)."""
+def started_with(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the run was started with, as recorded under ``METADATA_KEY``; None when it was
+    not recorded (a run started by the library) or the record is damaged."""
     raw = (metadata or {}).get(METADATA_KEY)
     try:
         found = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _local(ts: str) -> str:

@@ -70,10 +70,15 @@ pytest: setup
 
 # The fast path a developer runs between edits: unit, node and scripted end-to-end tests. Left
 # to `make test`: the real servers (langgraph dev, Phoenix, Postgres), the local model, the
-# scale tests, the reliability suites and the docs (the site's build, every page's code run and
-# type-checked, which repeats `make typecheck`).
+# scale tests, the reliability suites, the docs (the site's build, every page's code run and
+# type-checked, which repeats `make typecheck`), and the modules whose tests start Python
+# processes one after another (console scripts, example scripts, a wheel, worker fleets):
+# 12 of the 20 slowest tests of a loaded run, 10 to 47 s each.
 CHECK_MARKERS := not studio and not phoenix and not postgres and not slow and not local_model
-CHECK_SKIPS := --ignore=tests/reliability --ignore=tests/docs --ignore=tests/test_typing.py
+CHECK_SKIPS := --ignore=tests/reliability --ignore=tests/docs --ignore=tests/test_typing.py \
+	--ignore=tests/examples/scripts --ignore=tests/examples/package/test_package_data.py \
+	--ignore=tests/cli/test_subprocess.py --ignore=tests/cli/test_mcp_cli.py \
+	--ignore=tests/cli/test_langsmith.py --ignore=tests/workers/test_supervisor.py
 check: setup
 	$(BIN)/pytest -q -m "$(CHECK_MARKERS)" $(CHECK_SKIPS) $(PYTEST_ARGS)
 

@@ -11,11 +11,12 @@ CONSTRAINTS := constraints.txt
 LLAMA_ENV := CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=OFF" LLAMA_CPP_BUILD_JOBS=2
 OFFLINE_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: help setup local test lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
+.PHONY: help setup local test check lint typecheck pytest format demo studio bench clean mutation trace-backend docs docs-serve
 
 help:
 	@echo "make demo   - set up and run the refund scenario on a local model (no API key)"
 	@echo "make test   - set up and run lint, type checks and the test suite"
+	@echo "make check  - the fast path between edits: unit, node and scripted end-to-end tests"
 	@echo "make studio - serve the graphs to LangGraph Studio (offline dev server)"
 	@echo "make bench  - run the benchmarks against create_agent and create_react_agent"
 	@echo "make trace-backend - install Arize Phoenix (.venv-phoenix) for the tracing tests"
@@ -59,12 +60,27 @@ test: setup lint typecheck pytest
 lint: setup
 	$(BIN)/ruff check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
 	$(BIN)/ruff format --check src tests examples benchmarks mutation docs/_hooks scripts/docs_inventory.py
+	$(BIN)/lint-imports --no-cache
 
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios
 
 pytest: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The fast path a developer runs between edits: unit, node and scripted end-to-end tests. Left
+# to `make test`: the real servers (langgraph dev, Phoenix, Postgres), the local model, the
+# scale tests, the reliability suites, the docs (the site's build, every page's code run and
+# type-checked, which repeats `make typecheck`), and the modules whose tests start Python
+# processes one after another (console scripts, example scripts, a wheel, worker fleets):
+# 12 of the 20 slowest tests of a loaded run, 10 to 47 s each.
+CHECK_MARKERS := not studio and not phoenix and not postgres and not slow and not local_model
+CHECK_SKIPS := --ignore=tests/reliability --ignore=tests/docs --ignore=tests/test_typing.py \
+	--ignore=tests/examples/scripts --ignore=tests/examples/package/test_package_data.py \
+	--ignore=tests/cli/test_subprocess.py --ignore=tests/cli/test_mcp_cli.py \
+	--ignore=tests/cli/test_langsmith.py --ignore=tests/workers/test_supervisor.py
+check: setup
+	$(BIN)/pytest -q -m "$(CHECK_MARKERS)" $(CHECK_SKIPS) $(PYTEST_ARGS)
 
 format: setup
 	$(BIN)/ruff format src tests examples benchmarks

@@ -23,7 +23,7 @@ REFUND = "refund #{} for user 42?"
 def fill(url: str, runs: int) -> None:
     """``runs`` finished refund runs in the store at ``url`` (kept if already there)."""
     from gated_react import build_graph, open_checkpointer, run
-    from gated_react.cli.run_listing import latest_runs
+    from gated_react.records.run_listing import latest_runs
     from gated_react.testing import ScriptedChatModel, call
     from gated_react.tools.support import SUPPORT_TOOLS
 

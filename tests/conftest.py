@@ -6,11 +6,16 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .support import pg
+from .support.openai_server import FakeOpenAI
 from .support.phoenix import Phoenix, phoenix_server
+
+if TYPE_CHECKING:
+    from .support.studio_server import DevServer
 
 # Nothing in the test suite may reach a hosted API or send traces (the OpenTelemetry tests
 # set the OTEL_* variables they need themselves).
@@ -32,6 +37,28 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
     their spans apart by trace and conversation id."""
     with phoenix_server(tmp_path_factory.mktemp("phoenix")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def studio_model() -> Iterator[FakeOpenAI]:
+    """The model server of the session's ``langgraph dev``; a module plays its own script or
+    default on it (``FakeOpenAI.playing``)."""
+    with FakeOpenAI() as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def studio(
+    studio_model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevServer]:
+    """One ``langgraph dev`` for every Studio test of the run that needs no server of its own
+    (a restart, other variables): it takes seconds to start, more on a loaded machine. Threads
+    are told apart by id; it cleans up after itself when stopped."""
+    from .support.studio_server import serving  # langgraph_sdk: only for the Studio tests
+
+    with serving(tmp_path_factory.mktemp("studio"), studio_model) as server:
+        yield server
+    assert not (server.workdir / ".langgraph_api").exists()
 
 
 @pytest.fixture

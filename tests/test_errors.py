@@ -24,8 +24,8 @@ from gated_react.errors import (
 def _exception_classes() -> list[type[BaseException]]:
     found = []
     for info in pkgutil.walk_packages(gated_react.__path__, "gated_react."):
-        if info.name.endswith(("__main__", "studio_context", "_sql_worker")):
-            continue  # studio_context only re-exports; the SQL worker is a standard-library
+        if info.name.endswith(("__main__", "_sql_worker")):
+            continue  # the SQL worker is a standard-library
             # script run in its own process: its errors reach the tool as one line of text
         if ".examples.files" in info.name:
             continue

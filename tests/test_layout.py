@@ -4,10 +4,18 @@ holds only what users are pointed at, and the engine stays private."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
+import pytest
+
 from .support.docs import all_text
+from .support.reaping import PATIENCE
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "gated_react"
@@ -67,3 +75,89 @@ def test_only_the_graph_nodes_and_protocols_import_the_engine() -> None:
     strays = [user for user in users if not user.startswith(ENGINE_USERS)]
     assert strays == []
     assert "graph.py" in users
+
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(tmp_path: Path, inject: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` as ``make lint`` runs it, on a copy of the package with ``inject``
+    (module path -> a line of code) appended: the copy is first on the path, so the contracts
+    judge it, not the installed package."""
+    shutil.copytree(PACKAGE, tmp_path / "src" / "gated_react")
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    for module, line in inject.items():
+        with (tmp_path / "src" / "gated_react" / module).open("a") as file:
+            file.write(f"\n{line}\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+
+
+def test_make_lint_checks_the_import_contracts() -> None:
+    recipe = (REPO / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/lint-imports" in recipe
+
+
+def test_the_import_contracts_hold_on_the_tree(tmp_path: Path) -> None:
+    done = _lint_imports(tmp_path, {})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("inject", "broken"),
+    [
+        pytest.param(
+            {"cli/exits.py": "import gated_react.workers"},
+            "gated_react.cli is not allowed to import gated_react.workers",
+            id="cli-imports-workers",
+        ),
+        pytest.param(
+            {"workers/watch.py": "from gated_react.cli.exits import CliError"},
+            "gated_react.workers is not allowed to import gated_react.cli",
+            id="workers-imports-cli",
+        ),
+        pytest.param(
+            {"tools/calculator.py": "from gated_react import mcp"},
+            "No cycles are allowed in gated_react",
+            id="a-cycle-between-siblings",
+        ),
+        pytest.param(
+            {"state.py": "from gated_react import runs"},
+            "gated_react.state is not allowed to import gated_react.runs",
+            id="state-imports-the-api",
+        ),
+    ],
+)
+def test_the_import_contracts_catch_a_stray_import(
+    tmp_path: Path, inject: dict[str, str], broken: str
+) -> None:
+    done = _lint_imports(tmp_path, inject)
+    assert done.returncode == 1
+    assert broken in " ".join(done.stdout.split()), done.stdout[-3000:]
+
+
+def test_the_package_metadata_is_what_an_index_expects() -> None:
+    """A license, POSIX only (the sandbox, process groups, signals), a status; no placeholder
+    address (a project URL is added when there is a real one); a changelog."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    classifiers = set(project["classifiers"])
+    assert "License :: OSI Approved :: MIT License" in classifiers
+    assert project["license"] == "MIT"
+    assert {c for c in classifiers if c.startswith("Operating System ::")} == {
+        "Operating System :: POSIX",
+        "Operating System :: POSIX :: Linux",
+    }
+    assert any(c.startswith("Development Status ::") for c in classifiers)
+    assert "invalid" not in json.dumps(project.get("urls", {}))
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert "keepachangelog.com" in changelog
+    assert "## [Unreleased]" in changelog

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from gated_react import build_graph
-from gated_react.state import State
+from gated_react.state import (
+    RESULT_KEYS,
+    SUMMARY_KEYS,
+    CoreState,
+    RunResult,
+    State,
+    Status,
+    ThreadResult,
+    Usage,
+    UsageDict,
+)
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -80,3 +90,32 @@ def test_messages_with_every_tool_step_grow_the_store_linearly(tmp_path: Path) -
     after 100); as a delta channel, 1.6 MB and 3.4 MB."""
     short, long = _stored_bytes(tmp_path, 20), _stored_bytes(tmp_path, 40)
     assert long < 2.4 * short  # twice the steps: about twice the bytes, not four times
+
+
+def test_usage_dict_is_usage_field_by_field() -> None:
+    """One declaration: the TypedDict view of ``Usage`` (what results hold) has its fields, in
+    its order, with its types; a field added to one and not the other fails here."""
+    view = get_type_hints(UsageDict)
+    assert list(view) == list(Usage.model_fields)
+    assert view == {name: field.annotation for name, field in Usage.model_fields.items()}
+
+
+def test_the_results_share_their_keys_with_the_state() -> None:
+    """``ThreadResult`` is ``RunResult``'s keys plus the thread and its questions; the keys that
+    say how a run ended have one type in ``RunResult``, ``CoreState`` and ``ThreadResult``
+    (which adds ``paused``, a status no state holds)."""
+    thread = get_type_hints(ThreadResult)
+    run = get_type_hints(RunResult)
+    core = get_type_hints(CoreState)
+    assert set(thread) == {*RESULT_KEYS, "thread_id", "pending"}
+    assert list(RESULT_KEYS) == list(RunResult.model_fields)
+    assert thread["usage"] is UsageDict
+    assert run["usage"] is Usage
+    assert core["usage"] is Usage
+    for key in SUMMARY_KEYS:
+        assert run[key] == core[key], key
+        if key != "status":
+            assert thread[key] == run[key], key
+    statuses = {arg for part in get_args(thread["status"]) for arg in get_args(part)}
+    assert statuses == {*get_args(Status), "paused"}
+    assert type(None) in get_args(thread["status"])

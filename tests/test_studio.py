@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,12 @@ from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.openai_server import FakeOpenAI, reply, tool_call
+from .support.reaping import PATIENCE
 
 REPO = Path(__file__).resolve().parents[1]
+STUDIO_ENV = json.loads((REPO / "langgraph.json").read_text())["env"]
+SAMPLE = REPO / STUDIO_ENV["GATED_REACT_STUDIO_WORKSPACE"]
+"""The sample project the repository's langgraph.json confines the workbench to."""
 LIBRARY_FIELDS = (set(Policy.model_fields) - {"budget", "answer_schema"}) | set(Budget.model_fields)
 
 
@@ -151,8 +158,8 @@ def test_the_workbench_is_confined_to_its_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.chdir(REPO)
-    assert WorkbenchContext().workspace_path() == REPO / "docs" / "studio-workspace"
+    monkeypatch.chdir(tmp_path)
+    assert WorkbenchContext().workspace_path() == tmp_path.resolve()  # no variable: the server's
     graph = workbench_graph(WorkbenchContext(workspace_root=str(tmp_path)))
     agent = _agent(graph)
     assert set(agent.tools) == {"calculate", "read_file", "list_files", "run_tests"}
@@ -167,8 +174,8 @@ def test_the_shipped_workspace_has_a_failing_test_to_debug(
     script = [tool_call("run_tests", path="test_cart.py"), reply("The discount starts one late.")]
     with FakeOpenAI(script) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.chdir(REPO)
-        out = workbench_graph(WorkbenchContext()).invoke({"goal": "Why does test_cart fail?"})
+        context = WorkbenchContext(workspace_root=str(SAMPLE))
+        out = workbench_graph(context).invoke({"goal": "Why does test_cart fail?"})
     result = out["history"][0]["observation"]
     assert result["passed"] is False
     assert "assert 30.0 == 27.0" in result["output"]
@@ -250,12 +257,19 @@ def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
     }
 
 
-def test_the_old_context_module_still_imports_and_warns() -> None:
-    import importlib
-    import sys
-
-    sys.modules.pop("gated_react.studio_context", None)
-    with pytest.warns(DeprecationWarning, match=r"gated_react\.studio_context is deprecated"):
-        old = importlib.import_module("gated_react.studio_context")
-    assert old.RefundContext is RefundContext
-    assert old.WorkbenchContext is WorkbenchContext
+def test_the_sample_workspace_is_named_by_langgraph_json_not_by_the_package() -> None:
+    """The wheel holds no repository path: the repository's langgraph.json names its sample
+    project, and a server started with it confines the workbench there."""
+    assert "studio-workspace" not in (REPO / "src" / "gated_react" / "studio.py").read_text()
+    assert (SAMPLE / "test_cart.py").is_file()
+    code = "from gated_react.studio import WorkbenchContext as W; print(W().workspace_path())"
+    shown = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**os.environ, **STUDIO_ENV},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=PATIENCE,
+    ).stdout.strip()
+    assert shown == str(SAMPLE)

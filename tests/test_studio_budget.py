@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, drive, serving
+from .support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
 
@@ -38,12 +38,10 @@ def _model(request: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with (
-        FakeOpenAI(default=_model) as model,
-        serving(tmp_path_factory.mktemp("studio-budget"), model) as server,
-    ):
-        yield server
+def dev(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[DevServer]:
+    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
+    with studio_model.playing(default=_model):
+        yield studio
 
 
 def _answer(decision: dict[str, Any]) -> Command:

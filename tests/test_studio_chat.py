@@ -18,7 +18,7 @@ from langgraph_sdk.client import LangGraphClient
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, drive, serving
+from .support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
 
@@ -45,15 +45,15 @@ def _model(request: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(default=_model) as server:
-        yield server
+def model(studio_model: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    with studio_model.playing(default=_model) as model:
+        yield model
 
 
 @pytest.fixture(scope="module")
-def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with serving(tmp_path_factory.mktemp("studio-chat"), model) as server:
-        yield server
+def dev(studio: DevServer, model: FakeOpenAI) -> DevServer:
+    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
+    return studio
 
 
 def _human(text: str) -> dict[str, Any]:

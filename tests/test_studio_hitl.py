@@ -52,12 +52,10 @@ def _model(request: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with (
-        FakeOpenAI(default=_model) as model,
-        serving(tmp_path_factory.mktemp("studio-hitl"), model) as server,
-    ):
-        yield server
+def dev(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[DevServer]:
+    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
+    with studio_model.playing(default=_model):
+        yield studio
 
 
 def _decision(decision: dict[str, Any]) -> Command:

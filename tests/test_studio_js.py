@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 from gated_react._engine.transcript import calls_shown
 
 from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, serving
+from .support.studio_server import DevServer
 
 pytestmark = pytest.mark.studio
 
@@ -59,17 +59,14 @@ def _tools() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """What the Node client saw of every scenario (tests/js/chat.mjs), one server for all."""
+def seen(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[dict[str, Any]]:
+    """What the Node client saw of every scenario (tests/js/chat.mjs), on the session's server."""
     node, npm = _tools()
     if not SDK.is_file() or json.loads(SDK.read_text())["version"] != "2.0.0":
         install = [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
         subprocess.run(install, cwd=JS, check=True, timeout=600, capture_output=True)
-    with (
-        FakeOpenAI(default=_model) as model,
-        serving(tmp_path_factory.mktemp("studio-js"), model) as server,
-    ):
-        yield _drive(node, server)
+    with studio_model.playing(default=_model):
+        yield _drive(node, studio)
 
 
 def _drive(node: str, server: DevServer) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from gated_react.studio import RefundContext, WorkbenchContext
 from .support.helpers import REFUND_GOAL
 from .support.openai_server import FakeOpenAI, reply, tool_call
 from .support.reaping import PATIENCE
-from .support.studio_server import REPO, DevServer, drive, serving
+from .support.studio_server import REPO, DevServer, drive
 from .test_graph import EDGES, NODES
 
 pytestmark = pytest.mark.studio
+SAMPLE = json.loads((REPO / "langgraph.json").read_text())["env"]["GATED_REACT_STUDIO_WORKSPACE"]
 
 BILLING_NEEDS_A_HUMAN = {"require_approval": ["get_user_billing"], "max_steps": 6}
 REFUND_SCRIPT = [
@@ -33,16 +34,15 @@ REFUND_SCRIPT = [
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
+def model(studio_model: FakeOpenAI) -> Iterator[FakeOpenAI]:
+    with studio_model.playing() as model:
+        yield model
 
 
 @pytest.fixture(scope="module")
-def dev(model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with serving(tmp_path_factory.mktemp("studio"), model) as server:
-        yield server
-    assert not (server.workdir / ".langgraph_api").exists()
+def dev(studio: DevServer, model: FakeOpenAI) -> DevServer:
+    """The session's server (``tests/conftest.py``), its model playing this module's script."""
+    return studio
 
 
 async def _system_assistant(client: LangGraphClient, graph_id: str) -> str:
@@ -72,7 +72,10 @@ def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
         for graph_id, schema in (("refund", RefundContext), ("workbench", WorkbenchContext)):
             shown = await client.assistants.get_schemas(await _system_assistant(client, graph_id))
             form = shown["context_schema"]
-            assert form == schema.model_json_schema()
+            expected = schema.model_json_schema()
+            if graph_id == "workbench":  # the server's default is what langgraph.json names
+                expected["properties"]["workspace_root"]["default"] = SAMPLE
+            assert form == expected
             assert set(form["properties"]) == set(schema.model_fields)
             assert all(field["description"] for field in form["properties"].values())
             assert set(shown["input_schema"]["properties"]) == {"goal", "messages"}

@@ -142,6 +142,13 @@ def capture_content() -> bool:
 _CAPTURE_ON = frozenset({"true", "1", "yes", "span_only", "span_and_event"})
 
 
+def studio_workspace() -> str:
+    """The folder Studio's ``workbench`` graph confines its workspace tools to unless the
+    assistant names one: ``GATED_REACT_STUDIO_WORKSPACE`` (the repository's ``langgraph.json``
+    sets its sample project), else the folder the server runs in; read when Studio imports it."""
+    return os.environ.get("GATED_REACT_STUDIO_WORKSPACE") or "."
+
+
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/gated-react``, by default ``~/.local/state/gated-react``."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")

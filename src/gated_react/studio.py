@@ -27,7 +27,7 @@ from gated_react.graph import build_graph, idle_graph
 from gated_react.models import chat_model
 from gated_react.otel import setup_tracing
 from gated_react.policy import Budget, Policy
-from gated_react.settings import Settings
+from gated_react.settings import Settings, studio_workspace
 from gated_react.tools import load_toolkit
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -37,7 +37,7 @@ _RESERVED_PREFIXES = ("__", "langgraph_", "checkpoint_")
 _RESERVED = frozenset({"thread_id", "run_id", "assistant_id", "graph_id", "user_id"})
 _BUDGET = frozenset(Budget.model_fields)
 _POLICY = frozenset(Policy.model_fields) - {"budget", "answer_schema"}
-DEFAULT_WORKSPACE = "docs/studio-workspace"
+DEFAULT_WORKSPACE = studio_workspace()
 
 
 class _Context(BaseModel):

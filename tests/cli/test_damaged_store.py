@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ..support.cli import invoke
 from ..support.openai_server import FakeOpenAI, tool_call
-from .conftest import invoke
 
 JUNK = bytes(range(256))[::-1] * 2  # starts 0xff: msgpack reads a bare -1, not a checkpoint
 READERS = (

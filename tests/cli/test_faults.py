@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ..support.cli import REFUND, invoke
 from ..support.openai_server import (
     Delay,
     Drop,
@@ -21,7 +22,6 @@ from ..support.openai_server import (
     reply,
     tool_call,
 )
-from .conftest import REFUND, invoke
 
 FIRST = tool_call("get_user_profile", user_id=42)
 CONTEXT = "This model's maximum context length is 128000 tokens."

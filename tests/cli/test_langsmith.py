@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from ..support.cli import cli
 from ..support.openai_server import FakeOpenAI, reply, tool_call
-from .conftest import cli
 
 
 class Collector:

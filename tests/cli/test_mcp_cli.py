@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from ..support.cli import cli, invoke, spawn
 from ..support.mcp_servers import alive, serve_http, stdio_config
 from ..support.openai_server import FakeOpenAI, reply, tool_call
 from ..support.reaping import PATIENCE, reap, wait_for
-from .conftest import cli, invoke, spawn
 
 GOAL = "Keep a note."
 
@@ -136,7 +136,7 @@ def test_a_run_over_streamable_http(server: FakeOpenAI, tmp_path: Path) -> None:
     ],
 )
 def test_a_server_that_cannot_start_is_one_line_and_exit_1(
-    state: Path, tmp_path: Path, config: dict[str, Any] | None, says: str
+    state_dir: Path, tmp_path: Path, config: dict[str, Any] | None, says: str
 ) -> None:
     path = tmp_path / "mcp.json"
     if config is not None:
@@ -177,7 +177,7 @@ def test_ctrl_c_during_a_hanging_mcp_tool_stops_its_server(
     assert not alive(pids(tmp_path)[0])
 
 
-def test_flags_that_do_not_fit_mcp_are_refused(state: Path, tmp_path: Path) -> None:
+def test_flags_that_do_not_fit_mcp_are_refused(state_dir: Path, tmp_path: Path) -> None:
     out = invoke("run", "--example", "000-support", "--mcp", str(config_file(tmp_path)))
     assert out.exit_code == 1
     assert "use --example or --mcp, not both" in out.stderr
@@ -189,7 +189,7 @@ def test_flags_that_do_not_fit_mcp_are_refused(state: Path, tmp_path: Path) -> N
     )
 
 
-def test_commands_without_mcp_import_no_mcp_library(state: Path) -> None:
+def test_commands_without_mcp_import_no_mcp_library(state_dir: Path) -> None:
     code = (
         "import sys\n"
         "from gated_react.cli.run_options import RunOptions\n"

@@ -13,10 +13,10 @@ import pytest
 from gated_react.cli import resources
 from gated_react.cli.exits import CliError
 
+from ..support.cli import invoke, spawn
 from ..support.openai_server import FakeOpenAI, reply, tool_call
 from ..support.reaping import PATIENCE
 from ..support.tamper import copy_rows
-from .conftest import invoke, spawn
 
 COMMANDS = (["run", "hello"], ["runs"], ["show", "t"], ["resume", "t"])
 

@@ -14,9 +14,9 @@ import pytest
 from gated_react import open_checkpointer
 from gated_react.locks import thread_lock
 
+from ..support.cli import REFUND, cli, invoke, spawn
 from ..support.openai_server import Delay, FakeOpenAI, Status, reply, tool_call
 from ..support.reaping import PATIENCE, reap, wait_for
-from .conftest import REFUND, cli, invoke, spawn
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,9 @@ def test_exit_codes_and_a_pure_json_stdout(
         (("resume", "no-such-thread"), "no-such-thread"),
     ],
 )
-def test_a_user_error_is_one_line_and_exit_1(state: Path, args: tuple[str, ...], says: str) -> None:
+def test_a_user_error_is_one_line_and_exit_1(
+    state_dir: Path, args: tuple[str, ...], says: str
+) -> None:
     done = cli(*args)
     assert done.returncode == 1
     assert done.stdout == ""
@@ -61,7 +63,7 @@ def test_a_user_error_is_one_line_and_exit_1(state: Path, args: tuple[str, ...],
 @pytest.mark.parametrize("url", ["http://[::1", "not-a-url", "ftp://127.0.0.1/v1"])
 @pytest.mark.parametrize("where", ["env", "flag"])
 def test_a_base_url_that_is_not_one_is_one_line_and_exit_1(
-    state: Path, monkeypatch: pytest.MonkeyPatch, url: str, where: str
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, url: str, where: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     if where == "env":
@@ -84,11 +86,11 @@ def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
         reap(proc)
 
 
-def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state: Path) -> None:
+def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state_dir: Path) -> None:
     server.push(tool_call("get_user_billing", user_id=42), Delay(60, reply("late")))
     proc = spawn("run", "refund?", "--thread", "cc")
     assert server.wait_for_requests(2)  # the slow second model call is under way
-    logged = (state / "runs.sqlite.log").read_text().splitlines()
+    logged = (state_dir / "runs.sqlite.log").read_text().splitlines()
     assert [json.loads(line)["node"] for line in logged][-1] == "observe"  # flushed per line
     out, err = _interrupt(proc)
     assert proc.returncode == 130
@@ -102,14 +104,14 @@ def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state:
     assert result["answer"] == "USD 49"
     assert [h["action"]["name"] for h in result["history"]] == ["get_user_billing"]
     assert len(server.requests) == 3  # the tool step was not asked for again
-    log = (state / "runs.sqlite.log").read_text().splitlines()
+    log = (state_dir / "runs.sqlite.log").read_text().splitlines()
     nodes = [json.loads(line)["decision"] for line in log]
     assert "interrupted" in nodes
     assert "resumed" in nodes
 
 
 def test_ctrl_c_during_a_slow_tool_then_resume(
-    server: FakeOpenAI, state: Path, tmp_path: Path
+    server: FakeOpenAI, state_dir: Path, tmp_path: Path
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -135,12 +137,12 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
     assert len(marker.read_text()) == 2  # run_tests is idempotent: it ran again on resume
 
 
-def test_a_busy_thread_is_refused(server: FakeOpenAI, state: Path) -> None:
+def test_a_busy_thread_is_refused(server: FakeOpenAI, state_dir: Path) -> None:
     server.push(tool_call("get_user_billing", user_id=42))
     assert (
         invoke("run", "x", "--thread", "busy", "--approve-tool", "get_user_billing").exit_code == 4
     )
-    with open_checkpointer(str(state / "runs.sqlite")) as saver, thread_lock(saver, "busy"):
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver, thread_lock(saver, "busy"):
         done = cli("resume", "busy", "--approve")
     assert done.returncode == 1
     assert done.stderr == (
@@ -149,12 +151,12 @@ def test_a_busy_thread_is_refused(server: FakeOpenAI, state: Path) -> None:
     assert len(server.requests) == 1
 
 
-def test_help_and_runs_do_not_import_the_model_stack(state: Path) -> None:
+def test_help_and_runs_do_not_import_the_model_stack(state_dir: Path) -> None:
     code = (
         "import sys\n"
         "from gated_react.cli.app import app\n"
         "from gated_react.cli import resources\n"
-        "from gated_react.cli.run_listing import latest_runs\n"
+        "from gated_react.records.run_listing import latest_runs\n"
         "with resources.opened(resources.store_url(resources.settings(), None)) as saver:\n"
         "    latest_runs(saver, 20)\n"
         "heavy = ('langchain_openai', 'openai', 'langgraph.graph', 'langgraph.pregel')\n"

@@ -15,16 +15,16 @@ import pytest
 from gated_react import open_checkpointer
 from gated_react.graph import idle_graph
 
+from ..support.cli import REFUND, cli
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
 from ..support.phoenix import Phoenix
-from .conftest import REFUND, cli
 
 pytestmark = pytest.mark.phoenix
 APPROVE = json.dumps({"decisions": [{"type": "approve"}]})
 
 
 @pytest.fixture
-def exporting(phoenix: Phoenix, state: Path, monkeypatch: pytest.MonkeyPatch) -> Phoenix:
+def exporting(phoenix: Phoenix, state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Phoenix:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url)
     monkeypatch.setenv("OTEL_SERVICE_NAME", "gated-react-tests")
     monkeypatch.setenv("OPENAI_MODEL", "gpt-4.1-mini")
@@ -57,8 +57,8 @@ def test_the_refund_scenario_as_phoenix_holds_it(exporting: Phoenix, server: Fak
     assert {s["parent_id"] for s in spans if s is not root} == {root["context"]["span_id"]}
 
 
-def _stored_traceparent(state: Path, thread: str) -> str:
-    with open_checkpointer(str(state / "runs.sqlite")) as saver:
+def _stored_traceparent(state_dir: Path, thread: str) -> str:
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
         values = idle_graph(saver).get_state({"configurable": {"thread_id": thread}}).values
     return str(values["traceparent"])
 
@@ -69,12 +69,12 @@ def _ids(span: dict[str, Any]) -> str:
 
 
 def test_a_resume_in_another_process_continues_the_conversation(
-    exporting: Phoenix, server: FakeOpenAI, state: Path
+    exporting: Phoenix, server: FakeOpenAI, state_dir: Path
 ) -> None:
     server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
     paused = cli("run", "refund?", "--thread", "ask-42", "--approve-tool", "get_user_billing")
     assert paused.returncode == 4, paused.stderr
-    first_stored = _stored_traceparent(state, "ask-42")
+    first_stored = _stored_traceparent(state_dir, "ask-42")
     done = cli("resume", "ask-42", "--answer", APPROVE)
     assert done.returncode == 0, done.stderr
     spans = exporting.conversation("ask-42", 7)
@@ -83,7 +83,7 @@ def test_a_resume_in_another_process_continues_the_conversation(
     # The resume linked its span to the one the store named (Phoenix keeps no links; the
     # link itself is checked in memory in tests/_engine/test_tracing.py).
     assert first_stored.startswith(_ids(roots[0]))
-    assert _stored_traceparent(state, "ask-42").startswith(_ids(roots[1]))
+    assert _stored_traceparent(state_dir, "ask-42").startswith(_ids(roots[1]))
     verdicts = [
         s["attributes"]["gen_ai.guardrail.result.value"]
         for s in spans

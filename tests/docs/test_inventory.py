@@ -3,6 +3,7 @@ and every table row of the README at 9838988 on some page of the site."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,13 @@ def test_a_section_that_is_nowhere_is_reported(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "## A section nobody moved -> MISSING" in done.stdout
     assert "row MISSING: `zzz`" in done.stdout
+
+
+def test_what_the_inventory_lets_go_is_in_the_changelogs_removed() -> None:
+    spec = importlib.util.spec_from_file_location("docs_inventory", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    inventory = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inventory)
+    removed = (REPO / "CHANGELOG.md").read_text().split("### Removed", 1)[1].split("\n## ", 1)[0]
+    assert [row for row in inventory.REMOVED if row.strip("`") not in removed] == []

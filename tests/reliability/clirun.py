@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..cli.conftest import CLI, invoke
+from ..support.cli import CLI, invoke
 from ..support.reaping import PATIENCE, reap
 
 TIMEOUT = PATIENCE

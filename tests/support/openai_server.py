@@ -29,7 +29,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -122,6 +122,21 @@ class FakeOpenAI:
                     return True
             time.sleep(0.02)
         return False
+
+    @contextlib.contextmanager
+    def playing(
+        self, script: Iterable[Item] = (), *, default: Item | None = None
+    ) -> Iterator[FakeOpenAI]:
+        """This server with its own script, default and request log for one module of tests
+        (the session's shared ``langgraph dev`` talks to one server); the old ones back after."""
+        with self._lock:
+            saved = self._script, self._default, self.requests
+            self._script, self._default, self.requests = list(script), default, []
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._script, self._default, self.requests = saved
 
     def push(self, *items: Item) -> None:
         with self._lock:

@@ -12,10 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from gated_react.cli.live.run_log import FIELDS
+from gated_react.records.run_log import FIELDS
 from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make_app
 
-from ..cli.conftest import invoke
+from ..support.cli import invoke
 from ..support.helpers import REFUND_GOAL
 from ..support.worker_graphs import LOG_VAR
 from ..support.worker_procs import Worker, fleet, until

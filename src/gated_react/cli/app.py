@@ -11,7 +11,10 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from gated_react.cli.commands import graph, questions, queue, resume, run, runs, show
-from gated_react.cli.exits import CliError, Exit, say_error, store_failure
+from gated_react.cli.exits import CliError, Exit, say_error
+from gated_react.errors import exception_line
+from gated_react.records import RecordError
+from gated_react.records.store import store_failure
 
 _HELP = """A ReAct agent in which the model proposes and a policy decides.
 
@@ -47,6 +50,9 @@ class _Group(TyperGroup):
         except CliError as exc:
             say_error(str(exc))
             return int(exc.code)
+        except RecordError as exc:  # a run log, a stored thread or the queue: one line too
+            say_error(exception_line(exc))
+            return int(Exit.ERROR)
         except TyperException as exc:  # usage errors: a bad option, a missing argument
             ctx = getattr(exc, "ctx", None)
             where = f" (see {ctx.command_path} --help)" if ctx is not None else ""

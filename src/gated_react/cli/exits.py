@@ -46,47 +46,11 @@ def say_error(message: str) -> None:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the library's own errors (a store, model, thread or example the user named) into
-    ``CliError``: one line, secrets masked, exit 1."""
+    ``CliError``: one line, secrets masked, exit 1. (``gated_react.records``' errors that
+    reach the app unconverted get the same line and exit code there.)"""
     try:
         yield
     except CliError:
         raise
     except GatedReactError as exc:
         raise CliError(exception_line(exc)) from None
-
-
-# Database drivers whose errors mean the run store itself failed while in use.
-_STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool"})
-
-
-@contextmanager
-def readable(thread: str) -> Iterator[None]:
-    """Reading what a thread stored: rows this version cannot decode (a damaged file, or rows
-    written by another program) are one line naming the thread, exit 1; the store itself
-    failing and our own errors pass through to their handlers. A value the serializer refused
-    to revive (``gated_react.serializer``) names the thread too."""
-    from gated_react.serializer import UnsafeCheckpoint  # the store is open: LangGraph is loaded
-
-    try:
-        yield
-    except UnsafeCheckpoint as exc:
-        raise CliError(f"thread {thread!r}: its stored checkpoint cannot be read: {exc}") from None
-    except GatedReactError:
-        raise
-    except Exception as exc:
-        if store_failure(exc) is not None:
-            raise
-        name, why = type(exc).__name__, exception_line(exc, first_only=True)
-        raise CliError(
-            f"thread {thread!r}: its stored checkpoint cannot be read "
-            f"({name if why == name else f'{name}: {why}'}); the store is damaged or was "
-            "written by another program or version"
-        ) from None
-
-
-def store_failure(exc: BaseException) -> str | None:
-    """One line for a store that failed in use (disk full, read-only file, lost connection);
-    None for any other exception."""
-    if type(exc).__module__.partition(".")[0] not in _STORE_DRIVERS:
-        return None
-    return exception_line(exc, first_only=True)

@@ -74,7 +74,7 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
         return log.expanduser()
     with user_errors():
         from gated_react.checkpoint import StoreURL
-        from gated_react.cli.live.run_log import FILE_NAME
+        from gated_react.records.run_log import FILE_NAME
         from gated_react.settings import default_state_dir
 
         store = StoreURL.parse(url)

@@ -3,7 +3,6 @@ tools and policy. Never holds a secret: no API key, and no URL that carries cred
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.policy import OnBudget, Protocol
+from gated_react.records.run_listing import METADATA_KEY, started_with
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -29,10 +29,6 @@ def close_mcp() -> None:
     """Stop every MCP server this process started (stdio servers are its children)."""
     while _OPENED:
         _OPENED.popitem()[1].close()
-
-
-METADATA_KEY = "gated_react_run"
-"""Checkpoint metadata key; LangGraph stores only scalar metadata, so the value is JSON text."""
 
 
 class RunOptions(BaseModel):
@@ -189,10 +185,10 @@ class RunOptions(BaseModel):
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunOptions | None:
-        raw = (metadata or {}).get(METADATA_KEY)
-        if not isinstance(raw, str):
+        recorded = started_with(metadata)
+        if recorded is None:
             return None
         try:
-            return cls.model_validate(json.loads(raw))
+            return cls.model_validate(recorded)
         except ValueError:
             return None

@@ -1,6 +1,6 @@
 """What a worker records of each job: a log line at its start and end (``worker_log``), its
-counters (``worker_health``), and the run log of the run it advances, in the CLI's own format
-(``cli.live.run_log``), so ``gated-react show`` has it.
+counters (``worker_health``), and the run log of the run it advances, in the format every host
+reads (``records.run_log``), so ``gated-react show`` has it.
 
 The run log goes into the store (table ``gated_react_run_log``, one row per line), or into
 ``runs.log`` in the folder the operator names (``--run-log-dir``). Lines for the store are
@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import procrastinate
 
-from gated_react.cli.live.events import Tracker
-from gated_react.cli.live.run_log import FILE_NAME, STORE_INSERT, RunLog, log_line
 from gated_react.errors import exception_line
+from gated_react.records.events import Tracker
+from gated_react.records.run_log import FILE_NAME, STORE_INSERT, RunLog, log_line
 from gated_react.state import ThreadResult
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import store_lost

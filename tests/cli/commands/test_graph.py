@@ -9,7 +9,7 @@ import pytest
 
 from gated_react.cli.commands.graph import _drawing, dot_source
 
-from ..conftest import invoke
+from ...support.cli import invoke
 
 SNAPSHOT = Path(__file__).parents[2] / "snapshots" / "graph.mmd"
 

@@ -13,6 +13,7 @@ import pytest
 from gated_react import open_checkpointer, read
 from gated_react.workers import enqueue_run, install_queue, make_app
 
+from ...support.cli import invoke, spawn
 from ...support.helpers import REFUND_GOAL
 from ...support.openai_server import FakeOpenAI, reply, tool_call
 from ...support.reaping import PATIENCE
@@ -20,7 +21,6 @@ from ...support.scenarios import graph_for
 from ...support.worker_graphs import LOG_VAR
 from ...support.worker_procs import fleet, until
 from ...test_workers import scripted
-from ..conftest import invoke, spawn
 
 ASKING = "tests.support.worker_graphs:refund_asking_once"
 RUNS = 10
@@ -127,7 +127,7 @@ def _threads_done(url: str, threads: list[str]) -> bool:
 
 @pytest.mark.postgres
 def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers(
-    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decisions = tmp_path / "decisions.tsv"
     monkeypatch.setenv(LOG_VAR, str(decisions))

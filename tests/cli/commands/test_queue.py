@@ -11,10 +11,10 @@ import pytest
 
 from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make_app
 
+from ...support.cli import invoke
 from ...support.helpers import REFUND_GOAL
 from ...support.worker_graphs import LOG_VAR, stall_once
 from ...support.worker_procs import fleet, until
-from ..conftest import invoke
 
 REFUND = "tests.support.worker_graphs:refund"
 
@@ -31,7 +31,7 @@ def _by_thread(listing: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.postgres
 def test_the_queue_shows_running_failed_and_retried_jobs(
-    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(LOG_VAR, str(tmp_path / "decisions.tsv"))
     stall = stall_once(tmp_path, monkeypatch)
@@ -76,7 +76,7 @@ def test_the_queue_shows_running_failed_and_retried_jobs(
     assert "retried 1x" in invoke("queue", "--db", pg_url).stdout
 
 
-def test_a_sqlite_store_has_no_queue(state: Path, tmp_path: Path) -> None:
+def test_a_sqlite_store_has_no_queue(state_dir: Path, tmp_path: Path) -> None:
     out = invoke("queue", "--db", str(tmp_path / "runs.sqlite"))
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1
@@ -84,7 +84,7 @@ def test_a_sqlite_store_has_no_queue(state: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_a_store_no_worker_ran_on_is_one_line(pg_url: str, state: Path) -> None:
+def test_a_store_no_worker_ran_on_is_one_line(pg_url: str, state_dir: Path) -> None:
     out = invoke("queue", "--db", pg_url)
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1
@@ -92,7 +92,7 @@ def test_a_store_no_worker_ran_on_is_one_line(pg_url: str, state: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_queued_jobs_are_listed_escaped_and_masked(pg_url: str, state: Path) -> None:
+def test_queued_jobs_are_listed_escaped_and_masked(pg_url: str, state_dir: Path) -> None:
     install_queue(pg_url)
     app = make_app(pg_url)
     hostile = "evil\x1b]0;pwned\x07\x1b[2J-sk-proj-abcdefghijklmnopqrstuvwxyz0123"

@@ -11,8 +11,8 @@ from gated_react import build_graph, open_checkpointer, run
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ..conftest import invoke
 
 GOAL = "refund for user 42?"
 APPROVAL = ["--approve-tool", "get_user_billing", "--thread", "t-approve"]
@@ -102,8 +102,8 @@ def test_answers_only_go_to_a_waiting_run(server: FakeOpenAI) -> None:
     assert len(server.requests) == 1
 
 
-def test_a_thread_from_the_library_is_not_resumed_blindly(state: Path) -> None:
-    db = state / "runs.sqlite"
+def test_a_thread_from_the_library_is_not_resumed_blindly(state_dir: Path) -> None:
+    db = state_dir / "runs.sqlite"
     with open_checkpointer(str(db)) as saver:
         graph = build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS, checkpointer=saver)
         run(graph, "hello", thread_id="from-lib")

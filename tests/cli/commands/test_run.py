@@ -5,17 +5,24 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+import typer.main
 
+from gated_react.cli.app import app
+from gated_react.cli.commands.run import OnBudgetChoice
+from gated_react.cli.run_options import RunOptions
+from gated_react.policy import Budget, Policy
+
+from ...support.cli import REFUND, invoke
 from ...support.docs import page
 from ...support.openai_server import FakeOpenAI, Status, reply, tool_call
-from ..conftest import REFUND, invoke
 
 GOAL = "User 42 asked: can I get a refund now?"
 
 
-def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) -> None:
+def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state_dir: Path) -> None:
     server.push(*REFUND)
     out = invoke("run", GOAL)
     assert out.exit_code == 0, out.stderr
@@ -32,7 +39,7 @@ def test_a_run_shows_every_node_then_a_summary(server: FakeOpenAI, state: Path) 
     for text in ("status       ok", "stop reason  success", "USD 49.00", "tool calls   3/6"):
         assert text in summary
     assert out.stderr == ""
-    assert (state / "runs.sqlite").is_file()
+    assert (state_dir / "runs.sqlite").is_file()
     padded = [line for line in lines if line.endswith(" ")]
     assert padded == []  # piped: rich padded every table line with spaces before
 
@@ -140,7 +147,7 @@ def test_unreachable_postgres_is_one_line_without_the_password(server: FakeOpenA
 
 
 def test_no_model_configured_and_no_local_model(
-    state: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gated_react import local
 
@@ -151,18 +158,18 @@ def test_no_model_configured_and_no_local_model(
     _one_line_error(
         invoke("run", GOAL), "local model is not installed", "make local", "OPENAI_API_KEY"
     )
-    assert not (state / "runs.sqlite").exists()  # nothing was created
+    assert not (state_dir / "runs.sqlite").exists()  # nothing was created
 
 
-def test_a_missing_model_file_is_one_line(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_model_file_is_one_line(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gated_react import local
 
     # Any existing file stands in for llama-server, so the model file is what is checked
     # whether or not the local extra is installed (`make test` may run before `make local`).
     monkeypatch.setattr(local, "binary_path", lambda: Path(sys.executable))
-    out = invoke("run", GOAL, "--model-file", str(state / "nope.gguf"))
+    out = invoke("run", GOAL, "--model-file", str(state_dir / "nope.gguf"))
     _one_line_error(out, "nope.gguf")
-    assert not (state / "runs.sqlite").exists()
+    assert not (state_dir / "runs.sqlite").exists()
 
 
 def test_a_bad_setting_is_one_line(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,7 +194,7 @@ def test_flags_override_settings(server: FakeOpenAI, monkeypatch: pytest.MonkeyP
 
 
 def test_db_flag_and_env_choose_the_store(
-    server: FakeOpenAI, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: FakeOpenAI, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.push(reply("one"), reply("two"))
     flag_db = tmp_path / "flag.sqlite"
@@ -199,7 +206,7 @@ def test_db_flag_and_env_choose_the_store(
     assert env_db.is_file()
     assert (tmp_path / "flag.sqlite.log").is_file()
     assert (tmp_path / "env.sqlite.log").is_file()
-    assert not state.exists()
+    assert not state_dir.exists()
 
 
 def _readme_json_sample() -> dict[str, object]:
@@ -254,3 +261,32 @@ def test_max_cost_stops_a_run_and_an_unpriced_model_is_refused(server: FakeOpenA
     assert refused.exit_code != 0
     assert "max_cost 1 needs a price: model 'm-1' is unpriced" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def _budget_flags() -> dict[str, Any]:
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    budget = {*Budget.model_fields, "on_budget"}
+    return {param.name: param for param in command.params if param.name in budget}
+
+
+def test_the_budget_flags_are_the_budgets_fields() -> None:
+    """One declaration: every scalar ``Budget`` field has a ``run`` flag and a ``RunOptions``
+    field of its type (or None: keep the policy's), the flag's lower bound is the field's, and
+    its help shows the field's default. ``tool_limits`` (per tool) has no flag."""
+    flags = _budget_flags()
+    scalar = [name for name in Budget.model_fields if name != "tool_limits"]
+    assert sorted(flags) == sorted([*scalar, "on_budget"])
+    for name in scalar:
+        field, flag = Budget.model_fields[name], flags[name]
+        assert RunOptions.model_fields[name].annotation == field.annotation | None, name
+        bounds = {type(m).__name__: m for m in field.metadata}
+        if "Ge" in bounds:
+            assert flag.min == bounds["Ge"].ge, name
+        else:
+            assert flag.min > bounds["Gt"].gt, name
+        shown = "unlimited" if field.default is None else f"{field.default:g}"
+        assert flag.help.endswith(f"[default: {shown}]"), name
+    on_budget = Policy.model_fields["on_budget"]
+    assert RunOptions.model_fields["on_budget"].annotation == on_budget.annotation | None
+    assert {choice.value for choice in OnBudgetChoice} == set(get_args(on_budget.annotation))
+    assert flags["on_budget"].help.endswith(f"[default: {on_budget.default}]")

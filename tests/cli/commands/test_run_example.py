@@ -9,8 +9,8 @@ import pytest
 
 from gated_react.examples import names
 
+from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ..conftest import invoke
 
 
 def test_the_support_example_runs_with_its_own_goal_and_json_protocol(server: FakeOpenAI) -> None:
@@ -27,7 +27,7 @@ def test_the_support_example_runs_with_its_own_goal_and_json_protocol(server: Fa
 
 
 def test_the_data_example_works_on_its_own_copy_of_the_database(
-    server: FakeOpenAI, state: Path
+    server: FakeOpenAI, state_dir: Path
 ) -> None:
     server.push(
         tool_call("query_database", sql="SELECT count(*) FROM orders"),
@@ -36,7 +36,7 @@ def test_the_data_example_works_on_its_own_copy_of_the_database(
     out = invoke("run", "--example", "002", "--thread", "ex", "--json")
     assert out.exit_code == 0, out.stderr
     assert json.loads(out.stdout)["history"][0]["observation"]["rows"][0][0] > 0
-    assert any((state / "examples" / "ex").rglob("*.sqlite"))
+    assert any((state_dir / "examples" / "ex").rglob("*.sqlite"))
 
 
 def test_unknown_example_and_conflicting_flags_are_one_line(server: FakeOpenAI) -> None:
@@ -51,7 +51,7 @@ def test_unknown_example_and_conflicting_flags_are_one_line(server: FakeOpenAI) 
 
 @pytest.mark.parametrize("thread", ["../../../x", "OUTSIDE", "..", "a/../../../../b", "."])
 def test_a_thread_id_never_becomes_a_path_outside_the_state_folder(
-    server: FakeOpenAI, state: Path, tmp_path: Path, thread: str
+    server: FakeOpenAI, state_dir: Path, tmp_path: Path, thread: str
 ) -> None:
     thread = str(tmp_path / "abs") if thread == "OUTSIDE" else thread
     server.push(reply("Action: read_file[src/cart.py]"), reply("Action: finish[found it]"))
@@ -59,9 +59,9 @@ def test_a_thread_id_never_becomes_a_path_outside_the_state_folder(
     paused = invoke("run", "--example", "001-coding", *args)
     assert paused.exit_code == 4, paused.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["xdg"]  # nothing made beside it
-    copies = [p.parent for p in (state / "examples").rglob("cart.py") if p.parent.name == "src"]
+    copies = [p.parent for p in (state_dir / "examples").rglob("cart.py") if p.parent.name == "src"]
     assert len(copies) == 1
-    assert copies[0].parents[2] == state / "examples"  # examples/<one folder>/cart_project/src
+    assert copies[0].parents[2] == state_dir / "examples"  # examples/<one folder>/cart_project/src
     done = invoke("resume", thread, "--approve", "--json")
     assert done.exit_code == 0, done.stderr
     observation = json.loads(done.stdout)["history"][0]["observation"]

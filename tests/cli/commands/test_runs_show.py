@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react.cli.run_listing import _scan, latest_runs
+from gated_react.records.run_listing import _scan, latest_runs
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ...support.cli import REFUND, invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ..conftest import REFUND, invoke
 
 
 class Crash(BaseException):
@@ -33,7 +33,7 @@ def _unfinished(db: Path, thread: str) -> None:
 
 
 @pytest.fixture
-def store(server: FakeOpenAI, state: Path) -> Path:
+def store(server: FakeOpenAI, state_dir: Path) -> Path:
     """Four runs, oldest first: ok, stopped, paused, unfinished."""
     server.push(*REFUND)
     assert invoke("run", "refund?", "--thread", "a-ok", "--model", "m-1").exit_code == 0
@@ -42,8 +42,8 @@ def store(server: FakeOpenAI, state: Path) -> Path:
     server.push(tool_call("get_user_billing", user_id=42))
     args = ("--thread", "c-paused", "--approve-tool", "get_user_billing")
     assert invoke("run", "pause", *args).exit_code == 4
-    _unfinished(state / "runs.sqlite", "d-unfinished")
-    return state / "runs.sqlite"
+    _unfinished(state_dir / "runs.sqlite", "d-unfinished")
+    return state_dir / "runs.sqlite"
 
 
 def test_runs_lists_the_newest_first_with_status(store: Path) -> None:
@@ -81,7 +81,7 @@ def test_runs_table_and_limit(store: Path) -> None:
     assert "2 of 4 runs" in lines[-1]
 
 
-def test_runs_on_an_empty_store(state: Path) -> None:
+def test_runs_on_an_empty_store(state_dir: Path) -> None:
     out = invoke("runs")
     assert out.exit_code == 0
     assert out.stdout.startswith("no runs in")  # (wrapped: piped lines end without a space)
@@ -156,13 +156,13 @@ def test_show_finds_a_moved_log(server: FakeOpenAI, tmp_path: Path) -> None:
     assert [e["node"] for e in events] == ["run", "decide", "validate", "finish"]
 
 
-def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state: Path) -> None:
+def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state_dir: Path) -> None:
     """A run started outside the CLI (a worker, an app) under its own budget: ``show`` used to
     print the CLI's default limits (``seconds 0.00/20``) for a run under max_seconds=60."""
     priced = Policy().replace(
         max_seconds=60, max_steps=5, max_cost=1, prices={"scripted": Price(input=1, output=2)}
     )
-    with open_checkpointer(str(state / "runs.sqlite")) as saver:
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
         model = ScriptedChatModel(replies=["done"])
         graph = build_graph(model, SUPPORT_TOOLS, policy=priced, checkpointer=saver)
         run(graph, "hello", thread_id="elsewhere")

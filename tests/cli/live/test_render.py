@@ -15,8 +15,8 @@ from rich.console import Console
 from gated_react import Budget
 from gated_react.cli.live import render
 
+from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ..conftest import invoke
 
 # What a terminal acts on instead of printing: C0 but newline and tab, DEL, C1, bidi overrides.
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from gated_react.cli.live.events import Tracker
 from gated_react.cli.live.waiting import MODEL, Waiting, _Elapsed, next_wait
+from gated_react.records.events import Tracker
 
 
 def _event(node: str, update: dict) -> object:  # type: ignore[type-arg]

@@ -19,12 +19,13 @@ from gated_react.cli.commands.resume import (
     resume_in_shell,
     settled,
 )
-from gated_react.cli.exits import CliError, readable, user_errors
+from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place
+from gated_react.records.store import readable
 
 if TYPE_CHECKING:
-    from gated_react.cli.run_listing import QuestionRow
+    from gated_react.records.run_listing import QuestionRow
 
 _HEADS = ("thread", "since", "step", "tool", "question")
 
@@ -35,7 +36,7 @@ def questions_command(
     json_out: flags.Json = False,
 ) -> None:
     """List every run waiting on a question: thread, since when, tool and arguments."""
-    from gated_react.cli.run_listing import waiting_runs
+    from gated_react.records.run_listing import waiting_runs
 
     config = resources.settings()
     url = resources.store_url(config, db)
@@ -149,7 +150,7 @@ def _asked(result: Any, thread: str, question: str | None, answer: Any) -> dict[
 def _fleet_target(url: str, thread: str) -> str | None:
     """The Postgres target when the thread's run belongs to the workers, else None."""
     from gated_react.checkpoint import StoreURL
-    from gated_react.cli.queue_listing import owned_by_fleet
+    from gated_react.records.queue_listing import owned_by_fleet
 
     store = StoreURL.parse(url)
     if store.kind != "postgres" or not owned_by_fleet(store.target, thread):
@@ -161,7 +162,7 @@ def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> 
     """Queue the answer for the workers; a second answer to the same question is refused: one
     already running is found here, one still queued by the queueing lock of ``enqueue_resume``
     (two answers at once both pass the first check)."""
-    from gated_react.cli.queue_listing import queued_answer
+    from gated_react.records.queue_listing import queued_answer
 
     earlier = queued_answer(target, thread, question)
     if earlier is not None:
@@ -169,9 +170,9 @@ def _enqueue(url: str, target: str, thread: str, answer: Any, question: str) -> 
     from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
 
     from gated_react.errors import exception_line
-    from gated_react.workers import enqueue_resume, make_app
+    from gated_react.records.queue import client_app, enqueue_resume
 
-    app = make_app(url)
+    app = client_app(url)
     try:
         with app.open():
             return enqueue_resume(app, thread, answer, question=question, once=True)

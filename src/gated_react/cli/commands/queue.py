@@ -12,7 +12,7 @@ from gated_react.cli.exits import CliError
 from gated_react.cli.live import render
 
 if TYPE_CHECKING:
-    from gated_react.cli.queue_listing import JobRow
+    from gated_react.records.queue_listing import JobRow
 
 _HEADS = ("thread", "job", "kind", "status", "attempts", "worker", "since")
 _COLOR = {"queued": "cyan", "running": "yellow", "failed": "red", "succeeded": "green"}
@@ -36,7 +36,7 @@ def queue_command(
     jobs, per thread."""
     from gated_react.checkpoint import StoreURL
     from gated_react.cli.exits import user_errors
-    from gated_react.cli.queue_listing import queue_jobs
+    from gated_react.records.queue_listing import queue_jobs
 
     config = resources.settings()
     url = resources.store_url(config, db)

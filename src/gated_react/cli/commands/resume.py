@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import CliError, Exit, readable, user_errors
+from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live import render
-from gated_react.cli.live.events import Tracker
 from gated_react.cli.live.session import Place, Result, Session, exit_code, logged, show
 from gated_react.cli.model_source import model_for_run
+from gated_react.records.events import Tracker
+from gated_react.records.store import readable
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
@@ -158,7 +159,7 @@ def _refuse_a_fleet_run(url: str | None, thread: str) -> None:
 
     if url is None or StoreURL.parse(url).kind != "postgres":
         return
-    from gated_react.cli.queue_listing import owned_by_fleet
+    from gated_react.records.queue_listing import owned_by_fleet
 
     if owned_by_fleet(StoreURL.parse(url).target, thread):
         raise CliError(

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import CliError, Exit, readable, user_errors
-from gated_react.cli.live.events import Tracker, clip
+from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live.session import Place, Session, logged
 from gated_react.cli.model_source import model_for_run
+from gated_react.records.events import Tracker, clip
+from gated_react.records.store import readable
 from gated_react.redact import redact
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from gated_react.cli import flags, resources
 from gated_react.cli.live import render
 
 if TYPE_CHECKING:
-    from gated_react.cli.run_listing import RunRow
+    from gated_react.records.run_listing import RunRow
 
 _COLOR = {"ok": "green", "stopped": "red", "paused": "yellow", "unfinished": "yellow"}
 _HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
@@ -22,7 +22,7 @@ def runs_command(
     json_out: flags.Json = False,
 ) -> None:
     """List the most recently updated runs: status, stop reason, steps, cost (USD), last update."""
-    from gated_react.cli.run_listing import latest_runs
+    from gated_react.records.run_listing import latest_runs
 
     config = resources.settings()
     url = resources.store_url(config, db)

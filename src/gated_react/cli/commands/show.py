@@ -11,11 +11,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import readable, user_errors
+from gated_react.cli.exits import user_errors
 from gated_react.cli.live import render
-from gated_react.cli.live.run_log import merged, read_events, stored_events
 from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
+from gated_react.records.run_log import merged, read_events, stored_events
+from gated_react.records.store import readable
 
 Secrets = tuple[str, ...]
 

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gated_react.cli.live.events import Event, clip
 from gated_react.errors import one_line, printable, printable_json
+from gated_react.records.events import Event, clip
 from gated_react.redact import redact
 
 _STYLE = {

@@ -14,12 +14,13 @@ import typer
 from rich.console import Console
 
 from gated_react.cli import resources
-from gated_react.cli.exits import CliError, Exit, store_failure, user_errors
+from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live import render
-from gated_react.cli.live.events import Tracker
-from gated_react.cli.live.run_log import RunLog
 from gated_react.cli.live.waiting import MODEL, Waiting, next_wait
 from gated_react.errors import printable
+from gated_react.records.events import Tracker
+from gated_react.records.run_log import RunLog
+from gated_react.records.store import store_failure
 from gated_react.redact import redact
 
 if TYPE_CHECKING:

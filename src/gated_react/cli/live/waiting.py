@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from gated_react.cli.live.events import GATE_WORDS, OBSERVE_WORDS, VALIDATE_WORDS, Event
 from gated_react.cli.live.render import plain
+from gated_react.records.events import GATE_WORDS, OBSERVE_WORDS, VALIDATE_WORDS, Event
 
 MODEL = "waiting for the model"
 

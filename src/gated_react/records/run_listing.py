@@ -7,15 +7,18 @@ then only the rows shown are loaded, without building a graph or replaying any h
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from gated_react.cli.exits import readable
-from gated_react.cli.run_options import RunOptions
+from gated_react.records.store import pg_connection, readable
+
+METADATA_KEY = "gated_react_run"
+"""Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
+LangGraph stores only scalar metadata, so the value is JSON text."""
 
 _LATEST = (
     "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints "
@@ -174,25 +177,6 @@ def _latest_ids(saver: Any, limit: int) -> tuple[list[tuple[str, str]], int]:
     return _scan(saver, limit)
 
 
-def pg_connection(saver: Any) -> AbstractContextManager[Any] | None:
-    """The Postgres saver's connection, to enter (held under ``saver.lock``); None for any
-    other saver. Its rows are dicts."""
-    conn = getattr(saver, "conn", None)
-    if not type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
-        return None
-    return _pg(conn)
-
-
-@contextmanager
-def _pg(conn: Any) -> Iterator[Any]:
-    """A connection from a psycopg connection or pool (PostgresSaver takes either)."""
-    if hasattr(conn, "getconn"):  # a pool
-        with conn.connection() as pooled:
-            yield pooled
-    else:
-        yield conn
-
-
 def _scan(saver: Any, limit: int | None) -> tuple[list[tuple[str, str]], int]:
     """Any other saver (the in-memory one): walk every checkpoint."""
     latest: dict[str, str] = {}
@@ -210,7 +194,7 @@ def _row(thread_id: str, found: Any) -> RunRow:
     usage = values.get("usage") or {}
     waiting = any(write[1] == "__interrupt__" for write in found.pending_writes or ())
     status = values.get("status") or ("paused" if waiting else "unfinished")
-    options = RunOptions.from_metadata(found.metadata)
+    options = started_with(found.metadata) or {}
     return RunRow(
         thread_id=thread_id,
         status=status,
@@ -220,8 +204,19 @@ def _row(thread_id: str, found: Any) -> RunRow:
         cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
         updated=_local(found.checkpoint.get("ts", "")),
         goal=str(values.get("goal", "")),
-        model=options.model if options else None,
+        model=model if isinstance(model := options.get("model"), str) else None,
     )
+
+
+def started_with(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the run was started with, as recorded under ``METADATA_KEY``; None when it was
+    not recorded (a run started by the library) or the record is damaged."""
+    raw = (metadata or {}).get(METADATA_KEY)
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _local(ts: str) -> str:

@@ -10,8 +10,8 @@ from typing import Any, get_args
 import pytest
 
 from gated_react import routing
-from gated_react.cli.live import events
-from gated_react.cli.live.events import Tracker
+from gated_react.records import events
+from gated_react.records.events import Tracker
 
 CALL = {"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k"}
 REFUSAL = {"ok": False, "observation": "no", "error": "tool_denied:refund"}

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from gated_react import routing
-from gated_react.cli.live.run_log import FIELDS
 from gated_react.errors import one_line
+from gated_react.records.run_log import FIELDS
 from gated_react.redact import redact
 
 Described = tuple[dict[str, Any] | None, str | None, str | None]  # action, decision, observation

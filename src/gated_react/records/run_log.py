@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gated_react.cli.exits import CliError
 from gated_react.errors import printable_json
+from gated_react.records import RecordError
 from gated_react.redact import redact
 
 FIELDS = ("time", "thread", "step", "node", "action", "decision", "stop_reason", "tokens")
@@ -75,7 +75,7 @@ def _open(path: Path) -> int | None:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:
         if exc.errno not in (errno.ENXIO, errno.EISDIR):  # FIFO without a reader, a folder
-            raise CliError(f"cannot open the run log {path}: {exc.strerror}") from None
+            raise RecordError(f"cannot open the run log {path}: {exc.strerror}") from None
         fd = None
     if fd is not None and stat.S_ISREG(os.fstat(fd).st_mode):
         return fd
@@ -131,7 +131,7 @@ _STORE_FOUND = "SELECT to_regclass('gated_react_run_log') IS NOT NULL AS found"
 
 def stored_events(saver: Any, thread_id: str) -> list[dict[str, Any]]:
     """The events workers logged into a Postgres store for one thread (none elsewhere)."""
-    from gated_react.cli.run_listing import pg_connection
+    from gated_react.records.store import pg_connection
 
     conn = pg_connection(saver)
     if conn is None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from gated_react.cli.exits import CliError
+from gated_react.records import RecordError
 
 _FOUND = "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS found"
 _JOBS = """
@@ -106,7 +106,7 @@ def _connect(target: str, *, missing_ok: bool = False) -> Iterator[Any]:
         elif missing_ok:
             yield None
         else:
-            raise CliError(
+            raise RecordError(
                 "no queue in this store: no worker has run on it (python -m gated_react.workers)"
             )
 
@@ -114,9 +114,9 @@ def _connect(target: str, *, missing_ok: bool = False) -> Iterator[Any]:
 def _task() -> str:
     """The name workers register their one task under (from the workers extra)."""
     try:
-        from gated_react.workers import TASK
+        from gated_react.records.queue import TASK
     except ImportError as exc:
-        raise CliError(
+        raise RecordError(
             f"the queue needs the workers extra ({exc}): pip install 'gated-react[workers]'"
         ) from None
     return TASK

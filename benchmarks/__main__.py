@@ -19,6 +19,7 @@ from benchmarks import (
     prefix_cache,
     report,
     resume,
+    run_length,
     step_time,
     storage,
     tokens,
@@ -27,6 +28,7 @@ from benchmarks import (
 
 SUITES = {
     "step_time": step_time.measure,
+    "run_length": run_length.measure,
     "tokens": tokens.measure,
     "storage": storage.measure,
     "concurrency": concurrency.measure,

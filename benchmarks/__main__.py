@@ -19,6 +19,7 @@ from benchmarks import (
     prefix_cache,
     report,
     resume,
+    run_length,
     step_time,
     storage,
     store_key,
@@ -28,6 +29,7 @@ from benchmarks import (
 
 SUITES = {
     "step_time": step_time.measure,
+    "run_length": run_length.measure,
     "tokens": tokens.measure,
     "storage": storage.measure,
     "concurrency": concurrency.measure,

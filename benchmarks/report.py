@@ -63,6 +63,25 @@ def step_time(rows: list[dict[str, Any]]) -> str:
     return _table(title, header, out)
 
 
+def run_length(rows: list[dict[str, Any]]) -> str:
+    out = [
+        [
+            f"{row['store']}/{row['durability']}/{row['call']}",
+            row["steps"],
+            row["reps"],
+            _med(row["ours"], "cpu_ms_per_step"),
+            _med(row["floor"], "cpu_ms_per_step"),
+            _med(row.get("create_agent", {}), "cpu_ms_per_step"),
+            _cpu_ratio(row, "floor"),
+            _cpu_ratio(row, "create_agent"),
+        ]
+        for row in rows
+    ]
+    header = ["config", "steps", "reps", "ours ms", "floor ms", "ca ms", "ours/floor", "ours/ca"]
+    title = "1b. CPU per step by run length (median CPU ms; create_agent up to 100 steps)"
+    return _table(title, header, out)
+
+
 def tokens(rows: list[dict[str, Any]]) -> str:
     out = [
         [
@@ -279,6 +298,7 @@ def store_key(rows: list[dict[str, Any]]) -> str:
 
 RENDER = {
     "step_time": step_time,
+    "run_length": run_length,
     "tokens": tokens,
     "storage": storage,
     "concurrency": concurrency,

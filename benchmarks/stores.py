@@ -19,7 +19,7 @@ POSTGRES_ENV = "GATED_REACT_BENCH_POSTGRES_URL"
 
 @contextlib.contextmanager
 def saver(kind: str, folder: Path | None = None) -> Iterator[Any]:
-    """A fresh checkpointer of ``kind`` (none | memory | sqlite)."""
+    """A fresh checkpointer of ``kind`` (none | memory | sqlite | postgres)."""
     if kind == "none":
         yield None
     elif kind == "memory":
@@ -30,6 +30,12 @@ def saver(kind: str, folder: Path | None = None) -> Iterator[Any]:
             open_checkpointer(str(Path(tmp) / "runs.sqlite")) as sqlite_saver,
         ):
             yield sqlite_saver
+    elif kind == "postgres":  # the cluster in GATED_REACT_BENCH_POSTGRES_URL; each run a new thread
+        url = postgres_url()
+        if url is None:
+            raise ValueError(f"postgres needs {POSTGRES_ENV}")
+        with open_checkpointer(url) as pg_saver:
+            yield pg_saver
     else:
         raise ValueError(kind)
 

@@ -21,7 +21,12 @@ from langgraph.typing import ContextT
 
 from gated_react import routing
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY, node, route
+from gated_react._engine.langgraph_internals import (
+    CONFIG_KEY_DURABILITY,
+    narrow_routes,
+    node,
+    route,
+)
 from gated_react.models import NoModel, init_model
 from gated_react.nodes.decide import Channels, adecide, decide
 from gated_react.nodes.execute import aexecute, execute
@@ -96,6 +101,7 @@ def build_graph(
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, store=store, name=name or "gated-react")
+    narrow_routes(compiled)  # each router reads its three channels, not a copy of all of them
     # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
     config = RunnableConfig(configurable=_durability(deps, checkpointer), callbacks=[deps.spans])
     if policy.on_budget == "stop":

@@ -7,12 +7,16 @@ from typing import Any
 import pytest
 
 from gated_react._engine.call_keys import (
+    LoopIndex,
     args_hash,
     canonical_json,
     idempotency_key,
     is_repeat,
     loop_key,
     normalize,
+    repeats,
+    tool_counts,
+    tool_of,
 )
 from gated_react.policy import LoopMode
 
@@ -173,3 +177,36 @@ def test_a_calls_place_in_a_batch_is_part_of_its_key_except_for_the_first() -> N
     places = [idempotency_key("t1", 3, "refund", args, i) for i in range(3)]
     assert places[0] == single == "e9af0c09261b0fc6ba21be11"  # the key runs had before batches
     assert len(set(places)) == 3
+
+
+class _Passes(list[str]):
+    """A record that counts the passes made over it."""
+
+    passes = 0
+
+    def __iter__(self) -> Any:
+        _Passes.passes += 1
+        return super().__iter__()
+
+
+@pytest.mark.parametrize("mode", ["exact", "normalized"])
+def test_an_index_counts_the_record_once_and_then_looks_calls_up(mode: LoopMode) -> None:
+    record = _Passes(loop_key("lookup", {"record": n}) for n in range(300))
+    _Passes.passes = 0
+    index = LoopIndex(record)
+    built = _Passes.passes
+    found = [repeats(index, "lookup", {"record": n}, mode) for n in (0, 150, 299, 300)]
+    assert found == [1, 1, 1, 0]
+    assert _Passes.passes == built  # no further pass over the record, however many checks
+    index.add(loop_key("lookup", {"record": 300}))
+    index.add(loop_key("lookup", {"record": " 300 "}))
+    assert repeats(index, "lookup", {"record": 300}, mode) == (1 if mode == "exact" else 2)
+    assert repeats(index, "lookup", {"record": 1}, mode) == repeats(
+        record, "lookup", {"record": 1}, mode
+    )
+
+
+def test_tool_counts_read_every_keys_tool() -> None:
+    keys = [loop_key("ns:echo", {"x": 1}), loop_key("ns:echo", {"x": 2}), loop_key("a", {})]
+    assert tool_counts(keys) == {"ns:echo": 2, "a": 1}
+    assert list(tool_counts(keys).elements()) == [tool_of(k) for k in keys]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import PUSH
+from langgraph.channels import LastValue
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
@@ -16,7 +17,9 @@ from langgraph.types import Command, Send, interrupt
 from gated_react._engine.langgraph_internals import (
     ask_human,
     is_resuming,
+    narrow_routes,
     node,
+    route,
     runtime_of,
     was_sent,
 )
@@ -127,3 +130,86 @@ def test_runtime_of_is_the_runtime_a_node_would_be_given() -> None:
     graph.compile().invoke({}, context={"user": "ann"})
     assert found[0].context == {"user": "ann"}
     assert runtime_of({}).context is None  # a node called by hand: an empty runtime
+
+
+COPIES: list[str] = []
+
+
+class _Counted(LastValue[Any]):
+    """A channel that notes each copy LangGraph makes of it."""
+
+    def copy(self) -> _Counted:
+        COPIES.append(str(self.key))
+        return super().copy()  # type: ignore[return-value]
+
+
+class Wide(TypedDict, total=False):
+    flag: Annotated[str, _Counted(str)]
+    log: Annotated[list[str], _Counted(list)]
+    path: list[str]
+
+
+class Flag(TypedDict, total=False):
+    flag: str
+
+
+def _router(state: Flag) -> Literal["a", "b"]:
+    return "b" if state.get("flag") == "b" else "a"
+
+
+def _wide(narrow: bool, flag: str, edit: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    graph = StateGraph(Wide)
+    graph.add_node("first", lambda s: {"flag": flag} if flag else {})
+    graph.add_node("a", lambda s: {"path": [*s.get("path", []), f"a:{s.get('flag')}"]})
+    graph.add_node("b", lambda s: {"path": [*s.get("path", []), f"b:{s.get('flag')}"]})
+    graph.add_edge(START, "first")
+    graph.add_conditional_edges("first", route(_router), ["a", "b"])
+    graph.add_edge("a", END)
+    graph.add_edge("b", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    if narrow:
+        narrow_routes(app)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    COPIES.clear()
+    return app.invoke({"log": ["x"]}, config), COPIES[:]
+
+
+def test_a_narrowed_router_reads_its_channels_fresh_and_copies_no_other() -> None:
+    """Routers see the node's own writes (and channels it did not write, or that are empty)
+    as LangGraph's reader shows them, but only their channels are copied to read them."""
+    for flag in ("b", "a", ""):
+        wide, wide_copies = _wide(False, flag)
+        narrow, narrow_copies = _wide(True, flag)
+        assert narrow == wide
+        assert sorted(wide_copies) == ["flag", "log"]
+        assert narrow_copies == ["flag"]
+    assert _wide(True, "b")[0]["path"] == ["b:b"]
+
+
+def test_a_narrowed_router_decides_on_a_state_edited_as_its_node() -> None:
+    graph = StateGraph(Wide)
+    graph.add_node("first", lambda s: {})
+    graph.add_node("a", lambda s: {"path": ["a"]})
+    graph.add_node("b", lambda s: {"path": ["b"]})
+    graph.add_edge(START, "first")
+    graph.add_conditional_edges("first", route(_router), ["a", "b"])
+    graph.add_edge("a", END)
+    graph.add_edge("b", END)
+    app = narrow_routes(graph.compile(checkpointer=InMemorySaver(), interrupt_before=["a", "b"]))
+    config: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({"flag": "a"}, config)
+    app.update_state(config, {"flag": "b"}, as_node="first")
+    assert app.get_state(config).next == ("b",)
+
+
+def test_every_router_of_the_gated_graph_is_narrowed() -> None:
+    from gated_react.graph import idle_graph
+
+    readers = [
+        writer.kwargs["reader"].func
+        for pregel_node in idle_graph().nodes.values()
+        for writer in pregel_node.writers
+        if "reader" in getattr(writer, "kwargs", {})
+    ]
+    assert len(readers) == 4
+    assert {reader.__name__ for reader in readers} == {"_fresh_read"}

@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from gated_react._engine.call_keys import args_hash, idempotency_key
+from gated_react._engine.call_keys import args_hash, idempotency_key, loop_key
 from gated_react.nodes.gate import gate
 from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -192,3 +192,29 @@ def test_a_repeat_gets_the_reminders_the_policy_allows_then_stops() -> None:
     twice = [*once, history_entry(2, "get_user_profile", "ok", user_id=42)]
     assert _gate(call, twice, repeat_reminders=1)["stop_reason"] == "loop_detected"
     assert _gate(call, once)["stop_reason"] == "loop_detected"  # the default: no reminder
+
+
+def test_the_gate_passes_over_the_record_a_fixed_number_of_times_whatever_the_calls() -> None:
+    """Loop checks are lookups in the ledger's index, not a scan of the record per call."""
+    from gated_react._engine.budget_checks import Limits
+    from gated_react.nodes.gate import Ledger, check
+    from gated_react.state import Usage
+
+    class Passes(list[str]):
+        count = 0
+
+        def __iter__(self) -> Any:
+            Passes.count += 1
+            return super().__iter__()
+
+    parts = deps(max_parallel_calls=10)
+    record = Passes(loop_key("get_user_profile", {"user_id": n}) for n in range(50))
+    passes = []
+    for calls in (1, 8):
+        Passes.count = 0
+        ledger = Ledger(Usage(steps=1), record, 1, Limits(parts.policy, []))
+        for n in range(calls):
+            action = ToolAction(name="get_user_profile", args={"user_id": 100 + n})
+            assert check(ledger, parts, CONFIG, action, n).outcome is None
+        passes.append(Passes.count)
+    assert passes[0] == passes[1]

@@ -12,7 +12,6 @@ own stop) instead of stopping it. decide, validate, gate and observe check budge
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,7 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import ask, question
-from gated_react._engine.call_keys import args_hash, tool_of
+from gated_react._engine.call_keys import args_hash, tool_counts
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react.policy import WHOLE_BUDGETS, Budget, Policy
 from gated_react.state import Extension, TraceEntry, Usage
@@ -261,7 +260,7 @@ def recorded(usage: Usage, keys: Sequence[str]) -> Usage:
     counted call, in an append-only channel). An edit of ``usage`` alone (a fork with
     ``tool_calls = 0``) cannot buy more calls than ``max_tool_calls`` and ``tool_limits`` allow."""
     per_tool = dict(usage.per_tool)
-    for tool, count in Counter(tool_of(key) for key in keys).items():
+    for tool, count in tool_counts(keys).items():
         per_tool[tool] = max(per_tool.get(tool, 0), count)
     calls = max(usage.tool_calls, len(keys))
     return usage.model_copy(update={"tool_calls": calls, "per_tool": per_tool})

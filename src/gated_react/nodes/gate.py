@@ -26,6 +26,7 @@ from gated_react._engine.budget_checks import (
     recorded,
 )
 from gated_react._engine.call_keys import (
+    LoopIndex,
     args_hash,
     idempotency_key,
     is_repeat,
@@ -60,6 +61,11 @@ class Ledger:
     held: Limits
     """The limits in force, with any extension a human grants while the gate asks."""
     new_keys: list[str] = field(default_factory=list)
+    index: LoopIndex = field(init=False)
+    """``seen`` counted once, so each loop check is a lookup."""
+
+    def __post_init__(self) -> None:
+        self.index = LoopIndex(self.seen)
 
     def count(self, call: Call) -> None:
         per_tool = dict(self.usage.per_tool)
@@ -69,6 +75,7 @@ class Ledger:
         )
         key = loop_key(call.tool, call.args)
         self.seen.append(key)
+        self.index.add(key)
         self.new_keys.append(key)
 
 
@@ -126,7 +133,7 @@ def check(
     refusal = refuse(deps, name)
     if refusal is not None:
         return refused(ledger, deps, action, step, refusal)
-    earlier = repeats(ledger.seen, name, args, deps.policy.loop_detection)
+    earlier = repeats(ledger.index, name, args, deps.policy.loop_detection)
     if earlier:
         return remind(action, step) if earlier <= deps.policy.repeat_reminders else loop(name)
     if name in deps.policy.require_approval and ask_here:
@@ -196,7 +203,7 @@ def approve(
         return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {reason}")
     if decision.args is None or decision.args == args:
         return args
-    if is_repeat(ledger.seen, name, decision.args, deps.policy.loop_detection):
+    if is_repeat(ledger.index, name, decision.args, deps.policy.loop_detection):
         return loop(name)
     return decision.args
 
@@ -217,7 +224,7 @@ def refused(
     A refusal shown to the model still counts as a call, and repeating it is a loop."""
     if deps.policy.on_tool_error == "stop":
         return why
-    if is_repeat(ledger.seen, action.name, action.args, deps.policy.loop_detection):
+    if is_repeat(ledger.index, action.name, action.args, deps.policy.loop_detection):
         return loop(action.name)
     shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
     outcome = Outcome(ok=False, observation=shown, error=str(why))

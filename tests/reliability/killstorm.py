@@ -217,8 +217,13 @@ class Storm:
         if scenarios.comparable(out) == scenarios.comparable(ref) and paid:
             self.figures.same_as_uninterrupted += 1
         elif out["stop_reason"] == f"tool_outcome_unknown:{UNSAFE}" and (
-            out["history"] == ref["history"][: len(out["history"])]
+            _steps(out) == _steps(ref)[: len(out["history"])]
         ):
             self.figures.stopped_outcome_unknown += 1
         else:
             self.figures.lost_runs += 1
+
+
+def _steps(result: dict[str, Any]) -> list[Any]:
+    """The history without the call ids, which differ between runs (made from message ids)."""
+    return list(scenarios.comparable(result)["history"])

@@ -16,6 +16,7 @@ import pytest
 
 from ..support.cli import CLI, invoke
 from ..support.reaping import PATIENCE, reap
+from ..support.scenarios import without_ids
 
 TIMEOUT = PATIENCE
 
@@ -100,7 +101,11 @@ def together(
 
 def same_run(result: dict[str, Any]) -> dict[str, Any]:
     """A CLI result without what differs between two equal runs (seconds, thread) or what only
-    `show` adds (log events, the run context)."""
+    `show` adds (log events, the run context); call ids differ between runs, so messages
+    compare by type and text."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
-    skip = ("usage", "thread_id", "events", "run_context")
-    return {**{k: v for k, v in result.items() if k not in skip}, "usage": usage}
+    skip = ("usage", "thread_id", "events", "run_context", "history", "messages")
+    said = [(m.get("type"), m.get("content")) for m in result.get("messages", [])]
+    history = without_ids(result.get("history", []))
+    kept = {k: v for k, v in result.items() if k not in skip}
+    return {**kept, "usage": usage, "history": history, "messages": said}

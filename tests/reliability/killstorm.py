@@ -217,13 +217,9 @@ class Storm:
         if scenarios.comparable(out) == scenarios.comparable(ref) and paid:
             self.figures.same_as_uninterrupted += 1
         elif out["stop_reason"] == f"tool_outcome_unknown:{UNSAFE}" and (
-            _steps(out) == _steps(ref)[: len(out["history"])]
+            scenarios.without_ids(out["history"])
+            == scenarios.without_ids(ref["history"])[: len(out["history"])]
         ):
             self.figures.stopped_outcome_unknown += 1
         else:
             self.figures.lost_runs += 1
-
-
-def _steps(result: dict[str, Any]) -> list[Any]:
-    """The history without the call ids, which differ between runs (made from message ids)."""
-    return list(scenarios.comparable(result)["history"])

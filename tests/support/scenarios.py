@@ -95,10 +95,7 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
     the ids of chat messages and of tool calls (messages compare by type and text, from objects
     or from JSON)."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
-    history = [
-        {**entry, "action": {k: v for k, v in entry["action"].items() if k != "id"}}
-        for entry in result.get("history", [])
-    ]
+    history = without_ids(result.get("history", []))
     skipped = ("usage", "thread_id", "messages", "history")
     return {
         **{k: v for k, v in result.items() if k not in skipped},
@@ -106,6 +103,15 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
         "usage": usage,
         "messages": [_said(m) for m in result.get("messages", [])],
     }
+
+
+def without_ids(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """History entries without their calls' ids, which differ between runs (made from the
+    model's message ids)."""
+    return [
+        {**entry, "action": {k: v for k, v in entry["action"].items() if k != "id"}}
+        for entry in history
+    ]
 
 
 def _said(message: Any) -> tuple[str, str]:

@@ -189,7 +189,7 @@ def _blocked_on_the_queue(url: str) -> int:
 
 @pytest.mark.postgres
 def test_two_answers_at_once_queue_one_job_and_the_second_is_refused(
-    pg_url: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both ``answer`` calls checked for a queued answer, found none, and both queued one (the
     check and the enqueue were two steps): the table is held so both reach the enqueue after

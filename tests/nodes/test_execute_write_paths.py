@@ -24,6 +24,8 @@ from gated_react.graph import GatedGraph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 
+from ..support.tamper import copy_rows
+
 RAN: list[str] = []
 
 
@@ -212,18 +214,19 @@ def test_a_fork_of_an_older_checkpoint_is_checked(graph: GatedGraph) -> None:
 
 
 def test_a_copied_thread_asks_again_for_an_approved_step(tmp_path: Path) -> None:
-    """Approved on thread ``t`` and stopped just before execute (interrupt_before), then the
-    thread copied by the saver: the copy's execute asks again; the original runs once."""
-    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+    """Approved on thread ``t`` and stopped just before execute (interrupt_before), then its
+    rows copied under another thread id (what a server's thread copy does): the copy's execute
+    asks again; the original runs once."""
+    db = str(tmp_path / "runs.sqlite")
+    with open_checkpointer(db) as saver:
         model = ScriptedChatModel(replies=[call("read_secrets", item="a"), "done", "done"])
         graph = build_graph(model, [read_secrets, lookup], policy=POLICY, checkpointer=saver)
         graph.invoke({"goal": "read a"}, CFG, interrupt_before=["execute"])
         graph.invoke(Command(resume={"approved": True}), CFG, interrupt_before=["execute"])
-        assert graph.get_state(CFG).next == ("execute",)
-        try:
-            saver.copy_thread("t", "copy")
-        except NotImplementedError:
-            pytest.skip("this saver cannot copy threads")
+        held = graph.get_state(CFG)
+        assert held.next == ("execute",)
+        upto = held.config["configurable"]["checkpoint_id"]
+        assert copy_rows(db, "t", "copy", upto=upto, writes_before=False) > 0
         copied: Any = {"configurable": {"thread_id": "copy"}}
         asked = _question(graph.invoke(None, copied))
         assert (asked["tool"], asked["args"]) == ("read_secrets", {"item": "a"})

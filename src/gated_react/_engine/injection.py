@@ -50,22 +50,24 @@ class Injector:
         """The full ``ToolCall`` a tool is invoked with: the model's arguments and the
         injected ones, its id the call's idempotency key (stable across a resume)."""
         call = ToolCall(name=name, args=args, id=call_id, type="tool_call")
-        runtime = runtime_of(config)
-        tools = list(self.node.tools_by_name.values())
-        given = ToolRuntime(
-            state=tool_state(self.node, call, config),
-            tool_call_id=call_id,
-            config=config,
-            context=runtime.context if runtime else None,
-            store=runtime.store if runtime else None,
-            stream_writer=runtime.stream_writer if runtime else _no_writer,
-            tools=tools,
-            execution_info=runtime.execution_info if runtime else None,
-            server_info=runtime.server_info if runtime else None,
-        )
+        given = tool_runtime(self.node, call, config)
         filled: ToolCall = injected_tool_call(self.node, call, given)
         return filled
 
 
-def _no_writer(chunk: Any) -> None:
-    """Outside a graph (a node called by hand) nothing streams."""
+def tool_runtime(node: ToolNode | None, call: ToolCall, config: RunnableConfig) -> ToolRuntime:
+    """The ``ToolRuntime`` ``create_agent`` gives a tool (and a ``wrap_tool_call`` hook) for
+    ``call``: the graph's state as ToolNode reads it (none without a ToolNode), context, store,
+    stream writer, the call's id and config."""
+    runtime = runtime_of(config)
+    return ToolRuntime(
+        state=tool_state(node, call, config) if node is not None else {"messages": []},
+        tool_call_id=call["id"],
+        config=config,
+        context=runtime.context,
+        store=runtime.store,
+        stream_writer=runtime.stream_writer,
+        tools=list(node.tools_by_name.values()) if node is not None else [],
+        execution_info=runtime.execution_info,
+        server_info=runtime.server_info,
+    )

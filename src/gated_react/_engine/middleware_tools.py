@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.prebuilt import ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.injection import tool_runtime
 from gated_react._engine.tool_runner import CallChanged
 from gated_react.errors import GatedReactError
 from gated_react.state import Call
@@ -43,23 +43,12 @@ class ToolRun:
 
     def request(self) -> ToolCallRequest:
         call = self.call
-        tool_call = {
-            "name": call.tool,
-            "args": dict(call.args),
-            "id": call.key,
-            "type": "tool_call",
-        }
-        runtime: ToolRuntime[Any, Any] = ToolRuntime(
-            state={"messages": []},
-            context=self.runtime.context,
-            config=self.config,
-            stream_writer=self.runtime.stream_writer,
-            tool_call_id=call.key,
-            store=self.runtime.store,
-        )
-        state: dict[str, Any] = {"messages": []}
+        tool_call = ToolCall(name=call.tool, args=dict(call.args), id=call.key, type="tool_call")
+        injector = self.deps.injector
+        runtime = tool_runtime(injector.node if injector else None, tool_call, self.config)
+        state: dict[str, Any] = runtime.state
         tool = self.deps.tools[call.tool]
-        return ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime)  # type: ignore[arg-type]
+        return ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime)
 
     def check(self, request: Any) -> None:
         """The call the hooks pass on is the gate's, and runs again only if it is idempotent."""

@@ -101,7 +101,7 @@ bench-quick: setup
 
 # The dev server moves silently to a random port when its port is taken: pick a free one first.
 FREE_PORT := import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])
-STORE := from gated_react.checkpoint import mask; from gated_react.settings import Settings; print(mask(Settings().store_url()))
+STORE := from gated_react.store.checkpointer import mask; from gated_react.settings import Settings; print(mask(Settings().store_url()))
 studio: setup
 	@port=$${STUDIO_PORT:-$$($(BIN)/python -c '$(FREE_PORT)')}; \
 	echo "langgraph dev on http://127.0.0.1:$$port, runs stored in $$($(BIN)/python -c '$(STORE)')"; \

@@ -24,7 +24,7 @@ PEERS = ("ours", "create_agent", "create_react_agent", "floor")
 
 async def _batch(peer: str, store: str, runs: int, steps: int) -> dict[str, Any]:
     from benchmarks.common import ScriptModel, build_with
-    from gated_react.checkpoint import aopen_checkpointer
+    from gated_react.store.checkpointer import aopen_checkpointer
 
     with tempfile.TemporaryDirectory() as tmp:
         url = postgres_url() if store == "postgres" else str(Path(tmp) / "runs.sqlite")

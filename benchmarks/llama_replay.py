@@ -1,6 +1,6 @@
 """7b. A fresh llama-server per run, and the replay of one run's requests through it.
 
-The server is the local extra's binary and model, started as ``gated_react.local`` starts it
+The server is the local extra's binary and model, started as ``gated_react.hosting.local`` starts it
 (one slot, prompt cache on) plus a chat template that renders tools and tool calls. A new
 process per run is the only isolation that holds: the slot cannot be erased without
 ``--slot-save-path``, and the server also keeps recent prompts in RAM (``--cache-ram``), where
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gated_react import local
+from gated_react.hosting import local
 
 TEMPLATE = Path(__file__).with_name("chatml_tools.jinja")
 THREADS = 1

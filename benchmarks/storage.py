@@ -8,7 +8,7 @@ from typing import Any
 
 from benchmarks.common import build, ratio, run_input
 from benchmarks.stores import sqlite_bytes
-from gated_react.checkpoint import open_checkpointer
+from gated_react.store.checkpointer import open_checkpointer
 
 PEERS = ("ours", "create_agent", "create_react_agent")
 

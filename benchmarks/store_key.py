@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Stat, build, ratio, run_input, timed
-from gated_react import signed_saver
-from gated_react.checkpoint import open_checkpointer
+from gated_react.store import signed
+from gated_react.store.checkpointer import open_checkpointer
 
 KEY = "benchmark-store-key-" + "0" * 44
 DURABILITIES = ("sync", "async", "exit")
 
 
-_SIGNING = [(signed_saver.SignedSaver, "_signed"), (signed_saver.SignedSaver, "_sealed")]
-_CHECKING = [(signed_saver.SignedSaver, "_checked"), (signed_saver._History, "target"),
-             (signed_saver._History, "ancestor")]  # fmt: skip
+_SIGNING = [(signed.SignedSaver, "_signed"), (signed.SignedSaver, "_sealed")]
+_CHECKING = [(signed.SignedSaver, "_checked"), (signed._History, "target"),
+             (signed._History, "ancestor")]  # fmt: skip
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react.checkpoint import open_checkpointer
+from gated_react.store.checkpointer import open_checkpointer
 
 POSTGRES_ENV = "GATED_REACT_BENCH_POSTGRES_URL"
 

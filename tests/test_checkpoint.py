@@ -10,7 +10,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, open_checkpointer
+from gated_react.store.checkpointer import (
+    StoreError,
+    StoreURL,
+    aopen_checkpointer,
+    open_checkpointer,
+)
 
 from .support.procs import context, open_store
 from .support.reaping import PATIENCE

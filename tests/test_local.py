@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gated_react import build_graph
-from gated_react.local import (
+from gated_react.hosting.local import (
     THREADS,
     LocalModelUnavailable,
     LocalServer,
@@ -32,7 +32,7 @@ from .support.reaping import PATIENCE
 
 try:
     default_model_file()
-    from gated_react.local import binary_path
+    from gated_react.hosting.local import binary_path
 
     binary_path()
     MISSING = ""
@@ -80,7 +80,7 @@ def test_a_killed_parent_leaves_no_server_behind(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys, time
-        from gated_react.local import local_server
+        from gated_react.hosting.local import local_server
         with local_server() as server:
             print(server.pid, flush=True)
             time.sleep(600)

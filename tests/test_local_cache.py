@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from gated_react import Policy, build_graph
 from gated_react._engine.transcript import folded_count
-from gated_react.local import local_chat_model, local_server
+from gated_react.hosting.local import local_chat_model, local_server
 
 from .test_local import needs_model
 

@@ -17,7 +17,7 @@ import sys
 {before}
 from opentelemetry import trace
 from gated_react import build_graph, run
-from gated_react.otel import setup_tracing
+from gated_react.hosting.otel import setup_tracing
 from gated_react.settings import Settings
 from gated_react.testing import ScriptedChatModel
 print("configured", setup_tracing(Settings()), setup_tracing(Settings()), file=sys.stderr)

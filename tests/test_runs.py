@@ -23,10 +23,10 @@ from gated_react import (
     resume,
     run,
 )
-from gated_react.checkpoint import aopen_checkpointer
-from gated_react.locks import thread_lock
 from gated_react.runs import config_for
 from gated_react.state import RESULT_KEYS, ThreadResult
+from gated_react.store.checkpointer import aopen_checkpointer
+from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 

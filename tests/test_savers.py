@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gated_react import build_graph
-from gated_react.checkpoint import aopen_checkpointer
+from gated_react.store.checkpointer import aopen_checkpointer
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 

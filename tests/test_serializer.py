@@ -28,8 +28,8 @@ from gated_react import (
     resume,
     run,
 )
-from gated_react.serializer import serializer
 from gated_react.state import RunInput
+from gated_react.store.serializer import serializer
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -236,7 +236,7 @@ def test_the_workers_pooled_saver_is_guarded() -> None:
     pytest.importorskip("psycopg_pool")
     from psycopg_pool import AsyncConnectionPool
 
-    from gated_react.serializer import GuardedSerializer
+    from gated_react.store.serializer import GuardedSerializer
     from gated_react.workers.connections import pool_saver
 
     async def built() -> Any:

@@ -15,8 +15,8 @@ import ormsgpack
 import pytest
 
 from gated_react import UnsafeCheckpoint, build_graph, open_checkpointer
-from gated_react.serializer import MAX_DEPTH, serializer
 from gated_react.state import RunInput, Usage
+from gated_react.store.serializer import MAX_DEPTH, serializer
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 

@@ -25,11 +25,11 @@ from gated_react import (
     read,
     resume,
 )
-from gated_react.checkpoint import StoreError
-from gated_react.locks import thread_lock
-from gated_react.signed_saver import SignedSaver
 from gated_react.state import Extension
-from gated_react.store_key import SEALED, TAG, StoreKey
+from gated_react.store.checkpointer import StoreError
+from gated_react.store.key import SEALED, TAG, StoreKey
+from gated_react.store.locks import thread_lock
+from gated_react.store.signed import SignedSaver
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS

@@ -15,7 +15,7 @@ import pytest
 from langgraph_sdk.runtime import _ExecutionRuntime, _ReadRuntime
 
 from gated_react import Budget, Policy, build_graph
-from gated_react.studio import (
+from gated_react.hosting.studio import (
     ContextError,
     RefundContext,
     StudioContext,
@@ -247,22 +247,27 @@ def test_the_studio_checkpointer_signs_with_the_store_key(
 def test_langgraph_json_exports_both_graphs_and_the_durable_store() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
     assert {name: spec["path"] for name, spec in config["graphs"].items()} == {
-        "refund": "gated_react.studio:refund_agent",
-        "workbench": "gated_react.studio:workbench_agent",
+        "refund": "gated_react.hosting.studio:refund_agent",
+        "workbench": "gated_react.hosting.studio:workbench_agent",
     }
     # langgraph-api 0.16.7 loads a module-style checkpointer path as "module.attribute".
     assert config["checkpointer"] == {
         "backend": "custom",
-        "path": "gated_react.studio.checkpointer",
+        "path": "gated_react.hosting.studio.checkpointer",
     }
 
 
 def test_the_sample_workspace_is_named_by_langgraph_json_not_by_the_package() -> None:
     """The wheel holds no repository path: the repository's langgraph.json names its sample
     project, and a server started with it confines the workbench there."""
-    assert "studio-workspace" not in (REPO / "src" / "gated_react" / "studio.py").read_text()
+    assert (
+        "studio-workspace"
+        not in (REPO / "src" / "gated_react" / "hosting" / "studio.py").read_text()
+    )
     assert (SAMPLE / "test_cart.py").is_file()
-    code = "from gated_react.studio import WorkbenchContext as W; print(W().workspace_path())"
+    code = (
+        "from gated_react.hosting.studio import WorkbenchContext as W\nprint(W().workspace_path())"
+    )
     shown = subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from gated_react.studio import RefundContext, WorkbenchContext
+from gated_react.hosting.studio import RefundContext, WorkbenchContext
 
 from .support.helpers import REFUND_GOAL
 from .support.openai_server import FakeOpenAI, reply, tool_call

@@ -12,11 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gated_react.checkpoint import StoreError, aopen_checkpointer, open_checkpointer
     from gated_react.errors import GatedReactError, MiddlewareRefused
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
-    from gated_react.locks import ThreadBusy
     from gated_react.policy import Budget, Policy, Price, UnknownToolName, UnpricedModel
     from gated_react.runs import (
         NotWaiting,
@@ -28,9 +26,11 @@ if TYPE_CHECKING:
         resume,
         run,
     )
-    from gated_react.serializer import UnsafeCheckpoint
     from gated_react.state import Question, RunInput, RunInputDict, RunResult, State, ThreadResult
     from gated_react.stops import Stop, StopReason
+    from gated_react.store.checkpointer import StoreError, aopen_checkpointer, open_checkpointer
+    from gated_react.store.locks import ThreadBusy
+    from gated_react.store.serializer import UnsafeCheckpoint
 
 _HOMES = {
     "Budget": "policy",
@@ -46,20 +46,20 @@ _HOMES = {
     "State": "state",
     "Stop": "stops",
     "StopReason": "stops",
-    "StoreError": "checkpoint",
-    "ThreadBusy": "locks",
+    "StoreError": "store.checkpointer",
+    "ThreadBusy": "store.locks",
     "ThreadExists": "runs",
     "ThreadResult": "state",
     "UnknownThread": "runs",
     "UnknownToolName": "policy",
     "UnpricedModel": "policy",
-    "UnsafeCheckpoint": "serializer",
-    "aopen_checkpointer": "checkpoint",
+    "UnsafeCheckpoint": "store.serializer",
+    "aopen_checkpointer": "store.checkpointer",
     "aresume": "runs",
     "arun": "runs",
     "as_tool": "interop",
     "build_graph": "graph",
-    "open_checkpointer": "checkpoint",
+    "open_checkpointer": "store.checkpointer",
     "read": "runs",
     "resume": "runs",
     "run": "runs",

@@ -18,8 +18,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
 from gated_react.errors import GatedReactError, one_line
-from gated_react.locks import athread_lock, thread_lock
 from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
+from gated_react.store.locks import athread_lock, thread_lock
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 OnUpdate = Callable[[str, Any], None]

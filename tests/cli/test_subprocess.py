@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gated_react import open_checkpointer
-from gated_react.locks import thread_lock
+from gated_react.store.locks import thread_lock
 
 from ..support.cli import REFUND, cli, invoke, spawn
 from ..support.openai_server import Delay, FakeOpenAI, Status, reply, tool_call

@@ -46,7 +46,7 @@ _TABLES = {
 
 def _sql(url: str) -> tuple[str, Any]:
     """The store's kind and an open DB-API connection to it (autocommit)."""
-    from gated_react.checkpoint import StoreURL
+    from gated_react.store.checkpointer import StoreURL
 
     store = StoreURL.parse(url)
     if store.kind == "sqlite":

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gated_react import UnsafeCheckpoint, open_checkpointer, read, run
-from gated_react.store_key import TAG
+from gated_react.store.key import TAG
 from gated_react.workers import (
     enqueue_resume,
     enqueue_run,

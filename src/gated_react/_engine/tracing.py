@@ -1,6 +1,6 @@
 """OpenTelemetry spans of a run after the GenAI semantic conventions (Development status;
 open-telemetry/semantic-conventions-genai as of 2026-12, on semantic-conventions 1.44). API
-only: a no-op until an SDK is installed (``gated_react.otel`` does it for the processes this
+only: a no-op until an SDK is installed (``gated_react.hosting.otel`` does it for the processes this
 package hosts), and the helpers return before building attributes when a span does not record.
 
 ``AgentSpans``, a callback handler the graph carries, opens one ``invoke_agent`` span per

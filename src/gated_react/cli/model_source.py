@@ -47,7 +47,7 @@ def model_for_run(
     ``OPENAI_MAX_RETRIES``). The local model's server lives exactly as long as the block.
     """
     if uses_local(settings, base_url):
-        from gated_react import local
+        from gated_react.hosting import local
 
         with local.local_server(Path(model_file) if model_file else None) as server:
             sys.stderr.write(local.WARNING + "\n")

@@ -38,7 +38,7 @@ def store_url(config: Settings, db: str | None) -> str:
     path that is not a file is refused here, before anything opens it."""
     url = db or config.store_url()
     with user_errors():
-        from gated_react.checkpoint import StoreURL
+        from gated_react.store.checkpointer import StoreURL
 
         store = StoreURL.parse(url)
     if store.kind == "sqlite":
@@ -61,7 +61,7 @@ def _refuse_non_file(path: Path, shown: str) -> None:
 
 def shown(url: str) -> str:
     """The store URL as it may be printed (password masked)."""
-    from gated_react.checkpoint import mask
+    from gated_react.store.checkpointer import mask
 
     return mask(url)
 
@@ -73,9 +73,9 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
     if log is not None:
         return log.expanduser()
     with user_errors():
-        from gated_react.checkpoint import StoreURL
         from gated_react.records.run_log import FILE_NAME
         from gated_react.settings import default_state_dir
+        from gated_react.store.checkpointer import StoreURL
 
         store = StoreURL.parse(url)
     if store.kind == "sqlite":
@@ -88,7 +88,7 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
 def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
     """The checkpointer for ``url``, signed with ``GATED_REACT_STORE_KEY`` if it is set; an
     unreachable or malformed store is a one-line error."""
-    from gated_react.checkpoint import open_checkpointer
+    from gated_react.store.checkpointer import open_checkpointer
 
     key = settings().store_keys()
     with ExitStack() as stack:
@@ -101,7 +101,7 @@ def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
     """The run's graph; checkpoints record ``options`` so ``resume`` can rebuild it. Spans go
     where the ``OTEL_*`` settings say (nowhere unless they are set)."""
     from gated_react.graph import build_graph
-    from gated_react.otel import setup_tracing
+    from gated_react.hosting.otel import setup_tracing
 
     setup_tracing(settings())
     tools = options.tools()

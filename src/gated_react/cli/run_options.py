@@ -109,7 +109,7 @@ class RunOptions(BaseModel):
         if self.example:
             base = self._example().policy()
         elif self.local:  # JSON with a capped schema, bounded replies, time for a slow CPU model
-            from gated_react.local import local_policy
+            from gated_react.hosting.local import local_policy
 
             base = local_policy()
         else:

@@ -12,8 +12,8 @@ from typing import Any
 
 import procrastinate
 
-from gated_react.checkpoint import StoreError, StoreURL
 from gated_react.runs import NO_ANSWER
+from gated_react.store.checkpointer import StoreError, StoreURL
 
 QUEUE = "gated-react"
 """The procrastinate queue the jobs go to."""

@@ -20,8 +20,10 @@ def readable(thread: str) -> Iterator[None]:
     """Reading what a thread stored: rows this version cannot decode (a damaged file, or rows
     written by another program) are a ``RecordError`` naming the thread; the store itself
     failing and our own errors pass through to their handlers. A value the serializer refused
-    to revive (``gated_react.serializer``) names the thread too."""
-    from gated_react.serializer import UnsafeCheckpoint  # the store is open: LangGraph is loaded
+    to revive (``gated_react.store.serializer``) names the thread too."""
+    from gated_react.store.serializer import (
+        UnsafeCheckpoint,  # the store is open: LangGraph is loaded
+    )
 
     try:
         yield

@@ -7,9 +7,9 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from gated_react.checkpoint import StoreError
 from gated_react.settings import Settings
-from gated_react.store_key import store_key
+from gated_react.store.checkpointer import StoreError
+from gated_react.store.key import store_key
 from gated_react.workers import watch
 from gated_react.workers.queue import queue_store
 from gated_react.workers.supervisor import Supervisor, worker_command

@@ -18,11 +18,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from gated_react.checkpoint import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
 from gated_react.runs import Graph
-from gated_react.serializer import serializer
-from gated_react.signed_saver import key_of, signed
-from gated_react.store_key import KeyInput, store_key
+from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
+from gated_react.store.key import KeyInput, store_key
+from gated_react.store.serializer import serializer
+from gated_react.store.signed import key_of, signed
 
 POOL_TIMEOUT = 30.0
 """Seconds a run waits for a connection before its job fails (and is retried)."""

@@ -18,9 +18,9 @@ from typing import Any
 import procrastinate
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
-from gated_react.locks import ThreadBusy
 from gated_react.runs import NO_ANSWER, Graph, NotWaiting, ThreadExists, aresume, arun
 from gated_react.state import ThreadResult
+from gated_react.store.locks import ThreadBusy
 from gated_react.workers.connections import on_one_connection, store_lost
 from gated_react.workers.watch import Job, Watch
 

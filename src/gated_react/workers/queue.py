@@ -8,7 +8,6 @@ from __future__ import annotations
 import procrastinate
 from procrastinate.schema import SchemaManager
 
-from gated_react.checkpoint import StoreError
 from gated_react.errors import exception_line
 from gated_react.records.queue import (
     QUEUE,
@@ -19,6 +18,7 @@ from gated_react.records.queue import (
     queue_store,
 )
 from gated_react.records.run_log import STORE_SCHEMA
+from gated_react.store.checkpointer import StoreError
 from gated_react.workers.job import FaultRetry, advance
 
 __all__ = [

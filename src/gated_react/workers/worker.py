@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 from procrastinate.worker import Worker
 
-from gated_react.otel import setup_tracing
+from gated_react.hosting.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
 from gated_react.workers import log as worker_log

@@ -149,7 +149,7 @@ def test_unreachable_postgres_is_one_line_without_the_password(server: FakeOpenA
 def test_no_model_configured_and_no_local_model(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gated_react import local
+    from gated_react.hosting import local
 
     def missing() -> Path:
         raise local.LocalModelUnavailable(local.INSTALL_HINT)
@@ -162,7 +162,7 @@ def test_no_model_configured_and_no_local_model(
 
 
 def test_a_missing_model_file_is_one_line(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gated_react import local
+    from gated_react.hosting import local
 
     # Any existing file stands in for llama-server, so the model file is what is checked
     # whether or not the local extra is installed (`make test` may run before `make local`).

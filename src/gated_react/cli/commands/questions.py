@@ -149,8 +149,8 @@ def _asked(result: Any, thread: str, question: str | None, answer: Any) -> dict[
 
 def _fleet_target(url: str, thread: str) -> str | None:
     """The Postgres target when the thread's run belongs to the workers, else None."""
-    from gated_react.checkpoint import StoreURL
     from gated_react.records.queue_listing import owned_by_fleet
+    from gated_react.store.checkpointer import StoreURL
 
     store = StoreURL.parse(url)
     if store.kind != "postgres" or not owned_by_fleet(store.target, thread):

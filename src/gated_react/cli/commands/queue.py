@@ -34,9 +34,9 @@ def queue_command(
 ) -> None:
     """List the workers' queue: queued, running (which worker, since when), failed and retried
     jobs, per thread."""
-    from gated_react.checkpoint import StoreURL
     from gated_react.cli.exits import user_errors
     from gated_react.records.queue_listing import queue_jobs
+    from gated_react.store.checkpointer import StoreURL
 
     config = resources.settings()
     url = resources.store_url(config, db)

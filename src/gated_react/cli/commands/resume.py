@@ -155,7 +155,7 @@ def recorded_options(saver: Any, thread: str, url: str | None = None) -> RunOpti
 
 def _refuse_a_fleet_run(url: str | None, thread: str) -> None:
     """A thread the workers run is answered through them, not resumed here."""
-    from gated_react.checkpoint import StoreURL
+    from gated_react.store.checkpointer import StoreURL
 
     if url is None or StoreURL.parse(url).kind != "postgres":
         return

@@ -21,13 +21,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from gated_react.checkpoint import aopen_checkpointer
 from gated_react.errors import GatedReactError, validation_line
 from gated_react.graph import build_graph, idle_graph
+from gated_react.hosting.otel import setup_tracing
 from gated_react.models import chat_model
-from gated_react.otel import setup_tracing
 from gated_react.policy import Budget, Policy
 from gated_react.settings import Settings, studio_workspace
+from gated_react.store.checkpointer import aopen_checkpointer
 from gated_react.tools import load_toolkit
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]

@@ -29,9 +29,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
-from gated_react.serializer import AllowedType, GuardedSerializer, serializer
-from gated_react.signed_saver import signed
-from gated_react.store_key import KeyInput, StoreKey, store_key
+from gated_react.store.key import KeyInput, StoreKey, store_key
+from gated_react.store.serializer import AllowedType, GuardedSerializer, serializer
+from gated_react.store.signed import signed
 
 Kind = Literal["memory", "sqlite", "postgres"]
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
@@ -94,7 +94,7 @@ def open_checkpointer(
     anything else that is not a type of LangGraph's, LangChain's messages or this package's state
     is refused on read (``UnsafeCheckpoint``). ``key``: the store key (or keys, the first signs,
     the others are older keys still read): every checkpoint and write is signed, and a row the
-    key did not sign is refused on read (``UnsafeCheckpoint``); see ``gated_react.store_key``."""
+    key did not sign is refused on read (``UnsafeCheckpoint``); see ``gated_react.store.key``."""
     store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
@@ -189,7 +189,7 @@ async def _asqlite(
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     import aiosqlite
 
-    from gated_react.savers import SqliteStore
+    from gated_react.store.savers import SqliteStore
 
     path = sqlite_file(store)
     try:
@@ -288,7 +288,7 @@ async def _apostgres(
     try:
         import psycopg
 
-        from gated_react.savers import postgres_store
+        from gated_react.store.savers import postgres_store
 
         saver_type = postgres_store()
     except ImportError:

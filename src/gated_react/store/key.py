@@ -10,7 +10,7 @@ its tag over the checkpoint it belongs to, its task id, index, channel and seria
 row edited, forged, or copied under another thread or parent is refused (``UnsafeCheckpoint``).
 
 The digests are over the values as the serializer writes them: the serializer
-``checkpoint.py`` hands out revives a value that serializes to the same bytes again. Keys
+``checkpointer.py`` hands out revives a value that serializes to the same bytes again. Keys
 rotate: the first signs, every one is tried when checking.
 """
 

@@ -27,7 +27,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react.errors import GatedReactError
-from gated_react.signed_saver import unwrapped
+from gated_react.store.signed import unwrapped
 
 
 class ThreadBusy(GatedReactError, RuntimeError):
@@ -135,7 +135,7 @@ def _file_lock(db_path: str, thread_id: str) -> Iterator[None]:
 
 
 def _open_sidecar(sidecar: str) -> int:
-    from gated_react.checkpoint import StoreError
+    from gated_react.store.checkpointer import StoreError
 
     try:
         return os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gated_react.settings import Settings
 
-_LOG = logging.getLogger("gated_react.otel")
+_LOG = logging.getLogger("gated_react.hosting.otel")
 _LOCK = threading.Lock()
 _DONE: list[bool] = []
 """Set once this process has decided (configured or not): the factories run once per run."""

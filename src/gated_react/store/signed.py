@@ -1,5 +1,5 @@
 """The saver that signs: ``SignedSaver`` wraps any LangGraph saver, signs every checkpoint and
-pending write it stores with a ``StoreKey`` and checks them on every read (``store_key.py``
+pending write it stores with a ``StoreKey`` and checks them on every read (``key.py``
 says what is signed). One class for every saver: the wrapped saver's own sync and async
 methods, which call each other, never sign or check twice."""
 
@@ -22,8 +22,7 @@ from langgraph.checkpoint.base import (
 )
 
 from gated_react.errors import printable
-from gated_react.serializer import UnsafeCheckpoint
-from gated_react.store_key import (
+from gated_react.store.key import (
     MIGRATE,
     SEALED,
     TAG,
@@ -33,6 +32,7 @@ from gated_react.store_key import (
     framed_digest,
     stored_json,
 )
+from gated_react.store.serializer import UnsafeCheckpoint
 
 _WRITTEN_MAX = 4096  # channel digests remembered per saver (a few runs' worth)
 

@@ -2,7 +2,7 @@
 // types each question, clicks Send, clicks Approve / Edit / Reject in the approval panel,
 // reloads the page. Prints one JSON object of what the page showed after each step, with every
 // distinct state of the message list between steps (a MutationObserver records each one, so a
-// message that vanishes for a moment is seen), for tests/test_studio_browser.py to check.
+// message that vanishes for a moment is seen), for tests/hosting/test_studio_browser.py to check.
 // Usage: node drive.mjs <browser ws endpoint> <langgraph url> <page url> <screenshot dir>
 // The test owns the browser (it starts and kills it); this script only connects to it.
 import { Client } from "@langchain/langgraph-sdk";

@@ -1,6 +1,6 @@
 // Drives a running `langgraph dev` the way chat UIs do (Agent Chat UI and the React useStream
 // hook build on this client): prints one JSON object of what the UI saw, for
-// tests/test_studio_js.py to check. Usage: node chat.mjs <server url>
+// tests/hosting/test_studio_js.py to check. Usage: node chat.mjs <server url>
 import { Client } from "@langchain/langgraph-sdk";
 
 const client = new Client({ apiUrl: process.argv[2] });

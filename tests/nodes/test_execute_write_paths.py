@@ -6,7 +6,7 @@ goto="execute")`` on an ended thread and on a thread waiting on another call's q
 ``bulk_update_state``, a fork of an older checkpoint and a copied thread. A forged call to a
 tool under approval is asked about (exactly that call) and runs only if a human approves it;
 budgets and the reply's call limit hold; a denied tool never runs. The same paths through
-``langgraph dev``'s REST API are in ``tests/test_studio_write_paths.py``.
+``langgraph dev``'s REST API are in ``tests/hosting/test_studio_write_paths.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every API example in examples/api runs (offline ones here; studio_client.py against a real dev
-server in tests/test_studio_server.py). The guides quote them: tests/docs/test_snippets.py checks
-that each quoted block is verbatim in its file."""
+server in tests/hosting/test_studio_server.py). The guides quote them:
+tests/docs/test_snippets.py checks that each quoted block is verbatim in its file."""
 
 from __future__ import annotations
 

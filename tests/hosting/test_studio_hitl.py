@@ -18,9 +18,9 @@ from pydantic import TypeAdapter
 
 from gated_react._engine.transcript import calls_shown
 
-from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.reaping import wait_for
-from .support.studio_server import DevServer, drive, serving
+from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.reaping import wait_for
+from ..support.studio_server import DevServer, drive, serving
 
 pytestmark = pytest.mark.studio
 
@@ -278,7 +278,7 @@ def test_with_a_store_key_studio_approves_and_edits_and_refuses_an_edited_row(
         raw = saver.inner  # type: ignore[attr-defined]
         latest = raw.get_tuple({"configurable": {"thread_id": edited, "checkpoint_ns": ""}})
         assert latest.metadata["gated_react_tag"]
-    from .support.tamper import forge_metadata
+    from ..support.tamper import forge_metadata
 
     forge_metadata(db, edited, "source", "loop")
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from .support.reaping import PATIENCE
+from ..support.reaping import PATIENCE
 
 _RUN = """
 import sys

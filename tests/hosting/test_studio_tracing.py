@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from .support.helpers import REFUND_GOAL
-from .support.openai_server import FakeOpenAI, reply, tool_call
-from .support.phoenix import Phoenix
-from .support.studio_server import DevServer, dev_server, drive
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.phoenix import Phoenix
+from ..support.studio_server import DevServer, dev_server, drive
 
 pytestmark = [pytest.mark.studio, pytest.mark.phoenix]
 

@@ -23,12 +23,12 @@ from pydantic import TypeAdapter
 
 from gated_react._engine.transcript import calls_shown
 
-from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer
+from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.studio_server import DevServer
 
 pytestmark = pytest.mark.studio
 
-JS = Path(__file__).parent / "js"
+JS = Path(__file__).parents[1] / "js"
 SDK = JS / "node_modules" / "@langchain" / "langgraph-sdk" / "package.json"
 REQUIRE_VAR = "GATED_REACT_REQUIRE_NODE"
 ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}

@@ -34,7 +34,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
+from ..support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
 
 KEY, OLD = "k" * 32, "o" * 32
 INTERRUPT, RESUME = "__interrupt__", "__resume__"  # LangGraph's own names (private constants)

@@ -17,8 +17,8 @@ from langgraph_sdk.client import LangGraphClient
 
 from gated_react._engine.transcript import calls_shown
 
-from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, drive
+from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
 

@@ -33,7 +33,7 @@ from gated_react.store.serializer import serializer
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.tamper import poison, touch
+from ..support.tamper import poison, touch
 
 THREAD = {"configurable": {"thread_id": "t"}}
 
@@ -222,7 +222,7 @@ SAVER = re.compile(r"\b(?:Async)?(?:Sqlite|Postgres|InMemory)Saver\(([^)]*)\)")
 
 def test_every_saver_this_package_builds_reads_through_the_serializer() -> None:
     """A saver built without ``serde=`` revives anything: the workers' pooled saver once was."""
-    source = Path(__file__).resolve().parents[1] / "src" / "gated_react"
+    source = Path(__file__).resolve().parents[2] / "src" / "gated_react"
     built = [
         (path.name, args)
         for path in source.rglob("*.py")

@@ -15,11 +15,11 @@ from langgraph_sdk.client import LangGraphClient
 
 from gated_react.hosting.studio import RefundContext, WorkbenchContext
 
-from .support.helpers import REFUND_GOAL
-from .support.openai_server import FakeOpenAI, reply, tool_call
-from .support.reaping import PATIENCE
-from .support.studio_server import REPO, DevServer, drive
-from .test_graph import EDGES, NODES
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.reaping import PATIENCE
+from ..support.studio_server import REPO, DevServer, drive
+from ..test_graph import EDGES, NODES
 
 pytestmark = pytest.mark.studio
 SAMPLE = json.loads((REPO / "langgraph.json").read_text())["env"]["GATED_REACT_STUDIO_WORKSPACE"]

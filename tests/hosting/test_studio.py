@@ -1,5 +1,5 @@
-"""The Studio factories and context schema, without a server (tests/test_studio_server.py runs
-them under ``langgraph dev``)."""
+"""The Studio factories and context schema, without a server (tests/hosting/test_studio_server.py
+runs them under ``langgraph dev``)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ from gated_react.hosting.studio import (
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.openai_server import FakeOpenAI, reply, tool_call
-from .support.reaping import PATIENCE
+from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.reaping import PATIENCE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STUDIO_ENV = json.loads((REPO / "langgraph.json").read_text())["env"]
 SAMPLE = REPO / STUDIO_ENV["GATED_REACT_STUDIO_WORKSPACE"]
 """The sample project the repository's langgraph.json confines the workbench to."""
@@ -199,7 +199,7 @@ def test_the_studio_checkpointer_revives_no_code(
 ) -> None:
     from gated_react import UnsafeCheckpoint, open_checkpointer
 
-    from .support.tamper import poison, touch
+    from ..support.tamper import poison, touch
 
     db = tmp_path / "studio.sqlite"
     monkeypatch.setenv("GATED_REACT_DB", str(db))
@@ -224,7 +224,7 @@ def test_the_studio_checkpointer_signs_with_the_store_key(
     under another thread id are refused, the thread itself reads."""
     from gated_react import UnsafeCheckpoint, open_checkpointer
 
-    from .support.tamper import copy_rows
+    from ..support.tamper import copy_rows
 
     db, key = tmp_path / "studio.sqlite", "studio-key-" + "s" * 24
     monkeypatch.setenv("GATED_REACT_DB", str(db))

@@ -26,9 +26,9 @@ from gated_react.hosting.local import (
 from gated_react.stops import StopReason, parse_stop_reason
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.helpers import REFUND_GOAL
-from .support.openai_server import FakeOpenAI, reply
-from .support.reaping import PATIENCE
+from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI, reply
+from ..support.reaping import PATIENCE
 
 try:
     default_model_file()

@@ -20,8 +20,8 @@ from gated_react.store.serializer import MAX_DEPTH, serializer
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.reaping import PATIENCE
-from .support.tamper import poison
+from ..support.reaping import PATIENCE
+from ..support.tamper import poison
 
 THREAD = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 BIG = 2_000_000

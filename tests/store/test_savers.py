@@ -14,7 +14,7 @@ from gated_react.store.checkpointer import aopen_checkpointer
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from .support.helpers import REFUND_42, REFUND_GOAL
+from ..support.helpers import REFUND_42, REFUND_GOAL
 
 
 def _config(thread: str, run: str) -> Any:

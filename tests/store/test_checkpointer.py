@@ -17,8 +17,8 @@ from gated_react.store.checkpointer import (
     open_checkpointer,
 )
 
-from .support.procs import context, open_store
-from .support.reaping import PATIENCE
+from ..support.procs import context, open_store
+from ..support.reaping import PATIENCE
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from langgraph_sdk.client import LangGraphClient
 
 from gated_react._engine.transcript import calls_shown
 
-from .support.openai_server import Delay, FakeOpenAI, reply, tool_call
-from .support.studio_server import dev_server, drive
+from ..support.openai_server import Delay, FakeOpenAI, reply, tool_call
+from ..support.studio_server import dev_server, drive
 
 pytestmark = pytest.mark.studio
 

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, convert_to_messages
 
-from .support import browser
-from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import CONFIG, REPO, serving
+from ..support import browser
+from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.studio_server import CONFIG, REPO, serving
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 

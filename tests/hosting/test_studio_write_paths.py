@@ -15,8 +15,8 @@ from langgraph_sdk.schema import Command
 
 from gated_react._engine.transcript import calls_shown
 
-from .support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from .support.studio_server import DevServer, drive, serving
+from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.studio_server import DevServer, drive, serving
 
 pytestmark = pytest.mark.studio
 

@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.errors import GatedReactError, one_line
 from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
 from gated_react.store.locks import athread_lock, thread_lock
@@ -26,10 +27,6 @@ OnUpdate = Callable[[str, Any], None]
 """Called with ``(node, update)`` after every node, and ``("__interrupt__", interrupts)``."""
 NO_ANSWER: Any = object()
 """The default of ``resume(answer=)``: resume without answering (distinct from ``None``)."""
-UNUSABLE_ANSWER = "unusable_answer"
-"""The key of the stand-in for an answer LangGraph cannot take (one the store cannot hold, such
-as an integer beyond 64 bits, or ``None``): the question is asked again with the reason, as for
-any other malformed answer."""
 
 
 class UnknownThread(GatedReactError, LookupError):

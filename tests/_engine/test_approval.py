@@ -21,7 +21,7 @@ from gated_react._engine.approval import (
     question,
     same_question,
 )
-from gated_react.runs import UNUSABLE_ANSWER
+from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 

@@ -16,7 +16,7 @@ from gated_react._engine.call_keys import canonical_json
 from gated_react._engine.langgraph_internals import ask_human, earlier_interrupt_ids
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
-from gated_react.runs import UNUSABLE_ANSWER
+from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.state import Outcome
 
 ANSWERS = {

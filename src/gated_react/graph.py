@@ -36,6 +36,7 @@ from gated_react.nodes.observe import observe
 from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
 from gated_react.policy import Policy, with_response_format
+from gated_react.protocols import PROTOCOLS
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
@@ -83,7 +84,14 @@ def build_graph(
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
     """
     policy = with_response_format(policy or Policy(), response_format)
-    deps = NodeDeps.build(init_model(model), tools, policy, middleware, _text(system_prompt))
+    deps = NodeDeps.build(
+        init_model(model),
+        tools,
+        policy,
+        middleware,
+        _text(system_prompt),
+        protocol=PROTOCOLS[policy.protocol],
+    )
     graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)

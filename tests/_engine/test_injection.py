@@ -20,9 +20,9 @@ from langgraph.types import Command
 
 from gated_react import Policy, build_graph
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.deps import NodeDeps
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.helpers import node_deps
 from ..support.spans import recorded
 
 
@@ -137,7 +137,7 @@ def test_the_idempotency_key_reaches_a_runtime_tool_and_is_its_tool_call_id() ->
 def test_the_model_is_never_shown_an_injected_argument() -> None:
     tools = [profile, injected, keyed]
     for protocol in ("tools", "json", "text"):
-        deps = NodeDeps.build(ScriptedChatModel(replies=[]), tools, Policy(protocol=protocol))
+        deps = node_deps(ScriptedChatModel(replies=[]), tools, Policy(protocol=protocol))
         shown = deps.system + json.dumps(getattr(deps.bound, "kwargs", {}), default=str)
         for hidden in ("runtime", "call_id", "InjectedState", "store", "idempotency_key"):
             assert hidden not in shown, (protocol, hidden)

@@ -22,6 +22,7 @@ from gated_react import Policy, build_graph
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.middleware_model import paid
 
+from ..support.helpers import node_deps
 from ..support.middleware_fakes import USAGE, FakeToolModel, replies
 
 
@@ -88,7 +89,7 @@ def test_a_hook_reads_the_runs_context_from_its_runtime() -> None:
 
 
 def _deps(middleware: list[Any]) -> NodeDeps:
-    return NodeDeps.build(FakeToolModel(messages=replies("hi")), [], Policy(), middleware)
+    return node_deps(FakeToolModel(messages=replies("hi")), [], Policy(), middleware)
 
 
 @pytest.mark.parametrize(

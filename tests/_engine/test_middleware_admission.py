@@ -82,11 +82,12 @@ def test_the_same_ones_build(tmp_path: Path) -> None:
 
 
 def test_a_middlewares_tools_join_the_gated_tools(tmp_path: Path) -> None:
-    from gated_react._engine.deps import NodeDeps
     from gated_react.policy import Policy
 
+    from ..support.helpers import node_deps
+
     search = FilesystemFileSearchMiddleware(root_path=str(tmp_path))
-    deps = NodeDeps.build(_model(), [send_email], Policy(allow={"glob_search"}), [search])
+    deps = node_deps(_model(), [send_email], Policy(allow={"glob_search"}), [search])
     assert set(deps.tools) == {"send_email", "glob_search", "grep_search"}
     assert deps.allowed == {"glob_search"}
 

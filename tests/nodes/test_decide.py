@@ -10,13 +10,12 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
-from gated_react._engine.deps import NodeDeps
 from gated_react._engine.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
 from gated_react.testing import ScriptedChatModel
 
 from ..support.fakes import HangingChatModel
-from ..support.helpers import deps, history_entry, logs, policy, state
+from ..support.helpers import deps, history_entry, logs, node_deps, policy, state
 
 
 def test_the_model_gets_the_transcript_and_the_update_counts_the_step() -> None:
@@ -86,7 +85,7 @@ def test_a_hung_model_ends_the_run_when_the_time_budget_runs_out(body: str, retr
 
     model = HangingChatModel()
     retry = [ModelRetryMiddleware(max_retries=5, initial_delay=0.0)] if retried else []
-    parts = NodeDeps.build(model, [], policy(max_seconds=5.0), retry)  # retries share the budget
+    parts = node_deps(model, [], policy(max_seconds=5.0), retry)  # retries share the budget
     hand_built = state(usage={"steps": 1, "seconds": 4.5})
     started = time.monotonic()
     try:
@@ -121,7 +120,7 @@ def test_a_reply_middleware_made_is_the_reply_the_model_spent_counted() -> None:
 
     counts: list[tuple[int, int]] = []
     for middleware in ([], [shout]):
-        parts = NodeDeps.build(ScriptedChatModel(replies=["quiet"]), [], policy(), middleware)
+        parts = node_deps(ScriptedChatModel(replies=["quiet"]), [], policy(), middleware)
         update = decide(state(), {}, deps=parts)
         counts.append((update["usage"]["input_tokens"], update["usage"]["output_tokens"]))
     assert update["reply"]["text"] == "QUIET"

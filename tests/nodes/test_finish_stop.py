@@ -5,12 +5,11 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
 from gated_react import Policy
-from gated_react._engine.deps import NodeDeps
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop
 from gated_react.testing import ScriptedChatModel
 
-from ..support.helpers import state
+from ..support.helpers import node_deps, state
 
 
 def test_finish_writes_success_and_the_answer() -> None:
@@ -31,7 +30,7 @@ def test_finish_under_an_answer_schema_writes_its_data() -> None:
     class Refund(BaseModel):
         amount: float
 
-    deps = NodeDeps.build(ScriptedChatModel(replies=[]), [], Policy(answer_schema=Refund))
+    deps = node_deps(ScriptedChatModel(replies=[]), [], Policy(answer_schema=Refund))
     answered = state(action={"kind": "final", "answer": '{"amount": 49.0}'})
     assert finish(answered, deps=deps)["structured_response"] == {"amount": 49.0}
 

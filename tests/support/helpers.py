@@ -12,6 +12,7 @@ from gated_react import Policy, build_graph
 from gated_react._engine.admissions import ADMITTED
 from gated_react._engine.call_keys import args_hash, loop_key
 from gated_react._engine.deps import NodeDeps
+from gated_react.protocols import PROTOCOLS
 from gated_react.state import State
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -34,10 +35,15 @@ def policy(**fields: Any) -> Policy:
     return Policy().replace(**fields)
 
 
+def node_deps(model: Any, tools: Sequence[Any], chosen: Policy, *args: Any) -> NodeDeps:
+    """``NodeDeps.build`` with the protocol the policy names, as ``build_graph`` picks it."""
+    return NodeDeps.build(model, tools, chosen, *args, protocol=PROTOCOLS[chosen.protocol])
+
+
 def deps(
     replies: Sequence[Any] = (), tools: Sequence[BaseTool] = SUPPORT_TOOLS, **fields: Any
 ) -> NodeDeps:
-    return NodeDeps.build(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
+    return node_deps(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
 
 
 def state(**fields: Any) -> State:

@@ -13,12 +13,12 @@ from langchain_core.tools import tool as as_langchain_tool
 from gated_react._engine.injection import Injector
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import system_prompt
+from gated_react._engine.protocol import ActionProtocol, BoundModel
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
 from gated_react._engine.tool_runner import KEY_PARAM, accepts_key
 from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
-from gated_react.protocols import PROTOCOLS, ActionProtocol, BoundModel
 from gated_react.redact import secrets_of
 from gated_react.state import RunContext
 
@@ -71,8 +71,12 @@ class NodeDeps:
         policy: Policy,
         middleware: Sequence[Any] = (),
         instructions: str | None = None,
+        *,
+        protocol: ActionProtocol,
     ) -> NodeDeps:
-        """``instructions``: the application's system prompt, after the fixed rules."""
+        """``instructions``: the application's system prompt, after the fixed rules;
+        ``protocol``: how the model states its action (``build_graph`` picks it by
+        ``policy.protocol`` from ``protocols.PROTOCOLS``)."""
         hooks = _middleware(middleware)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
@@ -80,7 +84,6 @@ class NodeDeps:
         policy.check_tools(registry)
         allowed = policy.allowed(frozenset(registry))
         visible = [tool for name, tool in registry.items() if name in allowed]
-        protocol = PROTOCOLS[policy.protocol]
         pricer = pricer_for(model, policy.prices)
         if policy.budget.max_cost is not None and pricer.unpriced:
             limit = policy.budget.max_cost

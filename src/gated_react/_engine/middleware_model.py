@@ -15,8 +15,8 @@ from langgraph.graph.message import add_messages
 
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
+from gated_react._engine.protocol import BoundModel
 from gated_react.errors import MiddlewareFailed
-from gated_react.protocols import BoundModel
 
 Handler = Callable[..., Any]
 

@@ -37,6 +37,7 @@ from gated_react.nodes.stop import stop
 from gated_react.nodes.validate import validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
+from gated_react.settings import capture_content
 from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
@@ -91,6 +92,7 @@ def build_graph(
         middleware,
         _text(system_prompt),
         protocol=PROTOCOLS[policy.protocol],
+        capture=capture_content(),
     )
     graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)

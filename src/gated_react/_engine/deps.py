@@ -73,10 +73,12 @@ class NodeDeps:
         instructions: str | None = None,
         *,
         protocol: ActionProtocol,
+        capture: bool = False,
     ) -> NodeDeps:
         """``instructions``: the application's system prompt, after the fixed rules;
         ``protocol``: how the model states its action (``build_graph`` picks it by
-        ``policy.protocol`` from ``protocols.PROTOCOLS``)."""
+        ``policy.protocol`` from ``protocols.PROTOCOLS``); ``capture``: whether spans may
+        carry content (``build_graph`` reads the opt-in from the environment)."""
         hooks = _middleware(middleware)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
@@ -107,7 +109,7 @@ class NodeDeps:
             and not (hooks and hooks.on_model),
             context=context,
             secrets=secrets,
-            spans=AgentSpans(Labels.of(model, secrets, context)),
+            spans=AgentSpans(Labels.of(model, secrets, context, capture)),
             middleware=hooks,
             injector=Injector.of(registry, KEY_PARAM),
         )

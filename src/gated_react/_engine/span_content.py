@@ -24,7 +24,6 @@ from opentelemetry.trace import Span, SpanContext, Status, StatusCode, TraceFlag
 from gated_react._engine.pricing import model_name
 from gated_react._engine.tool_runner import cut, storable
 from gated_react.redact import redact
-from gated_react.settings import capture_content
 from gated_react.state import RunContext
 from gated_react.stops import is_failure
 
@@ -77,11 +76,15 @@ class Labels:
 
     @classmethod
     def of(
-        cls, model: BaseChatModel, secrets: tuple[str, ...] = (), context: RunContext | None = None
+        cls,
+        model: BaseChatModel,
+        secrets: tuple[str, ...] = (),
+        context: RunContext | None = None,
+        content: bool = False,
     ) -> Labels:
         """The model's provider and name as LangChain reports them (``_get_ls_params`` is what
-        its own tracers read), the run context, and the content switch as the environment
-        sets it."""
+        its own tracers read), the run context, and the content switch (``build_graph`` reads
+        it from the environment: ``settings.capture_content``)."""
         try:
             params: dict[str, Any] = dict(model._get_ls_params())
         except Exception:  # a model that cannot say: the span still names it
@@ -91,7 +94,7 @@ class Labels:
             # the name it is priced by (``scripted`` for ScriptedChatModel), so a span and
             # ``Policy.prices`` name a model alike
             model=str(params.get("ls_model_name") or model_name(model)),
-            content=capture_content(),
+            content=content,
             secrets=secrets,
             policy_hash=context.policy_hash if context is not None else None,
             run=_run_attributes(context) if context is not None else (),

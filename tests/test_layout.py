@@ -126,6 +126,16 @@ def test_the_import_contracts_hold_on_the_tree(tmp_path: Path) -> None:
             id="workers-imports-cli",
         ),
         pytest.param(
+            {"hosting/studio.py": "import gated_react.cli.exits"},
+            "gated_react.hosting.studio is not allowed to import gated_react.cli",
+            id="studio-imports-cli",
+        ),
+        pytest.param(
+            {"store/key.py": "from gated_react.store.signed import signed"},
+            "gated_react.store.key is not allowed to import gated_react.store.signed",
+            id="the-key-imports-the-saver-it-signs-for",
+        ),
+        pytest.param(
             {"tools/calculator.py": "from gated_react import mcp"},
             "No cycles are allowed in gated_react",
             id="a-cycle-between-siblings",

@@ -1,23 +1,32 @@
-"""A store written by an earlier release reads and resumes with the code of today: the names
-the store gave the state's types (``gated_react.state.RunInput``, ...) still revive, and every
-record it holds still validates. ``snapshots/state-fed4ec3.sqlite`` was written at fed4ec3, when
-``state`` was one module (``snapshots/make_old_store.py`` says how)."""
+"""A store names a stored state model ``gated_react.state.<class>`` whichever module of the
+package defines it, and a store written by an earlier release reads and resumes with the code of
+today: its names still revive, and every record it holds still validates.
+``snapshots/state-fed4ec3.sqlite`` was written at fed4ec3, when ``state`` was one module
+(``snapshots/make_old_store.py`` says how)."""
 
 from __future__ import annotations
 
+import copy
+import importlib
 import json
+import pickle
+import pkgutil
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import ormsgpack
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
+import gated_react.state
 from gated_react import build_graph, open_checkpointer, read, resume
 from gated_react.graph import idle_graph
 from gated_react.state import (
     Call,
+    CoreState,
     Extension,
     FinalAction,
     HistoryEntry,
@@ -26,12 +35,14 @@ from gated_react.state import (
     Retry,
     RunContext,
     RunInput,
+    RunResult,
     State,
     ToolAction,
     ToolCalls,
     TraceEntry,
     Usage,
 )
+from gated_react.state.base import StrictModel
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -41,6 +52,83 @@ from .support.cli import invoke
 STORED = {Call, Extension, FinalAction, HistoryEntry, Outcome, Reply, Retry, RunContext}
 STORED |= {State, ToolAction, ToolCalls, TraceEntry, Usage}
 """The state's models the store's rows hold as fields, each in some thread."""
+
+
+TOOL = ToolAction(name="search", args={"q": "refund"}, id="call_1")
+EXAMPLES = [
+    Reply(text="hi"),
+    TOOL,
+    ToolCalls(calls=[TOOL, TOOL.model_copy(update={"id": "call_2"})]),
+    FinalAction(answer="USD 49"),
+    Retry(why="no_action", message="say something", count=1),
+    Outcome(ok=True, observation={"hits": 1}),
+    Call(step=1, tool="search", args={}, key="k", outcome=Outcome(ok=False, error="denied")),
+    HistoryEntry(step=1, action=TOOL, observation="ok"),
+    TraceEntry(step=1, tool="search", args_hash="ab12", ok=True),
+    Usage(steps=2, cost=None, unpriced="unknown model"),
+    Extension(budget="max_steps", limit=4, was=2, spent=2, decision="approve", step=2),
+    RunContext(
+        model_class="m.C", model="m", protocol="tools", policy={}, policy_hash="h", version="v"
+    ),
+    RunInput(goal="refund?"),
+    RunResult(status="ok", answer="USD 49"),
+    CoreState(goal="g", usage=Usage(steps=1)),
+    State(goal="g", history=[HistoryEntry(step=1, action=TOOL, observation=None)]),
+]
+"""One of each model the package defines."""
+
+
+def _package_models() -> set[type[BaseModel]]:
+    """Every model the modules of ``gated_react.state`` define or import from one another."""
+    package = Path(gated_react.state.__file__).parent
+    found: set[type[BaseModel]] = set()
+    for info in pkgutil.iter_modules([str(package)]):
+        module = importlib.import_module(f"gated_react.state.{info.name}")
+        found |= {
+            value
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and issubclass(value, BaseModel)
+            and value.__module__.startswith("gated_react.state")
+        }
+    return found
+
+
+def test_every_model_is_named_by_the_package_whichever_module_defines_it() -> None:
+    """A model left out of ``gated_react.state``'s names would be stored as
+    ``gated_react.state.<module>.<class>``, which the serializer does not revive."""
+    models = _package_models()
+    assert {type(example) for example in EXAMPLES} == models - {StrictModel}
+    for model in models - {StrictModel}:
+        assert model.__module__ == "gated_react.state", model
+        assert getattr(gated_react.state, model.__name__) is model
+        assert model.__name__ in gated_react.state.__all__
+    assert StrictModel.__module__ == "gated_react.state.base"  # never stored: it has no fields
+
+
+def _names(data: bytes) -> list[tuple[str, str]]:
+    """The (module, class) of every extension value in ``data``, nested ones included."""
+    names: list[tuple[str, str]] = []
+
+    def hook(code: int, raw: bytes) -> None:
+        found = ormsgpack.unpackb(raw, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        names.append((found[0], found[1]))
+
+    ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+    return names
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: type(example).__name__)
+def test_a_model_is_stored_as_gated_react_state_and_read_back_whole(example: BaseModel) -> None:
+    """LangGraph's serializer writes the name; the one every checkpointer here reads with
+    revives it. Copies and pickles keep the class too."""
+    kind, data = JsonPlusSerializer().dumps_typed(example)
+    assert kind == "msgpack"
+    assert _names(data)[-1] == ("gated_react.state", type(example).__name__)
+    with open_checkpointer("memory") as saver:
+        assert saver.serde.loads_typed((kind, data)) == example
+    assert pickle.loads(pickle.dumps(example)) == example
+    assert copy.deepcopy(example) == example
 
 
 @pytest.fixture

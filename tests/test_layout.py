@@ -141,7 +141,7 @@ def test_the_import_contracts_hold_on_the_tree(tmp_path: Path) -> None:
             id="a-cycle-between-siblings",
         ),
         pytest.param(
-            {"state.py": "from gated_react import runs"},
+            {"state/__init__.py": "from gated_react import runs"},
             "gated_react.state is not allowed to import gated_react.runs",
             id="state-imports-the-api",
         ),

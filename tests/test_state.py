@@ -14,6 +14,8 @@ from gated_react.state import (
     RESULT_KEYS,
     SUMMARY_KEYS,
     CoreState,
+    RunInput,
+    RunInputDict,
     RunResult,
     State,
     Status,
@@ -119,3 +121,16 @@ def test_the_results_share_their_keys_with_the_state() -> None:
     statuses = {arg for part in get_args(thread["status"]) for arg in get_args(part)}
     assert statuses == {*get_args(Status), "paused"}
     assert type(None) in get_args(thread["status"])
+
+
+def test_run_result_is_the_states_result_channels_with_their_types() -> None:
+    """``RunResult`` declares ``status``, ``history``, ``usage``... again for ``invoke``'s
+    return: each key is a channel of ``State``, of the same type (its reducer aside)."""
+    run = get_type_hints(RunResult)
+    state = get_type_hints(State)
+    assert {key: state.get(key) for key in RESULT_KEYS} == run
+
+
+def test_run_input_dict_has_run_inputs_keys() -> None:
+    """The plain-dict input apps pass is ``RunInput``'s fields, no more and no fewer."""
+    assert set(get_type_hints(RunInputDict)) == set(RunInput.model_fields)

@@ -1,0 +1,97 @@
+"""A run from the outside: what starts it, what it ran under, what it returns, and the keys
+that say how it ended."""
+
+from collections.abc import Sequence
+from typing import Any, Literal, Self
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gated_react.state.base import StrictModel
+from gated_react.state.calls import HistoryEntry, TraceEntry
+from gated_react.state.usage import Usage
+
+Status = Literal["ok", "stopped"]
+
+
+class RunContext(StrictModel):
+    """What a run ran under, written once by its first decision: compare two runs by it."""
+
+    model_class: str
+    """The chat model's class, e.g. ``langchain_openai.chat_models.base.ChatOpenAI``."""
+    model: str
+    """The model's name (what prices it)."""
+    base_url: str | None = None
+    """Where the model was served from, with any password or key masked; None for the default."""
+    protocol: str
+    """How the model stated its actions: ``tools``, ``json`` or ``text``."""
+    policy: dict[str, Any]
+    """The policy in force, every field as plain JSON (its budget among them)."""
+    policy_hash: str
+    """A short hash of ``policy``: equal for runs under the same policy."""
+    priced_by: str | None = None
+    """Where the cost came from: ``policy``, ``genai-prices <version>``, or None (unpriced)."""
+    version: str
+    """The gated-react version that ran it."""
+
+
+class RunInput(StrictModel):
+    """What starts a run: a goal, or chat messages whose last human message is the goal."""
+
+    goal: str | None = Field(default=None, min_length=1)
+    """The task, in the user's words."""
+    messages: list[AnyMessage] | None = None
+    """Chat messages (Studio's chat, Agent Chat UI, apps built for ``create_agent``): the last
+    human message is the goal; earlier ones are the conversation the model is shown once."""
+
+    @model_validator(mode="after")
+    def _has_a_goal(self) -> Self:
+        if self.goal is None and last_human_text(self.messages or []) is None:
+            raise ValueError(
+                "a run needs a goal: {'goal': '...'} or {'messages': [...]} with a human message"
+            )
+        return self
+
+
+def last_human_text(messages: Sequence[Any]) -> str | None:
+    """The text of the last message when it is a human message with text, else None."""
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and last.text.strip():
+        return last.text.strip()
+    return None
+
+
+class RunResult(BaseModel):
+    """The shape ``invoke`` returns."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    status: Status | None = None
+    """``ok`` after a final answer, ``stopped`` after any other end, None while unfinished."""
+    stop_reason: str | None = None
+    """Why the run ended, e.g. ``success`` or ``tool_denied:refund``."""
+    message: str | None = None
+    """A human sentence about the end, with numbers."""
+    answer: str | None = None
+    """The final answer; None unless status is ``ok``."""
+    messages: list[AnyMessage] = Field(default_factory=list)
+    """The conversation as a chat client shows it, as ``create_agent`` stores it: each run's
+    goal (human), an AI message with the tool calls of each step, one ``ToolMessage`` per call
+    (``status="error"`` with the reason for a call that did not run), then the answer (or why
+    the run stopped) as an AI message. Every tool call id is answered."""
+    history: list[HistoryEntry] = Field(default_factory=list)
+    """Completed tool steps."""
+    trace: list[TraceEntry] = Field(default_factory=list)
+    """Every call that reached the gate."""
+    usage: Usage = Field(default_factory=Usage)
+    """Budget consumption."""
+    structured_response: dict[str, Any] | None = None
+    """The final answer as the data ``response_format`` (``Policy.answer_schema``) describes,
+    as plain JSON: ``Schema.model_validate(result["structured_response"])`` is the object
+    ``create_agent`` returns; None without a schema or before a final answer."""
+
+
+RESULT_KEYS = tuple(RunResult.model_fields)
+"""The keys of every run's result, in order."""
+SUMMARY_KEYS = ("status", "stop_reason", "message", "answer")
+"""The keys that say how a run ended (status, stop_reason, message, answer), without its logs."""

@@ -65,8 +65,14 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src examples/scenarios
 
+# pytest-xdist: the tests run in one worker process per core (many wait on processes they
+# start); worksteal hands out contiguous shares and rebalances the tails, so a module's shared
+# fixtures start once and tests/conftest.py can keep the session servers' tests on one worker.
+# PYTEST_WORKERS=0 runs them in pytest's own process (pdb, -x, print debugging).
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
 pytest: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The fast path a developer runs between edits: unit, node and scripted end-to-end tests. Left
 # to `make test`: the real servers (langgraph dev, Phoenix, Postgres), the local model, the
@@ -80,7 +86,7 @@ CHECK_SKIPS := --ignore=tests/reliability --ignore=tests/docs --ignore=tests/tes
 	--ignore=tests/cli/test_subprocess.py --ignore=tests/cli/test_mcp_cli.py \
 	--ignore=tests/cli/test_langsmith.py --ignore=tests/workers/test_supervisor.py
 check: setup
-	$(BIN)/pytest -q -m "$(CHECK_MARKERS)" $(CHECK_SKIPS) $(PYTEST_ARGS)
+	$(BIN)/pytest -q $(XDIST) -m "$(CHECK_MARKERS)" $(CHECK_SKIPS) $(PYTEST_ARGS)
 
 format: setup
 	$(BIN)/ruff format src tests examples benchmarks

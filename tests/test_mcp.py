@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -27,7 +26,6 @@ from .support import mcp_servers
 from .support.mcp_servers import serve_http, stdio_config
 from .support.reaping import PATIENCE
 
-REPO = Path(__file__).resolve().parents[1]
 NAMES = {
     "read_note",
     "list_notes",
@@ -271,21 +269,3 @@ def test_without_the_mcp_extra_the_error_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "langchain_mcp_adapters", None)
     with pytest.raises(MCPError, match=r"need the mcp extra: pip install 'gated-react\[mcp\]'"):
         load_tools(stdio_config())
-
-
-def test_the_api_example_runs(tmp_path: Path) -> None:
-    example = REPO / "examples" / "api" / "mcp_tools.py"
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(example)],
-        capture_output=True,
-        text=True,
-        timeout=PATIENCE,
-        env={"PATH": "/usr/bin:/bin", "LANGSMITH_TRACING": "false", "HOME": str(tmp_path)},
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stderr == ""
-    lines = done.stdout.splitlines()
-    assert "paused: notes__delete_note {'title': 'draft'}" in lines
-    assert "success: Deleted the draft; 1 note left." in lines

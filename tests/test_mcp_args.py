@@ -4,8 +4,7 @@ key or a wrong type is ``tool_bad_args:<tool>`` and never reaches the server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -14,20 +13,29 @@ from gated_react import Policy, build_graph, resume, run
 from gated_react.mcp import MCPTools
 from gated_react.testing import ScriptedChatModel, call
 
-from .support.mcp_servers import own_tools
+
+class Server(NamedTuple):
+    """The module's notes server (``shared_mcp``, tests/conftest.py) as one test found it."""
+
+    tools: MCPTools
+    prefix: str
+    before: int  # entries in its ledger when the test started
+
+    def sent(self) -> list[int]:
+        """The amounts the test sent: the ledger past what it held before."""
+        return _ledger(self.tools, self.prefix)[self.before :]
 
 
-@pytest.fixture(params=["stdio", "http"])
-def fresh(request: pytest.FixtureRequest) -> Iterator[tuple[MCPTools, str]]:
-    """Tools of a server of their own, and their prefix."""
-    with own_tools(request.param) as tools:
-        yield tools, tools[0].server
-
-
-def sent(tools: MCPTools, prefix: str) -> list[int]:
-    ledger = next(tool for tool in tools if tool.name == f"{prefix}__ledger")
-    amounts: list[int] = ledger.invoke({})["sent"]
+def _ledger(tools: MCPTools, prefix: str) -> list[int]:
+    tool = next(tool for tool in tools if tool.name == f"{prefix}__ledger")
+    amounts: list[int] = tool.invoke({})["sent"]
     return amounts
+
+
+@pytest.fixture
+def server(shared_mcp: tuple[MCPTools, str]) -> Server:
+    tools, prefix = shared_mcp
+    return Server(tools, prefix, len(_ledger(tools, prefix)))
 
 
 def run_graph(tools: MCPTools, replies: list[Any], **policy: Any) -> dict[str, Any]:
@@ -49,31 +57,31 @@ def run_graph(tools: MCPTools, replies: list[Any], **policy: Any) -> dict[str, A
     ],
 )
 def test_arguments_that_do_not_fit_the_schema_are_refused_unsent(
-    fresh: tuple[MCPTools, str], args: dict[str, Any], says: str
+    server: Server, args: dict[str, Any], says: str
 ) -> None:
-    tools, prefix = fresh
+    tools, prefix, _ = server
     tool = f"{prefix}__transfer"
     out = run_graph(tools, [call(tool, **args)])
     assert out["stop_reason"] == f"tool_bad_args:{tool}"
     assert out["message"].startswith(says.format(tool=tool))
-    assert sent(tools, prefix) == []
+    assert server.sent() == []
     observed = run_graph(tools, [call(tool, **args), "refused"], on_tool_error="observe")
     assert observed["history"][0]["observation"].startswith(says.format(tool=tool))
-    assert sent(tools, prefix) == []
+    assert server.sent() == []
 
 
-def test_arguments_that_fit_are_sent(fresh: tuple[MCPTools, str]) -> None:
-    tools, prefix = fresh
+def test_arguments_that_fit_are_sent(server: Server) -> None:
+    tools, prefix, _ = server
     out = run_graph(tools, [call(f"{prefix}__transfer", amount=5), "sent"])
     assert out["stop_reason"] == "success"
     assert out["history"][0]["observation"] == {"result": "sent 5"}
-    assert sent(tools, prefix) == [5]
+    assert server.sent() == [5]
 
 
 def test_an_approvers_edit_is_checked_against_the_schema_too(
-    fresh: tuple[MCPTools, str],
+    server: Server,
 ) -> None:
-    tools, prefix = fresh
+    tools, prefix, _ = server
     tool = f"{prefix}__transfer"
     model = ScriptedChatModel(replies=[call(tool, amount=5), "done"], cycle=False)
     policy = Policy(require_approval={tool})
@@ -83,4 +91,4 @@ def test_an_approvers_edit_is_checked_against_the_schema_too(
     again = resume(graph, "t", edit)
     assert again["status"] == "paused"
     assert "unknown arguments ['to']" in again["pending"][0]["error"]
-    assert sent(tools, prefix) == []
+    assert server.sent() == []

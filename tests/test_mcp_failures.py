@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,8 @@ from gated_react import Policy, build_graph
 from gated_react.mcp import MCPError, MCPTools, load_tools
 from gated_react.testing import ScriptedChatModel, call
 
-from .support.mcp_servers import alive, ends, own_tools, serve_http, stdio_config
+from .support.mcp_servers import alive, ends, serve_http, stdio_config
 from .support.reaping import PATIENCE
-
-
-@pytest.fixture(params=["stdio", "http"])
-def fresh(request: pytest.FixtureRequest) -> Iterator[tuple[MCPTools, str]]:
-    """Tools of a server of their own, and their prefix."""
-    with own_tools(request.param) as tools:
-        yield tools, tools[0].server
 
 
 def run_graph(tools: MCPTools, replies: list[Any], mode: str = "invoke", **policy: Any) -> Any:
@@ -36,8 +28,8 @@ def run_graph(tools: MCPTools, replies: list[Any], mode: str = "invoke", **polic
     return graph.invoke(goal) if mode == "invoke" else asyncio.run(graph.ainvoke(goal))
 
 
-def test_an_error_result_stops_the_run_or_is_observed(fresh: tuple[MCPTools, str]) -> None:
-    tools, prefix = fresh
+def test_an_error_result_stops_the_run_or_is_observed(shared_mcp: tuple[MCPTools, str]) -> None:
+    tools, prefix = shared_mcp
     wrong = call(f"{prefix}__read_note", title="missing")
     out = run_graph(tools, [wrong])
     assert out["stop_reason"] == f"tool_error:{prefix}__read_note"
@@ -50,8 +42,8 @@ def test_an_error_result_stops_the_run_or_is_observed(fresh: tuple[MCPTools, str
     assert "no note named 'missing'" in out["history"][0]["observation"]
 
 
-def test_an_oversized_result_is_refused(fresh: tuple[MCPTools, str]) -> None:
-    tools, prefix = fresh
+def test_an_oversized_result_is_refused(shared_mcp: tuple[MCPTools, str]) -> None:
+    tools, prefix = shared_mcp
     out = run_graph(tools, [call(f"{prefix}__big", size=1_500_000)])
     assert out["stop_reason"] == f"tool_error:{prefix}__big"
     assert "characters, more than max_result_chars 1,000,000" in out["message"]
@@ -59,20 +51,22 @@ def test_an_oversized_result_is_refused(fresh: tuple[MCPTools, str]) -> None:
     assert small["history"][0]["observation"] == {"result": "x" * 10}
 
 
-def test_a_result_is_counted_once_against_max_result_chars(fresh: tuple[MCPTools, str]) -> None:
-    tools, prefix = fresh  # the server sends it twice: as text and as structured content
+def test_a_result_is_counted_once_against_max_result_chars(
+    shared_mcp: tuple[MCPTools, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools, prefix = shared_mcp  # the server sends it twice: as text and as structured content
     big = next(tool for tool in tools if tool.name == f"{prefix}__big")
     assert big.invoke({"size": 600_000}) == {"result": "x" * 600_000}
-    big.max_result_chars = 600_013
+    monkeypatch.setattr(big, "max_result_chars", 600_013)  # the module's tool, put back after
     with pytest.raises(MCPError, match=r"replied with 600,014 characters, more than max_res"):
         big.invoke({"size": 600_000})
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_a_hang_times_out_and_the_server_still_answers(
-    fresh: tuple[MCPTools, str], mode: str
+    own_mcp: tuple[MCPTools, str], mode: str
 ) -> None:
-    tools, prefix = fresh
+    tools, prefix = own_mcp
     hang, listing = call(f"{prefix}__hang"), call(f"{prefix}__list_notes")
     out = run_graph(tools, [hang], mode, tool_timeout_seconds=1)
     assert out["stop_reason"] == f"tool_timeout:{prefix}__hang"
@@ -85,9 +79,9 @@ def test_a_hang_times_out_and_the_server_still_answers(
 
 
 def test_a_crash_mid_run_stops_the_run_and_later_calls_fail_at_once(
-    fresh: tuple[MCPTools, str],
+    own_mcp: tuple[MCPTools, str],
 ) -> None:
-    tools, prefix = fresh
+    tools, prefix = own_mcp
     out = run_graph(tools, [call(f"{prefix}__list_notes"), call(f"{prefix}__crash")])
     assert out["stop_reason"] == f"tool_error:{prefix}__crash"
     assert f"MCPError: mcp server '{prefix}' (" in out["message"]

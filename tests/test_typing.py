@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .support.docs import REPO, pages, runnable_python
 
 PAGES = pages()
@@ -69,7 +71,9 @@ def _page_files() -> dict[str, str]:
     return files
 
 
-def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: Path) -> None:
+def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     migration = (REPO / "examples" / "api" / "from_create_agent.py").read_text()
     files = {
         **_page_files(),
@@ -81,7 +85,10 @@ def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(tmp_path: 
     assert {"README.py", "docs_getting_started.py", "docs_guides_approvals.py"} <= set(files)
     for name, code in files.items():
         (tmp_path / name).write_text(code)
-    mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *files]
+    # Incremental, in pytest's cache folder: the libraries' types are checked once, not on every
+    # run (a cold run is most of a minute); this test's own files are new each time.
+    cache = pytestconfig.cache.mkdir("mypy-docs-code") if pytestconfig.cache else tmp_path
+    mypy = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *files]
     done = subprocess.run(
         mypy, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )

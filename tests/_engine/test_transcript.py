@@ -151,16 +151,17 @@ def test_a_folded_call_keeps_its_arguments_and_the_start_of_its_result() -> None
 
 
 def test_the_largest_prompt_stays_flat_however_long_the_run() -> None:
+    period = 264  # the layout repeats every 264 steps (folds of 11 calls, blocks of 24)
     sizes = {
         n: sum(
             len(str(m.content)) + len(str(getattr(m, "tool_calls", "")))
             for m in _messages(n, "tools")
         )
-        for n in range(100, 1000, 3)  # three-digit step numbers throughout
+        for n in range(100, 100 + 2 * period, 3)  # three-digit step numbers throughout
     }
-    # The layout repeats every 264 steps (folds of 11 calls, blocks of 24): a second period
-    # holds no larger prompt than the first.
-    assert max(sizes.values()) == max(size for n, size in sizes.items() if n < 100 + 2 * 264)
+    # A second period holds no larger prompt than the first.
+    first = max(size for n, size in sizes.items() if n < 100 + period)
+    assert max(sizes.values()) == first
 
 
 def test_the_summary_lists_the_newest_folded_steps_and_counts_the_rest() -> None:

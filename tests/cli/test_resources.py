@@ -106,7 +106,8 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
     """``GATED_REACT_STORE_KEY`` is read by every command: a run paused in one process is
     approved in another and listed by a third; its rows copied under another thread id are
     refused by ``show`` and ``resume`` in one line (exit 1); read without the key, or with one
-    too short, the store is one line too."""
+    too short, the store is one line too (these in this process: each command opens the store
+    afresh, and a process start costs seconds)."""
     db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     monkeypatch.setenv("GATED_REACT_DB", db)
     monkeypatch.setenv("GATED_REACT_STORE_KEY", KEY)
@@ -118,18 +119,18 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
     assert _cli("runs")[0] == 0
     assert copy_rows(db, "t", "t2", upto="z", writes_before=False) > 0
     for args in (["show", "t2"], ["resume", "t2"], ["runs"]):
-        code, out, err = _cli(*args)
-        assert code == 1, (args, out, err)
-        assert err.count("\n") == 1
-        assert "does not match its signature" in err
-        assert KEY not in err + out
+        done = invoke(*args)
+        assert done.exit_code == 1, (args, done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1
+        assert "does not match its signature" in done.stderr
+        assert KEY not in done.stderr + done.stdout
     monkeypatch.delenv("GATED_REACT_STORE_KEY")  # a keyed store read without its key
-    code, out, err = _cli("show", "t")
-    assert code == 1
-    assert err.count("\n") == 1
-    assert "cannot be read" in err
+    done = invoke("show", "t")
+    assert done.exit_code == 1
+    assert done.stderr.count("\n") == 1
+    assert "cannot be read" in done.stderr
     monkeypatch.setenv("GATED_REACT_STORE_KEY", "short")
-    code, out, err = _cli("show", "t")
-    assert code == 1
-    assert err.count("\n") == 1
-    assert "shorter than 16 bytes" in err
+    done = invoke("show", "t")
+    assert done.exit_code == 1
+    assert done.stderr.count("\n") == 1
+    assert "shorter than 16 bytes" in done.stderr

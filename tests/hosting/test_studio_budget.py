@@ -5,7 +5,6 @@ approve, edit and reject answer it with ``Command(resume={"decisions": [...]})``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from pydantic import TypeAdapter
 
 from gated_react._engine.transcript import calls_shown
 
-from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
@@ -37,11 +36,7 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply("Anna, on the pro plan")
 
 
-@pytest.fixture(scope="module")
-def dev(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[DevServer]:
-    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
-    with studio_model.playing(default=_model):
-        yield studio
+STUDIO_DEFAULT = _model  # what the model answers on tests/conftest.py's dev
 
 
 def _answer(decision: dict[str, Any]) -> Command:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,16 +43,7 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply(f"observed: {seen[-1]}")
 
 
-@pytest.fixture(scope="module")
-def model(studio_model: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    with studio_model.playing(default=_model) as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def dev(studio: DevServer, model: FakeOpenAI) -> DevServer:
-    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
-    return studio
+STUDIO_DEFAULT = _model  # what the model answers on tests/conftest.py's dev
 
 
 def _human(text: str) -> dict[str, Any]:
@@ -111,7 +101,9 @@ def test_the_input_schema_offers_messages(dev: DevServer) -> None:
     assert "messages" in schemas["output_schema"]["properties"]
 
 
-def test_a_message_is_answered_by_the_last_message(dev: DevServer, model: FakeOpenAI) -> None:
+def test_a_message_is_answered_by_the_last_message(
+    dev: DevServer, studio_model: FakeOpenAI
+) -> None:
     async def scenario(client: LangGraphClient) -> Any:
         aid, tid = await _thread(client, TWO_STEPS)
         out = await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
@@ -123,12 +115,12 @@ def test_a_message_is_answered_by_the_last_message(dev: DevServer, model: FakeOp
     assert _turns(out) == [("human", FIRST), ("ai", ANSWER)]
     assert out["messages"] == state["messages"]
     assert all(message["id"] for message in out["messages"])  # clients key their list on it
-    goals = [r["messages"][1]["content"] for r in model.requests]
+    goals = [r["messages"][1]["content"] for r in studio_model.requests]
     assert FIRST in goals  # the message was the goal, with no earlier conversation
 
 
 def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
-    dev: DevServer, model: FakeOpenAI
+    dev: DevServer, studio_model: FakeOpenAI
 ) -> None:
     follow_up = _human_blocks(SECOND)
 
@@ -155,7 +147,7 @@ def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
         assert shown["messages"] == final["messages"][: len(shown["messages"])]
     follow_ups = [  # the requests that show an earlier answer
         r["messages"]
-        for r in model.requests
+        for r in studio_model.requests
         if any(m["role"] == "assistant" and not m.get("tool_calls") for m in r["messages"])
     ]
     asked = follow_ups[0]  # the first turn as it happened: its call, its result, its answer

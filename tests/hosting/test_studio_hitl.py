@@ -51,11 +51,7 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply(f"observed: {seen[-1]}")
 
 
-@pytest.fixture(scope="module")
-def dev(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[DevServer]:
-    """The session's server (``tests/conftest.py``), its model playing this module's replies."""
-    with studio_model.playing(default=_model):
-        yield studio
+STUDIO_DEFAULT = _model  # what the model answers on tests/conftest.py's dev
 
 
 def _decision(decision: dict[str, Any]) -> Command:

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from pydantic import TypeAdapter
 
 from gated_react._engine.transcript import calls_shown
 
-from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
+from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer
 
 pytestmark = pytest.mark.studio
@@ -48,6 +47,9 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply(f"observed: {seen[-1]}")
 
 
+STUDIO_DEFAULT = _model  # what the model answers on tests/conftest.py's dev
+
+
 def _tools() -> tuple[str, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
@@ -59,14 +61,13 @@ def _tools() -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def seen(studio: DevServer, studio_model: FakeOpenAI) -> Iterator[dict[str, Any]]:
+def seen(dev: DevServer) -> dict[str, Any]:
     """What the Node client saw of every scenario (tests/js/chat.mjs), on the session's server."""
     node, npm = _tools()
     if not SDK.is_file() or json.loads(SDK.read_text())["version"] != "2.0.0":
         install = [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
         subprocess.run(install, cwd=JS, check=True, timeout=600, capture_output=True)
-    with studio_model.playing(default=_model):
-        yield _drive(node, studio)
+    return _drive(node, dev)
 
 
 def _drive(node: str, server: DevServer) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +30,6 @@ REFUND_SCRIPT = [
     tool_call("search_policy", query="refund pro monthly"),
     reply("Yes: Anna's Pro monthly plan is within the 14-day window, USD 49.00 goes back."),
 ]
-
-
-@pytest.fixture(scope="module")
-def model(studio_model: FakeOpenAI) -> Iterator[FakeOpenAI]:
-    with studio_model.playing() as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def dev(studio: DevServer, model: FakeOpenAI) -> DevServer:
-    """The session's server (``tests/conftest.py``), its model playing this module's script."""
-    return studio
 
 
 async def _system_assistant(client: LangGraphClient, graph_id: str) -> str:
@@ -83,8 +70,10 @@ def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
     drive(dev, scenario)
 
 
-def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeOpenAI) -> None:
-    model.push(*REFUND_SCRIPT)
+def test_refund_run_pauses_for_approval_and_resumes(
+    dev: DevServer, studio_model: FakeOpenAI
+) -> None:
+    studio_model.push(*REFUND_SCRIPT)
 
     async def scenario(client: LangGraphClient) -> None:
         assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
@@ -132,16 +121,16 @@ def test_refund_run_pauses_for_approval_and_resumes(dev: DevServer, model: FakeO
         ]
 
     drive(dev, scenario)
-    requests = model.requests[-4:]
+    requests = studio_model.requests[-4:]
     assert [r["model"] for r in requests] == ["gpt-4.1-mini"] * 4
     tools = {t["function"]["name"] for t in requests[0]["tools"]}
     assert tools == {"get_user_profile", "get_user_billing", "search_policy"}
 
 
 def test_a_rejected_call_is_the_stop_reason_of_the_thread(
-    dev: DevServer, model: FakeOpenAI
+    dev: DevServer, studio_model: FakeOpenAI
 ) -> None:
-    model.push(tool_call("get_user_billing", user_id=42))
+    studio_model.push(tool_call("get_user_billing", user_id=42))
 
     async def scenario(client: LangGraphClient) -> None:
         assistant = await client.assistants.create(graph_id="refund", context=BILLING_NEEDS_A_HUMAN)
@@ -160,8 +149,10 @@ def test_a_rejected_call_is_the_stop_reason_of_the_thread(
     drive(dev, scenario)
 
 
-def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: FakeOpenAI) -> None:
-    model.push(tool_call("get_user_billing", user_id=42))
+def test_the_context_sets_model_budget_and_allowlist(
+    dev: DevServer, studio_model: FakeOpenAI
+) -> None:
+    studio_model.push(tool_call("get_user_billing", user_id=42))
     context = {"model": "local-7b", "allow": ["get_user_profile"], "max_tool_calls": 1}
 
     async def scenario(client: LangGraphClient) -> dict[str, Any]:
@@ -173,7 +164,7 @@ def test_the_context_sets_model_budget_and_allowlist(dev: DevServer, model: Fake
 
     out = drive(dev, scenario)
     assert (out["status"], out["stop_reason"]) == ("stopped", "tool_denied:get_user_billing")
-    request = model.requests[-1]
+    request = studio_model.requests[-1]
     assert request["model"] == "local-7b"
     assert [t["function"]["name"] for t in request["tools"]] == ["get_user_profile"]
 
@@ -197,10 +188,10 @@ def test_an_invalid_context_is_one_clear_error(dev: DevServer) -> None:
 
 
 def test_the_workbench_calculates_and_reads_its_workspace(
-    dev: DevServer, model: FakeOpenAI, tmp_path: Path
+    dev: DevServer, studio_model: FakeOpenAI, tmp_path: Path
 ) -> None:
     (tmp_path / "notes.md").write_text("Order 17: 3 items at USD 12.50\n")
-    model.push(
+    studio_model.push(
         tool_call("read_file", path="notes.md"),
         tool_call("calculate", expression="3 * 12.50"),
         reply("USD 37.50"),
@@ -222,8 +213,8 @@ def test_the_workbench_calculates_and_reads_its_workspace(
     ]
 
 
-def test_the_sdk_example_drives_the_server(dev: DevServer, model: FakeOpenAI) -> None:
-    model.push(*REFUND_SCRIPT)
+def test_the_sdk_example_drives_the_server(dev: DevServer, studio_model: FakeOpenAI) -> None:
+    studio_model.push(*REFUND_SCRIPT)
     example = REPO / "examples" / "api" / "studio_client.py"
     done = subprocess.run(
         [sys.executable, "-W", "error", str(example), dev.url],

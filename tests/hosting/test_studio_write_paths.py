@@ -5,7 +5,6 @@ call the gate did not admit. The in-process twins are in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +14,8 @@ from langgraph_sdk.schema import Command
 
 from gated_react._engine.transcript import calls_shown
 
-from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
-from ..support.studio_server import DevServer, drive, serving
+from ..support.openai_server import Reply, reply, tool_call
+from ..support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
 
@@ -32,13 +31,7 @@ def _model(request: dict[str, Any]) -> Reply:
     return reply("done")
 
 
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    with (
-        FakeOpenAI(default=_model) as model,
-        serving(tmp_path_factory.mktemp("studio-writes"), model) as server,
-    ):
-        yield server
+STUDIO_DEFAULT = _model  # what the model answers on tests/conftest.py's dev
 
 
 async def _ended(client: LangGraphClient) -> tuple[str, str]:

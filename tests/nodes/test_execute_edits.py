@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.tools import tool
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, read, resume, run
@@ -19,9 +18,8 @@ from gated_react.nodes.gate import gate
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 
+from ..support.fakes import RAN
 from ..support.helpers import deps, state
-
-RAN: list[str] = []
 
 
 @idempotent
@@ -50,11 +48,6 @@ def lookup(n: int) -> str:
 
 TOOLS = [read_secrets, refund, lookup]
 POLICY = Policy(allow=frozenset({"refund", "lookup"}), require_approval=frozenset({"refund"}))
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> None:
-    RAN.clear()
 
 
 def _edit(tool_name: str, **args: Any) -> dict[str, Any]:

@@ -24,9 +24,8 @@ from gated_react.graph import GatedGraph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 
+from ..support.fakes import RAN
 from ..support.tamper import copy_rows
-
-RAN: list[str] = []
 
 
 @idempotent
@@ -65,11 +64,6 @@ def forged(tool_name: str = "read_secrets", count: int = 1, **args: Any) -> list
     """Calls as the gate writes them, written by a caller instead."""
     args = args or {"item": "payroll"}
     return [{"step": 1, "tool": tool_name, "args": args, "key": f"k{i}"} for i in range(count)]
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> None:
-    RAN.clear()
 
 
 @pytest.fixture

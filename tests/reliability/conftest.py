@@ -1,4 +1,5 @@
-"""The reliability suite: deterministic hypothesis settings, shared toolkits and the summary.
+"""The reliability suite: deterministic hypothesis settings and shared toolkits (the figures
+of ``tally.py`` are printed by ``tests/conftest.py``, which every xdist controller loads).
 
 Hypothesis runs derandomized (the same examples on every run, so CI never flakes); set
 ``GATED_REACT_HYPOTHESIS=explore`` for fresh random examples. Sizes come from the environment:
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from . import tally
 from .kit import Toolkits, make_toolkits
 
 _COMMON = {
@@ -31,14 +31,3 @@ settings.load_profile(os.environ.get("GATED_REACT_HYPOTHESIS", "ci"))
 def toolkits(tmp_path_factory: pytest.TempPathFactory) -> Toolkits:
     """Every shipped toolkit on fresh files: a workspace, an SQLite file, a search corpus."""
     return make_toolkits(Path(tmp_path_factory.mktemp("toolkits")))
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not tally.COUNTS and not tally.SERIES:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("reliability figures")
-    for name, value in sorted(tally.COUNTS.items()):
-        write(f"{name}: {value}")
-    for name, values in tally.SERIES.items():
-        write(f"{name}: {values}")

@@ -2,7 +2,8 @@
 
 ``COUNTS`` holds what was checked (fuzz cases, runs, tool executions); ``SERIES`` holds
 measurements worth reading in order (the soak's RSS, the 1 MB parse times). docs/guarantees.md
-quotes the figures from the last full run.
+quotes the figures from the last full run. Under pytest-xdist each worker holds its own: it
+hands a ``snapshot()`` to the controller at its end, which ``merge``s them.
 """
 
 from __future__ import annotations
@@ -20,3 +21,18 @@ def count(name: str, n: int = 1) -> None:
 
 def record(name: str, value: Any) -> None:
     SERIES.setdefault(name, []).append(value)
+
+
+KEY = "gated_react_tally"
+"""Where a worker leaves its figures in ``config.workeroutput``."""
+
+
+def snapshot() -> dict[str, Any]:
+    return {"counts": dict(COUNTS), "series": SERIES}
+
+
+def merge(figures: dict[str, Any] | None) -> None:
+    if figures:
+        COUNTS.update(figures["counts"])
+        for name, values in figures["series"].items():
+            SERIES.setdefault(name, []).extend(values)

@@ -34,11 +34,11 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ..support.fakes import RAN
 from ..support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
 
 KEY, OLD = "k" * 32, "o" * 32
 INTERRUPT, RESUME = "__interrupt__", "__resume__"  # LangGraph's own names (private constants)
-RAN: list[str] = []
 
 
 @idempotent
@@ -50,11 +50,6 @@ def refund(user_id: int) -> str:
 
 
 POLICY = Policy(allow=frozenset({"refund"}), require_approval=frozenset({"refund"}))
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> None:
-    RAN.clear()
 
 
 def _config(thread: str) -> Any:

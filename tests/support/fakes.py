@@ -1,5 +1,7 @@
 """Fakes shared by node, end-to-end and graph tests: a side effect that records what it sent, a
-slow tool, one that always fails, one that fails twice before it works, and a model that hangs."""
+slow tool, one that always fails, one that fails twice before it works, and a model that hangs.
+``RAN`` is where a module's own side-effect tools say what they ran; tests/conftest.py empties
+these logs before every test."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from gated_react.tools._meta import idempotent
 
 SENT: list[dict[str, Any]] = []
 FLAKY: list[int] = []
+RAN: list[str] = []
 
 
 @tool

@@ -69,6 +69,7 @@ def test_example_runs_offline(name: str, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr == ""  # no warning, no log line, no server's chatter (mcp_tools.py)
     lines = done.stdout.splitlines()
     for expected in EXPECTED[name]:
         assert expected in lines, f"{name}: {expected!r} not in {lines}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -22,6 +22,7 @@ from gated_react._engine.deadline import DeadlinePassed, await_within, call_with
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.pricing import Tokens, add_cost
+from gated_react._engine.reads import CoreChannels, read
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
@@ -32,39 +33,20 @@ from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
 
-class Channels(TypedDict, total=False):
+class Channels(CoreChannels, total=False):
     """The channels decide reads, as stored: every one but ``trace`` (and
     ``structured_response``, which no node reads). decide never reads the audit log, and
     validating it cost more with every step (0.5 ms of each step by step 100, more than all
-    the rest of the state), so the graph hands decide these and ``state_of`` validates them."""
+    the rest of the state), so the graph hands decide these and ``state_of`` reads them."""
 
-    goal: str
-    reply: dict[str, Any] | None
-    action: dict[str, Any] | None
-    calls: list[dict[str, Any]]
-    retry: dict[str, Any] | None
-    usage: dict[str, Any]
-    run_context: dict[str, Any] | None
-    extensions: list[dict[str, Any]]
-    seen: list[str]
-    seen_from: int
-    spend: list[float | None]
-    spend_from: int
-    history_from: int
-    turn: str | None
-    status: str | None
-    stop_reason: str | None
-    message: str | None
-    answer: str | None
     history: list[dict[str, Any]]
     messages: list[Any]
-    traceparent: str | None
 
 
 def state_of(channels: State | Mapping[str, Any]) -> State:
-    """The state decide works from, validated as LangGraph would (``trace`` stays empty); a
-    ``State`` built by hand (the unit tests) is taken as it is."""
-    return channels if isinstance(channels, State) else State(**channels)
+    """The state decide works from, validated as LangGraph would (``trace`` stays empty), each
+    value once (``reads``); a ``State`` built by hand (the unit tests) is taken as it is."""
+    return read(State, channels)
 
 
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:

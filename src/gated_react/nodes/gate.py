@@ -36,6 +36,7 @@ from gated_react._engine.call_keys import (
 from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause, was_sent
+from gated_react._engine.reads import CoreChannels, read
 from gated_react._engine.tool_runner import check_args
 from gated_react.state import (
     Call,
@@ -79,10 +80,13 @@ class Ledger:
         self.new_keys.append(key)
 
 
-def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+def gate(
+    state: CoreState | CoreChannels, config: RunnableConfig, *, deps: NodeDeps
+) -> dict[str, Any]:
     """Let the proposed calls through (recording them first), refuse them, or stop the run."""
     if was_sent(config):
         return sent("gate")
+    state = read(CoreState, state)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     actions = tool_actions(state.action)
     if not actions:  # the routers never send one; a direct caller might

@@ -13,18 +13,20 @@ from gated_react._engine.budget_checks import Limits, enforce_before_step, held_
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.reads import CoreChannels, read
 from gated_react._engine.transcript import shown as shown_text
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
 def observe(
-    state: CoreState,
+    state: CoreState | CoreChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
     *,
     deps: NodeDeps,
 ) -> dict[str, Any]:
     """Append the step's calls in the reply's order. The call that stopped the run is traced
     last and kept out of the history; calls of a stopped step that never ran are left out."""
+    state = read(CoreState, state)
     calls = [call for call in state.calls if call.outcome is not None]
     if not calls and state.stop_reason:  # execute refused to run anything (a Send): just stop
         return {}

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gated_react._engine.reads import CoreChannels, read
 from gated_react._engine.turns import closing
 from gated_react.state import CoreState
 
 
-def stop(state: CoreState) -> dict[str, Any]:
+def stop(state: CoreState | CoreChannels) -> dict[str, Any]:
     """Write the stopped end (and tell the conversation why). The node that detected the stop
     already named its reason."""
+    state = read(CoreState, state)
     if not state.stop_reason:
         raise TypeError("stop runs only after a node recorded a stop_reason")
     message = state.message or state.stop_reason

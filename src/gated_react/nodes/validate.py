@@ -13,18 +13,20 @@ from gated_react._engine.budget_checks import Limits, enforce_before_step, held_
 from gated_react._engine.chat import proposed, with_ids
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.reads import CoreChannels, read
 from gated_react.state import CoreState, FinalAction, Retry, dump, tool_actions
 from gated_react.stops import Stop, StopReason
 
 
 def validate(
-    state: CoreState,
+    state: CoreState | CoreChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
     *,
     deps: NodeDeps,
 ) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
+    state = read(CoreState, state)
     if state.reply is None:
         why = ActionError("bad_json", "there is no model reply to validate")
         return rejected(state, why, deps, config)

@@ -26,7 +26,7 @@ import copy
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import NoneType, UnionType
@@ -40,6 +40,7 @@ from pydantic.fields import FieldInfo
 from gated_react.state import CoreState
 
 S = TypeVar("S", bound=CoreState)
+T = TypeVar("T")
 
 KEPT = 8192
 """Validated values kept at once (the oldest go first): a run's logs plus the values of a few
@@ -78,7 +79,7 @@ class _Forms:
 
     def __init__(self, kept: int) -> None:
         self._kept = kept
-        self._forms: OrderedDict[tuple[int, int], tuple[Any, Any]] = OrderedDict()
+        self._forms: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def one(self, value: Any, adapter: TypeAdapter[Any]) -> Any:
@@ -113,7 +114,20 @@ class _Forms:
         self._keep(key, value, forms)
         return list(forms)
 
-    def _keep(self, key: tuple[int, int], value: Any, form: Any) -> None:
+    def derived(self, tag: Hashable, entries: Sequence[Any], build: Callable[[], T]) -> T:
+        """What ``build()`` makes of ``entries`` (forms read here, which never change), built
+        once while kept: a later call under ``tag`` with the very same entries, in order, gets
+        the same result. Kept by ``tag``, the first entry and the count."""
+        key = (tag, id(entries[0]) if entries else 0, len(entries))
+        found = self._forms.get(key)
+        if found is not None and all(map(operator.is_, found[0], entries)):
+            result: T = found[1]
+            return result
+        result = build()
+        self._keep(key, list(entries), result)
+        return result
+
+    def _keep(self, key: Hashable, value: Any, form: Any) -> None:
         with self._lock:
             self._forms[key] = (value, form)
             self._forms.move_to_end(key)

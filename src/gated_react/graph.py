@@ -27,15 +27,14 @@ from gated_react._engine.langgraph_internals import (
     node,
     route,
 )
-from gated_react._engine.reads import CoreChannels
 from gated_react.models import NoModel, init_model
 from gated_react.nodes.decide import Channels, adecide, decide
-from gated_react.nodes.execute import aexecute, execute
-from gated_react.nodes.finish import finish
-from gated_react.nodes.gate import gate
-from gated_react.nodes.observe import observe
-from gated_react.nodes.stop import stop
-from gated_react.nodes.validate import validate
+from gated_react.nodes.execute import ExecuteChannels, aexecute, execute
+from gated_react.nodes.finish import FinishChannels, finish
+from gated_react.nodes.gate import GateChannels, gate
+from gated_react.nodes.observe import ObserveChannels, observe
+from gated_react.nodes.stop import StopChannels, stop
+from gated_react.nodes.validate import ValidateChannels, validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.state import RunInput, RunInputDict, RunResult, State
 
@@ -87,12 +86,12 @@ def build_graph(
     deps = NodeDeps.build(init_model(model), tools, policy, middleware, _text(system_prompt))
     graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
-    graph.add_node("validate", node(validate, deps=deps), input_schema=CoreChannels)
-    graph.add_node("gate", node(gate, deps=deps), input_schema=CoreChannels)
-    graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=CoreChannels)
-    graph.add_node("observe", node(observe, deps=deps), input_schema=CoreChannels)
-    graph.add_node("finish", node(finish, deps=deps), input_schema=CoreChannels)
-    graph.add_node("stop", stop, input_schema=CoreChannels)
+    graph.add_node("validate", node(validate, deps=deps), input_schema=ValidateChannels)
+    graph.add_node("gate", node(gate, deps=deps), input_schema=GateChannels)
+    graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=ExecuteChannels)
+    graph.add_node("observe", node(observe, deps=deps), input_schema=ObserveChannels)
+    graph.add_node("finish", node(finish, deps=deps), input_schema=FinishChannels)
+    graph.add_node("stop", stop, input_schema=StopChannels)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
     graph.add_conditional_edges("validate", route(routing.after_validate), routing.AFTER_VALIDATE)

@@ -13,12 +13,33 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from gated_react import Budget, Policy, build_graph
-from gated_react._engine.reads import KEPT, CoreChannels, _Forms, read
+from gated_react._engine.reads import KEPT, _Forms, read
+from gated_react.nodes.decide import Channels
+from gated_react.nodes.execute import ExecuteChannels
+from gated_react.nodes.finish import FinishChannels
+from gated_react.nodes.gate import GateChannels
+from gated_react.nodes.observe import ObserveChannels
+from gated_react.nodes.stop import StopChannels
+from gated_react.nodes.validate import ValidateChannels
 from gated_react.state import CoreState, HistoryEntry, State, Usage
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import REFUND_42, REFUND_GOAL
+
+READS = {
+    "decide": Channels,
+    "validate": ValidateChannels,
+    "gate": GateChannels,
+    "execute": ExecuteChannels,
+    "observe": ObserveChannels,
+    "finish": FinishChannels,
+    "stop": StopChannels,
+}
+
+
+def _core(channels: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in channels.items() if k in CoreState.model_fields}
 
 
 def _channels(steps: int = 3) -> dict[str, Any]:
@@ -120,11 +141,22 @@ def test_forms_are_bounded() -> None:
     assert KEPT >= 4096
 
 
-def test_the_nodes_read_the_channels_of_their_state() -> None:
-    assert set(get_type_hints(CoreChannels)) == set(CoreState.model_fields)
+def test_a_node_reads_its_own_channels_and_has_no_other_field() -> None:
+    """A node is handed the channels it names; its state has those fields and no other, so a
+    node cannot work from a default it never read."""
+    channels = _channels()
     graph = build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS).builder
-    for name in ("validate", "gate", "execute", "observe", "finish", "stop"):
-        assert graph.nodes[name].input_schema is CoreChannels
+    for name, reads in READS.items():
+        named = set(get_type_hints(reads))
+        assert named <= set(State.model_fields)
+        assert graph.nodes[name].input_schema is reads
+        schema = State if name == "decide" else CoreState
+        state = read(schema, {k: v for k, v in channels.items() if k in named}, reads)
+        assert set(vars(state)) == named
+    gate_state = read(CoreState, _core(channels), GateChannels)  # beyond its own: not read
+    assert gate_state.usage == CoreState(**_core(channels)).usage
+    with pytest.raises(AttributeError, match="goal"):
+        _ = gate_state.goal
 
 
 def test_an_edit_through_the_state_api_is_what_the_next_node_reads() -> None:

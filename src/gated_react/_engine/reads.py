@@ -30,7 +30,16 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import NoneType, UnionType
-from typing import Annotated, Any, TypedDict, TypeVar, Union, cast, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import typing_extensions
 from langgraph.channels.base import BaseChannel
@@ -45,31 +54,6 @@ T = TypeVar("T")
 KEPT = 8192
 """Validated values kept at once (the oldest go first): a run's logs plus the values of a few
 hundred runs in flight. A value no longer kept is validated again when it is next read."""
-
-
-class CoreChannels(TypedDict, total=False):
-    """``CoreState``'s channels as stored (plain JSON): what every node but decide reads. The
-    graph hands nodes the raw values, and ``read`` validates them into a ``CoreState``."""
-
-    goal: str
-    reply: dict[str, Any] | None
-    action: dict[str, Any] | None
-    calls: list[dict[str, Any]]
-    retry: dict[str, Any] | None
-    usage: dict[str, Any]
-    run_context: dict[str, Any] | None
-    extensions: list[dict[str, Any]]
-    seen: list[str]
-    seen_from: int
-    spend: list[float | None]
-    spend_from: int
-    history_from: int
-    turn: str | None
-    status: str | None
-    stop_reason: str | None
-    message: str | None
-    answer: str | None
-    traceparent: str | None
 
 
 class _Forms:
@@ -158,14 +142,16 @@ class _Plan:
     plain: TypeAdapter[dict[str, Any]]
 
 
-def read(schema: type[S], channels: S | Mapping[str, Any]) -> S:
+def read(schema: type[S], channels: S | Mapping[str, Any], reads: type | None = None) -> S:
     """``channels`` as ``schema``, validated as ``schema(**channels)`` validates them (with the
     same error, should one not validate), each value at most once while it is kept
-    (``FORMS``). A model passed in (a node called by hand) is taken as it is."""
+    (``FORMS``). With ``reads`` (a node's ``TypedDict`` of the channels it reads) the model
+    holds those fields only: reading another raises ``AttributeError``, so a node cannot work
+    from a default it never read. A model passed in (a node called by hand) is taken as is."""
     if isinstance(channels, schema):
         return channels
     given = cast(Mapping[str, Any], channels)
-    plan = _plan(schema)
+    plan = _plan(schema, reads)
     values: dict[str, Any] = {}
     plain: dict[str, Any] = {}
     found = 0
@@ -182,13 +168,13 @@ def read(schema: type[S], channels: S | Mapping[str, Any]) -> S:
                 values[name] = FORMS.one(value, adapter)  # type: ignore[arg-type]
             else:
                 values[name] = plain[name] = value
-        if found != len(given):  # a key that is no field: the error says which
-            raise _NotAField
+        if found != len(given) and not set(given) <= set(schema.model_fields):
+            raise _NotAField  # a key that is no field: the error says which
         values.update(plan.plain.validate_python(plain))
     except (ValidationError, _NotAField):
         schema.model_validate(dict(given))  # the error whole-state validation gives
         raise
-    return _built(schema, values, set(given))
+    return _built(schema, values, set(given) & values.keys())
 
 
 class _NotAField(Exception):
@@ -196,9 +182,9 @@ class _NotAField(Exception):
 
 
 def _built(schema: type[S], values: dict[str, Any], fields_set: set[str]) -> S:
-    """``schema.model_construct(fields_set, **values)`` for values that hold every field:
-    what it does, without its loop over the fields' aliases and defaults (which cost more than
-    the rest of a read). ``_plan`` checks the state models have none of what that loop is for."""
+    """``schema.model_construct(fields_set, **values)``: what it does, without its loop over
+    the fields' aliases and defaults (which cost more than the rest of a read), and with only
+    the fields read. ``_plan`` checks the state models have none of what that loop is for."""
     built = schema.__new__(schema)
     object.__setattr__(built, "__dict__", values)
     object.__setattr__(built, "__pydantic_fields_set__", fields_set)
@@ -208,7 +194,7 @@ def _built(schema: type[S], values: dict[str, Any], fields_set: set[str]) -> S:
 
 
 @cache
-def _plan(schema: type[BaseModel]) -> _Plan:
+def _plan(schema: type[BaseModel], reads: type | None) -> _Plan:
     if (
         schema.model_config.get("extra") == "allow"
         or schema.__pydantic_post_init__
@@ -216,9 +202,14 @@ def _plan(schema: type[BaseModel]) -> _Plan:
         or any(f.alias or f.validation_alias for f in schema.model_fields.values())
     ):
         raise TypeError(f"{schema.__name__} is not a state model read() can build")
+    named = set(schema.model_fields) if reads is None else set(get_type_hints(reads))
+    if not named <= set(schema.model_fields):
+        raise TypeError(f"{sorted(named - set(schema.model_fields))} are no fields of {schema}")
     fields: list[tuple[str, int, TypeAdapter[Any] | None, Callable[[], Any]]] = []
     plain: dict[str, Any] = {}
     for name, field in schema.model_fields.items():
+        if name not in named:
+            continue
         annotation: Any = field.annotation
         constrained = any(not isinstance(m, BaseChannel) for m in field.metadata)
         if get_origin(annotation) is list and not constrained:

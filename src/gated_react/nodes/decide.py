@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -22,7 +22,7 @@ from gated_react._engine.deadline import DeadlinePassed, await_within, call_with
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.pricing import Tokens, add_cost
-from gated_react._engine.reads import CoreChannels, read
+from gated_react._engine.reads import read
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
@@ -33,20 +33,32 @@ from gated_react.state import Reply, State, Usage, dump
 from gated_react.stops import Stop, StopReason
 
 
-class Channels(CoreChannels, total=False):
-    """The channels decide reads, as stored: every one but ``trace`` (and
-    ``structured_response``, which no node reads). decide never reads the audit log, and
-    validating it cost more with every step (0.5 ms of each step by step 100, more than all
-    the rest of the state), so the graph hands decide these and ``state_of`` reads them."""
+class Channels(TypedDict, total=False):
+    """The channels decide reads, as stored: the graph hands it these alone (never the audit
+    log, ``trace``, whose validation cost more with every step; nor the ones only other nodes
+    read), and ``state_of`` validates them into a ``State`` that has no other field."""
 
+    goal: str
+    action: dict[str, Any] | None
+    calls: list[dict[str, Any]]
+    retry: dict[str, Any] | None
+    usage: dict[str, Any]
+    extensions: list[dict[str, Any]]
+    seen: list[str]
+    spend: list[float | None]
+    spend_from: int
+    history_from: int
+    turn: str | None
+    status: str | None
     history: list[dict[str, Any]]
     messages: list[Any]
+    traceparent: str | None
 
 
 def state_of(channels: State | Mapping[str, Any]) -> State:
     """The state decide works from, validated as LangGraph would (``trace`` stays empty), each
     value once (``reads``); a ``State`` built by hand (the unit tests) is taken as it is."""
-    return read(State, channels)
+    return read(State, channels, Channels)
 
 
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:

@@ -7,7 +7,8 @@ one builds the runtime, warms it up with a 3-step run, builds it again and runs 
 the other does the same but never runs the second graph. Their difference over N is what a step
 costs, without imports, warm-up or the build (as the timed benchmarks leave the build out).
 ``--base`` counts ours from another ``src`` folder too (the version before: ``git archive main
-src | tar -x -C /tmp/base``). Slow: a 300-step run takes minutes under valgrind.
+src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
+can change while it counts). Slow: a 300-step run takes minutes under valgrind.
 """
 
 from __future__ import annotations
@@ -71,12 +72,15 @@ def count(src: str | None, peer: str, steps: int, config: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__)
     parser.add_argument("--base", help="the src folder of the version before")
+    parser.add_argument("--head", help="the src folder of the version after (default: installed)")
     parser.add_argument("--config", nargs="*", default=["memory:async:invoke"])
     parser.add_argument("--steps", type=int, nargs="*", default=[10, 30, 100, 300])
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
-    versions = [("before", args.base), ("after", None)] if args.base else [("after", None)]
+    versions = [("after", args.head)]
+    if args.base:
+        versions.insert(0, ("before", args.base))
     rows = []
     for config in args.config:
         per_step: dict[tuple[str, str, int], float] = {}

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from gated_react._engine.reads import Known
 from gated_react._engine.transcript import (
     FOLDED_LINES,
     build_messages,
@@ -190,18 +191,20 @@ def test_calls_shown_counts_every_call_folded_or_not(protocol: str, steps: int) 
 
 
 def test_a_decision_builds_only_its_newest_step() -> None:
-    """Between two folds each step's messages (and the summary) are the ones the decision before
-    built, reused while their entries are the same: a decision builds its newest step only."""
+    """Between two folds each step's messages (and the summary) are the ones the run's decision
+    before built, reused while their entries are the same: a decision builds its newest step."""
     policy, replay = Policy(context_steps=12), PROTOCOLS["tools"].replay
     before = _state(15)
     after = before.model_copy(update={"history": [*before.history, *_state(16).history[-1:]]})
-    first = build_messages(before, "SYSTEM", policy, replay)
-    second = build_messages(after, "SYSTEM", policy, replay)
+    known = Known()
+    first = build_messages(before, "SYSTEM", policy, replay, known)
+    second = build_messages(after, "SYSTEM", policy, replay, known)
     assert second[1].content == first[1].content  # the same summary in the goal
     assert all(a is b for a, b in zip(first[2:], second[2:], strict=False))
     assert len(second) == len(first) + 2
     fresh = build_messages(State.model_validate(after.model_dump()), "SYSTEM", policy, replay)
     assert [_wire(m) for m in fresh] == [_wire(m) for m in second]
+    assert build_messages(after, "SYSTEM", policy, replay)[-1] is not second[-1]  # nothing kept
 
 
 @pytest.mark.parametrize("steps", [[], [1], [1, 2, 3], [1, 1, 2, 3, 3, 3, 4], [2, 1, 1, 2]])

@@ -6,18 +6,21 @@ update). Validating the whole state again at every node cost more with every ste
 ``State`` took 1.4 ms at 300 history entries, most of a step), though all but one or two
 values were ones a node of the same run had just written and the node before had validated.
 
-So a value is validated the first time a node of this process reads it, and its validated form
-is kept by the value's identity: a node that reads the same object again (LangGraph hands a
-value on, as it was written, until a node writes the channel again) takes that form without
-validating again. The logs are kept entry by entry, so a step validates its new entries only.
-A value from anywhere else is a new object, and is validated: a checkpoint read from a store
-(on resume, or by ``get_state`` and ``update_state``) is decoded into new objects, and an edit
-writes new ones. What a miss costs is one validation, as before; nothing is taken on trust.
+So a value is validated the first time a node of the run reads it, and its validated form is
+kept by the value's identity: a node that reads the same object again (LangGraph hands a value
+on, as it was written, until a node writes the channel again) takes that form without
+validating again; a log that starts with the very entries read before validates only the new
+ones. A value from anywhere else is a new object, and is validated: a checkpoint read from a
+store (on resume, or by ``get_state`` and ``update_state``) is decoded into new objects, and an
+edit writes new ones. A miss costs one validation, as before; nothing is taken on trust.
 
-The forms are shared by every node that reads the value, so they are treated as immutable: the
-nodes derive new models (``model_copy``) and new lists, never change one in place. A value
-changed in place after it was read keeps its earlier, validated form here (LangGraph's channel
-values are not to be changed in place; no node of this package does).
+What is kept is the run's own (``Known``, one per thread): the form of the value each channel
+last held, and what the transcript built from them. It goes when the run ends (``finish``,
+``stop``), and a run that pauses or dies keeps it only until newer runs push it out
+(``THREADS``): nothing outlives the runs that read it, so a process serving many runs holds no
+more than the runs in flight. The forms are shared by the nodes that read them, so they are
+treated as immutable: the nodes derive new models (``model_copy``) and lists, never change one
+in place (LangGraph's channel values are not to be changed in place either; no node does).
 """
 
 from __future__ import annotations
@@ -42,49 +45,53 @@ from typing import (
 )
 
 import typing_extensions
+from langchain_core.runnables import RunnableConfig
 from langgraph.channels.base import BaseChannel
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, with_config
 from pydantic.fields import FieldInfo
 
+from gated_react._engine.langgraph_internals import run_key
 from gated_react.state import CoreState
 
 S = TypeVar("S", bound=CoreState)
 T = TypeVar("T")
 
-KEPT = 8192
-"""Validated values kept at once (the oldest go first): a run's logs plus the values of a few
-hundred runs in flight. A value no longer kept is validated again when it is next read."""
+THREADS = 256
+"""Threads whose runs' forms are kept at once (the least recently read go first): a run that
+ends drops its own, so these are runs in flight and runs that paused or died."""
+BUILT = 64
+"""What the transcript built that a thread keeps (the oldest goes first): a step's messages
+for each step shown, and the summary."""
 
 
-class _Forms:
-    """Validated forms by the identity of the value they were validated from and the adapter
-    that validated it (thread-safe: the sync graph runs nodes on pool threads). Each entry holds
-    its value, so an id is never reused while its entry is kept."""
+class Known:
+    """What one thread's run has read: each channel's value as last read with its form, and
+    what was built from forms (``derived``). Used by one node at a time (one run advances a
+    thread); its lock guards the one change that is not a single dict operation."""
 
-    def __init__(self, kept: int) -> None:
-        self._kept = kept
-        self._forms: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
+    __slots__ = ("_built", "_fields", "_lock")
+
+    def __init__(self) -> None:
+        self._fields: dict[str, tuple[Any, Any]] = {}
+        self._built: OrderedDict[Hashable, tuple[list[Any], Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def one(self, value: Any, adapter: TypeAdapter[Any]) -> Any:
-        """``value`` validated by ``adapter``, or the form it had when last validated."""
-        key = (id(adapter), id(value))
-        found = self._forms.get(key)
+    def one(self, field: str, value: Any, adapter: TypeAdapter[Any]) -> Any:
+        """``value`` validated by ``adapter``, or its form when it was last read."""
+        found = self._fields.get(field)
         if found is not None and found[0] is value:
             return found[1]
         form = adapter.validate_python(value)
-        self._keep(key, value, form)
+        self._fields[field] = (value, form)
         return form
 
-    def log(self, value: Any, adapter: TypeAdapter[list[Any]]) -> list[Any]:
+    def log(self, field: str, value: Any, adapter: TypeAdapter[list[Any]]) -> list[Any]:
         """A list validated by ``adapter``, its entries validated once: a list that starts with
-        the very entries of one validated before (an append-only log after a step: the same
-        objects, then new ones) validates only what follows them. Kept by its first entry, so
-        each run's log has its own place."""
-        if type(value) is not list or not value:  # what pydantic takes for a list, or its error
+        the very entries of the one read before (an append-only log after a step: the same
+        objects, then new ones) validates only what follows them."""
+        if type(value) is not list:  # what pydantic takes for a list, or its error
             return adapter.validate_python(value)
-        key = (id(adapter), id(value[0]))
-        found = self._forms.get(key)
+        found = self._fields.get(field)
         if found is None:
             forms = adapter.validate_python(value)
         else:
@@ -95,36 +102,62 @@ class _Forms:
                 forms = [*known, *adapter.validate_python(value[len(before) :])]
             else:  # an entry replaced (a message under its own id) or the log overwritten
                 forms = adapter.validate_python(value)
-        self._keep(key, value, forms)
+        self._fields[field] = (value, forms)
         return list(forms)
 
     def derived(self, tag: Hashable, entries: Sequence[Any], build: Callable[[], T]) -> T:
-        """What ``build()`` makes of ``entries`` (forms read here, which never change), built
-        once while kept: a later call under ``tag`` with the very same entries, in order, gets
-        the same result. Kept by ``tag``, the first entry and the count."""
+        """What ``build()`` makes of ``entries`` (forms, which never change), built once while
+        kept: a later call under ``tag`` with the very same entries, in order, gets the same
+        result. Kept by ``tag``, the first entry and the count."""
         key = (tag, id(entries[0]) if entries else 0, len(entries))
-        found = self._forms.get(key)
+        found = self._built.get(key)
         if found is not None and all(map(operator.is_, found[0], entries)):
             result: T = found[1]
             return result
         result = build()
-        self._keep(key, list(entries), result)
+        with self._lock:
+            self._built[key] = (list(entries), result)
+            while len(self._built) > BUILT:
+                self._built.popitem(last=False)
         return result
 
-    def _keep(self, key: Hashable, value: Any, form: Any) -> None:
+
+class _Runs:
+    """Each thread's ``Known``, for the runs in flight (thread-safe: the sync graph runs nodes
+    on pool threads, and one process serves many threads)."""
+
+    def __init__(self, threads: int) -> None:
+        self._threads = threads
+        self._known: OrderedDict[Hashable, Known] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, config: RunnableConfig | None) -> Known:
+        """What this thread's run has read (a fresh ``Known`` for a node called by hand)."""
+        if config is None:
+            return Known()
+        key = run_key(config)
         with self._lock:
-            self._forms[key] = (value, form)
-            self._forms.move_to_end(key)
-            while len(self._forms) > self._kept:
-                self._forms.popitem(last=False)
+            found = self._known.get(key)
+            if found is None:
+                found = self._known[key] = Known()
+                while len(self._known) > self._threads:
+                    self._known.popitem(last=False)
+            else:
+                self._known.move_to_end(key)
+        return found
 
-    def clear(self) -> None:
-        with self._lock:
-            self._forms.clear()
+    def end(self, config: RunnableConfig | None) -> None:
+        """The run on this thread has ended: what it read goes."""
+        if config is not None:
+            with self._lock:
+                self._known.pop(run_key(config), None)
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
-FORMS = _Forms(KEPT)
-"""This process's validated channel values."""
+RUNS = _Runs(THREADS)
+"""This process's runs in flight, by thread."""
 
 
 _PLAIN, _ONE, _LOG = 0, 1, 2
@@ -142,16 +175,22 @@ class _Plan:
     plain: TypeAdapter[dict[str, Any]]
 
 
-def read(schema: type[S], channels: S | Mapping[str, Any], reads: type | None = None) -> S:
+def read(
+    schema: type[S],
+    channels: S | Mapping[str, Any],
+    reads: type | None = None,
+    config: RunnableConfig | None = None,
+) -> S:
     """``channels`` as ``schema``, validated as ``schema(**channels)`` validates them (with the
-    same error, should one not validate), each value at most once while it is kept
-    (``FORMS``). With ``reads`` (a node's ``TypedDict`` of the channels it reads) the model
+    same error, should one not validate), each value once in the run on ``config``'s thread
+    (``RUNS``). With ``reads`` (a node's ``TypedDict`` of the channels it reads) the model
     holds those fields only: reading another raises ``AttributeError``, so a node cannot work
     from a default it never read. A model passed in (a node called by hand) is taken as is."""
     if isinstance(channels, schema):
         return channels
     given = cast(Mapping[str, Any], channels)
     plan = _plan(schema, reads)
+    known = RUNS.of(config)
     values: dict[str, Any] = {}
     plain: dict[str, Any] = {}
     found = 0
@@ -163,9 +202,9 @@ def read(schema: type[S], channels: S | Mapping[str, Any], reads: type | None = 
                 continue
             found += 1
             if kind == _LOG:
-                values[name] = FORMS.log(value, adapter)  # type: ignore[arg-type]
+                values[name] = known.log(name, value, adapter)  # type: ignore[arg-type]
             elif kind == _ONE:
-                values[name] = FORMS.one(value, adapter)  # type: ignore[arg-type]
+                values[name] = known.one(name, value, adapter)  # type: ignore[arg-type]
             else:
                 values[name] = plain[name] = value
         if found != len(given) and not set(given) <= set(schema.model_fields):

@@ -35,7 +35,7 @@ from langchain_core.messages import (
 )
 
 from gated_react._engine.budget_checks import limits_of
-from gated_react._engine.reads import FORMS
+from gated_react._engine.reads import Known
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
 
@@ -64,22 +64,25 @@ def folded_count(steps: int, policy: Policy) -> int:
     return steps - shown
 
 
-def build_messages(state: State, system: str, policy: Policy, replay: Any) -> list[BaseMessage]:
-    """The model input for the next decision. The summary and each step's messages are built
-    once and reused by the next decisions while their entries are the same (``FORMS``): between
-    two folds a decision builds only its newest step."""
+def build_messages(
+    state: State, system: str, policy: Policy, replay: Any, known: Known | None = None
+) -> list[BaseMessage]:
+    """The model input for the next decision. With what the run has read (``known``) the
+    summary and each step's messages are built once and reused by the next decisions while
+    their entries are the same: between two folds a decision builds only its newest step."""
+    built = known if known is not None else Known()
     shown = state.history[state.history_from :]  # earlier runs on the thread are the chat's
     starts = step_starts(shown)
     folded = folded_count(len(starts), policy)
     goal = state.goal
     if folded:
         older = shown[: starts[folded]]
-        goal = f"{goal}\n\n{FORMS.derived(summary, older, partial(summary, older))}"
+        goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
     earlier = earlier_turns(state.messages[: _turn_at(state)], policy, replay)
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
     for start, end in pairwise([*starts[folded:], len(shown)]):
         step = shown[start:end]
-        messages.extend(FORMS.derived(replay, step, partial(replay, step)))
+        messages.extend(built.derived(replay, step, partial(replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
 

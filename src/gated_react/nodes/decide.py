@@ -22,7 +22,7 @@ from gated_react._engine.deadline import DeadlinePassed, await_within, call_with
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.pricing import Tokens, add_cost
-from gated_react._engine.reads import read
+from gated_react._engine.reads import RUNS, read
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
@@ -55,18 +55,19 @@ class Channels(TypedDict, total=False):
     traceparent: str | None
 
 
-def state_of(channels: State | Mapping[str, Any]) -> State:
+def state_of(channels: State | Mapping[str, Any], config: RunnableConfig | None = None) -> State:
     """The state decide works from, validated as LangGraph would (``trace`` stays empty), each
     value once (``reads``); a ``State`` built by hand (the unit tests) is taken as it is."""
-    return read(State, channels, Channels)
+    return read(State, channels, Channels, config)
 
 
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opening(state_of(state), deps.context)
+    state, opened = opening(state_of(state, config), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
-    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
+    replay, known = deps.protocol.replay, RUNS.of(config)
+    messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)
@@ -93,9 +94,10 @@ async def adecide(
     state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opening(state_of(state), deps.context)
+    state, opened = opening(state_of(state, config), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
-    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
+    replay, known = deps.protocol.replay, RUNS.of(config)
+    messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)

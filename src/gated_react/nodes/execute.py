@@ -63,7 +63,7 @@ def execute(
     """Sync body: one call runs here, several on threads of their own."""
     if was_sent(config):
         return sent("execute")
-    state = read(CoreState, state, ExecuteChannels)
+    state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:
@@ -88,7 +88,7 @@ async def aexecute(
     """Async body: the calls are awaited together."""
     if was_sent(config):
         return sent("execute")
-    state = read(CoreState, state, ExecuteChannels)
+    state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:

@@ -100,7 +100,7 @@ def gate(
     """Let the proposed calls through (recording them first), refuse them, or stop the run."""
     if was_sent(config):
         return sent("gate")
-    state = read(CoreState, state, GateChannels)
+    state = read(CoreState, state, GateChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     actions = tool_actions(state.action)
     if not actions:  # the routers never send one; a direct caller might

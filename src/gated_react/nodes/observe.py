@@ -38,7 +38,7 @@ def observe(
 ) -> dict[str, Any]:
     """Append the step's calls in the reply's order. The call that stopped the run is traced
     last and kept out of the history; calls of a stopped step that never ran are left out."""
-    state = read(CoreState, state, ObserveChannels)
+    state = read(CoreState, state, ObserveChannels, config)
     calls = [call for call in state.calls if call.outcome is not None]
     if not calls and state.stop_reason:  # execute refused to run anything (a Send): just stop
         return {}

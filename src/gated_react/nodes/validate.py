@@ -38,7 +38,7 @@ def validate(
 ) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
-    state = read(CoreState, state, ValidateChannels)
+    state = read(CoreState, state, ValidateChannels, config)
     if state.reply is None:
         why = ActionError("bad_json", "there is no model reply to validate")
         return rejected(state, why, deps, config)

@@ -220,3 +220,14 @@ def test_in_a_run_each_history_entry_is_validated_once(monkeypatch: pytest.Monke
     out = graph.invoke({"goal": REFUND_GOAL}, _config())
     assert len(out["history"]) == steps
     assert sum(validated) == steps
+
+
+def test_a_log_changed_in_place_is_validated_again() -> None:
+    """No node changes a channel's list in place; should anything, the change is validated, not
+    taken for the entries read before it."""
+    channels, config = _channels(), _config()
+    history = list(channels["history"])
+    read(State, {**channels, "history": history}, None, config)
+    history.append({"step": "not a step"})
+    with pytest.raises(ValidationError):
+        read(State, {**channels, "history": history}, None, config)

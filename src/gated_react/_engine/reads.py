@@ -96,10 +96,11 @@ class Known:
             forms = adapter.validate_python(value)
         else:
             before, known = found
-            if value is before and len(value) == len(known):
+            kept = len(before) == len(known)  # not changed in place since it was read
+            if kept and value is before:
                 return list(known)
-            if len(value) >= len(before) and all(map(operator.is_, value, before)):
-                forms = [*known, *adapter.validate_python(value[len(before) :])]
+            if kept and len(value) >= len(known) and all(map(operator.is_, value, before)):
+                forms = [*known, *adapter.validate_python(value[len(known) :])]
             else:  # an entry replaced (a message under its own id) or the log overwritten
                 forms = adapter.validate_python(value)
         self._fields[field] = (value, forms)

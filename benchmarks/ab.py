@@ -4,7 +4,9 @@ Times the run-length series (``run_length``) for two versions of gated-react, in
 subprocesses (base, head, base, head, ...): ``BASE_SRC`` is the ``src`` folder of the version
 before (``git archive main src | tar -x -C /tmp/base``), head the installed one. Each process
 measures ours, the floor and ``create_agent`` interleaved, so every ratio is of figures taken
-in the same process, and the two versions share the machine's load round by round.
+in the same process, and the two versions share the machine's load round by round. ``--head``
+names the version after's ``src`` too (default: the installed one), so the tree can change
+while it measures.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def _round(src: str | None, configs: list[Any], steps: list[int]) -> list[dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__)
     parser.add_argument("base", help="the src folder of the version before")
+    parser.add_argument("--head", help="the src folder of the version after (default: installed)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, nargs="*", default=[10, 30, 100, 300])
     parser.add_argument("--config", nargs="*", default=["memory:async:invoke"])
@@ -53,7 +56,7 @@ def main() -> None:
     samples: dict[tuple[str, str, int, str], list[float]] = {}
     loads = [os.getloadavg()[0]]
     for _ in range(args.rounds):
-        for version, src in (("before", args.base), ("after", None)):
+        for version, src in (("before", args.base), ("after", args.head)):
             for row in _round(src, configs, args.steps):
                 where = f"{row['store']}/{row['durability']}/{row['call']}"
                 for peer in ("ours", "floor", "create_agent"):

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from gated_react import build_graph
 from gated_react.state import (
@@ -23,6 +33,7 @@ from gated_react.state import (
     Usage,
     UsageDict,
 )
+from gated_react.state.channels import _add_messages
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -134,3 +145,47 @@ def test_run_result_is_the_states_result_channels_with_their_types() -> None:
 def test_run_input_dict_has_run_inputs_keys() -> None:
     """The plain-dict input apps pass is ``RunInput``'s fields, no more and no fewer."""
     assert set(get_type_hints(RunInputDict)) == set(RunInput.model_fields)
+
+
+def _fold(current: list[Any], writes: list[Any]) -> list[Any]:
+    out = list(current)
+    for batch in writes:
+        out = list(add_messages(out, batch))
+    return out
+
+
+def _shape(messages: list[Any]) -> list[tuple[str, Any, Any]]:
+    """What a message list holds, ids that add_messages makes up (uuid4) left out."""
+    return [
+        (m.type, m.content, m.id if not _MADE_UP.fullmatch(str(m.id)) else "made") for m in messages
+    ]
+
+
+_MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [[AIMessage("a", id="3")]],
+        [[AIMessage("a", id="3"), ToolMessage("r", tool_call_id="c", id="4")]],
+        [[AIMessage("a", id="3")], [ToolMessage("r", tool_call_id="c", id="4")]],
+        [[AIMessage("again", id="2")]],  # replaces a message under its id
+        [[AIMessage("a", id="3"), AIMessage("b", id="3")]],  # the later wins
+        [[RemoveMessage(id="1")]],
+        [[RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("fresh", id="9")]],
+        [[AIMessage("no id")]],
+        [[("user", "a tuple")]],
+        [[{"role": "assistant", "content": "a dict", "id": "7"}]],
+        [[AIMessageChunk("a chunk", id="8")]],
+        [AIMessage("a lone message", id="5")],
+        [[]],
+    ],
+)
+def test_the_conversations_reducer_is_add_messages(writes: list[Any]) -> None:
+    """The fast append (every new message with a new id of its own) and the fold of
+    ``add_messages`` give the same conversation, whatever is written."""
+    current = [HumanMessage("goal", id="1"), AIMessage("said", id="2")]
+    mine, theirs = _add_messages(list(current), writes), _fold(list(current), writes)
+    assert _shape(mine) == _shape(theirs)
+    assert all(type(a) is type(b) for a, b in zip(mine, theirs, strict=True))

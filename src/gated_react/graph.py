@@ -29,16 +29,16 @@ from gated_react._engine.langgraph_internals import (
 )
 from gated_react.models import NoModel, init_model
 from gated_react.nodes.decide import Channels, adecide, decide
-from gated_react.nodes.execute import aexecute, execute
-from gated_react.nodes.finish import finish
-from gated_react.nodes.gate import gate
-from gated_react.nodes.observe import observe
-from gated_react.nodes.stop import stop
-from gated_react.nodes.validate import validate
+from gated_react.nodes.execute import ExecuteChannels, aexecute, execute
+from gated_react.nodes.finish import FinishChannels, finish
+from gated_react.nodes.gate import GateChannels, gate
+from gated_react.nodes.observe import ObserveChannels, observe
+from gated_react.nodes.stop import StopChannels, stop
+from gated_react.nodes.validate import ValidateChannels, validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
-from gated_react.state import CoreState, RunInput, RunInputDict, RunResult, State
+from gated_react.state import RunInput, RunInputDict, RunResult, State
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
@@ -96,12 +96,12 @@ def build_graph(
     )
     graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
-    graph.add_node("validate", node(validate, deps=deps), input_schema=CoreState)
-    graph.add_node("gate", node(gate, deps=deps), input_schema=CoreState)
-    graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=CoreState)
-    graph.add_node("observe", node(observe, deps=deps), input_schema=CoreState)
-    graph.add_node("finish", node(finish, deps=deps), input_schema=CoreState)
-    graph.add_node("stop", stop, input_schema=CoreState)
+    graph.add_node("validate", node(validate, deps=deps), input_schema=ValidateChannels)
+    graph.add_node("gate", node(gate, deps=deps), input_schema=GateChannels)
+    graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=ExecuteChannels)
+    graph.add_node("observe", node(observe, deps=deps), input_schema=ObserveChannels)
+    graph.add_node("finish", node(finish, deps=deps), input_schema=FinishChannels)
+    graph.add_node("stop", stop, input_schema=StopChannels)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
     graph.add_conditional_edges("validate", route(routing.after_validate), routing.AFTER_VALIDATE)

@@ -4,10 +4,16 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.tools import tool
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react._engine.budget_checks import check_before_step, check_before_tool, held_to_spend
+from gated_react._engine.budget_checks import (
+    check_before_step,
+    check_before_tool,
+    held_to_spend,
+    spent_in,
+)
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.stops import StopReason
@@ -230,3 +236,31 @@ def test_the_record_of_spend_is_a_floor_and_a_bad_entry_is_unknown() -> None:
         unknown = held_to_spend(usage, [0.25, bad])
         assert unknown.cost is None
         assert unknown.unpriced is not None
+
+
+@pytest.mark.parametrize(
+    "spend",
+    [
+        [],
+        [0.0],
+        [0.1, 0.2, 0.3],
+        [0.1, 2, 0.3],
+        [-0.0, 0.5],
+        [0.1, None],
+        [None],
+        [0.1, -0.01],
+        [0.1, float("nan")],
+        [float("nan"), -1.0],
+        [float("inf")],
+        [float("inf"), float("-inf")],
+        [True, 0.5],
+        ["0.5"],
+        [1e-300] * 300,
+    ],
+)
+def test_the_record_of_spend_sums_as_entry_by_entry_checks_would(spend: list[Any]) -> None:
+    """The fast sum (in C, for the all-float record of a priced run) agrees with the check
+    entry by entry: any entry that is no amount makes the total unknown."""
+    amounts = all(isinstance(c, int | float) and math.isfinite(c) and c >= 0 for c in spend)
+    expected = math.fsum(spend) if amounts else None
+    assert spent_in(spend) == expected

@@ -14,8 +14,10 @@ import pytest
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
+from gated_react import build_graph
 from gated_react._engine import tool_runner
 from gated_react._engine.tool_runner import ainvoke, backoff, invoke, to_observation
+from gated_react.testing import ScriptedChatModel
 
 from ..support.reaping import PATIENCE
 
@@ -186,3 +188,17 @@ def test_json_schema_arguments_are_checked_by_jsonschema(
         assert found is not None
         assert found.startswith(says)
         assert len(found) < 400
+
+
+def test_a_graph_builds_its_tools_call_schemas_not_its_first_call() -> None:
+    """LangChain builds a tool's model-facing schema on first use (about 1 ms) and keeps it;
+    the graph builds them, so no run's first argument check pays for it."""
+
+    @tool
+    def fresh(n: int) -> str:
+        """A tool no graph has seen."""
+        return str(n)
+
+    assert fresh._tool_call_schema_memo is None
+    build_graph(ScriptedChatModel(replies=["x"]), [fresh])
+    assert fresh._tool_call_schema_memo is not None

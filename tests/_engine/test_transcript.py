@@ -3,12 +3,20 @@ prefix-caching server relies on (between two folds every request starts with the
 
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from gated_react._engine.transcript import FOLDED_LINES, build_messages, calls_shown, folded_count
+from gated_react._engine.reads import Known
+from gated_react._engine.transcript import (
+    FOLDED_LINES,
+    build_messages,
+    calls_shown,
+    folded_count,
+    step_starts,
+)
 from gated_react.policy import Policy
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import State
@@ -181,3 +189,30 @@ def test_the_summary_lists_the_newest_folded_steps_and_counts_the_rest() -> None
 @pytest.mark.parametrize("steps", [0, 1, 5, 16, 17, 40, 200])
 def test_calls_shown_counts_every_call_folded_or_not(protocol: str, steps: int) -> None:
     assert calls_shown(_messages(steps, protocol)) == steps
+
+
+def test_a_decision_builds_only_its_newest_step() -> None:
+    """Between two folds each step's messages (and the summary) are the ones the run's decision
+    before built, reused while their entries are the same: a decision builds its newest step."""
+    policy, replay = Policy(context_steps=12), PROTOCOLS["tools"].replay
+    before = _state(15)
+    after = before.model_copy(update={"history": [*before.history, *_state(16).history[-1:]]})
+    known = Known()
+    first = build_messages(before, "SYSTEM", policy, replay, known)
+    second = build_messages(after, "SYSTEM", policy, replay, known)
+    assert second[1].content == first[1].content  # the same summary in the goal
+    assert all(a is b for a, b in zip(first[2:], second[2:], strict=False))
+    assert len(second) == len(first) + 2
+    fresh = build_messages(State.model_validate(after.model_dump()), "SYSTEM", policy, replay)
+    assert [_wire(m) for m in fresh] == [_wire(m) for m in second]
+    assert build_messages(after, "SYSTEM", policy, replay)[-1] is not second[-1]  # nothing kept
+
+
+@pytest.mark.parametrize("steps", [[], [1], [1, 2, 3], [1, 1, 2, 3, 3, 3, 4], [2, 1, 1, 2]])
+def test_steps_start_where_the_step_number_changes(steps: list[int]) -> None:
+    entries = [State.model_validate({"history": [history_entry(s, "t")]}).history[0] for s in steps]
+    expected, at = [], 0
+    for _, group in groupby(steps):
+        expected.append(at)
+        at += len(list(group))
+    assert step_starts(entries) == expected

@@ -9,11 +9,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
-from gated_react._engine.turns import opening
+from gated_react._engine.turns import opening, own_end
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -135,3 +135,16 @@ def test_a_continuing_run_is_left_alone() -> None:
         history=history,
     )
     assert opening(going, CONTEXT) == (going, {})
+
+
+@pytest.mark.parametrize(
+    ("kinds", "end"),
+    [("", 1), ("at", 3), ("atat", 5), ("ath", 3), ("athat", 3), ("h", 1), ("aht", 2)],
+)
+def test_the_runs_own_messages_end_at_the_first_that_came_from_outside(
+    kinds: str, end: int
+) -> None:
+    made = {"a": lambda: AIMessage("x"), "t": lambda: ToolMessage("r", tool_call_id="c")}
+    made["h"] = lambda: HumanMessage("new")
+    messages = [HumanMessage("goal"), *(made[k]() for k in kinds)]
+    assert own_end(messages, 0) == end

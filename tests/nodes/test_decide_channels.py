@@ -1,6 +1,6 @@
-"""decide reads every channel but the audit log: validating ``trace`` grew with every step and
-decide never reads it. The graph hands decide its channels as stored; ``state_of`` validates
-them into the ``State`` decide has always worked from."""
+"""decide reads the channels it works from and no other: never the audit log (validating
+``trace`` grew with every step), nor the ones only other nodes read. The graph hands decide its
+channels as stored; ``state_of`` validates them into the ``State`` decide works from."""
 
 from __future__ import annotations
 
@@ -15,11 +15,18 @@ from gated_react.state import State
 from ..test_graph import _graph
 
 
-def test_decide_reads_every_channel_but_the_trace() -> None:
-    """Nor ``structured_response``: only finish and stop write it, no node reads it."""
+def test_decide_reads_its_channels_and_not_the_trace() -> None:
+    """Nor ``structured_response`` (no node reads it), nor what decide only writes (the reply,
+    the run context, the counters' starts it sets anew) or other nodes read (how a run ended)."""
     assert set(get_type_hints(Channels)) == set(State.model_fields) - {
         "trace",
         "structured_response",
+        "reply",
+        "run_context",
+        "seen_from",
+        "stop_reason",
+        "message",
+        "answer",
     }
     builder = _graph().builder
     assert builder.nodes["decide"].input_schema is Channels
@@ -29,7 +36,8 @@ def test_decide_reads_every_channel_but_the_trace() -> None:
 def test_the_state_from_the_channels_is_validated_as_before() -> None:
     entry = {"step": 1, "action": {"name": "t", "args": {"a": 1}}, "observation": "x"}
     channels = {"goal": "g", "history": [entry], "usage": {"steps": 1}, "history_from": 0}
-    assert state_of(channels) == State(**channels)  # type: ignore[arg-type]
+    read, validated = state_of(channels), State(**channels)  # type: ignore[arg-type]
+    assert {name: getattr(validated, name) for name in get_type_hints(Channels)} == vars(read)
     assert state_of(channels).history[0].action.args == {"a": 1}
     with pytest.raises(ValidationError):
         state_of({**channels, "history": [{"step": "one"}]})

@@ -16,7 +16,7 @@ from gated_react._engine.prompt import system_prompt
 from gated_react._engine.protocol import ActionProtocol, BoundModel
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
-from gated_react._engine.tool_runner import KEY_PARAM, accepts_key
+from gated_react._engine.tool_runner import KEY_PARAM, accepts_key, build_schemas
 from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.redact import secrets_of
@@ -92,6 +92,7 @@ class NodeDeps:
             why = f"max_cost {limit:g} needs a price: {pricer.unpriced} (give one in Policy.prices)"
             raise UnpricedModel(why)
         secrets, context = secrets_of(model), run_context(model, policy, pricer)
+        build_schemas(registry.values())
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),

@@ -55,6 +55,7 @@ __all__ = [
     "narrow_routes",
     "node",
     "route",
+    "run_key",
     "runtime_of",
     "tool_state",
     "was_sent",
@@ -132,6 +133,15 @@ def _fresh_read(
         if channel.is_available():
             values[key] = channel.get()
     return mapper(values) if mapper else values
+
+
+def run_key(config: RunnableConfig) -> tuple[Any, str]:
+    """Which run a node's task belongs to: its thread and the namespace of the graph it runs
+    in. A task's own namespace ends with the task (``node:task_id``), which every task has
+    anew; the graph's is what comes before (empty at the top, a parent's task in a subgraph)."""
+    conf = config.get("configurable") or {}
+    own = str(conf.get(CONFIG_KEY_CHECKPOINT_NS) or "")
+    return conf.get("thread_id"), own.rpartition(NS_SEP)[0]
 
 
 def is_resuming(config: RunnableConfig) -> bool:

@@ -4,6 +4,7 @@ runs by, and the package version. Built once per graph: it is the same for every
 
 from __future__ import annotations
 
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -55,7 +56,10 @@ def _base_url(model: Any) -> str | None:
     return None
 
 
+@cache
 def _version() -> str:
+    """Read once per process (a package's metadata takes milliseconds; a worker builds a graph
+    per job)."""
     try:
         return version("gated-react")
     except PackageNotFoundError:  # a source tree that was never installed

@@ -7,11 +7,13 @@ is abandoned without keeping the process alive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
 import random
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -51,6 +53,16 @@ def _contained(exc: BaseException, tool: BaseTool) -> BaseException:
     if isinstance(exc, Exception | KeyboardInterrupt | asyncio.CancelledError):
         return exc
     return ToolExit(f"{tool.name} raised {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def build_schemas(tools: Iterable[BaseTool]) -> None:
+    """Each tool's model-facing schema, built now, when the graph is: LangChain builds it on
+    first use and keeps it on the tool (about 1 ms a tool), and ``check_args`` reads it at every
+    call, so a run's first call would otherwise pay for it. (A model's ``bind_tools`` builds
+    the same schemas; one that binds nothing, a scripted model, leaves them to here.)"""
+    for tool in tools:
+        with contextlib.suppress(Exception):  # a schema that will not build fails its calls
+            _ = tool.tool_call_schema
 
 
 def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:

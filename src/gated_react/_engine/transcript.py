@@ -19,8 +19,11 @@ and of their steps at most ``context_steps``, the oldest dropped in the same blo
 from __future__ import annotations
 
 import json
+import operator
+from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import groupby
+from functools import partial
+from itertools import compress, count, pairwise
 from typing import Any
 
 from langchain_core.messages import (
@@ -32,6 +35,7 @@ from langchain_core.messages import (
 )
 
 from gated_react._engine.budget_checks import limits_of
+from gated_react._engine.reads import Known
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
 
@@ -60,20 +64,40 @@ def folded_count(steps: int, policy: Policy) -> int:
     return steps - shown
 
 
-def build_messages(state: State, system: str, policy: Policy, replay: Any) -> list[BaseMessage]:
-    """The model input for the next decision."""
+def build_messages(
+    state: State, system: str, policy: Policy, replay: Any, known: Known | None = None
+) -> list[BaseMessage]:
+    """The model input for the next decision. With what the run has read (``known``) the
+    summary and each step's messages are built once and reused by the next decisions while
+    their entries are the same: between two folds a decision builds only its newest step."""
+    built = known if known is not None else Known()
     shown = state.history[state.history_from :]  # earlier runs on the thread are the chat's
-    steps = [list(group) for _, group in groupby(shown, key=lambda e: e.step)]
-    folded = folded_count(len(steps), policy)
+    starts = step_starts(shown)
+    folded = folded_count(len(starts), policy)
     goal = state.goal
     if folded:
-        goal = f"{goal}\n\n{summary([e for step in steps[:folded] for e in step])}"
+        older = shown[: starts[folded]]
+        goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
     earlier = earlier_turns(state.messages[: _turn_at(state)], policy, replay)
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
-    for step in steps[folded:]:
-        messages.extend(replay(step))
+    for start, end in pairwise([*starts[folded:], len(shown)]):
+        step = shown[start:end]
+        messages.extend(built.derived(replay, step, partial(replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
+
+
+def step_starts(entries: Sequence[HistoryEntry]) -> list[int]:
+    """Where each step's entries start (a reply with several calls has an entry per call, one
+    after another): found without a Python loop over the entries, which a long run has many of."""
+    if not entries:
+        return []
+    steps = list(map(_STEP, entries))
+    return [0, *compress(count(1), map(operator.ne, steps[1:], steps[:-1]))]
+
+
+_STEP = operator.attrgetter("step")
+_TOOL = operator.attrgetter("action.name")
 
 
 def _turn_at(state: State) -> int:
@@ -143,10 +167,8 @@ def summary(entries: Sequence[HistoryEntry]) -> str:
     counted = (len(entries) - 1) // FOLDED_LINES * FOLDED_LINES
     older, listed = entries[:counted], entries[counted:]
     if older:
-        counts: dict[str, int] = {}
-        for entry in older:
-            counts[entry.action.name] = counts.get(entry.action.name, 0) + 1
-        calls = ", ".join(f"{name} x{count}" for name, count in counts.items())
+        counts = Counter(map(_TOOL, older))  # in the order the tools first appear
+        calls = ", ".join(f"{name} x{number}" for name, number in counts.items())
         lines.append(f"- steps {older[0].step}-{older[-1].step}: {calls}")
     for entry in listed:
         args = clip(json.dumps(entry.action.args, ensure_ascii=False), _ARGS_CHARS)

@@ -107,6 +107,9 @@ def own_end(messages: Sequence[BaseMessage], turn_at: int) -> int:
     """Where the messages the run wrote after its turn's (its steps' calls and results) end:
     what follows arrived from outside."""
     end = turn_at + 1
+    kinds = set(map(type, messages[end:]))  # a few types for however many messages
+    if all(issubclass(kind, AIMessage | ToolMessage) for kind in kinds):
+        return len(messages)
     while end < len(messages) and isinstance(messages[end], AIMessage | ToolMessage):
         end += 1
     return end

@@ -22,6 +22,7 @@ from gated_react._engine.deadline import DeadlinePassed, await_within, call_with
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.pricing import Tokens, add_cost
+from gated_react._engine.reads import RUNS, read
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react._engine.streaming import model_config
 from gated_react._engine.transcript import build_messages
@@ -33,46 +34,40 @@ from gated_react.stops import Stop, StopReason
 
 
 class Channels(TypedDict, total=False):
-    """The channels decide reads, as stored: every one but ``trace`` (and
-    ``structured_response``, which no node reads). decide never reads the audit log, and
-    validating it cost more with every step (0.5 ms of each step by step 100, more than all
-    the rest of the state), so the graph hands decide these and ``state_of`` validates them."""
+    """The channels decide reads, as stored: the graph hands it these alone (never the audit
+    log, ``trace``, whose validation cost more with every step; nor the ones only other nodes
+    read), and ``state_of`` validates them into a ``State`` that has no other field."""
 
     goal: str
-    reply: dict[str, Any] | None
     action: dict[str, Any] | None
     calls: list[dict[str, Any]]
     retry: dict[str, Any] | None
     usage: dict[str, Any]
-    run_context: dict[str, Any] | None
     extensions: list[dict[str, Any]]
     seen: list[str]
-    seen_from: int
     spend: list[float | None]
     spend_from: int
     history_from: int
     turn: str | None
     status: str | None
-    stop_reason: str | None
-    message: str | None
-    answer: str | None
     history: list[dict[str, Any]]
     messages: list[Any]
     traceparent: str | None
 
 
-def state_of(channels: State | Mapping[str, Any]) -> State:
-    """The state decide works from, validated as LangGraph would (``trace`` stays empty); a
-    ``State`` built by hand (the unit tests) is taken as it is."""
-    return channels if isinstance(channels, State) else State(**channels)
+def state_of(channels: State | Mapping[str, Any], config: RunnableConfig | None = None) -> State:
+    """The state decide works from, validated as LangGraph would (``trace`` stays empty), each
+    value once (``reads``); a ``State`` built by hand (the unit tests) is taken as it is."""
+    return read(State, channels, Channels, config)
 
 
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opening(state_of(state), deps.context)
+    state, opened = opening(state_of(state, config), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
-    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
+    replay, known = deps.protocol.replay, RUNS.of(config)
+    messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)
@@ -99,9 +94,10 @@ async def adecide(
     state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opening(state_of(state), deps.context)
+    state, opened = opening(state_of(state, config), deps.context)
     opened |= tracing.carry(deps.spans, state.traceparent, config)
-    messages = build_messages(state, deps.system, deps.policy, deps.protocol.replay)
+    replay, known = deps.protocol.replay, RUNS.of(config)
+    messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
     if left <= 0:
         return opened | out_of_time(state, started, deps)

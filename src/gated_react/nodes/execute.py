@@ -23,7 +23,7 @@ import contextvars
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
@@ -35,6 +35,7 @@ from gated_react._engine.call_keys import loop_key
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import is_resuming, was_sent
+from gated_react._engine.reads import read
 from gated_react._engine.storable import error_text
 from gated_react.nodes.gate import Ledger, check, refuse
 from gated_react.state import Call, CoreState, Outcome, ToolAction, Usage, dump
@@ -44,10 +45,25 @@ Ran = tuple[int, Any, Exception | None]
 """A finished call: its place in ``state.calls``, its value, or the error it raised."""
 
 
-def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+class ExecuteChannels(TypedDict, total=False):
+    """The channels execute reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    calls: list[dict[str, Any]]
+    usage: dict[str, Any]
+    extensions: list[dict[str, Any]]
+    seen: list[str]
+    seen_from: int
+    traceparent: str | None
+
+
+def execute(
+    state: CoreState | ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps
+) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
     if was_sent(config):
         return sent("execute")
+    state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:
@@ -66,10 +82,13 @@ def execute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict
     return linked | counted | completed(state, deps, calls, ran, started)
 
 
-async def aexecute(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+async def aexecute(
+    state: CoreState | ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps
+) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
     if was_sent(config):
         return sent("execute")
+    state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
     if early is not None:

@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional, TypedDict
+
+from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
 from gated_react.state import CoreState, FinalAction
 from gated_react.stops import StopReason
 
 
-def finish(state: CoreState, *, deps: NodeDeps | None = None) -> dict[str, Any]:
+class FinishChannels(TypedDict, total=False):
+    """The channels finish reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    reply: dict[str, Any] | None
+    action: dict[str, Any] | None
+    usage: dict[str, Any]
+
+
+def finish(
+    state: CoreState | FinishChannels,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
+    *,
+    deps: NodeDeps | None = None,
+) -> dict[str, Any]:
     """Write the successful end: status ``ok``, stop reason ``success`` and the answer (also
     as the conversation's AI message); under an answer schema, the answer's data as
     ``structured_response`` too (validate checked it fits)."""
+    state = read(CoreState, state, FinishChannels, config)
+    RUNS.end(config)  # the run's last read: what it kept goes
     if not isinstance(state.action, FinalAction):
         raise TypeError("finish runs only after validate produced a final answer")
     steps = state.usage.steps

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
@@ -36,6 +36,7 @@ from gated_react._engine.call_keys import (
 from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause, was_sent
+from gated_react._engine.reads import read
 from gated_react._engine.tool_runner import check_args
 from gated_react.state import (
     Call,
@@ -79,10 +80,27 @@ class Ledger:
         self.new_keys.append(key)
 
 
-def gate(state: CoreState, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+class GateChannels(TypedDict, total=False):
+    """The channels the gate reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    action: dict[str, Any] | None
+    usage: dict[str, Any]
+    extensions: list[dict[str, Any]]
+    seen: list[str]
+    seen_from: int
+    spend: list[float | None]
+    spend_from: int
+    traceparent: str | None
+
+
+def gate(
+    state: CoreState | GateChannels, config: RunnableConfig, *, deps: NodeDeps
+) -> dict[str, Any]:
     """Let the proposed calls through (recording them first), refuse them, or stop the run."""
     if was_sent(config):
         return sent("gate")
+    state = read(CoreState, state, GateChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     actions = tool_actions(state.action)
     if not actions:  # the routers never send one; a direct caller might

@@ -5,7 +5,7 @@ human for more (``Policy.on_budget``)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
@@ -13,18 +13,32 @@ from gated_react._engine.budget_checks import Limits, enforce_before_step, held_
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.reads import read
 from gated_react._engine.transcript import shown as shown_text
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
+class ObserveChannels(TypedDict, total=False):
+    """The channels observe reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    calls: list[dict[str, Any]]
+    stop_reason: str | None
+    usage: dict[str, Any]
+    extensions: list[dict[str, Any]]
+    spend: list[float | None]
+    spend_from: int
+
+
 def observe(
-    state: CoreState,
+    state: CoreState | ObserveChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
     *,
     deps: NodeDeps,
 ) -> dict[str, Any]:
     """Append the step's calls in the reply's order. The call that stopped the run is traced
     last and kept out of the history; calls of a stopped step that never ran are left out."""
+    state = read(CoreState, state, ObserveChannels, config)
     calls = [call for call in state.calls if call.outcome is not None]
     if not calls and state.stop_reason:  # execute refused to run anything (a Send): just stop
         return {}

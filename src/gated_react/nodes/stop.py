@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, TypedDict
 
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
 from gated_react.state import CoreState
 
 
-def stop(state: CoreState) -> dict[str, Any]:
+class StopChannels(TypedDict, total=False):
+    """The channels stop reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    stop_reason: str | None
+    message: str | None
+
+
+def stop(
+    state: CoreState | StopChannels,
+    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
+) -> dict[str, Any]:
     """Write the stopped end (and tell the conversation why). The node that detected the stop
     already named its reason."""
+    state = read(CoreState, state, StopChannels, config)
+    RUNS.end(config)  # the run's last read: what it kept goes
     if not state.stop_reason:
         raise TypeError("stop runs only after a node recorded a stop_reason")
     message = state.message or state.stop_reason

@@ -5,7 +5,7 @@ text the model wrote with them): before the gate, so a call it pauses on is the 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
@@ -13,18 +13,32 @@ from gated_react._engine.budget_checks import Limits, enforce_before_step, held_
 from gated_react._engine.chat import proposed, with_ids
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.reads import read
 from gated_react.state import CoreState, FinalAction, Retry, dump, tool_actions
 from gated_react.stops import Stop, StopReason
 
 
+class ValidateChannels(TypedDict, total=False):
+    """The channels validate reads, as stored: the graph hands it these alone, and ``read``
+    validates them into a ``CoreState`` that has no other field."""
+
+    reply: dict[str, Any] | None
+    retry: dict[str, Any] | None
+    usage: dict[str, Any]
+    extensions: list[dict[str, Any]]
+    spend: list[float | None]
+    spend_from: int
+
+
 def validate(
-    state: CoreState,
+    state: CoreState | ValidateChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
     *,
     deps: NodeDeps,
 ) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
+    state = read(CoreState, state, ValidateChannels, config)
     if state.reply is None:
         why = ActionError("bad_json", "there is no model reply to validate")
         return rejected(state, why, deps, config)

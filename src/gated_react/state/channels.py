@@ -6,10 +6,16 @@ entries, not the whole list again, so storage grows linearly with the run instea
 quadratically.
 """
 
+import operator
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+)
 from langgraph.channels import DeltaChannel
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, Field
@@ -31,11 +37,34 @@ def _append(current: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]
 
 def _add_messages(current: list[Any] | None, writes: Sequence[Any]) -> list[Any]:
     """``add_messages`` folded over a batch: a DeltaChannel's reducer, so a checkpoint stores
-    the step's new messages, not the whole conversation again."""
+    the step's new messages, not the whole conversation again. New messages with ids of their
+    own (what the nodes write) are appended as ``add_messages`` would append them, the ids
+    compared in C: its Python loops over the whole conversation cost 0.1 ms a write at 300
+    steps; anything else (a removal, a replacement, a message without an id) is its own."""
     out: list[Any] = list(current or ())
     for batch in writes:
-        out = list(add_messages(out, batch))
+        out = _appended(out, batch) or list(add_messages(out, batch))
     return out
+
+
+def _appended(messages: list[Any], batch: Any) -> list[Any] | None:
+    """``messages`` then ``batch`` when ``add_messages`` would give exactly that (plain messages
+    on both sides, every id set, the new ones new and distinct), else None."""
+    if not isinstance(batch, list) or not all(
+        map(_plain, {*map(type, messages), *map(type, batch)})
+    ):
+        return None
+    known, new = set(map(_ID, messages)), list(map(_ID, batch))
+    if None in known or None in new or len(set(new)) != len(new) or not known.isdisjoint(new):
+        return None
+    return [*messages, *batch]
+
+
+_ID = operator.attrgetter("id")
+
+
+def _plain(kind: type) -> bool:
+    return issubclass(kind, BaseMessage) and not issubclass(kind, BaseMessageChunk | RemoveMessage)
 
 
 class CoreState(StrictModel):

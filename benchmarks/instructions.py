@@ -1,0 +1,105 @@
+"""Instructions per step, counted: ``python -m benchmarks.instructions [--base SRC] ...``.
+
+A timed step on a shared machine moves by 20% or more between runs; the instructions a run
+executes do not (valgrind's cachegrind counts them, every thread's, to within 0.1% from one
+run to the next here). Each figure is two child processes under ``valgrind --tool=cachegrind``:
+one builds the runtime, warms it up with a 3-step run, builds it again and runs it for N steps;
+the other does the same but never runs the second graph. Their difference over N is what a step
+costs, without imports, warm-up or the build (as the timed benchmarks leave the build out).
+``--base`` counts ours from another ``src`` folder too (the version before: ``git archive main
+src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
+can change while it counts). Slow: a 300-step run takes minutes under valgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.report import _table
+
+_CHILD = """
+import sys
+from benchmarks.common import build
+from benchmarks.run_length import one
+from benchmarks.stores import saver
+peer, steps, (store, durability, call) = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(":")
+one(peer, 3, store, durability, call)
+if steps:
+    one(peer, steps, store, durability, call)
+else:
+    with saver(store) as checkpointer:
+        build(peer, 3, checkpointer)
+"""
+
+
+def count(src: str | None, peer: str, steps: int, config: str) -> int:
+    """Instructions of one child process (``steps`` 0: built, never run)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env["PYTHONPATH"] = os.pathsep.join([p for p in (src, root) if p])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                f"--cachegrind-out-file={tmp}/out",
+                sys.executable,
+                "-c",
+                _CHILD,
+                peer,
+                str(steps),
+                config,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output: {out.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__)
+    parser.add_argument("--base", help="the src folder of the version before")
+    parser.add_argument("--head", help="the src folder of the version after (default: installed)")
+    parser.add_argument("--config", nargs="*", default=["memory:async:invoke"])
+    parser.add_argument("--steps", type=int, nargs="*", default=[10, 30, 100, 300])
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    versions = [("after", args.head)]
+    if args.base:
+        versions.insert(0, ("before", args.base))
+    rows = []
+    for config in args.config:
+        per_step: dict[tuple[str, str, int], float] = {}
+        for version, src in [*versions, ("floor", None)]:
+            peer = "floor" if version == "floor" else "ours"
+            built = count(src, peer, 0, config)
+            for steps in args.steps:
+                per_step[version, config, steps] = (count(src, peer, steps, config) - built) / steps
+        for steps in args.steps:
+            floor = per_step["floor", config, steps]
+            for version, _ in versions:
+                ours = per_step[version, config, steps]
+                rows.append(
+                    [config, steps, version, f"{ours / 1e6:.2f}", f"{floor / 1e6:.2f}",
+                     round(ours / floor, 3)]
+                )  # fmt: skip
+    header = ["config", "steps", "version", "ours M/step", "floor M/step", "ours/floor"]
+    print(_table("Instructions per step (millions, cachegrind)", header, rows))
+
+
+if __name__ == "__main__":
+    main()

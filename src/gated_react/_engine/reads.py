@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, with_c
 from pydantic.fields import FieldInfo
 
 from gated_react._engine.langgraph_internals import run_key
+from gated_react.errors import GatedReactError
 from gated_react.state import CoreState
 
 S = TypeVar("S", bound=CoreState)
@@ -217,8 +218,8 @@ def read(
     return _built(schema, values, set(given) & values.keys())
 
 
-class _NotAField(Exception):
-    pass
+class _NotAField(GatedReactError):
+    """A stored key that names no field of the schema: validated the slow way, never raised out."""
 
 
 def _built(schema: type[S], values: dict[str, Any], fields_set: set[str]) -> S:

@@ -9,6 +9,7 @@ writing after another worker took its thread over; it fails, and the job is retr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from gated_react.runs import Graph
 from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
+from gated_react.store.coalesced import CoalescedPostgresSaver
 from gated_react.store.key import KeyInput, store_key
 from gated_react.store.serializer import serializer
 from gated_react.store.signed import key_of, signed
@@ -80,9 +82,17 @@ def pool_saver(pool: AsyncConnectionPool[Any], key: KeyInput = ()) -> BaseCheckp
 
 @asynccontextmanager
 async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> AsyncIterator[Graph]:
-    """The graph, its checkpointer bound to one pooled connection held until the block ends."""
+    """The graph, its checkpointer bound to one pooled connection held until the block ends,
+    committing the checkpoints of supersteps that run no tool together (``store.coalesced``);
+    what it still holds is committed when the block ends."""
     base = graph.checkpointer
     async with pool.connection() as conn:
-        raw = AsyncPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
+        raw = CoalescedPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
         saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
-        yield graph.copy(update={"checkpointer": saver})
+        try:
+            yield graph.copy(update={"checkpointer": saver})
+        except Exception:
+            with contextlib.suppress(Exception):  # the job's own failure is the one to report
+                await raw.aflush()
+            raise
+        await raw.aflush()

@@ -217,7 +217,9 @@ def test_an_answer_holding_a_type_the_store_will_not_revive_is_refused_not_store
         assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
 
 
-SAVER = re.compile(r"(?<!class )\b(?:Async)?(?:Coalesced)?(?:Sqlite|Postgres|InMemory)Saver\(([^)]*)\)")
+SAVER = re.compile(
+    r"(?<!class )\b(?:Async)?(?:Coalesced)?(?:Sqlite|Postgres|InMemory)Saver\(([^)]*)\)"
+)
 
 
 def test_every_saver_this_package_builds_reads_through_the_serializer() -> None:

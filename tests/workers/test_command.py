@@ -22,12 +22,28 @@ GRAPH = "tests.support.worker_graphs:refund"
 
 
 @contextlib.contextmanager
-def _listening() -> Iterator[int]:
-    """A port something listens on (taken), as another process would hold it."""
-    with socket.socket() as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
-        yield int(held.getsockname()[1])
+def _listening(free_below: int = 0) -> Iterator[int]:
+    """A port something listens on (taken), as another process would hold it, with the
+    ``free_below`` ports under it free when it is handed out (other tests run beside this one
+    and take ports of their own)."""
+    for _ in range(50):
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = int(held.getsockname()[1])
+            if all(_free(port - n) for n in range(1, free_below + 1)):
+                yield port
+                return
+    raise AssertionError(f"no port with {free_below} free ports below it")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _stop_tree(proc: subprocess.Popen[bytes]) -> None:
@@ -92,7 +108,7 @@ def test_a_supervised_workers_port_in_use_stops_the_fleet_before_it_starts(
 ) -> None:
     """``-n 3 --health-port P`` with P + 2 taken: worker-2 would have died and been replaced for
     ever, its siblings serving."""
-    with _listening() as taken:
+    with _listening(free_below=2) as taken:
         code, err = _worker_command(tmp_path, "-n", "3", "--health-port", str(taken - 2))
     assert code == 2
     assert err.startswith(f"gated-react worker: --health-port {taken - 2}: worker-2 would ")

@@ -5,6 +5,7 @@ cancelled while checkpoints are held resumes from what was committed, each call 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,12 +14,14 @@ import psycopg
 import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from gated_react import arun, build_graph
 from gated_react.store.checkpointer import pg_kwargs
 from gated_react.store.coalesced import CoalescedPostgresSaver, held
+from gated_react.store.locks import ThreadBusy, athread_lock
 from gated_react.store.serializer import serializer
 from gated_react.testing import ScriptedChatModel, call
 
@@ -171,3 +174,33 @@ def test_the_saver_writes_only_through_its_cursor() -> None:
     ]
     assert all("pipeline=True" not in line for line in calls(AsyncPostgresSaver.aget_tuple))
     assert all("conn.execute" not in line for line in inspect.getsource(AsyncPostgresSaver.aput))
+
+
+async def _hold_one(saver: AsyncPostgresSaver, thread: str) -> None:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"branch:to:decide": None, "goal": "g"}
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    await saver.aput(config, checkpoint, {"source": "loop", "step": 0}, {})
+
+
+@pytest.mark.postgres
+def test_the_thread_lock_holds_and_what_is_held_lands_before_it_goes(
+    pg_url: str,
+) -> None:
+    async def go(thread: str, fail: bool) -> None:
+        async with _saver(pg_url, coalesced=True) as saver:
+            with contextlib.suppress(RuntimeError):
+                async with athread_lock(saver, thread):
+                    await _hold_one(saver, thread)
+                    assert _rows(pg_url, thread)[0] == 0  # held, not committed
+                    async with _saver(pg_url, coalesced=False) as other:  # another worker
+                        with pytest.raises(ThreadBusy):
+                            async with athread_lock(other, thread):
+                                pass
+                    if fail:
+                        raise RuntimeError("the run failed")
+
+    asyncio.run(go("ended", fail=False))
+    asyncio.run(go("failed", fail=True))
+    assert _rows(pg_url, "ended")[0] == 1
+    assert _rows(pg_url, "failed")[0] == 0

@@ -9,8 +9,10 @@ and everything held is committed, in the order LangGraph stored it, with the nex
 that leads elsewhere: the one that leads to ``execute`` (so a call is on disk before it runs),
 to ``finish``, to ``stop`` or to the end of the run. The writes against such a checkpoint (a
 tool's results, the answer) are committed as soon as they are made, and so is a write that
-records an error, an interrupt or an answer, and everything held before any read and when the
-job ends (``aflush``). A step then costs two commits.
+records an error, an interrupt or an answer, and everything held before any read and before
+the run's thread lock is released (``store/locks.py`` calls ``aflush``: never after another
+worker may have taken the thread). A step then costs two commits. A run that raises drops what
+it held, as a killed worker does.
 
 A process killed while something is held loses only work that runs no tool, done again on
 resume: observe's record (its input, the tool's result, is in execute's committed writes), the

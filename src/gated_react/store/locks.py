@@ -94,7 +94,11 @@ def _is_sqlite(conn: Any) -> bool:
 
 
 def _is_postgres(saver: BaseCheckpointSaver[Any] | None) -> bool:
-    return type(unwrapped(saver)).__module__.startswith("langgraph.checkpoint.postgres")
+    """LangGraph's Postgres savers and their subclasses (the workers' ``store.coalesced``)."""
+    return any(
+        kind.__module__.startswith("langgraph.checkpoint.postgres")
+        for kind in type(unwrapped(saver)).__mro__
+    )
 
 
 @contextmanager
@@ -193,6 +197,8 @@ async def _apg_session_lock(saver: Any, conn: Any, thread_id: str) -> AsyncItera
         raise ThreadBusy(thread_id)
     try:
         yield
+        if (flush := getattr(saver, "aflush", None)) is not None:
+            await flush()  # what a coalescing saver holds lands while the thread is still ours
     finally:
         if not conn.closed:
             async with saver.lock:

@@ -9,7 +9,6 @@ writing after another worker took its thread over; it fails, and the job is retr
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -83,16 +82,11 @@ def pool_saver(pool: AsyncConnectionPool[Any], key: KeyInput = ()) -> BaseCheckp
 @asynccontextmanager
 async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> AsyncIterator[Graph]:
     """The graph, its checkpointer bound to one pooled connection held until the block ends,
-    committing the checkpoints of supersteps that run no tool together (``store.coalesced``);
-    what it still holds is committed when the block ends."""
+    committing the checkpoints of supersteps that run no tool together (``store.coalesced``):
+    what a run still holds is committed before its thread lock is released, and what a failed
+    run held is dropped, as a killed worker's is."""
     base = graph.checkpointer
     async with pool.connection() as conn:
         raw = CoalescedPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
         saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
-        try:
-            yield graph.copy(update={"checkpointer": saver})
-        except Exception:
-            with contextlib.suppress(Exception):  # the job's own failure is the one to report
-                await raw.aflush()
-            raise
-        await raw.aflush()
+        yield graph.copy(update={"checkpointer": saver})

@@ -293,10 +293,12 @@ class Child:
     def wait_until(self, condition: Callable[[], bool]) -> None:
         """Until ``condition()`` holds; fails if the child ended first."""
         deadline = time.monotonic() + WAIT
-        while not condition():
+        for pause in polls():
+            if condition():
+                return
             if not self.proc.is_alive() or time.monotonic() > deadline:
                 raise AssertionError(f"condition not met: {self.log()}")
-            time.sleep(0.005)
+            time.sleep(pause)
 
     def alive(self) -> bool:
         return self.proc.is_alive()
@@ -320,13 +322,25 @@ class Child:
         return path.read_text()[-3000:] if path.exists() else "(no log)"
 
 
+def polls() -> Iterator[float]:
+    """Pauses between checks: 5 ms at first, growing to 0.1 s. Many conditions open a database
+    connection per check (a Postgres backend forked each time): at a steady 5 ms, a long wait
+    took most of a core from the workers it waited on, and a loaded run missed heartbeats."""
+    pause = 0.005
+    while True:
+        yield pause
+        pause = min(pause * 1.5, 0.1)
+
+
 def wait_until(condition: Callable[[], bool]) -> None:
     """Until ``condition()`` holds (at most ``WAIT`` seconds)."""
     deadline = time.monotonic() + WAIT
-    while not condition():
+    for pause in polls():
+        if condition():
+            return
         if time.monotonic() > deadline:
             raise AssertionError(f"still not true after {WAIT:g} s")
-        time.sleep(0.005)
+        time.sleep(pause)
 
 
 def open_store(url: str, go: str) -> None:

@@ -32,6 +32,7 @@ from gated_react.state import (
     ThreadResult,
     Usage,
     UsageDict,
+    channels,
 )
 from gated_react.state.channels import _add_messages
 from gated_react.testing import ScriptedChatModel
@@ -189,3 +190,28 @@ def test_the_conversations_reducer_is_add_messages(writes: list[Any]) -> None:
     mine, theirs = _add_messages(list(current), writes), _fold(list(current), writes)
     assert _shape(mine) == _shape(theirs)
     assert all(type(a) is type(b) for a, b in zip(mine, theirs, strict=True))
+
+
+def test_the_conversations_reducer_remembers_ids_across_writes_and_forks() -> None:
+    """The ids of the conversation it returned are remembered, not walked again per write: a
+    later message under an earlier id still replaces it, a fork from an older conversation
+    sees only that conversation's ids, and nothing it was given changes in place."""
+    start = [HumanMessage("goal", id="1")]
+    a = _add_messages(start, [[AIMessage("a", id="2")]])
+    b = _add_messages(a, [[ToolMessage("r", tool_call_id="c", id="3")]])
+    again = _add_messages(b, [[AIMessage("a again", id="2")]])  # replaced under its id
+    assert [(m.id, m.content) for m in again] == [("1", "goal"), ("2", "a again"), ("3", "r")]
+    fork = _add_messages(a, [[AIMessage("other", id="3")]])  # "3" is b's, not a's: appended
+    assert [m.id for m in fork] == ["1", "2", "3"]
+    assert fork[-1].content == "other"
+    assert [m.id for m in start] == ["1"]
+    assert [m.id for m in a] == ["1", "2"]
+    assert [m.id for m in b] == ["1", "2", "3"]
+    chain = b
+    for n in range(4, 4 + 3 * channels._KNOWN_MAX):  # more conversations than it remembers
+        chain = _add_messages(chain, [[AIMessage(str(n), id=str(n))]])
+    assert len(channels._KNOWN) <= channels._KNOWN_MAX
+    assert _add_messages(chain, [[AIMessage("first again", id="1")]])[0].content == "first again"
+    assert _shape(_add_messages(a, [[AIMessage("a", id="9")]])) == _shape(
+        _fold(a, [[AIMessage("a", id="9")]])
+    )

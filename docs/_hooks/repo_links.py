@@ -5,7 +5,9 @@
   text instead of two copies. A whole-file include drops the file's own title when the page
   already has text before the directive (BENCHMARKS.md under the page's title).
 - A relative link that leaves docs/ (``../tests/e2e/test_kills.py``) must name a file or folder
-  that exists in the repository; it is rewritten to the repository's address (``repo_url``).
+  that exists in the repository; it is rewritten to the repository's address (``repo_url``),
+  or, while the project has no public address (no ``repo_url``: never a placeholder host), to
+  the link's text and the file's path in the repository, in code.
   A link to a missing file is a warning, so ``mkdocs build --strict`` fails on it, as it does on
   a broken link between pages. Links in included text are first rebased onto the including page.
 """
@@ -21,7 +23,7 @@ from typing import Any
 log = logging.getLogger("mkdocs.plugins.repo_links")
 
 INCLUDE = re.compile(r"^<!-- include: (?P<path>[^#\s]+)(?:#(?P<section>[\w-]+))? -->$", re.M)
-LINK = re.compile(r"(?<!\\)\]\((?P<target>[^)\s]+)\)")
+LINK = re.compile(r"(?<!\\)\[(?P<text>[^\[\]]*)\]\((?P<target>[^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^(#{1,6}) (.+)$")
 SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
@@ -81,17 +83,28 @@ def _rewrite_links(text: str, base: Path, page_dir: Path, config: Any) -> str:
         resolved = Path(posixpath.normpath((base / path).as_posix()))
         if resolved.is_relative_to(docs) and not resolved.is_relative_to(docs / "studio-workspace"):
             new = posixpath.relpath(resolved.as_posix(), page_dir.as_posix())
-            return f"]({new}{'#' + anchor if anchor else ''})"
+            return f"[{found.group('text')}]({new}{'#' + anchor if anchor else ''})"
         if not resolved.is_relative_to(repo) or not resolved.exists():
             log.warning("link to '%s' from %s: no such file in the repository", target, base)
             return found.group(0)
-        kind = "tree" if resolved.is_dir() else "blob"
-        address = f"{config['repo_url'].rstrip('/')}/{kind}/main/{resolved.relative_to(repo)}"
-        return f"]({address}{'#' + anchor if anchor else ''})"
+        return _to_repository(found.group("text"), resolved.relative_to(repo), anchor, config)
 
     return "".join(
         LINK.sub(one, line) if is_prose else line for is_prose, line in _outside_fences(text)
     )
+
+
+def _to_repository(text: str, path: Path, anchor: str, config: Any) -> str:
+    """A link to a file of the repository: to it at the repository's address, or (with none)
+    its text followed by its path, in code, when the text does not already say it."""
+    if config.get("repo_url"):
+        kind = "tree" if (Path(config["docs_dir"]).resolve().parent / path).is_dir() else "blob"
+        address = f"{config['repo_url'].rstrip('/')}/{kind}/main/{path}"
+        return f"[{text}]({address}{'#' + anchor if anchor else ''})"
+    named = f"`{path.as_posix()}`"
+    if text.strip("`") == path.as_posix():
+        return named
+    return text if path.as_posix() in text else f"{text} ({named})"
 
 
 def _included(found: re.Match[str], page_dir: Path, has_text_before: bool, config: Any) -> str:

@@ -56,6 +56,9 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     assert "fonts.googleapis.com" not in home  # nothing fetched from the web
     assert "```mermaid" not in home
     assert "graph TD;" not in home
+    promises = (site / "guarantees" / "index.html").read_text()
+    assert "<code>tests/e2e/test_kills.py</code>" in promises  # a repository file, named
+    assert "/blob/main/" not in promises  # no link to a host the project does not have
     drawing = (site / "concepts" / "graph" / "index.html").read_text()
     drawn = idle_graph().get_graph()
     for name in drawn.nodes:

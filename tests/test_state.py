@@ -32,9 +32,9 @@ from gated_react.state import (
     ThreadResult,
     Usage,
     UsageDict,
-    channels,
+    conversation,
 )
-from gated_react.state.channels import _add_messages
+from gated_react.state.conversation import add_messages_fast as _add_messages
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -208,10 +208,24 @@ def test_the_conversations_reducer_remembers_ids_across_writes_and_forks() -> No
     assert [m.id for m in a] == ["1", "2"]
     assert [m.id for m in b] == ["1", "2", "3"]
     chain = b
-    for n in range(4, 4 + 3 * channels._KNOWN_MAX):  # more conversations than it remembers
+    for n in range(4, 4 + 3 * conversation._KNOWN_MAX):  # more conversations than it remembers
         chain = _add_messages(chain, [[AIMessage(str(n), id=str(n))]])
-    assert len(channels._KNOWN) <= channels._KNOWN_MAX
+    assert len(conversation._KNOWN) <= conversation._KNOWN_MAX
     assert _add_messages(chain, [[AIMessage("first again", id="1")]])[0].content == "first again"
     assert _shape(_add_messages(a, [[AIMessage("a", id="9")]])) == _shape(
         _fold(a, [[AIMessage("a", id="9")]])
     )
+
+
+def test_the_reducer_keeps_no_conversation_that_nothing_else_holds() -> None:
+    """A finished run's conversation is not kept alive by the reducer's memory of its ids: a
+    process that ran a thousand runs does not hold their messages."""
+    for run in range(3 * conversation._KNOWN_MAX):
+        chain = [HumanMessage("goal", id=f"{run}-0")]
+        for n in range(1, 4):
+            chain = _add_messages(chain, [[AIMessage(str(n), id=f"{run}-{n}")]])
+        del chain  # the run ended: its last conversation is held by the cache alone
+    assert len(conversation._KNOWN) == 1  # the last run's, until the next write
+    alive = _add_messages([HumanMessage("goal", id="a")], [[AIMessage("x", id="b")]])
+    other = _add_messages([HumanMessage("goal", id="c")], [[AIMessage("y", id="d")]])
+    assert {id(alive), id(other)} <= set(conversation._KNOWN)  # both still held by their runs

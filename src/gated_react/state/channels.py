@@ -6,24 +6,17 @@ entries, not the whole list again, so storage grows linearly with the run instea
 quadratically.
 """
 
-import operator
-import threading
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from langchain_core.messages import (
-    AnyMessage,
-    BaseMessage,
-    BaseMessageChunk,
-    RemoveMessage,
-)
+from langchain_core.messages import AnyMessage
 from langgraph.channels import DeltaChannel
-from langgraph.graph.message import add_messages
 from pydantic import BaseModel, Field
 
 from gated_react.state.actions import Action, Reply, Retry
 from gated_react.state.base import StrictModel
 from gated_react.state.calls import Call, HistoryEntry, TraceEntry
+from gated_react.state.conversation import add_messages_fast
 from gated_react.state.run import RunContext, Status
 from gated_react.state.usage import Extension, Usage
 
@@ -34,67 +27,6 @@ def _append(current: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]
     for batch in writes:
         out.extend(batch)
     return out
-
-
-def _add_messages(current: list[Any] | None, writes: Sequence[Any]) -> list[Any]:
-    """``add_messages`` folded over a batch: a DeltaChannel's reducer, so a checkpoint stores
-    the step's new messages, not the whole conversation again. New messages with ids of their
-    own (what the nodes write) are appended as ``add_messages`` would append them, checked
-    against the ids of the conversation this reducer returned last (``_KNOWN``): walking the
-    whole conversation per write cost 0.15 ms at 300 steps, and a replay of N writes N times
-    that; anything else (a removal, a replacement, a message without an id) is its own."""
-    out: list[Any] = current if current is not None else []  # never changed in place
-    for batch in writes:
-        out = _appended(out, batch) or list(add_messages(out, batch))
-    return out if out is not current else list(out)
-
-
-_KNOWN: dict[int, tuple[list[Any], set[str]]] = {}
-"""Conversations the fast path returned, by ``id()``, each with the set of its ids. A set is
-shared by a conversation and the one extended from it, so an older conversation's set has
-more ids than it has messages, and is rebuilt if it is ever extended again (a fork)."""
-_KNOWN_LOCK = threading.Lock()
-_KNOWN_MAX = 64
-"""Conversations remembered: one per run in flight is what counts (a worker runs up to its
-concurrency at once); older ones are dropped, oldest first, and rebuilt if met again."""
-
-
-def _appended(messages: list[Any], batch: Any) -> list[Any] | None:
-    """``messages`` then ``batch`` when ``add_messages`` would give exactly that (plain messages
-    on both sides, every id set, the new ones new and distinct), else None."""
-    if not isinstance(batch, list) or not all(map(_plain, set(map(type, batch)))):
-        return None
-    new = list(map(_ID, batch))
-    known = _ids(messages)
-    if known is None or None in new or len(set(new)) != len(new) or not known.isdisjoint(new):
-        return None
-    out = [*messages, *batch]
-    with _KNOWN_LOCK:  # runs on many threads share it (a sync worker's pool)
-        known.update(new)
-        _KNOWN.pop(id(messages), None)
-        _KNOWN[id(out)] = (out, known)
-        while len(_KNOWN) > _KNOWN_MAX:
-            del _KNOWN[next(iter(_KNOWN))]
-    return out
-
-
-def _ids(messages: list[Any]) -> set[str] | None:
-    """The ids of ``messages`` (a set of its own or shared from ``_KNOWN``: extended in place
-    by the caller); None when a message is not plain or has no id."""
-    remembered = _KNOWN.get(id(messages))
-    if remembered is not None and remembered[0] is messages and len(remembered[1]) == len(messages):
-        return remembered[1]
-    if not all(map(_plain, set(map(type, messages)))):
-        return None
-    known = set(map(_ID, messages))
-    return None if None in known or len(known) != len(messages) else known
-
-
-_ID = operator.attrgetter("id")
-
-
-def _plain(kind: type) -> bool:
-    return issubclass(kind, BaseMessage) and not issubclass(kind, BaseMessageChunk | RemoveMessage)
 
 
 class CoreState(StrictModel):
@@ -154,7 +86,9 @@ class State(CoreState):
     """Completed tool steps (append-only)."""
     trace: Annotated[list[TraceEntry], DeltaChannel(_append)] = Field(default_factory=list)
     """Every call that reached the gate (append-only)."""
-    messages: Annotated[list[AnyMessage], DeltaChannel(_add_messages)] = Field(default_factory=list)
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_messages_fast)] = Field(
+        default_factory=list
+    )
     """The conversation, across runs: goals, the tool calls and their results, answers
     (append-only but for a message replaced under its own id)."""
     structured_response: dict[str, Any] | None = None

@@ -122,9 +122,11 @@ STORE_SCHEMA = (
     " CREATE INDEX IF NOT EXISTS gated_react_run_log_thread ON gated_react_run_log (thread_id, id)"
 )
 STORE_INSERT = (
-    "INSERT INTO gated_react_run_log (thread_id, line) SELECT %(thread)s, line"
-    " FROM unnest(%(lines)s::text[]) WITH ORDINALITY AS logged(line, n) ORDER BY n"
+    "INSERT INTO gated_react_run_log (thread_id, line) SELECT thread, line"
+    " FROM unnest(%(threads)s::text[], %(lines)s::text[])"
+    " WITH ORDINALITY AS logged(thread, line, n) ORDER BY n"
 )
+"""Lines of any threads, each ``threads[i]``'s ``lines[i]``, stored in the order given."""
 _STORE_READ = "SELECT line FROM gated_react_run_log WHERE thread_id = %s ORDER BY id"
 _STORE_FOUND = "SELECT to_regclass('gated_react_run_log') IS NOT NULL AS found"
 

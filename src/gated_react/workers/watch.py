@@ -3,9 +3,8 @@ counters (``worker_health``), and the run log of the run it advances, in the for
 reads (``records.run_log``), so ``gated-react show`` has it.
 
 The run log goes into the store (table ``gated_react_run_log``, one row per line), or into
-``runs.log`` in the folder the operator names (``--run-log-dir``). Lines for the store are
-written by a task on the worker's loop, in order, so a node never waits on them; a store that
-fails takes the lines of that moment (the run itself is in the checkpoints), never the job.
+``runs.log`` in the folder the operator names (``--run-log-dir``); ``run_log_writers`` writes
+them, the store's in batches for all of a worker's jobs, so a node never waits on them.
 """
 
 from __future__ import annotations
@@ -16,74 +15,25 @@ import contextlib
 import errno
 import logging
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import procrastinate
 
 from gated_react.errors import exception_line
 from gated_react.records.events import Tracker
-from gated_react.records.run_log import FILE_NAME, STORE_INSERT, RunLog, log_line
+from gated_react.records.run_log import FILE_NAME, RunLog
 from gated_react.state import ThreadResult
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import store_lost
 from gated_react.workers.health import Health
+from gated_react.workers.run_log_writers import FileWriter, StoreLines, StoreWriter, Writer
 
 _WORKER_ID = "SELECT worker_id FROM procrastinate_jobs WHERE id = %(job)s"
-
-
-class Writer(Protocol):
-    """Where one job's run-log lines go."""
-
-    def write(self, event: dict[str, Any]) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-class _FileWriter:
-    def __init__(self, log: RunLog) -> None:
-        self.log = log
-
-    def write(self, event: dict[str, Any]) -> None:
-        self.log.write(event)
-
-    async def aclose(self) -> None:
-        """The file stays open for the worker's next job."""
-
-
-class _StoreWriter:
-    def __init__(self, connector: Any, thread: str, secrets: tuple[str, ...]) -> None:
-        self.connector, self.thread, self.secrets = connector, thread, secrets
-        self._lines: list[str] = []
-        self._task: asyncio.Future[None] | None = None
-
-    def write(self, event: dict[str, Any]) -> None:
-        self._lines.append(log_line(event, self.secrets))
-        if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self._flush())
-
-    async def _flush(self) -> None:
-        while self._lines:
-            lines, self._lines = self._lines, []
-            try:
-                await self.connector.execute_query_async(
-                    STORE_INSERT, thread=self.thread, lines=lines
-                )
-            except Exception as exc:  # the run is in its checkpoints; the log is its echo
-                line = exception_line(exc, first_only=True)
-                sys.stderr.write(
-                    f"gated-react worker: warning: {len(lines)} run-log lines of thread "
-                    f"{self.thread!r} not stored: {line}\n"
-                )
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            await self._task
 
 
 class Job:
@@ -123,6 +73,7 @@ class Watch:
         self.health = health
         self.secrets = _secrets()
         self._file = None if run_log_dir is None else RunLog(run_log_dir / FILE_NAME, self.secrets)
+        self._store: StoreLines | None = None
 
     def store_answers(self) -> None:
         """The store answered: if it was lost, say since when it is back (``reconnected``)."""
@@ -138,8 +89,10 @@ class Watch:
 
     def _writer(self, context: procrastinate.JobContext, thread: str) -> Writer:
         if self._file is not None:
-            return _FileWriter(self._file)
-        return _StoreWriter(context.app.connector, thread, self.secrets)
+            return FileWriter(self._file)
+        if self._store is None:  # the app's connector, the same for every job of the worker
+            self._store = StoreLines(context.app.connector)
+        return StoreWriter(self._store, thread, self.secrets)
 
     @contextlib.asynccontextmanager
     async def job(self, context: procrastinate.JobContext, thread: str) -> AsyncIterator[Job]:

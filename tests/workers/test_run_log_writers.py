@@ -1,0 +1,137 @@
+"""A worker's jobs write their run logs' lines into the store in one statement per batch: the
+lines of every job, in order, each job's end after its own lines, and a failing store costs
+lines, never a job (nor a job's end that waits for ever)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import psycopg
+import pytest
+from procrastinate import PsycopgConnector
+
+from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
+from gated_react.workers.run_log_writers import StoreLines, StoreWriter
+
+
+class _Connector:
+    """A connector that records each statement and holds it until ``release`` is set."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.batches: list[list[tuple[str, str]]] = []
+        self.release = asyncio.Event()
+
+    async def execute_query_async(self, query: str, **params: Any) -> None:
+        assert query == STORE_INSERT
+        await self.release.wait()
+        if self.fail:
+            raise OSError("connection refused")
+        self.batches.append(list(zip(params["threads"], params["lines"], strict=True)))
+
+
+def _event(n: int) -> dict[str, Any]:
+    return {"node": "decide", "step": n}
+
+
+def test_lines_of_many_jobs_share_a_statement_and_keep_their_order() -> None:
+    async def scenario() -> tuple[_Connector, list[bool]]:
+        connector = _Connector()
+        lines = StoreLines(connector)
+        writers = [StoreWriter(lines, f"t{n}", ()) for n in range(3)]
+        writers[0].write(_event(0))
+        await asyncio.sleep(0)  # the first batch takes this line alone; the store holds it
+        for step in range(1, 5):
+            for writer in writers:
+                writer.write(_event(step))
+        ended = [False] * 3
+
+        async def end(n: int) -> None:
+            await writers[n].aclose()
+            ended[n] = True
+
+        ends = [asyncio.ensure_future(end(n)) for n in range(3)]
+        await asyncio.sleep(0.01)
+        assert ended == [False] * 3  # nothing written yet: no job's end may pass
+        connector.release.set()
+        await asyncio.gather(*ends)
+        return connector, ended
+
+    connector, ended = asyncio.run(scenario())
+    assert ended == [True] * 3
+    assert [len(batch) for batch in connector.batches] == [1, 12]
+    written = [
+        (thread, json.loads(line)["step"]) for batch in connector.batches for thread, line in batch
+    ]
+    for n in range(3):
+        steps = [step for thread, step in written if thread == f"t{n}"]
+        assert steps == ([0] if n == 0 else []) + [1, 2, 3, 4]
+
+
+def test_a_failing_store_costs_the_lines_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    async def scenario() -> None:
+        connector = _Connector(fail=True)
+        connector.release.set()
+        writer = StoreWriter(StoreLines(connector), "order-7", ("sk-secret-key",))
+        writer.write(_event(1))
+        writer.write(_event(2))
+        await asyncio.wait_for(writer.aclose(), 5)
+
+    asyncio.run(scenario())
+    err = capsys.readouterr().err
+    assert "2 run-log lines of 'order-7' not stored: connection refused" in err
+
+
+def test_a_cancelled_writer_leaves_no_job_waiting() -> None:
+    async def scenario() -> None:
+        connector = _Connector()  # never released: the batch hangs until cancelled
+        lines = StoreLines(connector)
+        writer = StoreWriter(lines, "t", ())
+        writer.write(_event(1))
+        waiting = asyncio.ensure_future(writer.aclose())
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        assert lines._task is not None
+        lines._task.cancel()
+        await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(scenario())
+
+
+def test_a_job_that_wrote_nothing_ends_at_once() -> None:
+    async def scenario() -> None:
+        await asyncio.wait_for(StoreWriter(StoreLines(_Connector()), "t", ()).aclose(), 5)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.postgres
+def test_the_store_holds_each_threads_lines_in_order(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(STORE_SCHEMA)
+
+    async def scenario() -> None:
+        connector = PsycopgConnector(conninfo=pg_url)
+        await connector.open_async()
+        try:
+            lines = StoreLines(connector)
+            writers = [StoreWriter(lines, f"t{n}", ()) for n in range(4)]
+            for step in range(25):
+                for writer in writers:
+                    writer.write(_event(step))
+                await asyncio.sleep(0)
+            await asyncio.gather(*(writer.aclose() for writer in writers))
+        finally:
+            await connector.close_async()
+
+    asyncio.run(scenario())
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            "SELECT thread_id, line FROM gated_react_run_log ORDER BY id"
+        ).fetchall()
+    assert len(rows) == 100
+    for n in range(4):
+        steps = [json.loads(line)["step"] for thread, line in rows if thread == f"t{n}"]
+        assert steps == list(range(25))

@@ -7,7 +7,7 @@ from typing import Any
 
 # Each rule with text every match of it contains, lowercased: ASCII text without it cannot
 # match, so most texts (a log line, a node's update) skip most of the scans. Only ASCII text
-# skips: under IGNORECASE a few other letters match ASCII ones (the long s "ſ" matches "s").
+# skips: under IGNORECASE a few other letters match ASCII ones (the long s, U+017F, matches "s").
 _RULES = (
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}"), r"\1-***", "k-"),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-~+/=]{6,}"), r"\1 ***", "bearer"),

@@ -100,6 +100,36 @@ def test_a_cancelled_writer_leaves_no_job_waiting() -> None:
     asyncio.run(scenario())
 
 
+def test_after_a_cancelled_batch_a_job_waits_for_its_own_lines_only() -> None:
+    async def scenario() -> None:
+        connector = _Connector()
+        lines = StoreLines(connector)
+        StoreWriter(lines, "gone", ()).write(_event(1))
+        await asyncio.sleep(0)
+        assert lines._task is not None
+        lines._task.cancel()  # the batch of "gone" is given up with the task
+        await asyncio.sleep(0)
+        first, later = StoreWriter(lines, "first", ()), StoreWriter(lines, "later", ())
+        first.write(_event(1))
+        await asyncio.sleep(0)  # its batch is held by the store
+        later.write(_event(2))  # queued behind it, for the next batch
+        steps = asyncio.Semaphore(0)
+        held = connector.release
+
+        async def one_at_a_time() -> None:
+            await steps.acquire()
+
+        connector.release = asyncio.Event()
+        connector.release.wait = one_at_a_time  # type: ignore[method-assign]
+        held.set()  # the held batch goes; the next waits for a step
+        await asyncio.wait_for(first.aclose(), 5)
+        assert [thread for batch in connector.batches for thread, _ in batch] == ["first"]
+        steps.release()
+        await asyncio.wait_for(later.aclose(), 5)
+
+    asyncio.run(scenario())
+
+
 def test_a_job_that_wrote_nothing_ends_at_once() -> None:
     async def scenario() -> None:
         await asyncio.wait_for(StoreWriter(StoreLines(_Connector()), "t", ()).aclose(), 5)

@@ -71,14 +71,13 @@ class StoreLines:
             await waiter
 
     async def _drain(self) -> None:
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
                 await self._insert(batch)
+            finally:  # written, given up, or cancelled with the worker: settled all the same
                 self._settled += len(batch)
                 self._wake()
-        finally:  # cancelled with the worker: nobody may wait for a task that is gone
-            self._wake()
 
     async def _insert(self, batch: list[tuple[str, str]]) -> None:
         threads, lines = [thread for thread, _ in batch], [line for _, line in batch]

@@ -87,18 +87,19 @@ def _rewrite_links(text: str, base: Path, page_dir: Path, config: Any) -> str:
         if not resolved.is_relative_to(repo) or not resolved.exists():
             log.warning("link to '%s' from %s: no such file in the repository", target, base)
             return found.group(0)
-        return _to_repository(found.group("text"), resolved.relative_to(repo), anchor, config)
+        return _to_repository(found.group("text"), resolved, repo, anchor, config)
 
     return "".join(
         LINK.sub(one, line) if is_prose else line for is_prose, line in _outside_fences(text)
     )
 
 
-def _to_repository(text: str, path: Path, anchor: str, config: Any) -> str:
+def _to_repository(text: str, resolved: Path, repo: Path, anchor: str, config: Any) -> str:
     """A link to a file of the repository: to it at the repository's address, or (with none)
     its text followed by its path, in code, when the text does not already say it."""
+    path = resolved.relative_to(repo)
     if config.get("repo_url"):
-        kind = "tree" if (Path(config["docs_dir"]).resolve().parent / path).is_dir() else "blob"
+        kind = "tree" if resolved.is_dir() else "blob"
         address = f"{config['repo_url'].rstrip('/')}/{kind}/main/{path}"
         return f"[{text}]({address}{'#' + anchor if anchor else ''})"
     named = f"`{path.as_posix()}`"

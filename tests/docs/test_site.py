@@ -128,3 +128,26 @@ def test_the_workers_guide_shows_every_keyword_of_the_queueing_functions() -> No
         assert f"{function.__name__}(" in guide
         for name in keywords:
             assert f"{name}=" in guide, name
+
+
+def test_with_a_repository_address_a_file_link_goes_there() -> None:
+    """Once the project has a ``repo_url``, a link to a repository file or folder points at it
+    (``blob`` for a file, ``tree`` for a folder); without one, it is the path in code."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("repo_links", DOCS / "_hooks" / "repo_links.py")
+    assert spec is not None
+    assert spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    config = {"repo_url": "https://git.example.org/gated-react/"}
+    to = hook._to_repository
+    assert to("kills", REPO / "tests/e2e/test_kills.py", REPO, "", config) == (
+        "[kills](https://git.example.org/gated-react/blob/main/tests/e2e/test_kills.py)"
+    )
+    assert to("e2e", REPO / "tests/e2e", REPO, "top", config) == (
+        "[e2e](https://git.example.org/gated-react/tree/main/tests/e2e#top)"
+    )
+    assert to("kills", REPO / "tests/e2e/test_kills.py", REPO, "", {}) == (
+        "kills (`tests/e2e/test_kills.py`)"
+    )

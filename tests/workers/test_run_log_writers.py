@@ -19,15 +19,21 @@ from gated_react.workers.run_log_writers import StoreLines, StoreWriter
 class _Connector:
     """A connector that records each statement and holds it until ``release`` is set."""
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: int = 0) -> None:
         self.fail = fail
+        """Statements that fail, the first ones."""
         self.batches: list[list[tuple[str, str]]] = []
         self.release = asyncio.Event()
+        self.steps: asyncio.Semaphore | None = None
+        """When set, each statement past ``release`` also takes a step from it."""
 
     async def execute_query_async(self, query: str, **params: Any) -> None:
         assert query == STORE_INSERT
         await self.release.wait()
+        if self.steps is not None:
+            await self.steps.acquire()
         if self.fail:
+            self.fail -= 1
             raise OSError("connection refused")
         self.batches.append(list(zip(params["threads"], params["lines"], strict=True)))
 
@@ -71,17 +77,23 @@ def test_lines_of_many_jobs_share_a_statement_and_keep_their_order() -> None:
 
 
 def test_a_failing_store_costs_the_lines_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    async def scenario() -> None:
-        connector = _Connector(fail=True)
+    async def scenario() -> _Connector:
+        connector = _Connector(fail=1)
         connector.release.set()
-        writer = StoreWriter(StoreLines(connector), "order-7", ("sk-secret-key",))
+        lines = StoreLines(connector)
+        writer = StoreWriter(lines, "order-7", ("sk-secret-key",))
         writer.write(_event(1))
         writer.write(_event(2))
         await asyncio.wait_for(writer.aclose(), 5)
+        later = StoreWriter(lines, "order-8", ())  # the store is back: the next lines go in
+        later.write(_event(3))
+        await asyncio.wait_for(later.aclose(), 5)
+        return connector
 
-    asyncio.run(scenario())
+    connector = asyncio.run(scenario())
     err = capsys.readouterr().err
     assert "2 run-log lines of 'order-7' not stored: connection refused" in err
+    assert [[thread for thread, _ in batch] for batch in connector.batches] == [["order-8"]]
 
 
 def test_a_cancelled_writer_leaves_no_job_waiting() -> None:
@@ -113,18 +125,11 @@ def test_after_a_cancelled_batch_a_job_waits_for_its_own_lines_only() -> None:
         first.write(_event(1))
         await asyncio.sleep(0)  # its batch is held by the store
         later.write(_event(2))  # queued behind it, for the next batch
-        steps = asyncio.Semaphore(0)
-        held = connector.release
-
-        async def one_at_a_time() -> None:
-            await steps.acquire()
-
-        connector.release = asyncio.Event()
-        connector.release.wait = one_at_a_time  # type: ignore[method-assign]
-        held.set()  # the held batch goes; the next waits for a step
+        connector.steps = asyncio.Semaphore(1)  # the held batch goes; the next waits for a step
+        connector.release.set()
         await asyncio.wait_for(first.aclose(), 5)
         assert [thread for batch in connector.batches for thread, _ in batch] == ["first"]
-        steps.release()
+        connector.steps.release()
         await asyncio.wait_for(later.aclose(), 5)
 
     asyncio.run(scenario())

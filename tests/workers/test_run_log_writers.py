@@ -170,3 +170,26 @@ def test_the_store_holds_each_threads_lines_in_order(pg_url: str) -> None:
     for n in range(4):
         steps = [json.loads(line)["step"] for thread, line in rows if thread == f"t{n}"]
         assert steps == list(range(25))
+
+
+def test_a_worker_back_after_a_lost_store_writes_with_its_new_connector() -> None:
+    """Each life of the worker loop opens an app of its own (the last one's is closed): jobs of
+    one life share one writer, and the next life's jobs get a writer on the new connector."""
+    from types import SimpleNamespace
+
+    from gated_react.workers.health import Health
+    from gated_react.workers.watch import Watch
+
+    def job(connector: _Connector) -> Any:
+        return SimpleNamespace(app=SimpleNamespace(connector=connector))
+
+    watch = Watch("worker-0", Health("worker-0", stalled_after=30.0))
+    before, after = _Connector(), _Connector()
+    first, second = watch._writer(job(before), "a"), watch._writer(job(before), "b")
+    assert isinstance(first, StoreWriter)
+    assert isinstance(second, StoreWriter)
+    assert first.lines is second.lines
+    assert first.lines.connector is before
+    later = watch._writer(job(after), "c")
+    assert isinstance(later, StoreWriter)
+    assert later.lines.connector is after

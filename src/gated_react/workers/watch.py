@@ -90,8 +90,11 @@ class Watch:
     def _writer(self, context: procrastinate.JobContext, thread: str) -> Writer:
         if self._file is not None:
             return FileWriter(self._file)
-        if self._store is None:  # the app's connector, the same for every job of the worker
-            self._store = StoreLines(context.app.connector)
+        connector = context.app.connector
+        # Each life of the worker loop (a new one after a lost store) has an app of its own,
+        # and the last one's connector is closed: the lines go with the current one.
+        if self._store is None or self._store.connector is not connector:
+            self._store = StoreLines(connector)
         return StoreWriter(self._store, thread, self.secrets)
 
     @contextlib.asynccontextmanager

@@ -133,7 +133,7 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
     assert "gated-react resume tt" in err
     server.push(reply("the tests pass"))
     done = cli("resume", "tt", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (done.stdout[-800:], done.stderr)  # the stop, if one
     result = json.loads(done.stdout)
     assert result["history"][0]["action"]["name"] == "run_tests"
     assert result["history"][0]["observation"]["passed"] is True

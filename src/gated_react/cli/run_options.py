@@ -116,8 +116,18 @@ class RunOptions(BaseModel):
             base = Policy()
         if self.protocol is not None:
             given["protocol"] = self.protocol
+        if not self.example:
+            given["tool_timeouts"] = self._toolkit_timeouts(base)
         allow = None if self.allow is None else frozenset(self.allow)
         return base.replace(allow=allow, require_approval=frozenset(self.approve), **given)
+
+    def _toolkit_timeouts(self, base: Policy) -> dict[str, float]:
+        """The policy's per-tool timeouts, raised where a toolkit's tool needs longer."""
+        from gated_react.tools import toolkit_timeouts
+
+        needed = toolkit_timeouts(self.toolkits)
+        raised = {tool: max(s, base.timeout_for(tool)) for tool, s in needed.items()}
+        return {**base.tool_timeouts, **raised}
 
     def tools(self) -> list[BaseTool]:
         """The tools of every toolkit and MCP config; unknown toolkits or tool names, and MCP

@@ -14,6 +14,7 @@ from langchain_core.tools import BaseTool
 
 from gated_react.examples.spec import Example, copy_tree, package_files
 from gated_react.policy import Budget, Policy
+from gated_react.tools import toolkit_timeouts
 from gated_react.tools.workspace import workspace_tools
 
 PROJECT = "cart_project"
@@ -47,7 +48,7 @@ EXAMPLE = Example(
         allow=frozenset({"run_tests", "read_file"}),
         on_tool_error="observe",
         on_invalid_action="retry",
-        tool_timeouts={"run_tests": 60.0},
+        tool_timeouts=toolkit_timeouts(["workspace"]),  # past the sandbox's own limit
         budget=Budget(max_steps=8, max_tool_calls=6, max_seconds=120),
     ),
     make_tools=tools,

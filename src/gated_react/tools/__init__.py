@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from langchain_core.tools import BaseTool
 
 from gated_react.tools._meta import idempotent
 
-__all__ = ["TOOLKITS", "idempotent", "load_toolkit"]
+__all__ = ["TOOLKITS", "idempotent", "load_toolkit", "toolkit_timeouts"]
 
 TOOLKITS = ("support", "calculator", "sql", "workspace")
 
@@ -29,6 +29,19 @@ def load_toolkit(
     if name not in factories:
         raise ValueError(f"unknown toolkit {name!r}; choose from {', '.join(TOOLKITS)}")
     return factories[name]()
+
+
+def toolkit_timeouts(names: Iterable[str]) -> dict[str, float]:
+    """Per-tool timeouts the shipped toolkits need beyond a policy's 30 s default.
+
+    ``run_tests`` kills its own sandbox at ``TEST_TIMEOUT_SECONDS``; the gate waits a little
+    longer, so a slow suite ends with that clear error and the sandbox gone, not with the gate
+    giving up at 30 s on a run that its own limit still allows.
+    """
+    from gated_react.tools.workspace import TEST_TIMEOUT_SECONDS
+
+    needs = {"workspace": {"run_tests": TEST_TIMEOUT_SECONDS + 10.0}}
+    return {tool: seconds for name in names for tool, seconds in needs.get(name, {}).items()}
 
 
 def _support() -> list[BaseTool]:

@@ -29,6 +29,7 @@ from gated_react.hosting.studio import (
 )
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
+from gated_react.tools.workspace import TEST_TIMEOUT_SECONDS
 
 from ..support.openai_server import FakeOpenAI, reply, tool_call
 from ..support.reaping import PATIENCE
@@ -164,6 +165,9 @@ def test_the_workbench_is_confined_to_its_folder(
     agent = _agent(graph)
     assert set(agent.tools) == {"calculate", "read_file", "list_files", "run_tests"}
     assert agent.tools["read_file"].root == tmp_path.resolve()
+    assert agent.policy.timeout_for("run_tests") > TEST_TIMEOUT_SECONDS  # past its own limit
+    chosen = WorkbenchContext(workspace_root=str(tmp_path), tool_timeouts={"run_tests": 5.0})
+    assert _agent(workbench_graph(chosen)).policy.timeout_for("run_tests") == 5.0
     with pytest.raises(ContextError, match=r"workspace_root: workspace root .* is not a folder"):
         workbench_graph(WorkbenchContext(workspace_root=str(tmp_path / "missing")))
 

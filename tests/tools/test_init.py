@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import tool
 
-from gated_react.tools import TOOLKITS, idempotent, load_toolkit
+from gated_react.policy import Policy
+from gated_react.tools import TOOLKITS, idempotent, load_toolkit, toolkit_timeouts
 from gated_react.tools._meta import idempotent as implementation
+from gated_react.tools.workspace import TEST_TIMEOUT_SECONDS
 
 
 def test_the_idempotent_marker_is_importable_from_the_package() -> None:
@@ -44,3 +46,13 @@ def test_every_named_toolkit_loads(tmp_path: Path) -> None:
 def test_an_unknown_toolkit_is_one_line_naming_the_choices() -> None:
     with pytest.raises(ValueError, match=r"unknown toolkit 'billing'; choose from support, "):
         load_toolkit("billing")
+
+
+def test_toolkit_timeouts_outlast_the_tools_own_limits_unless_the_policy_names_them() -> None:
+    assert toolkit_timeouts(["support", "sql"]) == {}
+    assert list(toolkit_timeouts(["workspace"])) == ["run_tests"]
+    assert toolkit_timeouts(["workspace"])["run_tests"] > TEST_TIMEOUT_SECONDS
+    slow = Policy(tool_timeout_seconds=600, tool_timeouts={"calculate": 1.0})
+    assert toolkit_timeouts(["workspace"], slow) == {"calculate": 1.0, "run_tests": 600}
+    named = Policy(tool_timeouts={"run_tests": 5.0})
+    assert toolkit_timeouts(["workspace"], named) == {"run_tests": 5.0}

@@ -96,6 +96,7 @@ class RunOptions(BaseModel):
 
     def _base_policy(self) -> Policy:
         from gated_react.policy import Policy
+        from gated_react.tools import toolkit_timeouts
 
         limits = {
             "max_steps": self.max_steps,
@@ -117,17 +118,9 @@ class RunOptions(BaseModel):
         if self.protocol is not None:
             given["protocol"] = self.protocol
         if not self.example:
-            given["tool_timeouts"] = self._toolkit_timeouts(base)
+            given["tool_timeouts"] = toolkit_timeouts(self.toolkits, base)
         allow = None if self.allow is None else frozenset(self.allow)
         return base.replace(allow=allow, require_approval=frozenset(self.approve), **given)
-
-    def _toolkit_timeouts(self, base: Policy) -> dict[str, float]:
-        """The policy's per-tool timeouts, raised where a toolkit's tool needs longer."""
-        from gated_react.tools import toolkit_timeouts
-
-        needed = toolkit_timeouts(self.toolkits)
-        raised = {tool: max(s, base.timeout_for(tool)) for tool, s in needed.items()}
-        return {**base.tool_timeouts, **raised}
 
     def tools(self) -> list[BaseTool]:
         """The tools of every toolkit and MCP config; unknown toolkits or tool names, and MCP

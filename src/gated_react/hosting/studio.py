@@ -28,7 +28,7 @@ from gated_react.models import chat_model
 from gated_react.policy import Budget, Policy
 from gated_react.settings import Settings, studio_workspace
 from gated_react.store.checkpointer import aopen_checkpointer
-from gated_react.tools import load_toolkit
+from gated_react.tools import load_toolkit, toolkit_timeouts
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -113,7 +113,7 @@ async def workbench_agent(runtime: ServerRuntime[Any]) -> Graph:
 
 def refund_graph(context: RefundContext) -> Graph:
     """The refund agent a context describes (usable without the server too)."""
-    return _agent(context, load_toolkit("support"))
+    return _agent(context, load_toolkit("support"), context.policy())
 
 
 def workbench_graph(context: WorkbenchContext) -> Graph:
@@ -122,7 +122,9 @@ def workbench_graph(context: WorkbenchContext) -> Graph:
         workspace = load_toolkit("workspace", root=context.workspace_path())
     except ValueError as exc:
         raise ContextError(f"invalid context: workspace_root: {exc}") from None
-    return _agent(context, [*load_toolkit("calculator"), *workspace])
+    policy = context.policy()
+    policy = policy.replace(tool_timeouts=toolkit_timeouts(["workspace"], policy))
+    return _agent(context, [*load_toolkit("calculator"), *workspace], policy)
 
 
 def drawn(schema: type[StudioContext]) -> Graph:
@@ -163,11 +165,11 @@ def _reserved(key: str) -> bool:
     return key in _RESERVED or key.startswith(_RESERVED_PREFIXES)
 
 
-def _agent(context: StudioContext, tools: list[BaseTool]) -> Graph:
+def _agent(context: StudioContext, tools: list[BaseTool], policy: Policy) -> Graph:
     settings = Settings()
     setup_tracing(settings)
     model = chat_model(settings, model=context.model, base_url=context.base_url)
-    graph = build_graph(model, tools, policy=context.policy())
+    graph = build_graph(model, tools, policy=policy)
     return graph.copy(update={"context_schema": type(context)})
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from langchain_core.tools import BaseTool
 
 from gated_react.tools._meta import idempotent
+
+if TYPE_CHECKING:
+    from gated_react.policy import Policy
 
 __all__ = ["TOOLKITS", "idempotent", "load_toolkit", "toolkit_timeouts"]
 
@@ -31,17 +35,23 @@ def load_toolkit(
     return factories[name]()
 
 
-def toolkit_timeouts(names: Iterable[str]) -> dict[str, float]:
-    """Per-tool timeouts the shipped toolkits need beyond a policy's 30 s default.
+def toolkit_timeouts(names: Iterable[str], policy: Policy | None = None) -> dict[str, float]:
+    """``policy``'s per-tool timeouts (none by default), plus what the tools of the shipped
+    toolkits ``names`` need beyond its default, unless ``policy`` names them itself.
 
     ``run_tests`` kills its own sandbox at ``TEST_TIMEOUT_SECONDS``; the gate waits a little
     longer, so a slow suite ends with that clear error and the sandbox gone, not with the gate
-    giving up at 30 s on a run that its own limit still allows.
+    giving up at the 30 s default on a run that the tool's own limit still allows.
     """
     from gated_react.tools.workspace import TEST_TIMEOUT_SECONDS
 
+    given = dict(policy.tool_timeouts) if policy else {}
+    default = policy.tool_timeout_seconds if policy else 0.0
     needs = {"workspace": {"run_tests": TEST_TIMEOUT_SECONDS + 10.0}}
-    return {tool: seconds for name in names for tool, seconds in needs.get(name, {}).items()}
+    for name in names:
+        for tool, seconds in needs.get(name, {}).items():
+            given.setdefault(tool, max(seconds, default))
+    return given
 
 
 def _support() -> list[BaseTool]:

@@ -210,3 +210,38 @@ def test_tool_counts_read_every_keys_tool() -> None:
     keys = [loop_key("ns:echo", {"x": 1}), loop_key("ns:echo", {"x": 2}), loop_key("a", {})]
     assert tool_counts(keys) == {"ns:echo": 2, "a": 1}
     assert list(tool_counts(keys).elements()) == [tool_of(k) for k in keys]
+
+
+_LOOKALIKES: list[tuple[str, dict[str, Any]]] = [
+    ("search", {"q": 1}),
+    ("search", {"q": 1.0}),
+    ("search", {"q": "1"}),
+    ("search", {"q": True}),
+    ("search", {"q": " Refund  Policy "}),
+    ("search", {"q": "refund policy"}),
+    ("fetch", {"q": 1}),
+    ("search:v2", {"q": 1}),
+    ("search", {"q": [1, {"b": 2, "a": 1}]}),
+    ("search", {}),
+]
+
+
+@pytest.mark.parametrize(("tool", "args"), _LOOKALIKES)
+def test_a_kept_loop_key_is_the_key_computed_afresh(tool: str, args: dict[str, Any]) -> None:
+    """The gate asks twice a call; the second answer is the kept one, and must be the key."""
+    fresh = f"{tool}:{args_hash(args)}:{args_hash(normalize(args))}"
+    for lookalike, other in _LOOKALIKES:  # every other key kept first
+        loop_key(lookalike, other)
+    assert loop_key(tool, args) == fresh
+    assert loop_key(tool, args) == fresh
+
+
+def test_the_kept_loop_keys_stay_bounded() -> None:
+    from gated_react._engine import call_keys
+
+    for n in range(3 * call_keys._KEYS_KEPT):
+        assert loop_key("lookup", {"record": n}).startswith("lookup:")
+    assert 0 < len(call_keys._KEYS) <= call_keys._KEYS_KEPT
+    assert loop_key("lookup", {"record": 7}) == (
+        f"lookup:{args_hash({'record': 7})}:{args_hash(normalize({'record': 7}))}"
+    )

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -279,3 +282,36 @@ def test_an_agent_called_as_a_tool_nests_its_invocation_under_the_tool_span() ->
     (profile,) = _by_name(spans, "execute_tool get_user_profile")
     assert profile.parent is not None
     assert profile.parent.span_id == inner_root.context.span_id
+
+
+_ALONE_THEN_INSTALLED = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from gated_react._engine.tracing import api_alone
+before = api_alone()
+trace.set_tracer_provider(TracerProvider())
+print(before, api_alone())
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [({}, "True False"), ({"OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}, "False False")],
+    ids=["installed-later", "named-by-the-environment"],
+)
+def test_api_alone_sees_an_sdk_installed_later_or_named_by_the_environment(
+    env: dict[str, str], said: str
+) -> None:
+    """In a fresh interpreter: no SDK, then one installed in code, counts from then on; a
+    provider the API's environment variable names counts from the start."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", _ALONE_THEN_INSTALLED],
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == said.split()

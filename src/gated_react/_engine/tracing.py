@@ -172,8 +172,19 @@ class AgentSpans(BaseCallbackHandler):
 
 def api_alone() -> bool:
     """No SDK installed: nothing could record, so the handler skips every event and the
-    nodes build no span (asked each time, so an SDK installed later counts from then on)."""
-    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    nodes build no span (asked each time, so an SDK installed later counts from then on).
+
+    Asked a dozen times a step, so it reads the global the API's own ``ProxyTracer`` reads:
+    ``get_tracer_provider()`` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up in the environment on
+    every call while none is set (0.75% of a step's instructions), though that variable names
+    a provider only once, when the API is first asked (at this module's import, for ``TRACER``)."""
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is _UNKNOWN:  # an API that keeps it elsewhere: asked the public way
+        provider = trace.get_tracer_provider()
+    return provider is None or isinstance(provider, trace.ProxyTracerProvider)
+
+
+_UNKNOWN: Any = object()
 
 
 def parent(spans: AgentSpans, config: RunnableConfig) -> Context | None:

@@ -132,13 +132,17 @@ def build_with(model: ScriptModel, peer: str, steps: int, checkpointer: Any = No
         from benchmarks.floor import floor_graph
 
         return floor_graph(model, tools[0], checkpointer)
+    if peer == "wide_floor":
+        from benchmarks.wide_floor import wide_floor_graph
+
+        return wide_floor_graph(model, tools[0], checkpointer)
     raise ValueError(peer)
 
 
 def run_input(peer: str) -> dict[str, Any]:
     return (
         {"goal": "look up the records"}
-        if peer in ("ours", "floor")
+        if peer in ("ours", "floor", "wide_floor")
         else {"messages": [("user", "look up the records")]}
     )
 

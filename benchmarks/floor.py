@@ -12,7 +12,9 @@ checkpointer it is given, it is run with the same durability as the other runtim
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
@@ -106,14 +108,20 @@ def _untraced(func: Any, afunc: Any = None, **bound: Any) -> RunnableCallable:
     return RunnableCallable(func, afunc, trace=False, **bound)
 
 
+def add_nodes(graph: Any, bodies: ModuleType, model: BaseChatModel, tool: BaseTool) -> None:
+    """The five nodes from the bodies a module names ``_decide``, ``_adecide``, ``_validate``,
+    ``_gate``, ``_execute``, ``_aexecute`` and ``_observe`` (looked up now, so a benchmark may
+    replace one before the graph is built)."""
+    for name in ("decide", "validate", "gate", "execute", "observe"):
+        body, abody = getattr(bodies, f"_{name}"), getattr(bodies, f"_a{name}", None)
+        bound = {"decide": {"model": model}, "execute": {"tool": tool}}.get(name, {})
+        graph.add_node(name, _untraced(body, abody, **bound))
+
+
 def floor_graph(model: BaseChatModel, tool: BaseTool, checkpointer: Any = None) -> Any:
     """The five-node loop, compiled with ``checkpointer``; its input is ``{"goal": ...}``."""
     graph = StateGraph(FloorState)
-    graph.add_node("decide", _untraced(_decide, _adecide, model=model))
-    graph.add_node("validate", _untraced(_validate))
-    graph.add_node("gate", _untraced(_gate))
-    graph.add_node("execute", _untraced(_execute, _aexecute, tool=tool))
-    graph.add_node("observe", _untraced(_observe))
+    add_nodes(graph, sys.modules[__name__], model, tool)
     graph.add_edge(START, "decide")
     graph.add_edge("decide", "validate")
     graph.add_conditional_edges("validate", _untraced(_after_validate), ["gate", END])

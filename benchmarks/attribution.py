@@ -1,0 +1,168 @@
+"""Where a step's instructions go: ``python -m benchmarks.attribution [--steps N] [--head SRC]``.
+
+Issue 32 asks for a step within 1.2x the five-node floor. This splits what a step of ours costs
+above the floor into what LangGraph charges for the graph's width and what the node bodies do,
+each counted as ``benchmarks.instructions`` counts (cachegrind, memory saver, sync ``invoke``:
+a child that runs N steps less one that never runs the second graph, over N):
+
+- **width**: ``benchmarks/wide_floor.py``, the floor's trivial nodes writing the channels ours
+  write (14 a tool step, against the floor's 5) behind four routers, against the floor;
+- **a node's body**: one child records every update the node returns in a run, another returns
+  those updates in the same order without running the node; the difference over N is what the
+  body costs, the LangGraph around it left in. The floor's decide and execute the same way:
+  they call the model and the tool, as ours do, so what ours costs above them is ours.
+
+Replaying the gate leaves execute without the gate's admission of the calls (which would send
+them through the gate's checks again), so both the gate's children let execute take them as
+admitted. Slow: 18 children under valgrind, about 15 minutes at 20 steps on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks.report import _table
+
+NODES = ("decide", "validate", "gate", "execute", "observe")
+FLOOR_NODES = ("decide", "execute")
+
+_CHILD = """
+import functools, pickle, sys
+from benchmarks.common import build
+from benchmarks.run_length import one
+from benchmarks.stores import saver
+peer, steps, node, mode, path, admit = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
+if admit == "1":
+    from gated_react._engine.admissions import Admissions
+    Admissions.take = lambda self, scope, config, calls: True
+if node != "-":
+    if peer == "ours":
+        import gated_react.graph as home
+        name = node
+    else:
+        import benchmarks.floor as home
+        name = "_" + node
+    body = getattr(home, name)
+    if mode == "replay":
+        updates = iter(pickle.load(open(path, "rb")))
+    else:
+        updates = []
+        import atexit
+        atexit.register(lambda: pickle.dump(updates, open(path, "wb")))
+
+    @functools.wraps(body)
+    def wrapped(*args, **kwargs):
+        if mode == "replay":
+            return next(updates)
+        update = body(*args, **kwargs)
+        updates.append(update)
+        return update
+
+    setattr(home, name, wrapped)
+one(peer, 3, "memory", "async", "invoke")
+if steps:
+    one(peer, steps, "memory", "async", "invoke")
+else:
+    with saver("memory") as checkpointer:
+        build(peer, 3, checkpointer)
+"""
+
+
+def _child(src: str | None, args: list[str], counted: bool = True) -> int:
+    """One child process (under cachegrind when ``counted``); its instructions, or 0."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env["PYTHONPATH"] = os.pathsep.join([p for p in (src, root) if p])
+    command = [sys.executable, "-c", _CHILD, *args]
+    with tempfile.TemporaryDirectory() as tmp:
+        if counted:
+            grind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+            command = [*grind, f"--cachegrind-out-file={tmp}/out", *command]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    if not counted:
+        return 0
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count in valgrind's output: {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+Job = tuple[str, str, bool]
+"""A figure: the peer, the node replayed ("-": none), whether execute takes calls as admitted."""
+
+
+def per_step(src: str | None, job: Job, steps: int, path: str = "-") -> float:
+    """Instructions a step costs, with the job's node replayed from ``path`` if it names one."""
+    peer, node, admit = job
+    mode = "replay" if node != "-" else "-"
+    flags = [node, mode, path, "1" if admit else "0"]
+    built = _child(src, [peer, "0", *flags])
+    ran = _child(src, [peer, str(steps), *flags])
+    return (ran - built) / steps
+
+
+def _key(job: Job) -> str:
+    peer, node, admit = job
+    return peer + (f":{node}" if node != "-" else "") + (":admitted" if admit else "")
+
+
+def measure(src: str | None, steps: int, workers: int = 2) -> dict[str, float]:
+    """Every figure, keyed ``peer``, ``peer:node`` (that node replayed), ``:admitted``."""
+    jobs: list[Job] = [("ours", "-", False), ("floor", "-", False), ("wide_floor", "-", False)]
+    jobs += [("ours", n, n == "gate") for n in NODES] + [("floor", n, False) for n in FLOOR_NODES]
+    jobs.append(("ours", "-", True))  # the gate's baseline
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for peer, node, admit in jobs:
+            if node != "-":  # recorded once, uncounted
+                paths[peer, node] = f"{tmp}/{peer}-{node}.pkl"
+                flags = [node, "record", paths[peer, node], "1" if admit else "0"]
+                _child(src, [peer, str(steps), *flags], counted=False)
+
+        def figure(job: Job) -> tuple[str, float]:
+            return _key(job), per_step(src, job, steps, paths.get((job[0], job[1]), "-"))
+
+        with ThreadPoolExecutor(workers) as pool:
+            return dict(pool.map(figure, jobs))
+
+
+def report(figures: dict[str, float]) -> str:
+    floor = figures["floor"]
+    rows = [
+        ["floor", f"{floor / 1e6:.2f}", "1.000", "-"],
+        ["floor as wide as ours", f"{figures['wide_floor'] / 1e6:.2f}",
+         f"{figures['wide_floor'] / floor:.3f}", "width: 14 writes, 4 routers"],
+        ["ours", f"{figures['ours'] / 1e6:.2f}", f"{figures['ours'] / floor:.3f}", "-"],
+    ]  # fmt: skip
+    for node in NODES:
+        admitted = ":admitted" if node == "gate" else ""
+        body = figures["ours" + admitted] - figures[f"ours:{node}{admitted}"]
+        floors = figures["floor"] - figures[f"floor:{node}"] if node in FLOOR_NODES else 0.0
+        rows.append(
+            [f"  {node}'s body", f"{body / 1e6:.2f}", f"{body / floor:.3f}",
+             f"floor's {floors / 1e6:.2f}: ours above it {(body - floors) / floor:.3f}x"]
+        )  # fmt: skip
+    header = ["part", "M instructions/step", "x floor", "note"]
+    return _table("Where a step's instructions go (memory saver, sync invoke)", header, rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.attribution", description=__doc__)
+    parser.add_argument("--head", help="the src folder to count (default: installed)")
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    print(report(measure(args.head, args.steps)))
+
+
+if __name__ == "__main__":
+    main()

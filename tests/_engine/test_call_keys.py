@@ -245,3 +245,6 @@ def test_the_kept_loop_keys_stay_bounded() -> None:
     assert loop_key("lookup", {"record": 7}) == (
         f"lookup:{args_hash({'record': 7})}:{args_hash(normalize({'record': 7}))}"
     )
+    content = {"path": "big.txt", "content": "x" * (call_keys._KEPT_CHARS + 1)}
+    assert loop_key("write_file", content) == loop_key("write_file", dict(content))
+    assert not any(tool == "write_file" for tool, _ in call_keys._KEYS)

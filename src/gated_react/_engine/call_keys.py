@@ -89,21 +89,25 @@ def loop_key(tool: str, args: dict[str, Any]) -> str:
     """``<tool>:<exact args hash>:<normalized args hash>``; the tool's name may hold colons,
     the hashes never do.
 
-    The gate asks twice for each call (is it a repeat; then, counted, its key), so the last
-    keys are kept by the tool and the arguments' canonical JSON, which fixes both hashes for
-    the JSON a state holds: normalizing and two digests are most of the cost."""
+    The gate asks twice for each call, one right after the other (is it a repeat; then,
+    counted, its key), so the last keys are kept by the tool and the arguments' canonical JSON,
+    which fixes both hashes for the JSON a state holds: normalizing and two digests are most of
+    the cost of small arguments. Large ones are not kept (a file's contents, say): they would
+    hold memory, and serializing them is most of their cost anyway."""
     exact = canonical_json(args or {})
     found = _KEYS.get((tool, exact))
     if found is None:
         found = f"{tool}:{short_hash(exact)}:{args_hash(normalize(args))}"
-        if len(_KEYS) >= _KEYS_KEPT:
-            _KEYS.clear()
-        _KEYS[tool, exact] = found
+        if len(exact) <= _KEPT_CHARS:
+            if len(_KEYS) >= _KEYS_KEPT:
+                _KEYS.clear()
+            _KEYS[tool, exact] = found
     return found
 
 
 _KEYS: dict[tuple[str, str], str] = {}
-_KEYS_KEPT = 1024
+_KEYS_KEPT = 64
+_KEPT_CHARS = 2048
 
 
 _HASH = 12

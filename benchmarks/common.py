@@ -103,6 +103,10 @@ def lookup_tool() -> BaseTool:
     )
 
 
+FLOORS = ("floor", "wide_floor", "floor_channels", "floor_writes")
+"""The five-node floor and its variants (``benchmarks.wide_floor``)."""
+
+
 def build(peer: str, steps: int, checkpointer: Any = None, *, count_prompts: bool = False) -> Any:
     """A runnable for ``peer`` doing ``steps`` tool steps then a final answer."""
     return build_with(
@@ -128,21 +132,17 @@ def build_with(model: ScriptModel, peer: str, steps: int, checkpointer: Any = No
             return create_react_agent(model, tools, checkpointer=checkpointer)
     if peer == "plain_loop":
         return PlainLoop(model, tools[0])
-    if peer == "floor":
-        from benchmarks.floor import floor_graph
+    if peer in FLOORS:
+        from benchmarks.wide_floor import floor_peer
 
-        return floor_graph(model, tools[0], checkpointer)
-    if peer == "wide_floor":
-        from benchmarks.wide_floor import wide_floor_graph
-
-        return wide_floor_graph(model, tools[0], checkpointer)
+        return floor_peer(peer, model, tools[0], checkpointer)
     raise ValueError(peer)
 
 
 def run_input(peer: str) -> dict[str, Any]:
     return (
         {"goal": "look up the records"}
-        if peer in ("ours", "floor", "wide_floor")
+        if peer == "ours" or peer in FLOORS
         else {"messages": [("user", "look up the records")]}
     )
 

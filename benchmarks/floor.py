@@ -108,20 +108,28 @@ def _untraced(func: Any, afunc: Any = None, **bound: Any) -> RunnableCallable:
     return RunnableCallable(func, afunc, trace=False, **bound)
 
 
-def add_nodes(graph: Any, bodies: ModuleType, model: BaseChatModel, tool: BaseTool) -> None:
-    """The five nodes from the bodies a module names ``_decide``, ``_adecide``, ``_validate``,
-    ``_gate``, ``_execute``, ``_aexecute`` and ``_observe`` (looked up now, so a benchmark may
-    replace one before the graph is built)."""
+def add_nodes(graph: Any, bodies: ModuleType | Any, model: BaseChatModel, tool: BaseTool) -> None:
+    """The five nodes from the bodies a module (or an object) names ``_decide``, ``_adecide``,
+    ``_validate``, ``_gate``, ``_execute``, ``_aexecute`` and ``_observe`` (looked up now, so a
+    benchmark may replace one before the graph is built)."""
     for name in ("decide", "validate", "gate", "execute", "observe"):
         body, abody = getattr(bodies, f"_{name}"), getattr(bodies, f"_a{name}", None)
         bound = {"decide": {"model": model}, "execute": {"tool": tool}}.get(name, {})
         graph.add_node(name, _untraced(body, abody, **bound))
 
 
-def floor_graph(model: BaseChatModel, tool: BaseTool, checkpointer: Any = None) -> Any:
-    """The five-node loop, compiled with ``checkpointer``; its input is ``{"goal": ...}``."""
-    graph = StateGraph(FloorState)
-    add_nodes(graph, sys.modules[__name__], model, tool)
+def floor_graph(
+    model: BaseChatModel,
+    tool: BaseTool,
+    checkpointer: Any = None,
+    *,
+    schema: type = FloorState,
+    bodies: Any = None,
+) -> Any:
+    """The five-node loop, compiled with ``checkpointer``; its input is ``{"goal": ...}``.
+    ``schema`` and ``bodies`` replace the state and the nodes (``benchmarks.wide_floor``)."""
+    graph = StateGraph(schema)
+    add_nodes(graph, bodies or sys.modules[__name__], model, tool)
     graph.add_edge(START, "decide")
     graph.add_edge("decide", "validate")
     graph.add_conditional_edges("validate", _untraced(_after_validate), ["gate", END])

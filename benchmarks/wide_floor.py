@@ -143,3 +143,55 @@ def wide_floor_graph(model: BaseChatModel, tool: BaseTool, checkpointer: Any = N
     graph.add_edge("execute", "observe")
     graph.add_conditional_edges("observe", u(_after_observe), ["decide", END])
     return narrow_routes(graph.compile(checkpointer=checkpointer, name="wide-floor"))
+
+
+EXTRA = 10
+"""Channels the priced floors add to the floor's: enough for their price to stand out of the
+noise of one count."""
+
+_EXTRA_KEYS = tuple(f"extra_{i}" for i in range(EXTRA))
+PricedState = TypedDict(  # the floor's fields and EXTRA more
+    "PricedState",
+    {**floor.FloorState.__annotations__, **dict.fromkeys(_EXTRA_KEYS, int | None)},  # type: ignore[misc]
+    total=False,
+)
+
+
+class _Priced:
+    """The floor's bodies; decide also writes the extra channels, on the first step only (a
+    channel that lives the whole run) or on every step (a write each step as well)."""
+
+    def __init__(self, every_step: bool) -> None:
+        self.every_step = every_step
+        self._validate, self._gate = floor._validate, floor._gate
+        self._execute, self._aexecute = floor._execute, floor._aexecute
+        self._observe = floor._observe
+
+    def _decide(self, state: dict[str, Any], *, model: BaseChatModel) -> dict[str, Any]:
+        return self._extra(state) | floor._decide(state, model=model)  # type: ignore[arg-type]
+
+    async def _adecide(self, state: dict[str, Any], *, model: BaseChatModel) -> dict[str, Any]:
+        return self._extra(state) | await floor._adecide(state, model=model)  # type: ignore[arg-type]
+
+    def _extra(self, state: dict[str, Any]) -> dict[str, Any]:
+        step = len(state.get("history", []))
+        return dict.fromkeys(_EXTRA_KEYS, step) if self.every_step or not step else {}
+
+
+def priced_floor_graph(
+    model: BaseChatModel, tool: BaseTool, checkpointer: Any = None, *, every_step: bool
+) -> Any:
+    """The floor with ``EXTRA`` more channels: what LangGraph charges a step for a channel that
+    holds a value (``every_step=False``) and, on top, for a write (``every_step=True``)."""
+    bodies = _Priced(every_step)
+    return floor.floor_graph(model, tool, checkpointer, schema=PricedState, bodies=bodies)
+
+
+def floor_peer(peer: str, model: BaseChatModel, tool: BaseTool, checkpointer: Any = None) -> Any:
+    """The floor (``floor``) or one of its variants, by its benchmark name."""
+    if peer == "wide_floor":
+        return wide_floor_graph(model, tool, checkpointer)
+    if peer in ("floor_channels", "floor_writes"):
+        every_step = peer == "floor_writes"
+        return priced_floor_graph(model, tool, checkpointer, every_step=every_step)
+    return floor.floor_graph(model, tool, checkpointer)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from gated_react import build_graph
 from gated_react._engine import tool_runner
-from gated_react._engine.tool_runner import ainvoke, backoff, invoke, to_observation
+from gated_react._engine.tool_runner import ainvoke, backoff, cut, invoke, to_observation
 from gated_react.testing import ScriptedChatModel
 
 from ..support.reaping import PATIENCE
@@ -105,6 +105,26 @@ def test_observations_survive_hostile_return_values() -> None:
     assert to_observation({"env": "KEY=opaque-key-0123"}, 1000, ("opaque-key-0123",)) == {
         "env": "KEY=***"
     }
+
+
+class Shout(str):
+    """A str subclass, as some tools return (LangChain's message text is one)."""
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("KEY=opaque-key-0123 " + "x" * 1000, "KEY=*** " + "x" * 1000),
+        ("caf\u00e9 \ud800 \U0001f600 opaque-key-0123", "caf\u00e9 \ufffd \U0001f600 ***"),
+        (Shout("a\udfff opaque-key-0123"), "a\ufffd ***"),
+        ("", ""),
+    ],
+)
+def test_a_text_result_is_stored_as_plain_cleaned_text(value: str, shown: str) -> None:
+    out = to_observation(value, 5000, ("opaque-key-0123",))
+    assert out == shown
+    assert type(out) is str  # never the tool's subclass: no store could load it back
+    assert to_observation(value, 10, ("opaque-key-0123",)) == cut(shown, 10)
 
 
 class Marker:

@@ -135,6 +135,23 @@ def test_every_stop_reason_ends_a_real_run(
         assert stopped_at_gate_or_tool[0]["stop_reason"] == reason
 
 
+class _Pondering(ScriptedChatModel):
+    """Replies after a pause, so the run is already waiting on the deadline when it comes."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return super()._generate(*args, **kwargs)
+
+
+def test_max_seconds_of_infinity_is_no_time_limit() -> None:
+    # Waiting on a deadline past what the platform can wait (292 years) raised OverflowError,
+    # so every such run stopped llm_error:OverflowError at its first decision.
+    model = _Pondering(replies=[call("slow", seconds=0.01), "done"])
+    graph = build_graph(model, ALL_TOOLS, policy=policy(max_seconds=float("inf")))
+    out = graph.invoke({"goal": REFUND_GOAL})
+    assert (out["stop_reason"], out["answer"]) == ("success", "done")
+
+
 @pytest.mark.parametrize(
     ("protocol", "reply", "why"),
     [

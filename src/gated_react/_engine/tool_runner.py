@@ -237,6 +237,8 @@ def storable(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     masked), else as text: JSON too deep to store, or ``repr`` for what JSON cannot encode
     (cycles included). The one bounded form of outside values the state and the spans share;
     never raises."""
+    if type(value) is str:  # most results: the JSON round trip would give it back unchanged
+        return clean_text(value, secrets)
     try:
         text = json.dumps(value, default=_jsonable, ensure_ascii=False)
         return plain(json.loads(text), secrets=secrets)

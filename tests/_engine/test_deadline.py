@@ -1,0 +1,55 @@
+"""Calls within a deadline: the result, the call's own error, or ``DeadlinePassed`` in time."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gated_react._engine.deadline import DeadlinePassed, call_within
+
+from ..support.reaping import PATIENCE
+
+
+def test_a_call_returns_its_result_from_its_worker_thread() -> None:
+    caller = threading.get_ident()
+    assert call_within(threading.get_ident, PATIENCE) != caller
+    assert call_within(lambda: "done", PATIENCE) == "done"
+
+
+def test_a_call_raises_its_own_error_in_the_caller() -> None:
+    def fails() -> None:
+        raise KeyError("missing")
+
+    with pytest.raises(KeyError, match="missing"):
+        call_within(fails, PATIENCE)
+
+
+def test_a_call_past_its_deadline_is_abandoned_with_deadline_passed() -> None:
+    release = threading.Event()
+    try:
+        with pytest.raises(DeadlinePassed, match=r"no result within 0\.05 s"):
+            call_within(lambda: release.wait(PATIENCE), 0.05)
+    finally:
+        release.set()  # the abandoned call ends, so its worker is free again
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), 1e300, 1e10])
+def test_a_deadline_beyond_what_the_platform_can_wait_means_no_deadline(seconds: float) -> None:
+    # A lock waits at most threading.TIMEOUT_MAX (292 years); more raised OverflowError.
+    def slow() -> str:
+        time.sleep(0.05)  # still running when the caller starts to wait
+        return "late but fine"
+
+    assert call_within(slow, seconds) == "late but fine"
+
+
+def test_a_deadline_already_spent_still_takes_a_finished_result() -> None:
+    box: list[str] = []
+    with pytest.raises(DeadlinePassed):
+        call_within(lambda: time.sleep(0.05) or box.append("ran"), -1.0)
+    deadline = time.monotonic() + PATIENCE
+    while not box and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert box == ["ran"]  # abandoned, not cancelled: a sync call cannot be stopped

@@ -143,11 +143,12 @@ class _Pondering(ScriptedChatModel):
         return super()._generate(*args, **kwargs)
 
 
-def test_max_seconds_of_infinity_is_no_time_limit() -> None:
-    # Waiting on a deadline past what the platform can wait (292 years) raised OverflowError,
-    # so every such run stopped llm_error:OverflowError at its first decision.
-    model = _Pondering(replies=[call("slow", seconds=0.01), "done"])
-    graph = build_graph(model, ALL_TOOLS, policy=policy(max_seconds=float("inf")))
+@pytest.mark.parametrize("field", ["max_seconds", "tool_timeout_seconds"])
+def test_a_limit_of_infinity_is_no_time_limit(field: str) -> None:
+    # Waiting on a deadline past what the platform can wait (292 years) raised OverflowError:
+    # such a run stopped llm_error:OverflowError at its first decision, or tool_error:slow.
+    model = _Pondering(replies=[call("slow", seconds=0.05), "done"])
+    graph = build_graph(model, ALL_TOOLS, policy=policy(**{field: float("inf")}))
     out = graph.invoke({"goal": REFUND_GOAL})
     assert (out["stop_reason"], out["answer"]) == ("success", "done")
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react import Policy, build_graph
+from gated_react import Budget, Policy, build_graph
 from gated_react._engine.pricing import pricer_for
 from gated_react._engine.run_context import policy_fields, run_context
+from gated_react.state import dump
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -44,6 +45,21 @@ def test_equal_policies_hash_alike_and_a_change_changes_the_hash() -> None:
     assert hashed(one) != hashed(one.replace(max_steps=9))
     assert len(hashed(one)) == 12
     assert policy_fields(Policy())["answer_schema"] is None
+
+
+def test_a_limit_of_infinity_is_recorded_as_text_that_reads_back_as_the_limit() -> None:
+    policy = Policy(budget=Budget(max_seconds=float("inf")), tool_timeout_seconds=float("inf"))
+    policy = policy.replace(tool_timeouts={"search_policy": float("inf")})
+    model = ScriptedChatModel(replies=[])
+    context = run_context(model, policy, pricer_for(model, {}))
+    stored = dump(context)  # what a checkpoint holds: null for a number JSON cannot hold
+    assert stored is not None
+    recorded = stored["policy"]
+    assert recorded["budget"]["max_seconds"] == "inf"
+    assert recorded["tool_timeouts"] == {"search_policy": "inf"}
+    assert Budget.model_validate(recorded["budget"]) == policy.budget
+    assert Policy.model_validate({**recorded, "answer_schema": None}) == policy
+    assert context.policy_hash == run_context(model, policy, pricer_for(model, {})).policy_hash
 
 
 def test_each_run_on_a_thread_records_its_context_once() -> None:

@@ -4,6 +4,7 @@ runs by, and the package version. Built once per graph: it is the same for every
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -37,7 +38,7 @@ def run_context(model: Any, policy: Policy, pricer: Pricer) -> RunContext:
 def policy_fields(policy: Policy) -> dict[str, Any]:
     """The policy as plain JSON, sets sorted, so equal policies give equal hashes; an answer
     schema is named by its class."""
-    fields = policy.model_dump(mode="json", exclude={"answer_schema"})
+    fields: dict[str, Any] = _spelled(policy.model_dump(mode="json", exclude={"answer_schema"}))
     for name in ("allow", "require_approval"):
         if fields[name] is not None:
             fields[name] = sorted(fields[name])
@@ -46,6 +47,19 @@ def policy_fields(policy: Policy) -> dict[str, Any]:
         None if schema is None else f"{schema.__module__}.{schema.__qualname__}"
     )
     return fields
+
+
+def _spelled(value: Any) -> Any:
+    """``value`` with a limit of ``float("inf")`` (no limit) as the text ``"inf"``: JSON holds
+    no infinity, so a store's serializer kept ``null``, which no ``Budget`` reads back (``show``
+    took the run for damaged); ``Policy`` and ``Budget`` read the text as the number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _spelled(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_spelled(item) for item in value]
+    return value
 
 
 def _base_url(model: Any) -> str | None:

@@ -175,3 +175,16 @@ def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state_dir: 
     assert lines["cost"].split()[2] == "USD"
     assert "scripted (gated_react.testing.ScriptedChatModel)" in lines["model"]
     assert lines["priced by"].split()[-1] == "policy"
+
+
+def test_show_reads_a_run_that_had_no_time_limit(state_dir: Path) -> None:
+    """``max_seconds=float("inf")`` was stored as null: ``show`` called the store damaged."""
+    unlimited = Policy().replace(max_seconds=float("inf"), tool_timeout_seconds=float("inf"))
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=["done"])
+        graph = build_graph(model, SUPPORT_TOOLS, policy=unlimited, checkpointer=saver)
+        run(graph, "hello", thread_id="unlimited")
+    out = invoke("show", "unlimited")
+    assert out.exit_code == 0, out.stderr
+    lines = {line.split("  ")[0]: line for line in out.stdout.splitlines() if "  " in line}
+    assert lines["seconds"].split()[1].endswith("/inf")

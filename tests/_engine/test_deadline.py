@@ -18,6 +18,13 @@ def test_a_call_returns_its_result_from_its_worker_thread() -> None:
     assert call_within(lambda: "done", PATIENCE) == "done"
 
 
+def test_calls_one_after_another_reuse_one_worker() -> None:
+    # The worker counts itself idle before its caller hears that the call is done, so a
+    # caller calling again at once never finds every worker busy and starts another.
+    workers = {call_within(threading.get_ident, PATIENCE) for _ in range(2000)}
+    assert len(workers) == 1
+
+
 def test_a_call_raises_its_own_error_in_the_caller() -> None:
     def fails() -> None:
         raise KeyError("missing")

@@ -25,40 +25,54 @@ class DeadlinePassed(GatedReactError, TimeoutError):
     """The call had not returned by its deadline (it may still be running on its thread)."""
 
 
+Job = tuple[Callable[[], None], Callable[[], None]]
+"""A call to run on a worker, and what tells its caller that it is done."""
+
+
 class _DaemonThreads:
     """Daemon worker threads, started on demand, reused, and retired after a minute idle."""
 
     def __init__(self, idle_seconds: float = 60.0) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._idle = 0
         self._lock = threading.Lock()
         self._idle_seconds = idle_seconds
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, work: Callable[[], None], then: Callable[[], None]) -> None:
         with self._lock:
             reuse = self._idle > 0
             if reuse:
                 self._idle -= 1  # claim an idle worker; it takes the job from the queue
         if reuse:
-            self._jobs.put(job)
+            self._jobs.put((work, then))
         else:
             # Handed over in a list the worker empties: a Thread keeps its args until it ends.
             threading.Thread(
-                target=self._work, args=([job],), name="gated-react-call", daemon=True
+                target=self._work, args=([(work, then)],), name="gated-react-call", daemon=True
             ).start()
 
-    def _work(self, first: list[Callable[[], None]]) -> None:
-        job: Callable[[], None] | None = first.pop()
+    def _work(self, first: list[Job]) -> None:
+        job: Job | None = first.pop()
         while job is not None:
-            job()
-            # An idle worker must not keep the finished call (its tool, args and the run's
-            # config, hence the graph) alive until the next job or its retirement.
+            work, then = job
             job = None
+            try:
+                work()
+            except BaseException:
+                then()  # its caller hears now; this worker ends
+                raise
+            # Counted idle before its caller hears, so the caller's next call takes this worker:
+            # heard first, a caller that called again at once could find no worker idle yet and
+            # start another thread, which then idled for a minute.
             with self._lock:
                 self._idle += 1
+            then()
+            # An idle worker must not keep the finished call (its tool, args and the run's
+            # config, hence the graph) alive until the next job or its retirement.
+            del work, then
             job = self._next()
 
-    def _next(self) -> Callable[[], None] | None:
+    def _next(self) -> Job | None:
         """The next job, or None when this worker retires after its idle time."""
         while True:
             try:
@@ -123,10 +137,8 @@ def _start(call: Callable[[], Any], on_done: Callable[[], None]) -> list[tuple[b
             box.append((True, context.run(call)))
         except BaseException as exc:  # handed to the caller's thread, which decides
             box.append((False, exc))
-        finally:
-            on_done()
 
-    _THREADS.submit(work)
+    _THREADS.submit(work, on_done)
     return box
 
 

@@ -73,7 +73,10 @@ def test_workers_survive_every_connection_being_terminated(pg_url: str, model: P
     assert min(terminated) >= 2  # the workers' connections were there to terminate
     assert [status for _, status, _ in jobs(pg_url)] == ["succeeded"] * RUNS
     ended = {thread: stored(pg_url, thread)["stop_reason"] for thread in threads}
-    assert set(ended.values()) <= {"success", "tool_outcome_unknown:pay"}
+    # Neither tool is idempotent: a run whose connections went while one of them was between
+    # its recorded call and its recorded result stops rather than call it again, whichever.
+    unknown = {"tool_outcome_unknown:look_up_order", "tool_outcome_unknown:pay"}
+    assert set(ended.values()) <= {"success", *unknown}
     paid = Counter(line.split("\t")[0] for line in model.read_text().splitlines())
     assert max(paid.values()) == 1
     assert paid.keys() >= {t.removeprefix("order-") for t, why in ended.items() if why == "success"}

@@ -156,19 +156,24 @@ def test_show_finds_a_moved_log(server: FakeOpenAI, tmp_path: Path) -> None:
     assert [e["node"] for e in events] == ["run", "decide", "validate", "finish"]
 
 
+def _shown_after_a_run(state_dir: Path, policy: Policy, thread: str) -> dict[str, str]:
+    """``show``'s summary lines, by label, for a one-step run stored outside the CLI."""
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=["done"])
+        graph = build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=saver)
+        run(graph, "hello", thread_id=thread)
+    out = invoke("show", thread)
+    assert out.exit_code == 0, out.stderr
+    return {line.split("  ")[0]: line for line in out.stdout.splitlines() if "  " in line}
+
+
 def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state_dir: Path) -> None:
     """A run started outside the CLI (a worker, an app) under its own budget: ``show`` used to
     print the CLI's default limits (``seconds 0.00/20``) for a run under max_seconds=60."""
     priced = Policy().replace(
         max_seconds=60, max_steps=5, max_cost=1, prices={"scripted": Price(input=1, output=2)}
     )
-    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
-        model = ScriptedChatModel(replies=["done"])
-        graph = build_graph(model, SUPPORT_TOOLS, policy=priced, checkpointer=saver)
-        run(graph, "hello", thread_id="elsewhere")
-    out = invoke("show", "elsewhere")
-    assert out.exit_code == 0, out.stderr
-    lines = {line.split("  ")[0]: line for line in out.stdout.splitlines() if "  " in line}
+    lines = _shown_after_a_run(state_dir, priced, "elsewhere")
     assert lines["seconds"].split()[1].endswith("/60")
     assert lines["steps"].split()[1] == "1/5"
     assert lines["cost"].split()[1].endswith("/1")
@@ -180,11 +185,5 @@ def test_show_prints_the_limits_and_context_the_run_itself_ran_under(state_dir: 
 def test_show_reads_a_run_that_had_no_time_limit(state_dir: Path) -> None:
     """``max_seconds=float("inf")`` was stored as null: ``show`` called the store damaged."""
     unlimited = Policy().replace(max_seconds=float("inf"), tool_timeout_seconds=float("inf"))
-    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
-        model = ScriptedChatModel(replies=["done"])
-        graph = build_graph(model, SUPPORT_TOOLS, policy=unlimited, checkpointer=saver)
-        run(graph, "hello", thread_id="unlimited")
-    out = invoke("show", "unlimited")
-    assert out.exit_code == 0, out.stderr
-    lines = {line.split("  ")[0]: line for line in out.stdout.splitlines() if "  " in line}
+    lines = _shown_after_a_run(state_dir, unlimited, "unlimited")
     assert lines["seconds"].split()[1].endswith("/inf")

@@ -15,6 +15,7 @@ PUBLIC = [
     "Budget",
     "GatedReactError",
     "MiddlewareRefused",
+    "MisroutedStep",
     "NotWaiting",
     "Policy",
     "Price",

@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gated_react.errors import GatedReactError, MiddlewareRefused
+    from gated_react.errors import GatedReactError, MiddlewareRefused, MisroutedStep
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.policy import Budget, Policy, Price, UnknownToolName, UnpricedModel
@@ -36,6 +36,7 @@ _HOMES = {
     "Budget": "policy",
     "GatedReactError": "errors",
     "MiddlewareRefused": "errors",
+    "MisroutedStep": "errors",
     "NotWaiting": "runs",
     "Policy": "policy",
     "Price": "policy",
@@ -69,6 +70,7 @@ __all__ = [
     "Budget",
     "GatedReactError",
     "MiddlewareRefused",
+    "MisroutedStep",
     "NotWaiting",
     "Policy",
     "Price",

@@ -42,6 +42,20 @@ class MiddlewareFailed(GatedReactError):
         return cls(name, f"{hook} raised {type(exc).__name__}: {text}")
 
 
+class MisroutedStep(GatedReactError, RuntimeError):
+    """A node was reached in a state the graph itself never leaves it in: a caller's
+    ``Command(goto=...)`` or an edit through LangGraph's state API sent it there. Nothing ran
+    and nothing was written; a new message (or goal) on the thread starts a new run."""
+
+    def __init__(self, node: str, why: str) -> None:
+        super().__init__(
+            f"{node} was reached {why}, which only a Command(goto=...) or a state edit does; "
+            "nothing ran and the thread is unchanged: send a new message (or goal) to start "
+            "a new run on it"
+        )
+        self.node = node
+
+
 def one_line(text: object) -> str:
     """``text`` with all whitespace (newlines included) folded into single spaces."""
     return " ".join(str(text).split())

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from pydantic import BaseModel
 
-from gated_react import Policy
+from gated_react import Policy, build_graph
+from gated_react.errors import MisroutedStep
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop
-from gated_react.testing import ScriptedChatModel
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import node_deps, state
 
@@ -69,12 +75,50 @@ def test_stop_falls_back_to_the_reason_when_no_message_was_written() -> None:
 
 
 def test_both_refuse_to_run_out_of_place() -> None:
-    with pytest.raises(
-        TypeError, match=r"^finish runs only after validate produced a final answer$"
-    ):
+    with pytest.raises(MisroutedStep, match=r"^finish was reached without a final answer, "):
         finish(state())
     tool = {"kind": "tool", "name": "t", "args": {}}
-    with pytest.raises(TypeError, match=r"^finish runs only after"):
+    with pytest.raises(MisroutedStep, match=r"send a new message \(or goal\)"):
         finish(state(action=tool))
-    with pytest.raises(TypeError, match=r"^stop runs only after a node recorded a stop_reason$"):
+    with pytest.raises(MisroutedStep, match=r"^stop was reached with no stop reason recorded, "):
         stop(state())
+
+
+def test_an_ended_run_keeps_its_end_when_an_edit_reaches_either_again() -> None:
+    """An edit of a finished thread routes to stop (its stop reason is still set): the answer
+    and status stand, nothing is said twice."""
+    ended = state(
+        status="ok",
+        stop_reason="success",
+        answer="USD 49",
+        action={"kind": "final", "answer": "USD 49"},
+    )
+    assert stop(ended) == {}
+    assert finish(ended) == {}
+
+
+CFG: Any = {"configurable": {"thread_id": "t"}}
+
+
+@pytest.mark.parametrize("node", ["decide", "validate", "gate", "observe"])
+def test_an_edit_of_a_finished_thread_keeps_its_answer(node: str) -> None:
+    """Before: an edit of another channel as any node, then a run, went to stop (the stop
+    reason was still set), which wrote status "stopped" and erased the answer."""
+    graph = build_graph(ScriptedChatModel(replies=["USD 49"]), [], checkpointer=InMemorySaver())
+    before = graph.invoke({"goal": "refund?"}, CFG)
+    graph.update_state(CFG, {"goal": "refund?"}, as_node=node)
+    after = graph.invoke(None, CFG)
+    keys = ("status", "stop_reason", "answer")
+    assert [after[k] for k in keys] == [before[k] for k in keys] == ["ok", "success", "USD 49"]
+    assert [m.type for m in after["messages"]] == ["human", "ai"]  # nothing said twice
+
+
+@pytest.mark.parametrize("node", ["finish", "stop"])
+def test_a_command_to_an_end_mid_run_is_one_line_and_a_new_message_goes_on(node: str) -> None:
+    model = ScriptedChatModel(replies=[call("get_user_profile", user_id=42), "done", "hi"])
+    graph = build_graph(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
+    graph.invoke({"goal": "who is 42?"}, CFG, interrupt_after=["observe"])
+    with pytest.raises(MisroutedStep, match=rf"^{node} was reached "):
+        graph.invoke(Command(goto=node), CFG)
+    out = graph.invoke({"messages": [("user", "say hi")]}, CFG)
+    assert out["stop_reason"] == "success"

@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
+from gated_react.errors import MisroutedStep
 from gated_react.state import CoreState, FinalAction
 from gated_react.stops import StopReason
 
@@ -21,6 +22,7 @@ class FinishChannels(TypedDict, total=False):
     reply: dict[str, Any] | None
     action: dict[str, Any] | None
     usage: dict[str, Any]
+    status: str | None
 
 
 def finish(
@@ -34,8 +36,10 @@ def finish(
     ``structured_response`` too (validate checked it fits)."""
     state = read(CoreState, state, FinishChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
+    if state.status is not None:  # an ended run keeps its end (an edit reached it again)
+        return {}
     if not isinstance(state.action, FinalAction):
-        raise TypeError("finish runs only after validate produced a final answer")
+        raise MisroutedStep("finish", "without a final answer")
     steps = state.usage.steps
     structured = deps is not None and deps.policy.answer_schema is not None
     return {

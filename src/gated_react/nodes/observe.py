@@ -15,6 +15,7 @@ from gated_react._engine.chat import result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.reads import read
 from gated_react._engine.transcript import shown as shown_text
+from gated_react.errors import MisroutedStep
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
 
 
@@ -43,7 +44,7 @@ def observe(
     if not calls and state.stop_reason:  # execute refused to run anything (a Send): just stop
         return {}
     if not calls or (len(calls) < len(state.calls) and not state.stop_reason):
-        raise TypeError("observe runs only after every call of the step has an outcome")
+        raise MisroutedStep("observe", "with calls that never ran and no stop")
     stopper = _stopper(calls) if state.stop_reason else None
     shown = [call for call in calls if call is not stopper]
     trace = [_entry(call) for call in shown]

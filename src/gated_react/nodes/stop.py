@@ -8,6 +8,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
+from gated_react.errors import MisroutedStep
 from gated_react.state import CoreState
 
 
@@ -17,6 +18,7 @@ class StopChannels(TypedDict, total=False):
 
     stop_reason: str | None
     message: str | None
+    status: str | None
 
 
 def stop(
@@ -24,11 +26,14 @@ def stop(
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
 ) -> dict[str, Any]:
     """Write the stopped end (and tell the conversation why). The node that detected the stop
-    already named its reason."""
+    already named its reason. A run that has ended keeps its end: only an edit of an ended
+    thread reaches this node again, and its answer and status stand."""
     state = read(CoreState, state, StopChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
+    if state.status is not None:
+        return {}
     if not state.stop_reason:
-        raise TypeError("stop runs only after a node recorded a stop_reason")
+        raise MisroutedStep("stop", "with no stop reason recorded")
     message = state.message or state.stop_reason
     said = f"I stopped before finishing ({state.stop_reason}): {message}"
     return {

@@ -18,7 +18,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import SENT, broken, send_email, slow
-from ..support.helpers import REFUND_42, REFUND_GOAL, policy, run
+from ..support.helpers import REFUND_42, REFUND_GOAL, as_another_process, policy, run
 
 PROFILE = call("get_user_profile", user_id=42)
 ALL_TOOLS = [*SUPPORT_TOOLS, slow, broken, send_email]
@@ -209,6 +209,8 @@ def test_observe_mode_lets_the_model_correct_itself() -> None:
 
 
 def test_a_non_idempotent_call_is_not_repeated_when_a_run_resumes_at_execute() -> None:
+    """Continued by another process (which holds no admission of this one's gate), the step
+    at execute may have run before this one stopped: not run again."""
     SENT.clear()
     saver = InMemorySaver()
     graph = build_graph(
@@ -218,6 +220,7 @@ def test_a_non_idempotent_call_is_not_repeated_when_a_run_resumes_at_execute() -
     )
     config: Any = {"configurable": {"thread_id": "resume-at-execute"}}
     graph.invoke({"goal": "email Anna"}, config, interrupt_before=["execute"])
+    as_another_process()
     out = graph.invoke(None, config)
     assert out["stop_reason"] == "tool_outcome_unknown:send_email"
     assert SENT == []

@@ -10,8 +10,10 @@ import pytest
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import BaseModel, field_validator
 
+from gated_react._engine.call_keys import loop_key
 from gated_react._engine.langgraph_internals import CONFIG_KEY_RESUMING
 from gated_react.nodes.execute import aexecute, execute
+from gated_react.state import State
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import FLAKY, SENT, broken, flaky, send_email, slow
@@ -147,14 +149,39 @@ def test_the_idempotency_key_reaches_tools_that_declare_it() -> None:
     assert SENT == [{"to": "anna@example.com", "key": "k" * 24}]
 
 
+def _crashed(tool_name: str, args: dict[str, Any]) -> State:
+    """The state a process left when it died in execute: the gate had counted the reply's call
+    (its id in ``action``, its loop key in ``seen``) and nothing observed it."""
+    call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24, "id": "c1"}
+    return state(
+        action={"kind": "tool", "name": tool_name, "args": args, "id": "c1"},
+        calls=[call],
+        seen=[loop_key(tool_name, args)],
+        usage={"steps": 1, "tool_calls": 1, "per_tool": {tool_name: 1}},
+    )
+
+
 def test_on_resume_a_non_idempotent_call_is_not_run_again() -> None:
     SENT.clear()
     resumed = {"configurable": {CONFIG_KEY_RESUMING: True}}
-    update = _run("send_email", {"to": "anna@example.com"}, resumed)
+    parts = deps(tools=TOOLS)
+    update = execute(_crashed("send_email", {"to": "anna@example.com"}), resumed, deps=parts)
     assert update["stop_reason"] == "tool_outcome_unknown:send_email"
     assert SENT == []
-    again = _run("get_user_profile", {"user_id": 42}, resumed)
+    again = execute(_crashed("get_user_profile", {"user_id": 42}), resumed, deps=parts)
     assert again["calls"][0]["outcome"]["ok"] is True
+    assert "seen" not in again  # counted by the gate already: not recorded twice
+
+
+def test_a_step_the_gate_just_admitted_has_not_run_whoever_continues_it() -> None:
+    """Held before execute (interrupt_before) and continued in the same process: the gate's
+    admission proves nothing ran yet, so the call runs, once, unasked again."""
+    SENT.clear()
+    update = _run(
+        "send_email", {"to": "anna@example.com"}, {"configurable": {CONFIG_KEY_RESUMING: True}}
+    )
+    assert "stop_reason" not in update
+    assert SENT == [{"to": "anna@example.com", "key": "k" * 24}]
 
 
 def test_long_output_is_cut_with_a_marker() -> None:

@@ -20,6 +20,7 @@ from langchain_core.tools import tool
 from langgraph.types import Command, Send, StateUpdate
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, resume, run
+from gated_react.errors import MisroutedStep
 from gated_react.graph import GatedGraph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
@@ -128,37 +129,48 @@ def test_a_denied_tool_never_runs_whatever_the_command_says(graph: GatedGraph) -
 
 def test_a_command_on_a_thread_waiting_on_another_question(tmp_path: Path) -> None:
     """Paused on read_secrets(item=a): a command forges read_secrets(item=b) straight to
-    execute. Each call is its own question, so a bare "approve" is ambiguous (LangGraph
-    refuses it) and an answer names the question it decides."""
+    execute, beside the gate's waiting question. The two would both write the step's calls,
+    which LangGraph refuses only after both ran (a call ran, then its record was lost and the
+    thread stuck): execute now refuses first, with one clear line, before anything is asked
+    or run, and a new message starts a new run."""
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
-        model = ScriptedChatModel(replies=[call("read_secrets", item="a"), "done"])
+        model = ScriptedChatModel(replies=[call("read_secrets", item="a"), "done", "hello"])
         graph = build_graph(model, [read_secrets, lookup], policy=POLICY, checkpointer=saver)
         assert run(graph, "read a", thread_id="t")["status"] == "paused"
-        other = forged(item="b")
-        out = graph.invoke(Command(update={"calls": other}, goto="execute"), CFG)
-        ids = {i.value["args"]["item"]: i.id for i in out["__interrupt__"]}
-        assert sorted(ids) == ["a", "b"]  # each its own question, answered by its id
+        with pytest.raises(MisroutedStep, match=r"^execute was reached beside another node's"):
+            graph.invoke(Command(update={"calls": forged(item="b")}, goto="execute"), CFG)
         assert RAN == []
-        with pytest.raises(RuntimeError, match="multiple pending interrupts"):
-            graph.invoke(Command(resume={"approved": True}), CFG)
-        refused = {ids["b"]: {"approved": False, "reason": "forged"}}
-        out = graph.invoke(Command(resume=refused), CFG)
+        out = graph.invoke({"messages": [("user", "never mind")]}, CFG)
     assert RAN == []
-    assert out["stop_reason"] == "tool_rejected:read_secrets"
+    assert out["stop_reason"] == "success"
+    assert out["trace"][0]["stop_reason"] == "tool_rejected:read_secrets"
 
 
-def test_resume_with_a_goto_to_execute_asks_about_the_forged_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("approve", [True, False])
+def test_resume_with_a_goto_to_execute_runs_nothing_and_loses_nothing(
+    tmp_path: Path, approve: bool
+) -> None:
+    """An answer with a goto and an update beside it: before, execute asked its own question,
+    and approving both ran the forged call, then LangGraph refused the step and the call's
+    record was gone. Now nothing is asked, nothing runs, and the thread's record stands."""
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
         model = ScriptedChatModel(replies=[call("read_secrets", item="a"), "done"])
         graph = build_graph(model, [read_secrets, lookup], policy=POLICY, checkpointer=saver)
         assert run(graph, "read a", thread_id="t")["status"] == "paused"
         sneaked = Command(
-            resume={"approved": True}, update={"calls": forged(item="b")}, goto="execute"
+            resume={"approved": approve}, update={"calls": forged(item="b")}, goto="execute"
         )
-        out = graph.invoke(sneaked, CFG)
+        with pytest.raises(MisroutedStep):
+            graph.invoke(sneaked, CFG)
+        after = graph.get_state(CFG).values
         assert RAN == []
-        asked = [i.value for i in out["__interrupt__"]]
-        assert {"item": "b"} in [q["args"] for q in asked]
+        assert after["history"] == []
+        # the gate's own answer stands: a rejection is traced, an approval waits to run
+        rejected = [] if approve else ["tool_rejected:read_secrets"]
+        assert [t["stop_reason"] for t in after["trace"]] == rejected
+        out = graph.invoke({"messages": [("user", "never mind")]}, CFG)
+    assert RAN == []
+    assert out["stop_reason"] == "success"
 
 
 @pytest.mark.parametrize("node", ["execute", "gate"])

@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph, resume, run
-from gated_react._engine.call_keys import idempotency_key
+from gated_react._engine.call_keys import idempotency_key, loop_key
 from gated_react._engine.langgraph_internals import CONFIG_KEY_RESUMING
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
@@ -164,14 +164,25 @@ def test_the_first_failed_call_stops_the_run_and_the_others_are_kept() -> None:
 
 
 def test_a_resumed_batch_reruns_only_what_is_safe_to_repeat(tmp_path: Path) -> None:
+    """A process died running a batch the gate had counted (both calls in ``action`` and
+    ``seen``): on resume, one of them is not safe to run again, so neither runs."""
     file = str(tmp_path / "out.txt")
+    args = [{"path": file, "text": "r"}, {"path": file, "text": "a"}]
+    tools = ["record_line", "append_line"]
     calls = [
-        {"step": 1, "tool": "record_line", "args": {"path": file, "text": "r"}, "key": "k0"},
-        {"step": 1, "tool": "append_line", "args": {"path": file, "text": "a"}, "key": "k1"},
+        {"step": 1, "tool": t, "args": a, "key": f"k{i}", "id": f"c{i}"}
+        for i, (t, a) in enumerate(zip(tools, args, strict=True))
     ]
-    parts = deps(tools=[record_line, append_line])
+    proposed = [{"name": c["tool"], "args": c["args"], "id": c["id"]} for c in calls]
+    crashed = state(
+        action={"kind": "tools", "calls": proposed},
+        calls=calls,
+        seen=[loop_key(t, a) for t, a in zip(tools, args, strict=True)],
+        usage={"steps": 1, "tool_calls": 2, "per_tool": dict.fromkeys(tools, 1)},
+    )
+    parts = deps(tools=[record_line, append_line], max_parallel_calls=2)
     resumed: Any = {"configurable": {CONFIG_KEY_RESUMING: True}}
-    ran = execute(admitted(parts, state(calls=calls), resumed), resumed, deps=parts)
+    ran = execute(crashed, resumed, deps=parts)
     assert ran["stop_reason"] == "tool_outcome_unknown:append_line"
     assert lines(Path(file)) == []  # neither ran: the run stops before the batch runs again
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -45,7 +45,9 @@ __all__ = [
     "StreamMessagesHandler",
     "StreamingCallbackHandler",
     "ask_human",
+    "beside_a_question",
     "can_pause",
+    "channels_now",
     "earlier_interrupt_ids",
     "emit",
     "injected_keys",
@@ -133,6 +135,14 @@ def _fresh_read(
         if channel.is_available():
             values[key] = channel.get()
     return mapper(values) if mapper else values
+
+
+def channels_now(config: RunnableConfig, names: Sequence[str]) -> dict[str, Any]:
+    """The named channels as this task's superstep began, those that hold a value (LangGraph's
+    own read for the task): for a node that needs a channel only on a rare path, so its input
+    schema, read every step, stays small. Empty outside a graph (a node called by hand)."""
+    read = config.get("configurable", {}).get(CONFIG_KEY_READ)
+    return dict(read(list(names), False)) if read is not None else {}
 
 
 def run_key(config: RunnableConfig) -> tuple[Any, str]:
@@ -244,6 +254,19 @@ def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any
     return interrupt(question)
 
 
+def beside_a_question(config: RunnableConfig) -> bool:
+    """True when another task of this superstep raised a question that waits on this
+    checkpoint. The graph runs one node a step; only a caller's ``Command(goto=...)`` can
+    schedule a node beside one that waits (the gate, paused on a human), and the two would
+    then write the same channels in one step, which LangGraph refuses after both ran."""
+    conf = config.get("configurable", {})
+    scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
+    if scratchpad is None:
+        return False
+    own = _task_id(conf)
+    return any(task != own and channel == INTERRUPT for task, channel, _ in _pending(scratchpad))
+
+
 def _ns(conf: dict[str, Any]) -> str:
     return str(conf[CONFIG_KEY_CHECKPOINT_NS])
 
@@ -260,6 +283,23 @@ def _fresh_answer(conf: dict[str, Any], scratchpad: Any, slot: int) -> bool:
 
 def _raised(conf: dict[str, Any], scratchpad: Any) -> dict[str, Any]:
     """The questions this task raised on this checkpoint, by interrupt id."""
+    task = _task_id(conf)
+    found: dict[str, Any] = {}
+    for task_id, channel, value in _pending(scratchpad):
+        if task_id == task and channel == INTERRUPT:
+            for raised in value if isinstance(value, list | tuple) else (value,):
+                found[getattr(raised, "id", "")] = getattr(raised, "value", None)
+    return found
+
+
+def _task_id(conf: dict[str, Any]) -> str:
+    """This task's id: the last part of its namespace (``node:task_id``)."""
+    return _ns(conf).rsplit(NS_SEP, 1)[-1].rsplit(NS_END, 1)[-1]
+
+
+def _pending(scratchpad: Any) -> Sequence[tuple[str, str, Any]]:
+    """The checkpoint's pending writes, every task's (the scratchpad's null-resume closure
+    holds them)."""
     cells = dict(
         zip(
             scratchpad.get_null_resume.__code__.co_freevars,
@@ -268,10 +308,4 @@ def _raised(conf: dict[str, Any], scratchpad: Any) -> dict[str, Any]:
         )
     )
     pending = cells["pending_writes"].cell_contents if "pending_writes" in cells else ()
-    task = _ns(conf).rsplit(NS_SEP, 1)[-1].rsplit(NS_END, 1)[-1]
-    found: dict[str, Any] = {}
-    for task_id, channel, value in pending:
-        if task_id == task and channel == INTERRUPT:
-            for raised in value if isinstance(value, list | tuple) else (value,):
-                found[getattr(raised, "id", "")] = getattr(raised, "value", None)
-    return found
+    return cast(Sequence[tuple[str, str, Any]], pending)

@@ -31,14 +31,15 @@ from gated_react._engine import tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
-from gated_react._engine.call_keys import loop_key
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import is_resuming, was_sent
+from gated_react._engine.langgraph_internals import beside_a_question, is_resuming, was_sent
+from gated_react._engine.pending import before_the_gate, step_record
 from gated_react._engine.reads import read
 from gated_react._engine.storable import error_text
+from gated_react.errors import MisroutedStep
 from gated_react.nodes.gate import Ledger, check, refuse
-from gated_react.state import Call, CoreState, Outcome, ToolAction, Usage, dump
+from gated_react.state import Call, CoreState, Outcome, ToolAction, dump
 from gated_react.stops import Stop, StopReason
 
 Ran = tuple[int, Any, Exception | None]
@@ -101,7 +102,12 @@ async def aexecute(
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:
     """True unless the gate of this process let exactly these calls through on this thread
-    (taken once: a replay of the same step is checked again)."""
+    (taken once: a replay of the same step is checked again). A step scheduled beside the
+    gate's own waiting question (a caller's ``Command(goto="execute")``) is refused first,
+    before any admission is taken: the two nodes would both write the step's calls, and
+    LangGraph refuses that only after both ran."""
+    if beside_a_question(config):
+        raise MisroutedStep("execute", "beside another node's waiting question")
     return not ADMITTED.take(deps.admission_scope, config, state.calls)
 
 
@@ -155,85 +161,66 @@ def prepare(
     edited state's calls were counted into (written with either)."""
     calls = list(state.calls)
     if not any(call.outcome is None for call in calls):
-        raise TypeError("execute runs only after gate recorded a call without an outcome")
+        raise MisroutedStep("execute", "with no call the gate let through waiting to run")
     counted: dict[str, Any] = {}
     for index, call in enumerate(calls):
         why = None if call.outcome else refuse(deps, call.tool)
         if why is not None:  # the allowlist holds whatever wrote the state
             return state, calls, _stopped_at(calls, index, _edited(why)), counted
+    by_gate = False  # a step this process's gate just admitted has not run anywhere
     if edited:
-        ledger, early = readmit(state, config, deps, calls)
+        ledger, early, by_gate = readmit(state, config, deps, calls)
         held = ledger.held
         granted = {"trace": held.entries(), **held.update()} if held.granted else {}
         if early is not None:
             return state, calls, early | granted, counted
         state = state.model_copy(update={"usage": ledger.usage})
-        counted = {"usage": dump(ledger.usage), **_new_keys(state, ledger), **granted}
-    calls, early = _settle(config, deps, calls)
+        counted = {"usage": dump(ledger.usage), **_new_keys(state, ledger, by_gate), **granted}
+    calls, early = _settle(deps, calls, by_gate and is_resuming(config))
     return state, calls, early, counted
 
 
 def readmit(
     state: CoreState, config: RunnableConfig, deps: NodeDeps, calls: list[Call]
-) -> tuple[Ledger, dict[str, Any] | None]:
+) -> tuple[Ledger, dict[str, Any] | None, bool]:
     """The gate's checks again, for calls an edit wrote: each pending call as a fresh proposal
     (counted against budgets that an edit of ``usage`` alone cannot lower; a call under
-    approval asked about here), replaced by what the gate would have recorded; or the stop."""
-    usage, record = _before_the_gate(state, calls)
+    approval asked about here), replaced by what the gate would have recorded; or the stop.
+    Also whether the gate had counted these calls for the step the run is on
+    (``pending.before_the_gate``): only such calls may have run before a crash."""
+    usage, record, by_gate = before_the_gate(state, calls, step_record(state, config))
+    may_have_run = by_gate and is_resuming(config)
     held = Limits(deps.policy, state.extensions)
     ledger = Ledger(recorded(usage, record), list(record), state.usage.steps, held)
     try:  # the contract validate holds a reply to: no more calls than one reply may make
         check_count(len(calls), deps.policy.max_parallel_calls)
     except ActionError as err:
         why = Stop(StopReason.INVALID_ACTION, err.why, str(err))
-        return ledger, _stopped_at(calls, 0, _edited(why))
+        return ledger, _stopped_at(calls, 0, _edited(why)), by_gate
     for index, call in enumerate(calls):
         if call.outcome is not None:  # settled: shown to the model, never run; still counted
             ledger.count(call)
             continue
         action = ToolAction(name=call.tool, args=call.args, id=call.id)
-        checked = check(
-            ledger, deps, config, action, index, ask_here=not _unknown(deps, config, call)
-        )
+        # after a crash, the question about a call that may have run is asked once, by _settle
+        asks_later = may_have_run and not deps.idempotent(call.tool)
+        checked = check(ledger, deps, config, action, index, ask_here=not asks_later)
         if isinstance(checked, Stop):
-            return ledger, _stopped_at(calls, index, _edited(checked))
+            return ledger, _stopped_at(calls, index, _edited(checked)), by_gate
         ledger.count(checked)
         calls[index] = checked
-    return ledger, None
+    return ledger, None, by_gate
 
 
-def _new_keys(state: CoreState, ledger: Ledger) -> dict[str, Any]:
-    """The loop keys to record for the re-checked calls: none when the record already ends
-    with exactly them (the gate counted them; ``_before_the_gate`` took them back to count them
-    again once), so a crash or an edit never records a call twice."""
+def _new_keys(state: CoreState, ledger: Ledger, by_gate: bool) -> dict[str, Any]:
+    """The loop keys to record for the re-checked calls: none when the gate counted them and
+    the record ends with exactly them (``before_the_gate`` took them back to count them again
+    once), so a crash or an edit never records a call twice; a repeat of a completed call is
+    recorded again."""
     keys = ledger.new_keys
-    if keys and state.seen[len(state.seen) - len(keys) :] == keys:
+    if by_gate and keys and state.seen[len(state.seen) - len(keys) :] == keys:
         return {}
     return {"seen": keys}
-
-
-def _unknown(deps: NodeDeps, config: RunnableConfig, call: Call) -> bool:
-    """Whether ``_settle`` will ask a human about this call (it may have run before a crash):
-    that question decides on exactly this call, so the approval is not asked twice."""
-    return is_resuming(config) and not deps.idempotent(call.tool)
-
-
-def _before_the_gate(state: CoreState, calls: list[Call]) -> tuple[Usage, list[str]]:
-    """The counters and loop keys to check the calls against. When the record ends with exactly
-    these calls' keys, the gate counted them already (an edit of something else, or of nothing
-    that matters, after the gate ran): they are taken back, to be counted again once, so the
-    calls are not their own repeats. An edit cannot lower a count this way: what is taken back
-    is counted again."""
-    record = state.seen[state.seen_from :]
-    own = [loop_key(call.tool, call.args) for call in calls]
-    if len(own) > len(record) or record[len(record) - len(own) :] != own:
-        return state.usage, record
-    per_tool = dict(state.usage.per_tool)
-    for call in calls:
-        per_tool[call.tool] = max(per_tool.get(call.tool, 0) - 1, 0)
-    calls_before = max(state.usage.tool_calls - len(calls), 0)
-    usage = state.usage.model_copy(update={"tool_calls": calls_before, "per_tool": per_tool})
-    return usage, record[: len(record) - len(own)]
 
 
 def _edited(stop: Stop) -> Stop:
@@ -251,10 +238,10 @@ def _stopped_at(calls: list[Call], index: int, stop: Stop) -> dict[str, Any]:
 
 
 def _settle(
-    config: RunnableConfig, deps: NodeDeps, calls: list[Call]
+    deps: NodeDeps, calls: list[Call], may_have_run: bool
 ) -> tuple[list[Call], dict[str, Any] | None]:
     """Crash recovery and argument checks: what is known before anything runs."""
-    if is_resuming(config):
+    if may_have_run:
         for index, call in enumerate(calls):
             if call.outcome is None and not deps.idempotent(call.tool):
                 unknown = _outcome_unknown(deps, calls, call)

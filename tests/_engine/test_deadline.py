@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from gated_react._engine import deadline
 from gated_react._engine.deadline import DeadlinePassed, call_within
 
 from ..support.reaping import PATIENCE
@@ -18,9 +19,11 @@ def test_a_call_returns_its_result_from_its_worker_thread() -> None:
     assert call_within(lambda: "done", PATIENCE) == "done"
 
 
-def test_calls_one_after_another_reuse_one_worker() -> None:
+def test_calls_one_after_another_reuse_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     # The worker counts itself idle before its caller hears that the call is done, so a
-    # caller calling again at once never finds every worker busy and starts another.
+    # caller calling again at once never finds every worker busy and starts another. A pool
+    # of its own: workers other tests of this process left idle would share the calls.
+    monkeypatch.setattr(deadline, "_THREADS", deadline._DaemonThreads())
     workers = {call_within(threading.get_ident, PATIENCE) for _ in range(2000)}
     assert len(workers) == 1
 

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
+from gated_react._engine.call_keys import loop_key
 from gated_react._engine.turns import opening, own_end
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -79,12 +80,21 @@ def test_a_message_typed_while_a_question_waits_starts_a_new_run(key: str) -> No
     _check(out, graph, "Bill user 42.", "Never mind, say hello.")
 
 
-def test_the_same_goal_again_while_a_question_waits_is_a_new_run_too() -> None:
+def test_the_same_goal_again_while_a_question_waits_ends_the_step_not_the_budgets() -> None:
+    """Nothing new came: the waiting call is answered as not run and the run goes on under
+    the budgets it had (max_steps 1, spent by the first decision), checked before the model
+    is asked again. With fresh budgets, a state that merely looked like a waiting step (an
+    edit of history_from or action) bought a model call and a tool call at every edit."""
     model = ScriptedChatModel(replies=[BILLING, "Hello."])
     graph = _graph(model)
     graph.invoke({"goal": "Bill user 42."}, CONFIG)
     out = graph.invoke({"goal": "Bill user 42."}, CONFIG)
-    _check(out, graph, "Bill user 42.", "Bill user 42.")
+    assert out["stop_reason"] == "max_steps"
+    assert len(model.requests) == 1
+    assert out["usage"]["steps"] == 1
+    waited, answer = out["messages"][1:3]
+    assert [c["id"] for c in waited.tool_calls] == [answer.tool_call_id]
+    assert answer.text == f"not run (tool_rejected:get_user_billing): {NOT_RUN}"
 
 
 def test_async_runs_the_same_way() -> None:
@@ -108,11 +118,13 @@ def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
         turn="h1",
         messages=[human, proposed, HumanMessage("Stop.", id="h2")],
         usage={"steps": 1, "tool_calls": 1},
+        action={"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}, "id": "c1"},
+        seen=[loop_key("get_user_billing", {"user_id": 42})],
         calls=[
             {"step": 1, "tool": "get_user_billing", "args": {"user_id": 42}, "key": "k", "id": "c1"}
         ],
     )
-    opened, update = opening(waiting, CONTEXT)
+    opened, update, _ = opening(waiting, CONTEXT)
     assert (opened.goal, opened.usage.steps, opened.calls) == ("Stop.", 0, [])
     assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
     answer, note = update["messages"].value[2:4]
@@ -134,7 +146,7 @@ def test_a_continuing_run_is_left_alone() -> None:
         action={"kind": "tool", "name": "get_user_billing", "args": {}},
         history=history,
     )
-    assert opening(going, CONTEXT) == (going, {})
+    assert opening(going, CONTEXT) == (going, {}, False)
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,13 @@ from ..test_graph import _graph
 
 def test_decide_reads_its_channels_and_not_the_trace() -> None:
     """Nor ``structured_response`` (no node reads it), nor what decide only writes (the reply,
-    the run context, the counters' starts it sets anew) or other nodes read (how a run ended)."""
+    the run context) or other nodes read (how a run ended). It reads where the run's loop keys
+    start: a message cutting into a waiting step asks whether the gate counted its calls."""
     assert set(get_type_hints(Channels)) == set(State.model_fields) - {
         "trace",
         "structured_response",
         "reply",
         "run_context",
-        "seen_from",
         "stop_reason",
         "message",
         "answer",

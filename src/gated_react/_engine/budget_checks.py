@@ -243,8 +243,12 @@ def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | No
 
 
 def held_to_spend(usage: Usage, spend: Sequence[float | None]) -> Usage:
-    """``usage`` with its cost never below the record of this run's replies (``State.spend``,
-    append-only): unknown once an entry is no amount (unpriced, NaN, infinite, negative)."""
+    """``usage`` never below the record of this run's replies (``State.spend``, append-only,
+    one entry a reply): its steps at least the replies recorded, its cost at least their sum,
+    unknown once an entry is no amount (unpriced, NaN, infinite, negative). An edit of
+    ``usage`` alone buys no step and no money."""
+    if usage.steps < len(spend):
+        usage = usage.model_copy(update={"steps": len(spend)})
     if usage.cost is None:
         return usage
     summed = spent_in(spend)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Overwrite
 
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import not_run
+from gated_react._engine.pending import gate_counted, step_record
 from gated_react.state import (
     Call,
     RunContext,
@@ -41,18 +42,30 @@ from gated_react.stops import Stop, StopReason
 _FRESH = ("status", "stop_reason", "message", "answer", "structured_response", "retry", "action")
 
 
-def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
-    """The state this decision works from, and the update that starts a run when this is the
-    run's first decision (empty otherwise); that update records the run's ``context``."""
+class Opened(NamedTuple):
+    """What a decision starts from."""
+
+    state: State
+    """The state it works from."""
+    update: dict[str, Any]
+    """What starts a run when this is the run's first decision (empty otherwise): the run's
+    ``context`` recorded, a new run's fresh budgets, an unfinished run's end."""
+    unchecked: bool
+    """The run goes on after its waiting step was cut short, entering this decision from the
+    graph's start: no node checked its budgets before it (observe and validate do)."""
+
+
+def opening(state: State, context: RunContext) -> Opened:
+    """The state this decision works from, and how this decision opens a run (``Opened``)."""
     cut = cut_in(state)
     if state.status is None and state.usage.steps and cut is None:
-        return state, {}
+        return Opened(state, {}, False)
     # LangGraph maps input keys to channels without the input schema's own checks: apply them
     # here, so {} or {"goal": ""} is the same clear ValidationError as a wrong type.
     RunInput.model_validate({"goal": state.goal or None, "messages": state.messages or None})
     changes: dict[str, Any] = {}
     update: dict[str, Any] = {}
-    if state.status is not None or cut is not None:  # a new run after the thread's last one
+    if state.status is not None or (cut is not None and cut.new):  # a new run: fresh budgets
         changes = {
             "usage": Usage(),
             "retry": None,
@@ -72,9 +85,13 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
             "seen_from": changes["seen_from"],
             "spend_from": changes["spend_from"],
         }
+    elif cut is not None:  # the waiting step ends; the run and its budgets go on
+        changes = {"retry": None, "calls": [], "action": None}
+        update = {"retry": None, "calls": [], "action": None, "reply": None}
     changes["run_context"], update["run_context"] = context, dump(context)
     if cut is not None:
-        return _after_cut_in(state, cut, changes, update)
+        opened, update = _after_cut_in(state, cut.after, changes, update)
+        return Opened(opened, update, not cut.new and state.status is None)
     text = last_human_text(state.messages)
     if text is not None:
         changes["goal"] = update["goal"] = text
@@ -84,22 +101,33 @@ def opening(state: State, context: RunContext) -> tuple[State, dict[str, Any]]:
         changes["messages"] = [*state.messages, asked]
         changes["turn"] = update["turn"] = asked.id
         update["messages"] = [asked]
-    return state.model_copy(update=changes), update
+    return Opened(state.model_copy(update=changes), update, False)
 
 
-def cut_in(state: State) -> list[BaseMessage] | None:
-    """The messages that arrived after the human message an unfinished run answers (empty when
-    only the goal changed, or the same goal came again while a step was waiting); None when
-    this decision continues the run."""
+class Cut(NamedTuple):
+    """An unfinished run that this decision ends instead of continuing."""
+
+    after: list[BaseMessage]
+    """The messages that arrived after the human message the run answers (empty when only
+    the goal changed, or the same goal came again while a step was waiting)."""
+    new: bool
+    """Whether something new came (a message, another goal), which starts a run with fresh
+    budgets. The same goal again while a step waits only ends that step: the budgets go on,
+    so a state that merely looks like a waiting step (an edit of ``history_from``, of
+    ``action``) buys no budget."""
+
+
+def cut_in(state: State) -> Cut | None:
+    """How this decision cuts into an unfinished run; None when it continues the run."""
     if state.status is not None or not state.usage.steps or state.turn is None:
         return None
     at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
     if at is None:
         return None
-    after = state.messages[own_end(state.messages, at) :]
-    asked = state.messages[at].text.strip()
-    if after or state.goal != asked or waiting(state):
-        return list(after)
+    after: list[BaseMessage] = list(state.messages[own_end(state.messages, at) :])
+    new = bool(after) or state.goal != state.messages[at].text.strip()
+    if new or waiting(state):
+        return Cut(after, new)
     return None
 
 
@@ -156,9 +184,12 @@ def interrupted(state: State) -> tuple[str, list[TraceEntry], list[ToolAction | 
     """What the conversation is told of the unfinished run, and the trace entries of the calls
     it left waiting: not run, refused by the human whose new message came instead of an answer
     (or, for calls the gate had let through, of unknown outcome)."""
-    calls: list[ToolAction | Call] = [c for c in state.calls if c.outcome is None]
+    left = [c for c in state.calls if c.outcome is None]
+    calls: list[ToolAction | Call] = list(left)
     reason = StopReason.TOOL_OUTCOME_UNKNOWN
-    if not calls and waiting(state):
+    if left and not gate_counted(state, left, step_record(state)):
+        reason = StopReason.TOOL_REJECTED  # an edit wrote them; the gate never let them through
+    elif not calls and waiting(state):
         calls = list(tool_actions(state.action))
         reason = StopReason.TOOL_REJECTED
     pending = [(c.tool, c.args) if isinstance(c, Call) else (c.name, c.args) for c in calls]

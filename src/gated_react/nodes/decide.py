@@ -16,7 +16,12 @@ from langgraph.types import Overwrite
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
-from gated_react._engine.budget_checks import held_to_spend, limits_of
+from gated_react._engine.budget_checks import (
+    Limits,
+    enforce_before_step,
+    held_to_spend,
+    limits_of,
+)
 from gated_react._engine.chat import said
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
@@ -45,6 +50,7 @@ class Channels(TypedDict, total=False):
     usage: dict[str, Any]
     extensions: list[dict[str, Any]]
     seen: list[str]
+    seen_from: int
     spend: list[float | None]
     spend_from: int
     history_from: int
@@ -64,8 +70,9 @@ def state_of(channels: State | Mapping[str, Any], config: RunnableConfig | None 
 def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: call the bound model with the bounded prompt, for at most the active
     seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opening(state_of(state, config), deps.context)
-    opened |= tracing.carry(deps.spans, state.traceparent, config)
+    state, opened = opened_run(state_of(state, config), config, deps)
+    if opened.get("stop_reason"):
+        return opened
     replay, known = deps.protocol.replay, RUNS.of(config)
     messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
@@ -94,8 +101,9 @@ async def adecide(
     state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opening(state_of(state, config), deps.context)
-    opened |= tracing.carry(deps.spans, state.traceparent, config)
+    state, opened = opened_run(state_of(state, config), config, deps)
+    if opened.get("stop_reason"):
+        return opened
     replay, known = deps.protocol.replay, RUNS.of(config)
     messages = build_messages(state, deps.system, deps.policy, replay, known)
     started, left = time.monotonic(), seconds_left(state, deps)
@@ -116,6 +124,25 @@ async def adecide(
         return joined(
             opened, decided(state, messages, message, started, deps, span=span, paid=paid)
         )
+
+
+def opened_run(
+    state: State, config: RunnableConfig, deps: NodeDeps
+) -> tuple[State, dict[str, Any]]:
+    """The state this decision works from and the update that opens its run (``opening``),
+    with the trace carried on; when the run goes on after a cut-in, its budgets checked first
+    (no node did), so a state that only looks like a waiting step buys no model call."""
+    state, opened, unchecked = opening(state, deps.context)
+    opened |= tracing.carry(deps.spans, state.traceparent, config)
+    if not unchecked:
+        return state, opened
+    held = Limits(deps.policy, state.extensions)
+    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
+    over = enforce_before_step(held, usage, config)
+    opened |= held.update()
+    if held.granted:
+        opened["trace"] = [*opened.get("trace", []), *held.entries()]
+    return state, opened | over.update() if over is not None else opened
 
 
 def joined(opened: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +184,7 @@ def spent(state: State, started: float) -> Usage:
     usage = held_to_spend(state.usage, state.spend[state.spend_from :])
     return usage.model_copy(
         update={
-            "steps": state.usage.steps + 1,
+            "steps": usage.steps + 1,
             "seconds": state.usage.seconds + (time.monotonic() - started),
         }
     )

@@ -205,3 +205,42 @@ def test_an_app_written_for_create_agent_works_unchanged() -> None:
     result = agent.invoke({"messages": [{"role": "user", "content": "Which plan is user 42 on?"}]})
     assert result["messages"][-1].content == "Anna is on the pro plan."
     assert isinstance(result["messages"][-1], AIMessage)
+
+
+EDIT_SCRIPTS = {
+    "tools": [BILLING, "Done.", "Hi."],
+    "json": [
+        '{"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}}',
+        '{"kind": "final", "answer": "Done."}',
+        '{"kind": "final", "answer": "Hi."}',
+    ],
+    "text": [
+        'Thought: bill\nAction: get_user_billing\nAction Input: {"user_id": 42}',
+        "Thought: done\nFinal Answer: Done.",
+        "Thought: hi\nFinal Answer: Hi.",
+    ],
+}
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+def test_a_call_a_human_edited_is_replayed_in_later_turns_as_the_run_showed_it(
+    protocol: str,
+) -> None:
+    """Before: the model saw the edited call in its run (user 7) and its own (user 42) in the
+    next turn, which broke the cached prefix; the stored result said user 7 under a call to
+    user 42, and nothing said a human had changed it."""
+    model = ScriptedChatModel(replies=EDIT_SCRIPTS[protocol])
+    graph = _graph(model, require_approval=["get_user_billing"], protocol=protocol)
+    graph.invoke({"messages": [HumanMessage("Bill user 42.")]}, CONFIG)
+    edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
+    graph.invoke(Command(resume={"decisions": [edit]}), CONFIG)
+    out = graph.invoke({"messages": [HumanMessage("Thanks.")]}, CONFIG)
+    proposed, result = out["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}  # the model's call, as it made it
+    assert result.text.startswith("Note: a human reviewer replaced this call before it ran")
+    assert '{"user_id": 7}' in result.text
+    assert out["history"][0]["action"]["args"] == {"user_id": 7}  # what ran
+    in_run, next_turn = model.requests[1], model.requests[2]
+    assert next_turn[: len(in_run)] == in_run  # the next turn replays what the run showed
+    assert result.text in in_run[-1].text  # the model was shown the note in its run
+    assert answered(out["messages"])

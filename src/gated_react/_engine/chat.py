@@ -11,6 +11,7 @@ any OpenAI-compatible API.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -65,6 +66,20 @@ def result(tool: str, tool_call_id: str | None, content: str, *, ok: bool) -> To
         status="success" if ok else "error",
         id=str(uuid.uuid4()),
     )
+
+
+EDIT_NOTE = (
+    "Note: a human reviewer replaced this call before it ran, on purpose: {tool} was called "
+    "with {args} instead of the arguments in your call. Do not repeat your original call."
+)
+"""What a call's result says when a human edited its arguments: the model's own call stays in
+its message (as ``create_agent`` keeps it), so the result says what ran instead."""
+
+
+def edited(content: str, tool: str, args: dict[str, Any]) -> str:
+    """A result, after the note that a human replaced the call with ``tool(args)``."""
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n{content}"
 
 
 def not_run(actions: Iterable[ToolAction | Call], why: str) -> list[ToolMessage]:

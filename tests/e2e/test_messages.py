@@ -9,13 +9,18 @@ import json
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import SecretStr
 
 from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.openai_server import FakeOpenAI, Reply, reply
 
 CONFIG: Any = {"configurable": {"thread_id": "chat"}}
 PROFILE = call("get_user_profile", user_id=42)
@@ -244,3 +249,43 @@ def test_a_call_a_human_edited_is_replayed_in_later_turns_as_the_run_showed_it(
     assert next_turn[: len(in_run)] == in_run  # the next turn replays what the run showed
     assert result.text in in_run[-1].text  # the model was shown the note in its run
     assert answered(out["messages"])
+
+
+def _stored_ai(graph: Any, streamed: bool) -> list[Any]:
+    """The AI messages a thread keeps after one question, asked as a chat UI or an app asks."""
+    asked = {"messages": [HumanMessage("Which plan is user 42 on?")]}
+    if streamed:
+        for _ in graph.stream(asked, CONFIG, stream_mode=["messages", "values"]):
+            pass
+    else:
+        graph.invoke(asked, CONFIG)
+    return [m for m in graph.get_state(CONFIG).values["messages"] if m.type == "ai"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+def test_stored_ai_messages_keep_usage_and_metadata_as_create_agents_do(streamed: bool) -> None:
+    """The real ChatOpenAI against a chat-completions server, on both constructors. Before, the
+    gated graph's AI messages had no ``usage_metadata`` and an empty ``response_metadata``."""
+    script = [
+        Reply(content="Let me look.", tool_calls=[("get_user_profile", {"user_id": 42})]),
+        reply("Anna is on the pro plan."),
+    ]
+    kept: dict[str, list[Any]] = {}
+    for name, make in (("create_agent", create_agent), ("gated", build_graph)):
+        with FakeOpenAI(script) as server:
+            model = ChatOpenAI(
+                base_url=server.base_url,
+                api_key=SecretStr("k"),
+                model="gpt-4.1-mini",
+                stream_usage=True,
+            )
+            graph = make(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
+            kept[name] = [
+                (m.usage_metadata, {k: v for k, v in m.response_metadata.items() if k != "id"})
+                for m in _stored_ai(graph, streamed)
+            ]
+    assert kept["gated"] == kept["create_agent"]
+    (_, first), (usage, last) = kept["gated"]
+    assert (first["finish_reason"], last["finish_reason"]) == ("tool_calls", "stop")
+    assert last["model_name"] == "gpt-4.1-mini"
+    assert usage == {**usage, "input_tokens": 11, "output_tokens": 7, "total_tokens": 18}

@@ -232,6 +232,26 @@ def test_messages_mode_streams_the_calls_of_a_reply_with_text_under_its_id(
     assert parts.index(mine[-1]) < [p["id"] for p in parts].index(result["id"])
 
 
+def test_stored_ai_messages_keep_the_replys_usage_and_metadata(dev: DevServer) -> None:
+    """What a chat UI showing a message's tokens or model reads. Before, the thread's AI
+    messages had no ``usage_metadata`` and an empty ``response_metadata``. (The server's own
+    checkpointer, which replays the conversation's writes as dicts, is
+    ``tests/test_state.py``'s: this project's ``langgraph.json`` names the package's.)"""
+
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid = await _thread(client, TWO_STEPS)
+        chat = _chat(_human(FIRST))
+        async for _ in client.runs.stream(tid, aid, input=chat, stream_mode="messages-tuple"):
+            pass
+        return (await client.threads.get_state(tid))["values"]
+
+    said = [m for m in drive(dev, scenario)["messages"] if m["type"] == "ai"]
+    assert [m["response_metadata"]["finish_reason"] for m in said] == ["tool_calls", "stop"]
+    for message in said:
+        assert message["usage_metadata"]["total_tokens"] > 0
+        assert "usage_metadata" not in message["additional_kwargs"]
+
+
 def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer) -> None:
     """Agent Chat UI sends the new message as input on the paused thread: the waiting call is
     traced as refused, the chat says so, and the new message is answered with fresh budgets."""

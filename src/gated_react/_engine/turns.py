@@ -23,9 +23,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.types import Overwrite
 
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import not_run, result
+from gated_react._engine.chat import not_run, result, said
 from gated_react.state import (
     Call,
+    Reply,
     RunContext,
     RunInput,
     State,
@@ -205,8 +206,9 @@ def unanswered(pending: list[ToolAction | Call], reason: str) -> list[ToolMessag
     ]
 
 
-def closing(text: str, message_id: str | None = None) -> dict[str, Any]:
-    """The AI message that ends a run in the conversation: its answer, or why it stopped.
-    Its id is set here (the model reply's, when the answer is that reply's text as it
-    streamed), so the messages stream and the stored conversation name it alike."""
-    return {"messages": [AIMessage(text, id=message_id or str(uuid.uuid4()))]}
+def closing(text: str, message_id: str | None = None, reply: Reply | None = None) -> dict[str, Any]:
+    """The AI message that ends a run in the conversation: its answer (with what the ``reply``
+    it came from says of itself: usage, finish reason, model), or why it stopped. Its id is
+    set here (the model reply's, when the answer is that reply's text as it streamed), so the
+    messages stream and the stored conversation name it alike."""
+    return {"messages": [said(text, message_id, reply)]}

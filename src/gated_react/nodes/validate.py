@@ -61,7 +61,7 @@ def validate(
         return {"action": dump(action)} | cleared
     action, message_id = with_ids(action, state.reply)
     text = state.reply.text if deps.protocol.answer_is_text else ""
-    message = proposed(tool_actions(action), text, message_id)
+    message = proposed(tool_actions(action), text, message_id, state.reply)
     stream_calls(config, message)  # its text may have streamed: the calls follow it
     return {"action": dump(action), "messages": [message]} | cleared
 

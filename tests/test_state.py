@@ -192,6 +192,26 @@ def test_the_conversations_reducer_is_add_messages(writes: list[Any]) -> None:
     assert all(type(a) is type(b) for a, b in zip(mine, theirs, strict=True))
 
 
+def test_a_message_written_back_as_its_dump_is_revived_whole() -> None:
+    """LangGraph's server replays the conversation's writes as dicts (each message's
+    ``model_dump()``). Before, ``add_messages`` took them for chat input and moved what it does
+    not name into ``additional_kwargs``: a chat UI read no ``usage_metadata``."""
+    said = AIMessage(
+        "hi",
+        id="3",
+        tool_calls=[{"name": "t", "args": {}, "id": "c", "type": "tool_call"}],
+        invalid_tool_calls=[{"name": "u", "args": "{", "id": "d", "error": "bad", "type": "x"}],
+        usage_metadata={"input_tokens": 2, "output_tokens": 1, "total_tokens": 3},
+        response_metadata={"finish_reason": "tool_calls"},
+    )
+    result = ToolMessage("r", tool_call_id="c", id="4", status="error")
+    current = [HumanMessage("goal", id="1")]
+    stored = _add_messages(current, [[said.model_dump(), result.model_dump()]])
+    assert stored == [*current, said, result]
+    chat_input = {"type": "human", "content": "typed", "id": "5"}  # no dump: converted as before
+    assert _add_messages(current, [[chat_input]])[-1] == HumanMessage("typed", id="5")
+
+
 def test_the_conversations_reducer_remembers_ids_across_writes_and_forks() -> None:
     """The ids of the conversation it returned are remembered, not walked again per write: a
     later message under an earlier id still replaces it, a fork from an older conversation

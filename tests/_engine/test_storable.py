@@ -16,7 +16,14 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
-from gated_react._engine.storable import MAX_NESTING, Unstorable, clean_text, error_text, plain
+from gated_react._engine.storable import (
+    MAX_NESTING,
+    Unstorable,
+    clean_text,
+    error_text,
+    json_data,
+    plain,
+)
 from gated_react.nodes.decide import reply_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.calculator import calculate
@@ -159,3 +166,31 @@ def test_durable_runs_survive_what_models_and_tools_produce(
     assert out["stop_reason"] == reason, out["message"]
     assert graph.get_state(config).values["stop_reason"] == reason
     assert shows in json.dumps(out, ensure_ascii=False, default=str)
+
+
+class _Opaque:
+    """A value a provider might put in its metadata: no JSON, and no class a store revives."""
+
+
+def test_json_data_keeps_json_and_leaves_the_rest_out() -> None:
+    shown = {
+        "finish_reason": "stop",
+        "created": 1.5,
+        "n": 3,
+        "nan": float("nan"),
+        "big": 2**70,
+        "object": _Opaque(),
+        "logprobs": [None, True, _Opaque(), "a\ud800"],
+        "echo": "key sk-secret-123",
+        7: "seven",
+    }
+    assert json_data(shown, secrets=("sk-secret-123",)) == {
+        "finish_reason": "stop",
+        "created": 1.5,
+        "n": 3,
+        "logprobs": [None, True, "a\ufffd"],
+        "echo": "key ***",
+        "7": "seven",
+    }
+    assert json_data(nested(MAX_NESTING + 1)) == nested(MAX_NESTING)  # the deepest list goes
+    assert json_data(_Opaque()) is None

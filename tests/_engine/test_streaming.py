@@ -13,8 +13,15 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGenerationChunk
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, SecretStr
 
@@ -22,6 +29,8 @@ from gated_react import Policy, build_graph
 from gated_react._engine.streaming import release
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.openai_server import FakeOpenAI, Reply, reply
 
 CONFIG: Any = {"configurable": {"thread_id": "chat"}}
 ANSWER = "Anna is on the pro plan."
@@ -85,6 +94,75 @@ def test_a_values_event_never_drops_a_message_that_streamed(protocol: str) -> No
             else:
                 assert seen <= {m.id for m in event["messages"]}
         assert seen  # something streamed
+
+
+def _orphans(streamed: list[BaseMessage]) -> list[str]:
+    """Results of calls a client reading only the messages stream never saw."""
+    seen: set[str] = set()
+    orphans = []
+    for message in streamed:
+        calls = [*getattr(message, "tool_calls", ()), *getattr(message, "tool_call_chunks", ())]
+        seen |= {str(c["id"]) for c in calls if c.get("id")}
+        if isinstance(message, ToolMessage) and message.tool_call_id not in seen:
+            orphans.append(message.tool_call_id)
+    return orphans
+
+
+def _check_text_then_calls(streamed: list[BaseMessage], stored: list[BaseMessage]) -> None:
+    proposed = next(m for m in stored if m.type == "ai" and m.tool_calls)
+    mine = [m for m in streamed if m.id == proposed.id]
+    assert all(isinstance(m, AIMessageChunk) for m in mine)
+    joined = mine[0]
+    for chunk in mine[1:]:
+        joined += chunk
+    assert joined.text == proposed.text == "Let me look it up."  # the text once, not twice
+    assert joined.tool_calls == proposed.tool_calls
+    assert _calls(mine[-1])  # after the text
+    assert not any(_calls(m) for m in mine[:-1])
+    assert _orphans(streamed) == []
+
+
+TEXT_THEN_CALL = AIMessage(
+    "Let me look it up.",
+    tool_calls=[{"name": "get_user_profile", "args": {"user_id": 42}, "id": "call_42"}],
+)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_reply_with_text_and_calls_streams_its_calls_under_the_same_id(
+    asynchronous: bool,
+) -> None:
+    """Before: only the text streamed; the message with its calls never followed (LangGraph
+    sends nothing under an id it has sent), so a client reading the messages stream got a
+    result for a call it had never seen."""
+    graph = build_graph(
+        ScriptedChatModel(replies=[TEXT_THEN_CALL, ANSWER]),
+        SUPPORT_TOOLS,
+        checkpointer=InMemorySaver(),
+    )
+    asked = {"messages": [HumanMessage("Which plan is user 42 on?")]}
+
+    async def astreamed() -> list[BaseMessage]:
+        return [m async for m, _ in graph.astream(asked, CONFIG, stream_mode="messages")]
+
+    if asynchronous:
+        streamed = asyncio.run(astreamed())
+    else:
+        streamed = [m for m, _ in graph.stream(asked, CONFIG, stream_mode="messages")]
+    _check_text_then_calls(streamed, graph.get_state(CONFIG).values["messages"])
+
+
+def test_a_reply_with_text_and_calls_streams_them_through_a_real_chatopenai() -> None:
+    script = [
+        Reply(content="Let me look it up.", tool_calls=[("get_user_profile", {"user_id": 42})]),
+        reply(ANSWER),
+    ]
+    with FakeOpenAI(script) as server:
+        model = ChatOpenAI(base_url=server.base_url, api_key=SecretStr("k"), model="gpt-4.1-mini")
+        graph = build_graph(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
+        asked = {"messages": [HumanMessage("Which plan is user 42 on?")]}
+        streamed = [m for m, _ in graph.stream(asked, CONFIG, stream_mode="messages")]
+    _check_text_then_calls(streamed, graph.get_state(CONFIG).values["messages"])
 
 
 def test_with_native_tool_calls_the_answer_streams_token_by_token_under_its_stored_id() -> None:

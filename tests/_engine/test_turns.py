@@ -6,10 +6,13 @@ the model was shown the old goal, the call vanished and the budgets carried over
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Policy, build_graph
@@ -19,6 +22,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import deps, state
+from ..support.reaping import PATIENCE
 
 CONTEXT = deps().context
 
@@ -129,9 +133,58 @@ def test_calls_the_gate_let_through_are_of_unknown_outcome() -> None:
     assert update["trace"][0]["stop_reason"] == "tool_outcome_unknown:get_user_billing"
     answer, note = update["messages"].value[2:4]
     assert (answer.tool_call_id, answer.status) == ("c1", "error")
-    assert answer.text == "not run (tool_outcome_unknown:get_user_billing): " + NOT_RUN
-    assert note.text.startswith("I stopped before finishing (tool_outcome_unknown:")
+    assert answer.text == (
+        "outcome unknown (tool_outcome_unknown:get_user_billing): get_user_billing may have "
+        f"run, but the run ended before its result was recorded; {NOT_RUN}. Find out whether "
+        "it did before calling it again."
+    )
+    assert note.text == (
+        "I stopped before finishing (tool_outcome_unknown:get_user_billing): get_user_billing "
+        f"may have run, but the run ended before its result was recorded; {NOT_RUN}."
+    )
     assert [m.type for m in opened.messages] == ["human", "ai", "tool", "ai", "human"]
+
+
+def test_a_call_cancelled_while_it_ran_is_never_said_not_to_have_run() -> None:
+    """A chat client's stop button cancels the run while the tool runs; the tool finishes its
+    side effect anyway. Before: the next message answered the call "not run
+    (tool_outcome_unknown:send_email)", to the user and to the model, inviting a second email."""
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        started.set()
+        release.wait(PATIENCE)
+        return f"sent to {to}"
+
+    model = ScriptedChatModel(replies=[call("send_email", to="bob"), "Hello."])
+    graph = build_graph(model, [send_email], checkpointer=InMemorySaver())
+
+    async def main() -> dict[str, Any]:
+        first = asyncio.create_task(
+            graph.ainvoke({"messages": [HumanMessage("Email bob.")]}, CONFIG)
+        )
+        try:
+            assert await asyncio.to_thread(started.wait, PATIENCE)
+            first.cancel()  # what the server does when the client presses stop
+            with contextlib.suppress(asyncio.CancelledError):
+                await first
+        finally:
+            release.set()  # the tool finishes its side effect
+        return dict(await graph.ainvoke({"messages": [HumanMessage("Say hello.")]}, CONFIG))
+
+    out = asyncio.run(main())
+    assert out["trace"][0]["stop_reason"] == "tool_outcome_unknown:send_email"
+    result, note = out["messages"][2:4]
+    assert (result.type, result.status) == ("tool", "error")
+    assert result.text.startswith("outcome unknown (tool_outcome_unknown:send_email)")
+    assert "may have run" in result.text
+    assert "may have run" in note.text
+    shown = [m.text for m in model.requests[-1]]  # the model's next prompt says the same
+    assert result.text in shown
+    assert note.text in shown
+    assert not any("not run" in text for text in [*shown, *(m.text for m in out["messages"])])
 
 
 def test_a_continuing_run_is_left_alone() -> None:

@@ -9,13 +9,18 @@ import json
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import SecretStr
 
 from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
+
+from ..support.openai_server import FakeOpenAI, Reply, reply
 
 CONFIG: Any = {"configurable": {"thread_id": "chat"}}
 PROFILE = call("get_user_profile", user_id=42)
@@ -205,3 +210,82 @@ def test_an_app_written_for_create_agent_works_unchanged() -> None:
     result = agent.invoke({"messages": [{"role": "user", "content": "Which plan is user 42 on?"}]})
     assert result["messages"][-1].content == "Anna is on the pro plan."
     assert isinstance(result["messages"][-1], AIMessage)
+
+
+EDIT_SCRIPTS = {
+    "tools": [BILLING, "Done.", "Hi."],
+    "json": [
+        '{"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}}',
+        '{"kind": "final", "answer": "Done."}',
+        '{"kind": "final", "answer": "Hi."}',
+    ],
+    "text": [
+        'Thought: bill\nAction: get_user_billing\nAction Input: {"user_id": 42}',
+        "Thought: done\nFinal Answer: Done.",
+        "Thought: hi\nFinal Answer: Hi.",
+    ],
+}
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+def test_a_call_a_human_edited_is_replayed_in_later_turns_as_the_run_showed_it(
+    protocol: str,
+) -> None:
+    """Before: the model saw the edited call in its run (user 7) and its own (user 42) in the
+    next turn, which broke the cached prefix; the stored result said user 7 under a call to
+    user 42, and nothing said a human had changed it."""
+    model = ScriptedChatModel(replies=EDIT_SCRIPTS[protocol])
+    graph = _graph(model, require_approval=["get_user_billing"], protocol=protocol)
+    graph.invoke({"messages": [HumanMessage("Bill user 42.")]}, CONFIG)
+    edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
+    graph.invoke(Command(resume={"decisions": [edit]}), CONFIG)
+    out = graph.invoke({"messages": [HumanMessage("Thanks.")]}, CONFIG)
+    proposed, result = out["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}  # the model's call, as it made it
+    assert result.text.startswith("Note: a human reviewer replaced this call before it ran")
+    assert '{"user_id": 7}' in result.text
+    assert out["history"][0]["action"]["args"] == {"user_id": 7}  # what ran
+    in_run, next_turn = model.requests[1], model.requests[2]
+    assert next_turn[: len(in_run)] == in_run  # the next turn replays what the run showed
+    assert result.text in in_run[-1].text  # the model was shown the note in its run
+    assert answered(out["messages"])
+
+
+def _stored_ai(graph: Any, streamed: bool) -> list[Any]:
+    """The AI messages a thread keeps after one question, asked as a chat UI or an app asks."""
+    asked = {"messages": [HumanMessage("Which plan is user 42 on?")]}
+    if streamed:
+        for _ in graph.stream(asked, CONFIG, stream_mode=["messages", "values"]):
+            pass
+    else:
+        graph.invoke(asked, CONFIG)
+    return [m for m in graph.get_state(CONFIG).values["messages"] if m.type == "ai"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+def test_stored_ai_messages_keep_usage_and_metadata_as_create_agents_do(streamed: bool) -> None:
+    """The real ChatOpenAI against a chat-completions server, on both constructors. Before, the
+    gated graph's AI messages had no ``usage_metadata`` and an empty ``response_metadata``."""
+    script = [
+        Reply(content="Let me look.", tool_calls=[("get_user_profile", {"user_id": 42})]),
+        reply("Anna is on the pro plan."),
+    ]
+    kept: dict[str, list[Any]] = {}
+    for name, make in (("create_agent", create_agent), ("gated", build_graph)):
+        with FakeOpenAI(script) as server:
+            model = ChatOpenAI(
+                base_url=server.base_url,
+                api_key=SecretStr("k"),
+                model="gpt-4.1-mini",
+                stream_usage=True,
+            )
+            graph = make(model, SUPPORT_TOOLS, checkpointer=InMemorySaver())
+            kept[name] = [
+                (m.usage_metadata, {k: v for k, v in m.response_metadata.items() if k != "id"})
+                for m in _stored_ai(graph, streamed)
+            ]
+    assert kept["gated"] == kept["create_agent"]
+    (_, first), (usage, last) = kept["gated"]
+    assert (first["finish_reason"], last["finish_reason"]) == ("tool_calls", "stop")
+    assert last["model_name"] == "gpt-4.1-mini"
+    assert usage == {**usage, "input_tokens": 11, "output_tokens": 7, "total_tokens": 18}

@@ -28,12 +28,19 @@ ANSWER = f"observed: {json.dumps({'billing': ANNA})}"
 TWO_STEPS = {"max_steps": 2}  # one tool call and the answer: a second run needs fresh budgets
 
 
+SAYS = "Say what you do, then look up user 42."
+SAID = "Let me look that up."
+
+
 def _model(request: dict[str, Any]) -> Reply:
     """Answers from the prompt alone, so no case depends on the order the server serves in.
-    A first turn reads user 42's billing and answers with what it saw; a follow-up (the prompt
-    shows earlier turns) reads the profile, then answers with the first thing the user asked."""
+    A first turn reads user 42's billing and answers with what it saw (asked ``SAYS``, it writes
+    ``SAID`` with the call); a follow-up (the prompt shows earlier turns) reads the profile,
+    then answers with the first thing the user asked."""
     messages = convert_to_messages(request["messages"])
     follow_up = any(m.type == "ai" and not m.tool_calls for m in messages)  # an earlier answer
+    if not calls_shown(messages) and messages[-1].text == SAYS:
+        return Reply(content=SAID, tool_calls=[("get_user_billing", {"user_id": 42})])
     if not calls_shown(messages):
         name = "get_user_profile" if follow_up else "get_user_billing"
         return tool_call(name, user_id=42)
@@ -201,6 +208,48 @@ def test_messages_mode_streams_the_answer_once_under_its_stored_id(dev: DevServe
     assert {p["id"] for p in streamed} == {answer["id"]}
     assert "".join(p["content"] for p in streamed) == ANSWER
     assert not any(p.get("tool_call_chunks") for p in parts)
+
+
+def test_messages_mode_streams_the_calls_of_a_reply_with_text_under_its_id(
+    dev: DevServer,
+) -> None:
+    """A reply with text and a call: its text word by word, then its call, under the id the
+    thread keeps, before the call's result. Before, the call never streamed, and a client
+    reading the messages stream got a result for a call it had not seen."""
+
+    async def scenario(client: LangGraphClient) -> tuple[list[Any], Any]:
+        aid, tid = await _thread(client, TWO_STEPS)
+        chat = _chat(_human(SAYS))
+        stream = client.runs.stream(tid, aid, input=chat, stream_mode="messages-tuple")
+        parts = [part.data[0] async for part in stream if part.event == "messages"]
+        return parts, (await client.threads.get_state(tid))["values"]
+
+    parts, state = drive(dev, scenario)
+    proposed, result = state["messages"][1:3]
+    mine = [p for p in parts if p["id"] == proposed["id"]]
+    assert "".join(p["content"] for p in mine) == proposed["content"] == SAID
+    assert [c["id"] for c in mine[-1]["tool_calls"]] == [proposed["tool_calls"][0]["id"]]
+    assert parts.index(mine[-1]) < [p["id"] for p in parts].index(result["id"])
+
+
+def test_stored_ai_messages_keep_the_replys_usage_and_metadata(dev: DevServer) -> None:
+    """What a chat UI showing a message's tokens or model reads. Before, the thread's AI
+    messages had no ``usage_metadata`` and an empty ``response_metadata``. (The server's own
+    checkpointer, which replays the conversation's writes as dicts, is
+    ``tests/test_state.py``'s: this project's ``langgraph.json`` names the package's.)"""
+
+    async def scenario(client: LangGraphClient) -> Any:
+        aid, tid = await _thread(client, TWO_STEPS)
+        chat = _chat(_human(FIRST))
+        async for _ in client.runs.stream(tid, aid, input=chat, stream_mode="messages-tuple"):
+            pass
+        return (await client.threads.get_state(tid))["values"]
+
+    said = [m for m in drive(dev, scenario)["messages"] if m["type"] == "ai"]
+    assert [m["response_metadata"]["finish_reason"] for m in said] == ["tool_calls", "stop"]
+    for message in said:
+        assert message["usage_metadata"]["total_tokens"] > 0
+        assert "usage_metadata" not in message["additional_kwargs"]
 
 
 def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer) -> None:

@@ -133,7 +133,10 @@ def test_an_edit_runs_the_edited_arguments(dev: DevServer) -> None:
     (step,) = final["history"]
     assert _named(step["action"]) == {**BILLING_CALL, "args": {"user_id": 7}}
     assert step["observation"] == {"billing": MAX}
-    assert final["answer"] == f"observed: {json.dumps({'billing': MAX})}"
+    assert step["proposed"] == ASKED  # the model's own call, which its AI message keeps
+    # the model read what ran: its result, after the note that a human replaced its call
+    assert final["answer"].startswith("observed: Note: a human reviewer replaced this call")
+    assert final["answer"].endswith(f"Result:\n{json.dumps({'billing': MAX})}")
 
 
 def test_an_edit_of_another_tool_or_off_schema_asks_again(dev: DevServer) -> None:

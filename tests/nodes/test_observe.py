@@ -44,3 +44,20 @@ def test_budgets_are_checked_before_the_next_decision() -> None:
     assert len(update["history"]) == 1
     slow = observe(state(calls=[OK_CALL], usage={"steps": 1, "seconds": 30}), deps=deps())
     assert slow["stop_reason"] == "max_seconds"
+
+
+def test_a_call_a_human_edited_keeps_the_models_arguments_and_its_result_says_what_ran() -> None:
+    """Before: the result said "sent to user 7" under a call to user 42, and nothing said a
+    human had changed it (the model's next turn read its own call as what ran)."""
+    edited = {**OK_CALL, "id": "c1", "args": {"user_id": 7}}
+    asked = {"kind": "tool", "name": "get_user_billing", "args": {"user_id": 42}, "id": "c1"}
+    update = observe(state(calls=[edited], action=asked, usage={"steps": 2}), deps=deps())
+    (entry,) = update["history"]
+    assert (entry["action"]["args"], entry["proposed"]) == ({"user_id": 7}, {"user_id": 42})
+    (answer,) = update["messages"]
+    assert answer.text.startswith("Note: a human reviewer replaced this call before it ran")
+    assert 'get_user_billing was called with {"user_id": 7}' in answer.text
+    assert answer.text.endswith('Result:\n{"billing": {}}')
+    same = observe(state(calls=[{**edited, "args": {"user_id": 42}}], action=asked), deps=deps())
+    assert "proposed" not in same["history"][0]  # stored as before
+    assert same["messages"][0].text == '{"billing": {}}'

@@ -11,12 +11,16 @@ any OpenAI-compatible API.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
+from pydantic import TypeAdapter, ValidationError
 
+from gated_react._engine.storable import json_data
 from gated_react.state import Call, Reply, ToolAction, ToolCalls, tool_actions
 
 
@@ -45,15 +49,46 @@ def with_ids(action: Any, reply: Reply) -> tuple[Any, str]:
     return named[0], message_id
 
 
-def proposed(actions: Iterable[ToolAction], text: str, message_id: str) -> AIMessage:
+def proposed(
+    actions: Iterable[ToolAction], text: str, message_id: str, reply: Reply | None = None
+) -> AIMessage:
     """The AI message of a step: the text the model wrote with its calls, and the calls."""
     calls = [{"name": a.name, "args": a.args, "id": a.id, "type": "tool_call"} for a in actions]
-    return AIMessage(text, tool_calls=calls, id=message_id)
+    return AIMessage(text, tool_calls=calls, id=message_id, **kept(reply))
 
 
-def said(text: str, message_id: str | None = None) -> AIMessage:
+def said(text: str, message_id: str | None = None, reply: Reply | None = None) -> AIMessage:
     """An AI message of text alone (an answer, or what the model wrote as it streamed)."""
-    return AIMessage(text, id=message_id or str(uuid.uuid4()))
+    return AIMessage(text, id=message_id or str(uuid.uuid4()), **kept(reply))
+
+
+_USAGE: TypeAdapter[UsageMetadata] = TypeAdapter(UsageMetadata)
+
+
+def metadata_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a reply says of itself that ``create_agent`` keeps on the stored AI message: its
+    token counts (valid as LangChain's ``UsageMetadata``, else none) and the provider's
+    metadata (finish reason, model name, id), as plain JSON with the client's key masked.
+    Anything else could not be stored, or the store's serializer would refuse to read it back."""
+    usage = json_data(getattr(message, "usage_metadata", None), secrets)
+    try:
+        usage = dict(_USAGE.validate_python(usage)) if usage else None
+    except ValidationError:  # a hook or a client wrote something else: counts are optional
+        usage = None
+    response = json_data(getattr(message, "response_metadata", None), secrets)
+    return {"usage_metadata": usage, "response_metadata": response or None}
+
+
+def kept(reply: Reply | None) -> dict[str, Any]:
+    """The reply's metadata, as the AI messages stored of it carry it."""
+    if reply is None:
+        return {}
+    out: dict[str, Any] = {}
+    if reply.usage_metadata:
+        out["usage_metadata"] = reply.usage_metadata
+    if reply.response_metadata:
+        out["response_metadata"] = reply.response_metadata
+    return out
 
 
 def result(tool: str, tool_call_id: str | None, content: str, *, ok: bool) -> ToolMessage:
@@ -65,6 +100,20 @@ def result(tool: str, tool_call_id: str | None, content: str, *, ok: bool) -> To
         status="success" if ok else "error",
         id=str(uuid.uuid4()),
     )
+
+
+EDIT_NOTE = (
+    "Note: a human reviewer replaced this call before it ran, on purpose: {tool} was called "
+    "with {args} instead of the arguments in your call. Do not repeat your original call."
+)
+"""What a call's result says when a human edited its arguments: the model's own call stays in
+its message (as ``create_agent`` keeps it), so the result says what ran instead."""
+
+
+def edited(content: str, tool: str, args: dict[str, Any]) -> str:
+    """A result, after the note that a human replaced the call with ``tool(args)``."""
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n{content}"
 
 
 def not_run(actions: Iterable[ToolAction | Call], why: str) -> list[ToolMessage]:

@@ -180,6 +180,19 @@ def emit(handler: StreamMessagesHandler, meta: Any, message: Any) -> None:
     handler._emit(meta, message)
 
 
+def has_streamed(handler: StreamMessagesHandler, message_id: str | None) -> bool:
+    """True when the messages stream has sent something under ``message_id``: it sends
+    nothing more under that id from a node's update."""
+    return message_id is not None and message_id in handler.seen
+
+
+def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
+    """Where the running node's messages stream (what the handler keeps per node run), or
+    None when it streams none; the node's callbacks name its run as their parent."""
+    run_id = getattr(config.get("callbacks"), "parent_run_id", None)
+    return handler.metadata.get(run_id) if run_id is not None else None
+
+
 def was_sent(config: RunnableConfig) -> bool:
     """True when this task was started by a ``Send`` (LangGraph's push tasks), whose input is
     the Send's own argument rather than the graph's channels. LangGraph sets the task's path

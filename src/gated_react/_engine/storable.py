@@ -9,6 +9,7 @@ run when its checkpoint was written.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -55,6 +56,43 @@ def plain(value: Any, depth: int = 0, secrets: tuple[str, ...] = ()) -> Any:
             for key, item in value.items()
         }
     return [plain(item, depth + 1, secrets) for item in value]
+
+
+_LEFT_OUT = object()
+
+
+def json_data(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """The JSON data in ``value``, strings cleaned and ``secrets`` masked; what JSON cannot
+    hold (objects, NaN, integers outside 64 bits, nesting past ``MAX_NESTING``) is left out,
+    not refused: for what a reply says of itself, which no run depends on. None if nothing is
+    left."""
+    kept = _json(value, secrets, 0)
+    return None if kept is _LEFT_OUT else kept
+
+
+def _json(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
+    if not isinstance(value, dict | list | tuple):
+        return _scalar(value, secrets)
+    if depth >= MAX_NESTING:
+        return _LEFT_OUT
+    if isinstance(value, dict):
+        items = (
+            (clean_text(str(k), secrets), _json(v, secrets, depth + 1)) for k, v in value.items()
+        )
+        return {key: item for key, item in items if item is not _LEFT_OUT}
+    return [item for item in (_json(v, secrets, depth + 1) for v in value) if item is not _LEFT_OUT]
+
+
+def _scalar(value: Any, secrets: tuple[str, ...]) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return clean_text(value, secrets)
+    if isinstance(value, int):  # an IntEnum as the number: a store revives no class
+        return int(value) if _INT_MIN <= value <= _INT_MAX else _LEFT_OUT
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else _LEFT_OUT
+    return _LEFT_OUT
 
 
 def error_text(exc: BaseException, *secrets: str) -> str:

@@ -6,10 +6,12 @@ returns: left alone, a tool call streams as tool-call chunks that no message hol
 ReAct reply streams as raw protocol text, and the answer streams twice (from ``decide``, then
 from ``finish`` under another id). So decide's model call is taken away from LangGraph's
 handler: with native tool calling (and no ``answer_schema``) a reply's text is the answer as
-written, and its text chunks, only those, are passed on as they arrive; ``finish`` stores the
-answer under the reply's id, so LangGraph does not send it again. With the ``json`` and
-``text`` protocols nothing streams from the model, and the answer (or why the run stopped)
-arrives whole from ``finish`` (``stop``) under its stored id.
+written, and its text, only that, is passed on as it arrives; ``finish`` stores the answer
+under the reply's id, so LangGraph does not send it again. A reply that calls tools: its calls
+follow its text under the same id, in one last chunk sent by ``validate`` once they pass the
+contract (``stream_calls``), so no call streams that no stored message holds. With the
+``json`` and ``text`` protocols nothing streams from the model, and the answer (or why the
+run stopped) arrives whole from ``finish`` (``stop``) under its stored id.
 
 What streams is masked as the stored answer is: the model's own keys become ``***``. A key can
 arrive split over chunks, so the last characters of the text (the longest key's length minus
@@ -18,11 +20,12 @@ one) are held back until the next chunk or the reply's end shows whether they be
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
-from langchain_core.messages import AIMessageChunk
+from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
@@ -31,16 +34,18 @@ from gated_react._engine.langgraph_internals import (
     StreamingCallbackHandler,
     StreamMessagesHandler,
     emit,
+    has_streamed,
     messages_stream,
+    node_place,
 )
 from gated_react.redact import mask_secrets
 
 
 class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore[type-arg]
-    """Passes a model call's text chunks to LangGraph's messages stream, and no tool-call
-    chunk. The call is tagged ``nostream``, so LangGraph's handler ignores it itself; the whole
-    reply is left to ``finish``, which stores it under the same id (sent once: the stream
-    skips an id it has sent)."""
+    """Passes a model call's text to LangGraph's messages stream, and no tool-call chunk
+    (``validate`` sends the calls that pass the contract). The call is tagged ``nostream``,
+    so LangGraph's handler ignores it itself; the whole reply is left to ``finish``, which
+    stores it under the same id (sent once: the stream skips an id it has sent)."""
 
     run_inline = True
     """LangGraph's handler runs inline too: chunks keep their order."""
@@ -93,8 +98,10 @@ class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore
         meta = self.meta.get(run_id)
         if meta is None or not isinstance(message, AIMessageChunk):
             return
-        if not message.text or message.tool_call_chunks:
+        if not message.text:
             return
+        if message.tool_call_chunks:  # its text streams; the calls follow once validated
+            message = _text_of(message)
         if not self.secrets:
             emit(self.target, meta, message)
             return
@@ -113,6 +120,19 @@ class AnswerText(BaseCallbackHandler, StreamingCallbackHandler):  # type: ignore
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self.meta.pop(run_id, None)
         self.held.pop(run_id, None)  # the run stops; its stored message says why, not this
+
+
+def _text_of(chunk: AIMessageChunk) -> AIMessageChunk:
+    """A chunk's text alone: a server may send a reply's last words with its first call."""
+    none: list[Any] = []
+    return chunk.model_copy(
+        update={
+            "content": chunk.text,
+            "tool_call_chunks": none,
+            "tool_calls": none,
+            "invalid_tool_calls": none,
+        }
+    )
 
 
 def release(text: str, secrets: tuple[str, ...]) -> tuple[str, str]:
@@ -144,3 +164,32 @@ def model_config(
     manager = callbacks.copy()
     manager.add_handler(AnswerText(target, secrets), inherit=True)
     return {**tagged, "callbacks": manager}
+
+
+def stream_calls(config: RunnableConfig | None, message: AIMessage) -> None:
+    """Send a step's calls on the messages stream when its text streamed first, under the
+    same id. LangGraph sends nothing more under an id it has sent, so the stored message with
+    its calls never followed, and a client saw results of calls it had not seen. They go as
+    one last chunk, with the reply's usage: a client that joins the chunks of an id (useStream
+    does) then holds the stored message, text once."""
+    target = messages_stream(config) if config is not None else None
+    if target is None or not message.tool_calls or not has_streamed(target, message.id):
+        return
+    place = node_place(target, config) if config is not None else None
+    if place is not None:
+        emit(target, place, calls_chunk(message))
+
+
+def calls_chunk(message: AIMessage) -> AIMessageChunk:
+    """The calls of ``message`` as the chunk a client streams them in, under its id."""
+    chunks = [
+        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+        for i, c in enumerate(message.tool_calls)
+    ]
+    return AIMessageChunk(
+        content="",
+        id=message.id,
+        tool_call_chunks=chunks,
+        usage_metadata=message.usage_metadata,
+        response_metadata=message.response_metadata,
+    )

@@ -35,6 +35,7 @@ from langchain_core.messages import (
 )
 
 from gated_react._engine.budget_checks import limits_of
+from gated_react._engine.chat import edited
 from gated_react._engine.reads import Known
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
@@ -82,9 +83,24 @@ def build_messages(
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
     for start, end in pairwise([*starts[folded:], len(shown)]):
         step = shown[start:end]
-        messages.extend(built.derived(replay, step, partial(replay, step)))
+        messages.extend(built.derived(replay, step, partial(_replayed, replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
+
+
+def _replayed(replay: Any, step: Sequence[HistoryEntry]) -> list[BaseMessage]:
+    return list(replay([as_shown(entry) for entry in step]))
+
+
+def as_shown(entry: HistoryEntry) -> HistoryEntry:
+    """A step as the model is shown it. A call a human edited is the model's own call, its
+    result after a note saying what ran instead: what ``messages`` keeps, so a later turn
+    replays it exactly as this run showed it."""
+    if entry.proposed is None:
+        return entry
+    action = entry.action.model_copy(update={"args": entry.proposed})
+    said = edited(shown(entry.observation), entry.action.name, entry.action.args)
+    return entry.model_copy(update={"action": action, "observation": said, "proposed": None})
 
 
 def step_starts(entries: Sequence[HistoryEntry]) -> list[int]:

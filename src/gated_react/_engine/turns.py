@@ -23,10 +23,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.types import Overwrite
 
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import not_run
+from gated_react._engine.chat import not_run, result, said
 from gated_react._engine.pending import gate_counted, step_record
 from gated_react.state import (
     Call,
+    Reply,
     RunContext,
     RunInput,
     State,
@@ -159,8 +160,8 @@ def _after_cut_in(
     """End the unfinished run (its waiting calls traced, the conversation told) and start the
     new one on the message that cut in: the new messages, or the new goal as a human message."""
     said, entries, pending = interrupted(state)
-    reason = entries[0].stop_reason if entries else ""
-    answers = not_run(pending, f"not run ({reason}): a new message came instead")
+    reason = (entries[0].stop_reason if entries else None) or ""
+    answers = unanswered(pending, reason)
     note = AIMessage(said, id=str(uuid.uuid4()))
     turn_at = next(i for i, m in enumerate(state.messages) if m.id == state.turn)
     before = [*state.messages[: own_end(state.messages, turn_at)], *answers]
@@ -209,12 +210,36 @@ def interrupted(state: State) -> tuple[str, list[TraceEntry], list[ToolAction | 
     if reason is StopReason.TOOL_REJECTED:
         why = f"{names} waited for approval and did not run: a new message came instead"
     else:
-        why = f"{names} may have run before the process stopped; a new message came instead"
+        why = f"{names} may have run, but {_UNRECORDED}; a new message came instead"
     return f"I stopped before finishing ({entries[0].stop_reason}): {why}.", entries, calls
 
 
-def closing(text: str, message_id: str | None = None) -> dict[str, Any]:
-    """The AI message that ends a run in the conversation: its answer, or why it stopped.
-    Its id is set here (the model reply's, when the answer is that reply's text as it
-    streamed), so the messages stream and the stored conversation name it alike."""
-    return {"messages": [AIMessage(text, id=message_id or str(uuid.uuid4()))]}
+_UNRECORDED = "the run ended before its result was recorded"
+
+
+def unanswered(pending: list[ToolAction | Call], reason: str) -> list[ToolMessage]:
+    """The results of the calls a run left waiting when a new message came: not run, for
+    calls still before the gate; for calls it had let through (a stop pressed while one ran, a
+    crash), never "not run": they may have run, and the model is told to check first."""
+    if not reason.startswith(StopReason.TOOL_OUTCOME_UNKNOWN):
+        return not_run(pending, f"not run ({reason}): a new message came instead")
+    return [
+        result(
+            c.tool,
+            c.id,
+            f"outcome unknown ({Stop(StopReason.TOOL_OUTCOME_UNKNOWN, c.tool)}): {c.tool} may "
+            f"have run, but {_UNRECORDED}; a new message came instead. Find out whether it "
+            "did before calling it again.",
+            ok=False,
+        )
+        for c in pending
+        if isinstance(c, Call) and c.id is not None  # recorded before calls had ids: none
+    ]
+
+
+def closing(text: str, message_id: str | None = None, reply: Reply | None = None) -> dict[str, Any]:
+    """The AI message that ends a run in the conversation: its answer (with what the ``reply``
+    it came from says of itself: usage, finish reason, model), or why it stopped. Its id is
+    set here (the model reply's, when the answer is that reply's text as it streamed), so the
+    messages stream and the stored conversation name it alike."""
+    return {"messages": [said(text, message_id, reply)]}

@@ -22,7 +22,7 @@ from gated_react._engine.budget_checks import (
     held_to_spend,
     limits_of,
 )
-from gated_react._engine.chat import said
+from gated_react._engine.chat import metadata_of, said
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
@@ -229,7 +229,7 @@ def decided(
         # Its text may have streamed: in the conversation from this step on, under the id it
         # streamed with, so no values event a chat client reads drops it (validate adds the
         # calls under the same id, finish the answer).
-        update["messages"] = [said(reply.text, reply.id)]
+        update["messages"] = [said(reply.text, reply.id, reply)]
     return update
 
 
@@ -263,6 +263,7 @@ def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
         text=clean_text(text, secrets),
         tool_calls=calls,
         invalid_tool_calls=invalid,
+        **metadata_of(message, secrets),
     )
 
 

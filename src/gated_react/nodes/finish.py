@@ -48,7 +48,7 @@ def finish(
         "stop_reason": str(StopReason.SUCCESS),
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",
         "answer": state.action.answer,
-        **closing(state.action.answer, _streamed_as(state)),
+        **closing(state.action.answer, _streamed_as(state), state.reply),
     }
 
 

@@ -11,18 +11,27 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.budget_checks import Limits, enforce_before_step, held_to_spend
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import result
+from gated_react._engine.chat import edited, result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.reads import read
 from gated_react._engine.transcript import shown as shown_text
 from gated_react.errors import MisroutedStep
-from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
+from gated_react.state import (
+    Call,
+    CoreState,
+    HistoryEntry,
+    ToolAction,
+    TraceEntry,
+    dump,
+    tool_actions,
+)
 
 
 class ObserveChannels(TypedDict, total=False):
     """The channels observe reads, as stored: the graph hands it these alone, and ``read``
     validates them into a ``CoreState`` that has no other field."""
 
+    action: dict[str, Any] | None
     calls: list[dict[str, Any]]
     stop_reason: str | None
     usage: dict[str, Any]
@@ -50,14 +59,19 @@ def observe(
     trace = [_entry(call) for call in shown]
     if stopper is not None:
         trace.append(_entry(stopper, stop_reason=state.stop_reason))
+    proposed = _edits(state)
     update: dict[str, Any] = {
         "trace": [dump(e) for e in trace],
         "calls": [],
         # a call recorded before calls had ids (a run of an older version) is in no message
-        "messages": [_answer(c, state.stop_reason) for c in state.calls if c.id is not None],
+        "messages": [
+            _answer(c, state.stop_reason, proposed.get(c.id))
+            for c in state.calls
+            if c.id is not None
+        ],
     }
     if shown:
-        update["history"] = [dump(_step(call)) for call in shown]
+        update["history"] = [dump(_step(call, proposed.get(call.id))) for call in shown]
     if state.stop_reason:
         return update
     held = Limits(deps.policy, state.extensions)
@@ -67,15 +81,30 @@ def observe(
     return {**update, **over.update()} if over else update
 
 
-def _answer(call: Call, stop_reason: str | None) -> Any:
+def _edits(state: CoreState) -> dict[str | None, dict[str, Any]]:
+    """The model's own arguments of each call a human edited before it ran (an approval's
+    ``edit``), by call id: the step's AI message keeps them, the call ran with others."""
+    asked = {action.id: action.args for action in tool_actions(state.action)}
+    return {
+        call.id: asked[call.id]
+        for call in state.calls
+        if call.id is not None and call.id in asked and asked[call.id] != call.args
+    }
+
+
+def _answer(call: Call, stop_reason: str | None, proposed: dict[str, Any] | None) -> Any:
     """The call's ``ToolMessage``: what the model was shown, or why it has no result."""
     outcome = call.outcome
     if outcome is None:
         return result(call.tool, call.id, f"not run: the run stopped ({stop_reason})", ok=False)
     # the text the model is shown of it, so a later turn replays it as this run did
     if outcome.observation is not None:
-        return result(call.tool, call.id, shown_text(outcome.observation), ok=outcome.ok)
-    return result(call.tool, call.id, outcome.error or "failed", ok=outcome.ok)
+        said = shown_text(outcome.observation)
+    else:
+        said = outcome.error or "failed"
+    if proposed is not None:  # the AI message shows the model's call: say what ran instead
+        said = edited(said, call.tool, call.args)
+    return result(call.tool, call.id, said, ok=outcome.ok)
 
 
 def _stopper(calls: list[Call]) -> Call:
@@ -97,10 +126,11 @@ def _entry(call: Call, stop_reason: str | None = None) -> TraceEntry:
     )
 
 
-def _step(call: Call) -> HistoryEntry:
+def _step(call: Call, proposed: dict[str, Any] | None) -> HistoryEntry:
     observation = call.outcome.observation if call.outcome is not None else None
     return HistoryEntry(
         step=call.step,
         action=ToolAction(name=call.tool, args=call.args, id=call.id),
         observation=observation,
+        proposed=proposed,
     )

@@ -14,6 +14,7 @@ from gated_react._engine.chat import proposed, with_ids
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.reads import read
+from gated_react._engine.streaming import stream_calls
 from gated_react.state import CoreState, FinalAction, Retry, dump, tool_actions
 from gated_react.stops import Stop, StopReason
 
@@ -60,7 +61,8 @@ def validate(
         return {"action": dump(action)} | cleared
     action, message_id = with_ids(action, state.reply)
     text = state.reply.text if deps.protocol.answer_is_text else ""
-    message = proposed(tool_actions(action), text, message_id)
+    message = proposed(tool_actions(action), text, message_id, state.reply)
+    stream_calls(config, message)  # its text may have streamed: the calls follow it
     return {"action": dump(action), "messages": [message]} | cleared
 
 

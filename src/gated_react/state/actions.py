@@ -8,6 +8,10 @@ from pydantic import Field
 from gated_react.state.base import StrictModel
 
 
+def _unset(value: Any) -> bool:
+    return value is None
+
+
 class Reply(StrictModel):
     """What the model said, before the action contract is applied."""
 
@@ -20,6 +24,12 @@ class Reply(StrictModel):
     """Native tool calls as ``{"name", "args", "id"}`` (``id`` as the model gave it, or None)."""
     invalid_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     """Native tool calls whose arguments were not valid JSON or could not be stored."""
+    usage_metadata: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    """The reply's token counts as LangChain reports them (``AIMessage.usage_metadata``), kept
+    on the AI messages stored of it, as ``create_agent`` keeps them."""
+    response_metadata: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    """What the provider said of the reply (finish reason, model name, id), as plain JSON:
+    kept on the AI messages stored of it."""
 
 
 class ToolAction(StrictModel):

@@ -3,6 +3,8 @@ history the model sees again, the trace that audits every call."""
 
 from typing import Any
 
+from pydantic import Field
+
 from gated_react.state.actions import ToolAction
 from gated_react.state.base import StrictModel
 
@@ -46,6 +48,10 @@ class HistoryEntry(StrictModel):
     """The call that ran."""
     observation: Any
     """What it returned, cut to ``Policy.max_observation_chars``."""
+    proposed: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The arguments the model proposed, when a human edited them before the call ran
+    (``action.args`` are the ones it ran with); the model is shown its own call and a note.
+    Left out of the stored entry when None, so other entries are stored as before."""
 
 
 class TraceEntry(StrictModel):

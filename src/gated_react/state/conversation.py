@@ -13,7 +13,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, BaseMessageChunk, RemoveMessage
+from langchain_core.messages import (
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    messages_from_dict,
+)
 from langgraph.graph.message import add_messages
 
 
@@ -24,8 +29,34 @@ def add_messages_fast(current: list[Any] | None, writes: Sequence[Any]) -> list[
     dict) goes through ``add_messages``. The lists given are never changed in place."""
     out: list[Any] = current if current is not None else []
     for batch in writes:
-        out = _appended(out, batch) or list(add_messages(out, batch))
+        revived = _revived(batch)
+        out = _appended(out, revived) or list(add_messages(out, revived))
     return out if out is not current else list(out)
+
+
+def _revived(batch: Any) -> Any:
+    """``batch`` with each message a store handed back as its dump (LangGraph's server replays
+    a DeltaChannel's writes as dicts) revived whole. ``add_messages`` would convert such a dict
+    as a chat input, moving the fields it does not name (``usage_metadata``,
+    ``invalid_tool_calls``) into ``additional_kwargs``."""
+    if not isinstance(batch, list) or dict not in set(map(type, batch)):
+        return batch
+    return [_revive(item) if _dumped(item) else item for item in batch]
+
+
+_DUMPED = frozenset({"human", "ai", "system", "tool"})
+
+
+def _dumped(item: Any) -> bool:
+    """A message's ``model_dump()`` (it names ``additional_kwargs``), not a chat input."""
+    return isinstance(item, dict) and item.get("type") in _DUMPED and "additional_kwargs" in item
+
+
+def _revive(item: dict[str, Any]) -> Any:
+    try:
+        return messages_from_dict([{"type": item["type"], "data": item}])[0]
+    except (TypeError, ValueError):  # not a message after all: add_messages says why
+        return item
 
 
 _KNOWN: dict[int, tuple[list[Any], set[str]]] = {}

@@ -43,7 +43,9 @@ class ToolRun:
 
     def request(self) -> ToolCallRequest:
         call = self.call
-        tool_call = ToolCall(name=call.tool, args=dict(call.args), id=call.key, type="tool_call")
+        tool_call = ToolCall(
+            name=call.tool, args=dict(call.args), id=call.tool_call_id, type="tool_call"
+        )
         injector = self.deps.injector
         runtime = tool_runtime(injector.node if injector else None, tool_call, self.config)
         state: dict[str, Any] = runtime.state
@@ -92,7 +94,8 @@ class ToolRun:
             content = value if isinstance(value, str) else json.dumps(value, default=str)
         except Exception:  # circular or unencodable: to_observation shows it later
             content = repr(value)[:1000]
-        message = ToolMessage(content=content, tool_call_id=self.call.key, name=self.call.tool)
+        call = self.call
+        message = ToolMessage(content=content, tool_call_id=call.tool_call_id, name=call.tool)
         self.ran = (message, value)
         return message
 

@@ -317,7 +317,7 @@ def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
     args = {**call.args, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else call.args
     if deps.injector is None or call.tool not in deps.injector.takes:
         return args
-    filled = deps.injector.tool_call(call.tool, call.args, call.key, config)
+    filled = deps.injector.tool_call(call.tool, call.args, call.tool_call_id, config)
     if call.tool in deps.keyed:
         filled["args"][tool_runner.KEY_PARAM] = call.key
     return dict(filled)

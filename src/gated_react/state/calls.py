@@ -36,6 +36,13 @@ class Call(StrictModel):
     outcome: Outcome | None = None
     """Filled in by ``execute`` (or by the gate for a refusal the model is shown)."""
 
+    @property
+    def tool_call_id(self) -> str:
+        """The id a tool is given (``ToolRuntime.tool_call_id``, ``InjectedToolCallId``, a
+        ``wrap_tool_call`` request): the model's, which its ``ToolMessage`` answers, as
+        ``create_agent`` gives it; a call recorded before calls had ids has only its key."""
+        return self.id or self.key
+
 
 class HistoryEntry(StrictModel):
     """One completed tool step, as the model will see it again."""

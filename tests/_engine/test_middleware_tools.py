@@ -1,0 +1,54 @@
+"""A gated call under ``wrap_tool_call`` hooks: the request the hooks see is the call
+``create_agent``'s ``ToolNode`` would hand them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from gated_react import build_graph
+
+from ..support.middleware_fakes import FakeToolModel, replies
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+class Ids(AgentMiddleware):
+    """Keeps the id of each request and of the message the handler returns."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        message = handler(request)
+        self.seen.append((request.tool_call["id"], message.tool_call_id))
+        return message
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        message = await handler(request)
+        self.seen.append((request.tool_call["id"], message.tool_call_id))
+        return message
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_tool_hook_sees_the_models_call_id(use_async: bool) -> None:
+    """The id the stored ``ToolMessage`` answers (before, the call's idempotency key)."""
+    ids = Ids()
+    asked = AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": "call_7"}])
+    model = FakeToolModel(messages=replies(asked, "Done."))
+    graph = build_graph(model, [lookup], middleware=[ids])
+    given = {"messages": [{"role": "user", "content": "q"}]}
+    out = asyncio.run(graph.ainvoke(given)) if use_async else graph.invoke(given)
+    assert out["stop_reason"] == "success", out["message"]
+    assert ids.seen == [("call_7", "call_7")]
+    answered = [m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answered == ["call_7"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from langchain.agents.middleware import ModelRequest, dynamic_prompt, wrap_model_call
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from gated_react import build_graph
 from gated_react.testing import ScriptedChatModel
@@ -84,3 +84,13 @@ def test_without_an_apps_prompt_a_hook_sees_none_as_under_create_agent() -> None
     assert "Instructions for this agent" not in prompt
     _prompt(keep, use_async=False)
     assert SEEN == [None, "A research bot."]
+
+
+def test_the_inputs_system_message_stays_after_what_the_hooks_made_of_the_prompt() -> None:
+    model = ScriptedChatModel(replies=["ok"])
+    graph = build_graph(model, system_prompt="A research bot.", middleware=[add_date])
+    given = [SystemMessage("Answer in French."), HumanMessage("hi")]
+    assert graph.invoke({"messages": given})["stop_reason"] == "success"
+    sent = model.requests[0]
+    assert sent[0].text.endswith("A research bot.\nToday is Monday.\n\nAnswer in French.")
+    assert [m.type for m in sent] == ["system", "human"]

@@ -216,3 +216,17 @@ def test_steps_start_where_the_step_number_changes(steps: list[int]) -> None:
         expected.append(at)
         at += len(list(group))
     assert step_starts(entries) == expected
+
+
+def test_system_messages_in_the_input_follow_the_graphs_prompt_in_one_system_message() -> None:
+    """An app's per-request instructions, as ``create_agent`` shows them; before, stored and
+    never shown. One system message: some providers take no other."""
+    given = [
+        SystemMessage("Answer in French.", id="s"),
+        HumanMessage("hello", id="h"),
+        SystemMessage("  ", id="blank"),
+    ]
+    state = State.model_validate({"goal": "hello", "messages": given, "turn": "h"})
+    system, *rest = build_messages(state, "SYSTEM", Policy(), PROTOCOLS["tools"].replay)
+    assert system == SystemMessage("SYSTEM\n\nAnswer in French.")
+    assert rest == [HumanMessage("hello")]

@@ -1,6 +1,7 @@
 """What the model sees: its own past steps as chat messages, append-only between foldings.
 
-A request is ``[system, earlier turns..., goal, step 1, step 2, ...]``, each step in the form
+A request is ``[system, earlier turns..., goal, step 1, step 2, ...]`` (the conversation's own
+system messages join ``system``), each step in the form
 the model itself uses (a tool call and its ``ToolMessage``, or its reply and an
 ``Observation:`` turn). A server
 that caches prompt prefixes (llama.cpp, vLLM, OpenAI, Anthropic) reuses everything but the newest
@@ -78,7 +79,9 @@ def build_messages(
     if folded:
         older = shown[: starts[folded]]
         goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
-    earlier = earlier_turns(state.messages[: _turn_at(state)], policy, replay)
+    at = _turn_at(state)
+    earlier = earlier_turns(state.messages[:at], policy, replay)
+    system += given_instructions(state.messages[: at + 1])
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
     for start, end in pairwise([*starts[folded:], len(shown)]):
         step = shown[start:end]
@@ -98,6 +101,14 @@ def step_starts(entries: Sequence[HistoryEntry]) -> list[int]:
 
 _STEP = operator.attrgetter("step")
 _TOOL = operator.attrgetter("action.name")
+
+
+def given_instructions(messages: Sequence[BaseMessage]) -> str:
+    """The text of the conversation's own system messages (an app's instructions sent with
+    its input), after the graph's prompt, in one system message: every provider takes one at
+    the start, some no other. The gate's rules still come first, and decide what runs."""
+    texts = (m.text.strip() for m in messages if isinstance(m, SystemMessage))
+    return "".join(f"\n\n{text}" for text in texts if text)
 
 
 def _turn_at(state: State) -> int:

@@ -82,7 +82,8 @@ def build_messages(
     at = _turn_at(state)
     earlier = earlier_turns(state.messages[:at], policy, replay)
     system += given_instructions(state.messages[: at + 1])
-    messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
+    question = state.messages[at] if at < len(state.messages) else None
+    messages: list[BaseMessage] = [SystemMessage(system), *earlier, asked(goal, question)]
     for start, end in pairwise([*starts[folded:], len(shown)]):
         step = shown[start:end]
         messages.extend(built.derived(replay, step, partial(replay, step)))
@@ -109,6 +110,16 @@ def given_instructions(messages: Sequence[BaseMessage]) -> str:
     the start, some no other. The gate's rules still come first, and decide what runs."""
     texts = (m.text.strip() for m in messages if isinstance(m, SystemMessage))
     return "".join(f"\n\n{text}" for text in texts if text)
+
+
+def asked(text: str, message: BaseMessage | None = None) -> HumanMessage:
+    """A question as the model is shown it: ``text``, then what else the user sent with it
+    (an image, audio, a file: its content blocks that are not text), as they sent it."""
+    content = message.content if isinstance(message, HumanMessage) else None
+    media = [b for b in content or () if isinstance(b, dict) and b.get("type") != "text"]
+    if not media or not isinstance(content, list):
+        return HumanMessage(text)
+    return HumanMessage([{"type": "text", "text": text}, *media])
 
 
 def _turn_at(state: State) -> int:
@@ -165,7 +176,7 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
             text = clip(message.text.strip(), _CONTEXT_CHARS)
             items.append(
-                HumanMessage(text) if isinstance(message, HumanMessage) else AIMessage(text)
+                asked(text, message) if isinstance(message, HumanMessage) else AIMessage(text)
             )
     return items
 
@@ -218,6 +229,8 @@ def _with_note(messages: list[BaseMessage], note: str) -> list[BaseMessage]:
     last = messages[-1]
     if isinstance(last, HumanMessage) and isinstance(last.content, str):
         return [*messages[:-1], HumanMessage(f"{last.content}\n\n{note}")]
+    if isinstance(last, HumanMessage):  # a question with an image: the note as a text block
+        return [*messages[:-1], HumanMessage([*last.content, {"type": "text", "text": note}])]
     return [*messages, HumanMessage(note)]
 
 
@@ -243,8 +256,8 @@ def calls_shown(messages: Sequence[BaseMessage]) -> int:
     count = sum(
         message.type == "tool" or _is_observation(message) for message in messages[at + 1 :]
     )
-    goal = messages[at].content if at < len(messages) else ""
-    for line in (goal if isinstance(goal, str) else "").splitlines():
+    goal = messages[at].text if at < len(messages) else ""
+    for line in goal.splitlines():
         if line.startswith("- step "):
             count += 1
         elif line.startswith("- steps "):

@@ -52,3 +52,34 @@ def test_a_tool_hook_sees_the_models_call_id(use_async: bool) -> None:
     assert ids.seen == [("call_7", "call_7")]
     answered = [m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answered == ["call_7"]
+
+
+@tool(response_format="content_and_artifact")
+def retrieve(query: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Retrieve a page as text and an image, with its ids."""
+    image = {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}
+    return [{"type": "text", "text": f"page for {query}"}, image], {"ids": [3]}
+
+
+class Seen(AgentMiddleware):
+    """Keeps the message the tool's handler returned."""
+
+    def __init__(self) -> None:
+        self.seen: list[ToolMessage] = []
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        self.seen.append(handler(request))
+        return self.seen[-1]
+
+
+def test_a_tool_hook_gets_the_blocks_and_artifact_and_passes_them_on() -> None:
+    """As ``ToolNode`` hands them to a hook; before, a JSON string and no artifact."""
+    seen = Seen()
+    asked = AIMessage("", tool_calls=[{"name": "retrieve", "args": {"query": "x"}, "id": "c1"}])
+    model = FakeToolModel(messages=replies(asked, "Done."))
+    out = build_graph(model, [retrieve], middleware=[seen]).invoke({"goal": "q"})
+    assert out["stop_reason"] == "success", out["message"]
+    stored = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert [b["type"] for b in seen.seen[0].content] == ["text", "image"]  # type: ignore[index]
+    assert seen.seen[0].artifact == stored.artifact == {"ids": [3]}
+    assert stored.content == seen.seen[0].content

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
@@ -173,10 +172,8 @@ async def ainvoke(
 
 
 def returned(tool: BaseTool, value: Any) -> Any:
-    """What a call returned, as its observation holds it: a ``ToolMessage`` (what a tool
-    invoked with a full ``ToolCall`` returns) is its content."""
-    if isinstance(value, ToolMessage):
-        return value.content
+    """What a call returned; a ``ToolMessage`` (what a tool invoked with a full ``ToolCall``
+    returns) is kept whole: its artifact is the conversation's (``tool_results``)."""
     if isinstance(value, Command):
         raise ToolCommand(
             f"{tool.name} returned a Command; gated-react's state is written by its nodes "

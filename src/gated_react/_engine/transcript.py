@@ -37,6 +37,7 @@ from langchain_core.messages import (
 
 from gated_react._engine.budget_checks import limits_of
 from gated_react._engine.reads import Known
+from gated_react._engine.tool_results import is_blocks, record, results_in_blocks, with_blocks
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
 
@@ -84,8 +85,9 @@ def build_messages(
     system += given_instructions(state.messages[: at + 1])
     question = state.messages[at] if at < len(state.messages) else None
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, asked(goal, question)]
+    media = results_in_blocks(state.messages)
     for start, end in pairwise([*starts[folded:], len(shown)]):
-        step = shown[start:end]
+        step = with_blocks(shown[start:end], media)
         messages.extend(built.derived(replay, step, partial(replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
@@ -167,7 +169,7 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
                 HistoryEntry(
                     step=0,
                     action=ToolAction(name=c["name"], args=c["args"], id=c["id"]),
-                    observation=results[str(c["id"])].text,
+                    observation=_result(results[str(c["id"])]),
                 )
                 for c in message.tool_calls
                 if c.get("id") in results
@@ -179,6 +181,11 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
                 asked(text, message) if isinstance(message, HumanMessage) else AIMessage(text)
             )
     return items
+
+
+def _result(message: ToolMessage) -> Any:
+    """A stored result as the model was shown it: its blocks, or its text."""
+    return message.content if is_blocks(message.content) else message.text
 
 
 def summary(entries: Sequence[HistoryEntry]) -> str:
@@ -200,10 +207,19 @@ def summary(entries: Sequence[HistoryEntry]) -> str:
 
 
 def shown(observation: Any) -> str:
-    """An observation as the model reads it: text as is, anything else as JSON."""
+    """An observation as the model reads it: text as is, content blocks as their text record,
+    anything else as JSON."""
     if isinstance(observation, str):
         return observation
+    if is_blocks(observation):
+        return record(observation)
     return json.dumps(observation, ensure_ascii=False, default=str)
+
+
+def content_of(observation: Any) -> str | list[Any]:
+    """An observation as a ``ToolMessage`` shows it: content blocks as blocks (an image stays
+    an image, as under ``create_agent``), anything else as ``shown`` text."""
+    return observation if is_blocks(observation) else shown(observation)
 
 
 def clip(text: str, limit: int) -> str:
@@ -235,8 +251,13 @@ def _with_note(messages: list[BaseMessage], note: str) -> list[BaseMessage]:
 
 
 def observation_turn(entry: HistoryEntry) -> HumanMessage:
-    """The observation as a user turn of its own, for protocols that reply in text."""
-    return HumanMessage(f"Observation: {shown(entry.observation)}")
+    """The observation as a user turn of its own, for protocols that reply in text; a result
+    in content blocks is its text record, then its blocks that are not text."""
+    said = f"Observation: {shown(entry.observation)}"
+    if not is_blocks(entry.observation):
+        return HumanMessage(said)
+    media = [block for block in entry.observation if block["type"] != "text"]
+    return HumanMessage([{"type": "text", "text": said}, *media]) if media else HumanMessage(said)
 
 
 def replies(

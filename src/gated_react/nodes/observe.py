@@ -71,9 +71,12 @@ def _answer(call: Call, stop_reason: str | None) -> Any:
     outcome = call.outcome
     if outcome is None:
         return result(call.tool, call.id, f"not run: the run stopped ({stop_reason})", ok=False)
-    # the text the model is shown of it, so a later turn replays it as this run did
+    # what the model is shown of it, so a later turn replays it as this run did
+    if outcome.content is not None:
+        return result(call.tool, call.id, outcome.content, ok=outcome.ok, artifact=outcome.artifact)
     if outcome.observation is not None:
-        return result(call.tool, call.id, shown_text(outcome.observation), ok=outcome.ok)
+        text = shown_text(outcome.observation)
+        return result(call.tool, call.id, text, ok=outcome.ok, artifact=outcome.artifact)
     return result(call.tool, call.id, outcome.error or "failed", ok=outcome.ok)
 
 

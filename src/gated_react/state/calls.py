@@ -18,6 +18,12 @@ class Outcome(StrictModel):
     """A stop-reason string when the call failed or was refused, e.g. ``tool_timeout:search``."""
     by_human: bool = False
     """True when a human answered in place of the tool (a ``respond`` decision): it did not run."""
+    content: list[Any] | None = None
+    """The content blocks the model is shown (text and an image, say), when the tool returned
+    blocks; ``observation`` is then their text, what the history keeps."""
+    artifact: Any = None
+    """What the tool returned beside its content (``ToolMessage.artifact``) as plain JSON: the
+    conversation keeps it, the model never sees it."""
 
 
 class Call(StrictModel):

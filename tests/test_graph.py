@@ -32,6 +32,7 @@ EDGES = {
     ("gate", "stop", None),
     ("execute", "observe", None),
     ("observe", "decide", "next"),
+    ("observe", "finish", "direct"),
     ("observe", "stop", None),
     ("finish", "__end__", None),
     ("stop", "__end__", None),

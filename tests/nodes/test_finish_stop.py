@@ -78,3 +78,24 @@ def test_both_refuse_to_run_out_of_place() -> None:
         finish(state(action=tool))
     with pytest.raises(TypeError, match=r"^stop runs only after a node recorded a stop_reason$"):
         stop(state())
+
+
+def test_finish_after_a_return_direct_tool_keeps_its_result_as_the_answer() -> None:
+    """observe wrote the success; the conversation ends with the tool's message, as under
+    ``create_agent``: no AI message repeats it."""
+    said = "lookup_order returned directly (return_direct) after 1 step"
+    ended = state(
+        action={"kind": "tool", "name": "lookup_order", "args": {"order_id": 7}},
+        stop_reason="success",
+        message=said,
+        answer="Order 7: shipped",
+    )
+    assert finish(ended) == {
+        "structured_response": None,
+        "status": "ok",
+        "stop_reason": "success",
+        "message": said,
+        "answer": "Order 7: shipped",
+    }
+    with pytest.raises(TypeError, match="final answer"):
+        finish(state(action={"kind": "tool", "name": "lookup_order", "args": {}}))

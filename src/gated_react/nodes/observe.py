@@ -1,7 +1,8 @@
 """observe: the calls' outcomes join the history, the trace and the conversation (a
 ``ToolMessage`` per call); then the budgets are checked
 before the next decision (this is the conditional edge's input), and a spent one may ask a
-human for more (``Policy.on_budget``)."""
+human for more (``Policy.on_budget``). A step whose every call is to a ``return_direct`` tool
+that ran ends the run instead, its result the answer, as ``create_agent`` ends there."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.reads import read
 from gated_react._engine.transcript import shown as shown_text
 from gated_react.state import Call, CoreState, HistoryEntry, ToolAction, TraceEntry, dump
+from gated_react.stops import StopReason
 
 
 class ObserveChannels(TypedDict, total=False):
@@ -59,6 +61,9 @@ def observe(
         update["history"] = [dump(_step(call)) for call in shown]
     if state.stop_reason:
         return update
+    direct = _direct(deps, state)
+    if direct is not None:  # the run ends here: no budget to check for a next step
+        return {**update, **direct}
     held = Limits(deps.policy, state.extensions)
     usage = held_to_spend(state.usage, state.spend[state.spend_from :])
     over = enforce_before_step(held, usage, config)
@@ -78,6 +83,22 @@ def _answer(call: Call, stop_reason: str | None) -> Any:
         text = shown_text(outcome.observation)
         return result(call.tool, call.id, text, ok=outcome.ok, artifact=outcome.artifact)
     return result(call.tool, call.id, outcome.error or "failed", ok=outcome.ok)
+
+
+def _direct(deps: NodeDeps, state: CoreState) -> dict[str, Any] | None:
+    """The successful end after a step whose calls are all to ``return_direct`` tools and
+    all ran (a human's answer in place of one did not): the results are the answer, and the
+    router sends the run to finish, not to the model."""
+    calls = state.calls
+    direct = all(getattr(deps.tools.get(c.tool), "return_direct", False) for c in calls)
+    ran = all(c.outcome is not None and c.outcome.ok and not c.outcome.by_human for c in calls)
+    if not (calls and direct and ran):
+        return None
+    answer = "\n\n".join(shown_text(c.outcome.observation) for c in calls if c.outcome)
+    names = ", ".join(dict.fromkeys(c.tool for c in calls))
+    steps = f"{state.usage.steps} step{'s' if state.usage.steps != 1 else ''}"
+    said = f"{names} returned directly (return_direct) after {steps}"
+    return {"stop_reason": str(StopReason.SUCCESS), "message": said, "answer": answer}
 
 
 def _stopper(calls: list[Call]) -> Call:

@@ -32,6 +32,7 @@ EDGES = {
     ("gate", "stop", None),
     ("execute", "observe", None),
     ("observe", "decide", "next"),
+    ("observe", "finish", "direct"),
     ("observe", "stop", None),
     ("finish", "__end__", None),
     ("stop", "__end__", None),
@@ -124,3 +125,12 @@ def test_a_model_string_is_a_model_as_create_agent_takes_it(
 def test_one_tool_instead_of_a_list_is_named() -> None:
     with pytest.raises(TypeError, match=r"^expected a list of tools, got StructuredTool$"):
         build_graph(ScriptedChatModel(replies=[]), send_email)  # type: ignore[arg-type]
+
+
+def test_tools_default_to_none_as_create_agent_takes_them() -> None:
+    """``build_graph(model, system_prompt=...)``: before, a TypeError (tools was required)."""
+    model = ScriptedChatModel(replies=["Hi!"])
+    graph = build_graph(model, system_prompt="You are friendly.")
+    out = graph.invoke({"messages": [{"role": "user", "content": "hello"}]})
+    assert (out["stop_reason"], out["messages"][-1].content) == ("success", "Hi!")
+    assert "You are friendly." in model.requests[0][0].text

@@ -34,6 +34,7 @@ CALL = {"step": 1, "tool": "t", "args": {}, "key": "k"}
         (routing.after_gate, {"stop_reason": "tool_denied:t"}, "stop"),
         (routing.after_observe, {}, "next"),
         (routing.after_observe, {"stop_reason": "max_steps"}, "stop"),
+        (routing.after_observe, {"stop_reason": "success"}, "direct"),
     ],
 )
 def test_branches(router: Any, fields: dict[str, Any], branch: str) -> None:

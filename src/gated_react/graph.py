@@ -56,7 +56,7 @@ _NODES_PER_STEP = 5
 
 def build_graph(
     model: BaseChatModel | str,
-    tools: Sequence[BaseTool | Callable[..., Any]],
+    tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
     *,
     system_prompt: str | SystemMessage | None = None,
     middleware: Sequence[AgentMiddleware[Any, Any]] = (),
@@ -70,7 +70,8 @@ def build_graph(
     """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
 
     The rest is ``create_agent``'s, with its meaning: ``model`` may be a ``"provider:model"``
-    string; ``tools`` may be plain functions; ``system_prompt`` is the agent's instructions
+    string; ``tools`` may be plain functions (None, the default, is no tools: a graph that
+    only answers); ``system_prompt`` is the agent's instructions
     (after the gate's fixed rules); ``response_format`` a pydantic model the answer must fit
     (``Policy.answer_schema``), its data in the result's ``structured_response``;
     ``context_schema`` types ``invoke(..., context=...)``, which tools read as
@@ -87,7 +88,7 @@ def build_graph(
     policy = with_response_format(policy or Policy(), response_format)
     deps = NodeDeps.build(
         init_model(model),
-        tools,
+        () if tools is None else tools,
         policy,
         middleware,
         _text(system_prompt),

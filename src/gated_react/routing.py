@@ -13,7 +13,7 @@ from typing import Any, Literal, TypedDict
 AfterDecide = Literal["reply", "stop"]
 AfterValidate = Literal["tool", "final", "retry", "stop"]
 AfterGate = Literal["allowed", "refused", "stop"]
-AfterObserve = Literal["next", "stop"]
+AfterObserve = Literal["next", "direct", "stop"]
 
 AFTER_DECIDE: dict[Hashable, str] = {"reply": "validate", "stop": "stop"}
 AFTER_VALIDATE: dict[Hashable, str] = {
@@ -23,7 +23,7 @@ AFTER_VALIDATE: dict[Hashable, str] = {
     "stop": "stop",
 }
 AFTER_GATE: dict[Hashable, str] = {"allowed": "execute", "refused": "observe", "stop": "stop"}
-AFTER_OBSERVE: dict[Hashable, str] = {"next": "decide", "stop": "stop"}
+AFTER_OBSERVE: dict[Hashable, str] = {"next": "decide", "direct": "finish", "stop": "stop"}
 
 
 class Route(TypedDict, total=False):
@@ -60,5 +60,9 @@ def after_gate(state: Route) -> AfterGate:
 
 
 def after_observe(state: Route) -> AfterObserve:
-    """Stop when the call stopped the run or a budget is spent; else decide again."""
-    return "stop" if state.get("stop_reason") else "next"
+    """Finish when a ``return_direct`` tool's result is the answer (observe wrote the run's
+    success); stop when the call stopped the run or a budget is spent; else decide again."""
+    reason = state.get("stop_reason")
+    if reason == "success":
+        return "direct"
+    return "stop" if reason else "next"

@@ -127,11 +127,52 @@ def test_an_async_tool_gets_its_runtime() -> None:
     assert out["history"][0]["observation"] == "plan of u7", out["message"]
 
 
-def test_the_idempotency_key_reaches_a_runtime_tool_and_is_its_tool_call_id() -> None:
-    """The call's id is its idempotency key: the same after a crash and resume."""
+def test_the_idempotency_key_reaches_a_runtime_tool_beside_the_models_call_id() -> None:
+    """The key stays the key (stable for thread, step, tool and arguments); the tool call id
+    is the model's, as for every other tool."""
     _, graph = _graph([call("keyed", note="n"), "ok"], [keyed])
     out = graph.invoke({"goal": "g"}, context=Ctx("u1"))
-    assert out["history"][0]["observation"] == "n:True", out["message"]
+    assert out["history"][0]["observation"] == "n:False", out["message"]
+
+
+@tool
+def whoami(runtime: ToolRuntime[Ctx]) -> str:
+    """My call's id, and whether the conversation holds it."""
+    ids = [c["id"] for m in runtime.state["messages"] for c in getattr(m, "tool_calls", [])]
+    return f"{runtime.tool_call_id} {runtime.tool_call_id in ids}"
+
+
+@tool
+def echo_id(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+    """The injected call id."""
+    return tool_call_id
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json"])
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_tool_is_given_the_models_call_id_that_its_tool_message_answers(
+    protocol: str, use_async: bool
+) -> None:
+    """As ``create_agent`` gives it: before, the idempotency key, in no message. The json
+    protocol has no native ids: the stable ids ``messages`` holds are the ones given."""
+    replies: list[Any] = [call("whoami"), call("echo_id", text="x"), "done"]
+    if protocol == "json":
+        replies = [
+            '{"kind": "tool", "name": "whoami", "args": {}}',
+            '{"kind": "tool", "name": "echo_id", "args": {"text": "x"}}',
+            '{"kind": "final", "answer": "done"}',
+        ]
+    _, graph = _graph(replies, [whoami, echo_id], policy=Policy(protocol=protocol))
+    given = {"messages": [{"role": "user", "content": "go"}]}
+    if use_async:
+        out = asyncio.run(graph.ainvoke(given, context=Ctx("u1")))
+    else:
+        out = graph.invoke(given, context=Ctx("u1"))
+    asked = [c["id"] for m in out["messages"] for c in getattr(m, "tool_calls", [])]
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == asked
+    assert [m.text.split()[0] for m in results] == asked
+    assert results[0].text.endswith(" True")
 
 
 def test_the_model_is_never_shown_an_injected_argument() -> None:

@@ -222,3 +222,57 @@ def test_a_graph_builds_its_tools_call_schemas_not_its_first_call() -> None:
     assert fresh._tool_call_schema_memo is None
     build_graph(ScriptedChatModel(replies=["x"]), [fresh])
     assert fresh._tool_call_schema_memo is not None
+
+
+BOOKED: list[str] = []
+
+
+@tool
+def book_flight(dest: str) -> str:
+    """Book a flight once the user confirms."""
+    from langgraph.types import interrupt
+
+    answer = interrupt({"question": f"Book a flight to {dest}?"})
+    BOOKED.append(dest)
+    return f"booked to {dest}" if answer == "yes" else "cancelled"
+
+
+@tool
+async def abook_flight(dest: str) -> str:
+    """The same, async."""
+    from langgraph.types import interrupt
+
+    answer = interrupt({"question": f"Book a flight to {dest}?"})
+    BOOKED.append(dest)
+    return f"booked to {dest}" if answer == "yes" else "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("flight", "use_async"),
+    [(book_flight, False), (book_flight, True), (abook_flight, True)],
+    ids=["sync", "sync-tool-ainvoke", "async"],
+)
+def test_interrupt_in_a_tool_is_refused_with_the_way_to_ask_instead(
+    flight: Any, use_async: bool
+) -> None:
+    """Refused, not paused: a resume could not be told from a crash, so a tool that is not
+    idempotent could run twice (docs/guides/chat.md says why). Before, a failure that quoted
+    ``GraphInterrupt``'s repr and named no way out."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from gated_react.testing import call
+
+    BOOKED.clear()
+    model = ScriptedChatModel(replies=[call(flight.name, dest="Rome"), "Booked."])
+    graph = build_graph(model, [flight], checkpointer=InMemorySaver())
+    thread: RunnableConfig = {"configurable": {"thread_id": f"t-{flight.name}-{use_async}"}}
+    given = {"goal": "book Rome"}
+    out = asyncio.run(graph.ainvoke(given, thread)) if use_async else graph.invoke(given, thread)
+    assert "__interrupt__" not in out
+    assert out["stop_reason"] == f"tool_error:{flight.name}"
+    assert "called interrupt()" in out["message"]
+    assert f"Policy(require_approval={{'{flight.name}'}})" in out["message"]
+    assert graph.invoke(Command(resume="yes"), thread)["stop_reason"] == out["stop_reason"]
+    assert BOOKED == []

@@ -216,3 +216,42 @@ def test_steps_start_where_the_step_number_changes(steps: list[int]) -> None:
         expected.append(at)
         at += len(list(group))
     assert step_starts(entries) == expected
+
+
+def test_system_messages_in_the_input_follow_the_graphs_prompt_in_one_system_message() -> None:
+    """An app's per-request instructions, as ``create_agent`` shows them; before, stored and
+    never shown. One system message: some providers take no other."""
+    given = [
+        SystemMessage("Answer in French.", id="s"),
+        HumanMessage("hello", id="h"),
+        SystemMessage("  ", id="blank"),
+    ]
+    state = State.model_validate({"goal": "hello", "messages": given, "turn": "h"})
+    system, *rest = build_messages(state, "SYSTEM", Policy(), PROTOCOLS["tools"].replay)
+    assert system == SystemMessage("SYSTEM\n\nAnswer in French.")
+    assert rest == [HumanMessage("hello")]
+
+
+RETRY = {"why": "bad_json", "message": "x", "count": 1}
+IMAGE = {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"}
+
+
+def test_a_question_with_an_image_shows_the_model_the_image_in_its_turn_and_later() -> None:
+    """Before, the text alone: the image never reached the model. A later turn shows it as
+    this one did, so its request still starts with this one's (a prompt cache holds)."""
+    first = HumanMessage([{"type": "text", "text": "What is in this image?"}, IMAGE], id="h1")
+    state = State.model_validate(
+        {"goal": "What is in this image?", "messages": [first], "turn": "h1"}
+    )
+    replay = PROTOCOLS["tools"].replay
+    asked = build_messages(state, "SYSTEM", Policy(), replay)
+    assert asked[1] == HumanMessage([{"type": "text", "text": "What is in this image?"}, IMAGE])
+    later = [first, AIMessage("A red pixel.", id="a1"), HumanMessage("And now?", id="h2")]
+    state = State.model_validate({"goal": "And now?", "messages": later, "turn": "h2"})
+    again = build_messages(state, "SYSTEM", Policy(), replay)
+    assert again[: len(asked)] == asked
+    retried = State.model_validate(
+        {"goal": "What is in this image?", "messages": [first], "turn": "h1", "retry": RETRY}
+    )
+    *_, last = build_messages(retried, "SYSTEM", Policy(), replay)
+    assert last.content[-1]["text"].startswith("Your last reply was rejected")  # type: ignore[index]

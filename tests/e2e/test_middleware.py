@@ -102,7 +102,7 @@ def test_dynamic_prompt_follows_the_gates_fixed_rules(mode: str) -> None:
     system = model.seen[0][0]
     assert isinstance(system, SystemMessage)
     assert system.text.startswith("You are the decision step of a ReAct agent.")
-    assert system.text.endswith("\n\nAlways answer in French.")
+    assert system.text.endswith("\n\nInstructions for this agent:\nAlways answer in French.")
 
 
 @MODES

@@ -35,6 +35,8 @@ def test_success_records_a_json_observation_and_time() -> None:
         "observation": {"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}},
         "error": None,
         "by_human": False,
+        "content": None,
+        "artifact": None,
     }
     assert update["usage"]["seconds"] >= 0
     assert "stop_reason" not in update

@@ -122,3 +122,24 @@ def test_a_command_to_an_end_mid_run_is_one_line_and_a_new_message_goes_on(node:
         graph.invoke(Command(goto=node), CFG)
     out = graph.invoke({"messages": [("user", "say hi")]}, CFG)
     assert out["stop_reason"] == "success"
+
+
+def test_finish_after_a_return_direct_tool_keeps_its_result_as_the_answer() -> None:
+    """observe wrote the success; the conversation ends with the tool's message, as under
+    ``create_agent``: no AI message repeats it."""
+    said = "lookup_order returned directly (return_direct) after 1 step"
+    ended = state(
+        action={"kind": "tool", "name": "lookup_order", "args": {"order_id": 7}},
+        stop_reason="success",
+        message=said,
+        answer="Order 7: shipped",
+    )
+    assert finish(ended) == {
+        "structured_response": None,
+        "status": "ok",
+        "stop_reason": "success",
+        "message": said,
+        "answer": "Order 7: shipped",
+    }
+    with pytest.raises(MisroutedStep, match="final answer"):
+        finish(state(action={"kind": "tool", "name": "lookup_order", "args": {}}))

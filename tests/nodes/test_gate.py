@@ -187,6 +187,8 @@ def test_a_repeat_gets_the_reminders_the_policy_allows_then_stops() -> None:
         "answer. Calling it again ends the run.",
         "error": "loop_detected",
         "by_human": False,
+        "content": None,
+        "artifact": None,
     }
     assert reminded["usage"]["tool_calls"] == 2  # a reminder counts as a call
     twice = [*once, history_entry(2, "get_user_profile", "ok", user_id=42)]

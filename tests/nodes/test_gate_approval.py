@@ -150,7 +150,14 @@ def test_a_human_may_answer_in_place_of_the_tool(monkeypatch: pytest.MonkeyPatch
             "args": {"user_id": 42},
             "key": "",
             "id": None,
-            "outcome": {"ok": True, "observation": "USD 49", "error": None, "by_human": True},
+            "outcome": {
+                "ok": True,
+                "observation": "USD 49",
+                "error": None,
+                "by_human": True,
+                "content": None,
+                "artifact": None,
+            },
         }
     ]
     assert update["usage"]["tool_calls"] == 1  # an answer in place of the tool counts as a call

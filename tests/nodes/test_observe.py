@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from langchain_core.tools import tool
+
 from gated_react.nodes.observe import observe
 
 from ..support.helpers import deps, history_entry, state
@@ -61,3 +63,23 @@ def test_a_call_a_human_edited_keeps_the_models_arguments_and_its_result_says_wh
     same = observe(state(calls=[{**edited, "args": {"user_id": 42}}], action=asked), deps=deps())
     assert "proposed" not in same["history"][0]  # stored as before
     assert same["messages"][0].text == '{"billing": {}}'
+
+
+def test_a_step_of_return_direct_calls_that_ran_ends_the_run_with_their_result() -> None:
+    @tool(return_direct=True)
+    def lookup_order(order_id: int) -> str:
+        """Look up an order; its result is the answer."""
+        return "shipped"
+
+    ran = {"step": 1, "tool": "lookup_order", "args": {"order_id": 7}, "key": "k", "id": "c"}
+    ok = {**ran, "outcome": {"ok": True, "observation": "Order 7: shipped"}}
+    parts = deps(tools=[lookup_order], max_steps=1)  # no next step: no budget stops it
+    update = observe(state(calls=[ok], usage={"steps": 1}), deps=parts)
+    assert (update["stop_reason"], update["answer"]) == ("success", "Order 7: shipped")
+    assert update["message"] == "lookup_order returned directly (return_direct) after 1 step"
+    for outcome in (
+        {"ok": False, "observation": "boom", "error": "tool_error:lookup_order"},
+        {"ok": True, "observation": "told", "by_human": True},  # a human answered instead
+    ):
+        update = observe(state(calls=[{**ran, "outcome": outcome}]), deps=parts)
+        assert "stop_reason" not in update

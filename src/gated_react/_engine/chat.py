@@ -91,13 +91,17 @@ def kept(reply: Reply | None) -> dict[str, Any]:
     return out
 
 
-def result(tool: str, tool_call_id: str | None, content: str, *, ok: bool) -> ToolMessage:
-    """The answer to one tool call: its result, or (``status="error"``) why it has none."""
+def result(
+    tool: str, tool_call_id: str | None, content: str | list[Any], *, ok: bool, artifact: Any = None
+) -> ToolMessage:
+    """The answer to one tool call: its result (text, or content blocks) and any artifact, or
+    (``status="error"``) why it has none."""
     return ToolMessage(
         content,
         tool_call_id=tool_call_id or "",
         name=tool,
         status="success" if ok else "error",
+        artifact=artifact,
         id=str(uuid.uuid4()),
     )
 

@@ -12,7 +12,7 @@ from langchain_core.tools import tool as as_langchain_tool
 
 from gated_react._engine.injection import Injector
 from gated_react._engine.pricing import Pricer, pricer_for
-from gated_react._engine.prompt import system_prompt
+from gated_react._engine.prompt import app_section, rules
 from gated_react._engine.protocol import ActionProtocol, BoundModel
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
@@ -38,6 +38,9 @@ class NodeDeps:
     policy: Policy
     protocol: ActionProtocol
     system: str
+    """The system prompt every request opens with: ``rules``, then the app's prompt."""
+    rules: str
+    """The gate's fixed part of ``system``, which no middleware replaces."""
     pricer: Pricer
     """How the model's calls are priced (the policy's price, else genai-prices' table)."""
     context: RunContext
@@ -56,6 +59,9 @@ class NodeDeps:
     injector: Injector | None = None
     """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
     how to fill them; None when no tool does."""
+    app_prompt: str | None = None
+    """The application's prompt (``build_graph(system_prompt=)``): what model hooks see as
+    ``request.system_message`` and may replace."""
 
     @property
     def admission_scope(self) -> str:
@@ -93,6 +99,7 @@ class NodeDeps:
             raise UnpricedModel(why)
         secrets, context = secrets_of(model), run_context(model, policy, pricer)
         build_schemas(registry.values())
+        fixed = rules(protocol.instructions(visible), policy.answer_schema)
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),
@@ -101,9 +108,9 @@ class NodeDeps:
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
             policy=policy,
             protocol=protocol,
-            system=system_prompt(
-                protocol.instructions(visible), policy.answer_schema, instructions
-            ),
+            system=fixed + app_section(instructions),
+            rules=fixed,
+            app_prompt=instructions if instructions and instructions.strip() else None,
             pricer=pricer,
             answer_streams=protocol.answer_is_text
             and policy.answer_schema is None

@@ -48,7 +48,8 @@ class Injector:
         self, name: str, args: dict[str, Any], call_id: str, config: RunnableConfig
     ) -> ToolCall:
         """The full ``ToolCall`` a tool is invoked with: the model's arguments and the
-        injected ones, its id the call's idempotency key (stable across a resume)."""
+        injected ones, under ``call_id``, the model's id for the call (stored with it, so
+        the same after a resume)."""
         call = ToolCall(name=name, args=args, id=call_id, type="tool_call")
         given = tool_runtime(self.node, call, config)
         filled: ToolCall = injected_tool_call(self.node, call, given)

@@ -12,8 +12,9 @@ transcript without the system prompt, and after the model the reply): a ``before
 changes what the model is shown, an ``after_model`` edit changes the reply the gate will check.
 Neither writes the run's state; every other key (the gate's and execute's channels among them),
 a ``Command`` and a ``jump_to`` end the run with ``middleware_error:<middleware>``, as does a
-hook that raises. The gate's fixed rules always open the system prompt; a prompt a middleware
-sets (``@dynamic_prompt``) follows them.
+hook that raises. A hook's ``request.system_message`` is the app's prompt, as under
+``create_agent``; what the hooks make of it follows the gate's fixed rules, which always open
+the system prompt.
 """
 
 from __future__ import annotations

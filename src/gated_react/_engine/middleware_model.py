@@ -15,6 +15,7 @@ from langgraph.graph.message import add_messages
 
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
+from gated_react._engine.prompt import app_section
 from gated_react._engine.protocol import BoundModel
 from gated_react.errors import MiddlewareFailed
 
@@ -33,7 +34,9 @@ class ModelCall:
         self, deps: NodeDeps, messages: list[BaseMessage], config: RunnableConfig, asked: Any
     ) -> None:
         self.deps, self.asked, self.runtime = deps, asked, runtime_of(config)
-        self.rules = messages[0].text  # the gate's fixed system prompt: never replaced
+        # What follows the app's prompt in the system message (the conversation's own system
+        # messages, which the transcript appends): kept whatever a hook makes of the prompt.
+        self.given = messages[0].text.removeprefix(deps.system)
         self.view: list[Any] = _merged([], messages[1:])  # with ids, so hooks can replace
         self.replies: list[BaseMessage] = []
         """Every reply the model gave: all of them are paid for, whatever a hook kept."""
@@ -105,8 +108,14 @@ class ModelCall:
         ]
         state: Any = {"messages": list(self.view)}
         view = list(self.view)
+        app = SystemMessage(deps.app_prompt) if deps.app_prompt is not None else None
         return ModelRequest(
-            model=deps.model, messages=view, tools=visible, state=state, runtime=self.runtime
+            model=deps.model,
+            messages=view,
+            system_message=app,
+            tools=visible,
+            state=state,
+            runtime=self.runtime,
         )
 
     def layer(self, m: AgentMiddleware[Any, Any]) -> Handler:
@@ -178,9 +187,11 @@ class ModelCall:
         return bound.bind(**settings) if settings else bound
 
     def sent(self, request: Any) -> list[BaseMessage]:
-        extra = request.system_message
-        system = self.rules if extra is None else f"{self.rules}\n\n{extra.text}"
-        return [SystemMessage(system), *request.messages]
+        """The request as the model gets it: the gate's rules first, whatever the hooks made
+        of the app's prompt after them (they cannot remove the rules), then the rest."""
+        app = request.system_message
+        shown = app_section(None if app is None else _text(app)) + self.given
+        return [SystemMessage(self.deps.rules + shown), *request.messages]
 
     def invoke(self, request: Any) -> Any:
         bound = self.bound(request)
@@ -215,6 +226,13 @@ class ModelCall:
         """The reply after the hooks, and the message whose usage the budgets count."""
         reply = self.view[-1]  # an AI message: applied() holds the hooks to that
         return reply, paid(self.replies, reply)
+
+
+def _text(message: SystemMessage) -> str:
+    """A system message's text, its text blocks one per line (as a provider shows them)."""
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(block["text"] for block in message.content_blocks if block["type"] == "text")
 
 
 def _merged(view: list[Any], update: Any) -> list[Any]:

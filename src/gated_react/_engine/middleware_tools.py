@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.injection import tool_runtime
+from gated_react._engine.tool_results import is_blocks
 from gated_react._engine.tool_runner import CallChanged
 from gated_react.errors import GatedReactError
 from gated_react.state import Call
@@ -43,7 +44,9 @@ class ToolRun:
 
     def request(self) -> ToolCallRequest:
         call = self.call
-        tool_call = ToolCall(name=call.tool, args=dict(call.args), id=call.key, type="tool_call")
+        tool_call = ToolCall(
+            name=call.tool, args=dict(call.args), id=call.tool_call_id, type="tool_call"
+        )
         injector = self.deps.injector
         runtime = tool_runtime(injector.node if injector else None, tool_call, self.config)
         state: dict[str, Any] = runtime.state
@@ -87,12 +90,21 @@ class ToolRun:
         return self.error if self.again and self.error is not None else exc
 
     def executed(self, value: Any) -> ToolMessage:
-        """The tool's value as the ``ToolMessage`` hooks expect; the value itself is kept."""
-        try:
-            content = value if isinstance(value, str) else json.dumps(value, default=str)
-        except Exception:  # circular or unencodable: to_observation shows it later
-            content = repr(value)[:1000]
-        message = ToolMessage(content=content, tool_call_id=self.call.key, name=self.call.tool)
+        """The tool's value as the ``ToolMessage`` hooks expect (content blocks as blocks, an
+        artifact kept, as ``ToolNode`` gives it); the value itself is kept."""
+        call, artifact = self.call, None
+        if isinstance(value, ToolMessage):
+            content, artifact = value.content, value.artifact
+        elif isinstance(value, str) or is_blocks(value):
+            content = value
+        else:
+            try:
+                content = json.dumps(value, default=str)
+            except Exception:  # circular or unencodable: to_observation shows it later
+                content = repr(value)[:1000]
+        message = ToolMessage(
+            content=content, artifact=artifact, tool_call_id=call.tool_call_id, name=call.tool
+        )
         self.ran = (message, value)
         return message
 
@@ -112,4 +124,4 @@ class ToolRun:
             )
         if result.status == "error":
             raise ToolMiddlewareError(result.text)
-        return result.content
+        return result  # its content and artifact (tool_results)

@@ -30,15 +30,16 @@ Instructions for this agent:
 {text}"""
 
 
-def system_prompt(
-    instructions: str, answer_schema: type[BaseModel] | None = None, app: str | None = None
-) -> str:
-    """The fixed part of every request; it shows the answer's JSON schema when there is one.
-    The application's own prompt (``build_graph(system_prompt=)``) comes last, after the
-    rules, so graphs with different prompts share the prefix a server caches."""
+def rules(instructions: str, answer_schema: type[BaseModel] | None = None) -> str:
+    """The gate's part of the system prompt, what no middleware may replace; it shows the
+    answer's JSON schema when there is one. The application's prompt (``app_section``) comes
+    after it, so graphs with different prompts share the prefix a server caches."""
     text = _SYSTEM.format(instructions=instructions)
     if answer_schema is not None:
         text += _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
-    if app and app.strip():
-        text += _APP.format(text=app.strip())
     return text
+
+
+def app_section(app: str | None) -> str:
+    """The application's part, after the rules (empty without one)."""
+    return _APP.format(text=app.strip()) if app and app.strip() else ""

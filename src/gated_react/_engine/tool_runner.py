@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
@@ -40,6 +40,13 @@ class CallChanged(GatedReactError):
 
 class ToolCommand(GatedReactError):
     """The tool returned a ``Command``: a state update, which only the graph's nodes write."""
+
+
+class ToolPaused(GatedReactError):
+    """The tool called LangGraph's ``interrupt()`` (or ran a graph that did): a gated run does
+    not pause inside a tool. On resume the tool would run again from its start, and nothing
+    tells that resume from the one after a crash, so a tool that is not idempotent could run
+    twice, or run on after a crash as if the answer had just come."""
 
 
 class ToolExit(GatedReactError):
@@ -173,10 +180,8 @@ async def ainvoke(
 
 
 def returned(tool: BaseTool, value: Any) -> Any:
-    """What a call returned, as its observation holds it: a ``ToolMessage`` (what a tool
-    invoked with a full ``ToolCall`` returns) is its content."""
-    if isinstance(value, ToolMessage):
-        return value.content
+    """What a call returned; a ``ToolMessage`` (what a tool invoked with a full ``ToolCall``
+    returns) is kept whole: its artifact is the conversation's (``tool_results``)."""
     if isinstance(value, Command):
         raise ToolCommand(
             f"{tool.name} returned a Command; gated-react's state is written by its nodes "
@@ -192,6 +197,8 @@ def _invoke_once(
         return call_within(lambda: _call(tool, args, config), timeout)
     except DeadlinePassed:
         raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+    except GraphInterrupt:
+        raise _paused(tool) from None
 
 
 async def _ainvoke_once(
@@ -203,6 +210,15 @@ async def _ainvoke_once(
         return await acall_within(lambda: _call(tool, args, config), timeout)
     except DeadlinePassed:
         raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+    except GraphInterrupt:
+        raise _paused(tool) from None
+
+
+def _paused(tool: BaseTool) -> ToolPaused:
+    return ToolPaused(
+        f"{tool.name} called interrupt(), which a gated run does not take inside a tool; ask "
+        f"before the call instead: Policy(require_approval={{{tool.name!r}}})"
+    )
 
 
 def _call(tool: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:

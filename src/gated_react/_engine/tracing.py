@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 from opentelemetry import trace
@@ -305,7 +306,8 @@ def tool_done(spans: AgentSpans, span: Span, value: Any) -> None:
     if span.is_recording():
         span.set_attribute("gated_react.tool.outcome", "ok")
         if spans.labels.content:
-            span.set_attribute("gen_ai.tool.call.result", _content(spans.labels, value))
+            shown = value.content if isinstance(value, ToolMessage) else value
+            span.set_attribute("gen_ai.tool.call.result", _content(spans.labels, shown))
 
 
 @quiet

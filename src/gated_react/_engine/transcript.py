@@ -1,6 +1,7 @@
 """What the model sees: its own past steps as chat messages, append-only between foldings.
 
-A request is ``[system, earlier turns..., goal, step 1, step 2, ...]``, each step in the form
+A request is ``[system, earlier turns..., goal, step 1, step 2, ...]`` (the conversation's own
+system messages join ``system``), each step in the form
 the model itself uses (a tool call and its ``ToolMessage``, or its reply and an
 ``Observation:`` turn). A server
 that caches prompt prefixes (llama.cpp, vLLM, OpenAI, Anthropic) reuses everything but the newest
@@ -37,6 +38,7 @@ from langchain_core.messages import (
 from gated_react._engine.budget_checks import limits_of
 from gated_react._engine.chat import edited
 from gated_react._engine.reads import Known
+from gated_react._engine.tool_results import is_blocks, record, results_in_blocks, with_blocks
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
 
@@ -79,10 +81,14 @@ def build_messages(
     if folded:
         older = shown[: starts[folded]]
         goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
-    earlier = earlier_turns(state.messages[: _turn_at(state)], policy, replay)
-    messages: list[BaseMessage] = [SystemMessage(system), *earlier, HumanMessage(goal)]
+    at = _turn_at(state)
+    earlier = earlier_turns(state.messages[:at], policy, replay)
+    system += given_instructions(state.messages[: at + 1])
+    question = state.messages[at] if at < len(state.messages) else None
+    messages: list[BaseMessage] = [SystemMessage(system), *earlier, asked(goal, question)]
+    media = results_in_blocks(state.messages)
     for start, end in pairwise([*starts[folded:], len(shown)]):
-        step = shown[start:end]
+        step = with_blocks(shown[start:end], media)
         messages.extend(built.derived(replay, step, partial(_replayed, replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
@@ -114,6 +120,24 @@ def step_starts(entries: Sequence[HistoryEntry]) -> list[int]:
 
 _STEP = operator.attrgetter("step")
 _TOOL = operator.attrgetter("action.name")
+
+
+def given_instructions(messages: Sequence[BaseMessage]) -> str:
+    """The text of the conversation's own system messages (an app's instructions sent with
+    its input), after the graph's prompt, in one system message: every provider takes one at
+    the start, some no other. The gate's rules still come first, and decide what runs."""
+    texts = (m.text.strip() for m in messages if isinstance(m, SystemMessage))
+    return "".join(f"\n\n{text}" for text in texts if text)
+
+
+def asked(text: str, message: BaseMessage | None = None) -> HumanMessage:
+    """A question as the model is shown it: ``text``, then what else the user sent with it
+    (an image, audio, a file: its content blocks that are not text), as they sent it."""
+    content = message.content if isinstance(message, HumanMessage) else None
+    media = [b for b in content or () if isinstance(b, dict) and b.get("type") != "text"]
+    if not media or not isinstance(content, list):
+        return HumanMessage(text)
+    return HumanMessage([{"type": "text", "text": text}, *media])
 
 
 def _turn_at(state: State) -> int:
@@ -161,7 +185,7 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
                 HistoryEntry(
                     step=0,
                     action=ToolAction(name=c["name"], args=c["args"], id=c["id"]),
-                    observation=results[str(c["id"])].text,
+                    observation=_result(results[str(c["id"])]),
                 )
                 for c in message.tool_calls
                 if c.get("id") in results
@@ -170,9 +194,14 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
             text = clip(message.text.strip(), _CONTEXT_CHARS)
             items.append(
-                HumanMessage(text) if isinstance(message, HumanMessage) else AIMessage(text)
+                asked(text, message) if isinstance(message, HumanMessage) else AIMessage(text)
             )
     return items
+
+
+def _result(message: ToolMessage) -> Any:
+    """A stored result as the model was shown it: its blocks, or its text."""
+    return message.content if is_blocks(message.content) else message.text
 
 
 def summary(entries: Sequence[HistoryEntry]) -> str:
@@ -194,10 +223,19 @@ def summary(entries: Sequence[HistoryEntry]) -> str:
 
 
 def shown(observation: Any) -> str:
-    """An observation as the model reads it: text as is, anything else as JSON."""
+    """An observation as the model reads it: text as is, content blocks as their text record,
+    anything else as JSON."""
     if isinstance(observation, str):
         return observation
+    if is_blocks(observation):
+        return record(observation)
     return json.dumps(observation, ensure_ascii=False, default=str)
+
+
+def content_of(observation: Any) -> str | list[Any]:
+    """An observation as a ``ToolMessage`` shows it: content blocks as blocks (an image stays
+    an image, as under ``create_agent``), anything else as ``shown`` text."""
+    return observation if is_blocks(observation) else shown(observation)
 
 
 def clip(text: str, limit: int) -> str:
@@ -223,12 +261,19 @@ def _with_note(messages: list[BaseMessage], note: str) -> list[BaseMessage]:
     last = messages[-1]
     if isinstance(last, HumanMessage) and isinstance(last.content, str):
         return [*messages[:-1], HumanMessage(f"{last.content}\n\n{note}")]
+    if isinstance(last, HumanMessage):  # a question with an image: the note as a text block
+        return [*messages[:-1], HumanMessage([*last.content, {"type": "text", "text": note}])]
     return [*messages, HumanMessage(note)]
 
 
 def observation_turn(entry: HistoryEntry) -> HumanMessage:
-    """The observation as a user turn of its own, for protocols that reply in text."""
-    return HumanMessage(f"Observation: {shown(entry.observation)}")
+    """The observation as a user turn of its own, for protocols that reply in text; a result
+    in content blocks is its text record, then its blocks that are not text."""
+    said = f"Observation: {shown(entry.observation)}"
+    if not is_blocks(entry.observation):
+        return HumanMessage(said)
+    media = [block for block in entry.observation if block["type"] != "text"]
+    return HumanMessage([{"type": "text", "text": said}, *media]) if media else HumanMessage(said)
 
 
 def replies(
@@ -248,8 +293,8 @@ def calls_shown(messages: Sequence[BaseMessage]) -> int:
     count = sum(
         message.type == "tool" or _is_observation(message) for message in messages[at + 1 :]
     )
-    goal = messages[at].content if at < len(messages) else ""
-    for line in (goal if isinstance(goal, str) else "").splitlines():
+    goal = messages[at].text if at < len(messages) else ""
+    for line in goal.splitlines():
         if line.startswith("- step "):
             count += 1
         elif line.startswith("- steps "):

@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import tool_runner, tracing
+from gated_react._engine import tool_results, tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
@@ -299,12 +299,16 @@ def _with(call: Call, outcome: Outcome) -> Call:
 
 def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
     """What the tool is invoked with: the arguments the gate let through, the idempotency key
-    when it takes one, and, for a tool taking injected arguments, the full ``ToolCall`` with
-    them filled (never written to the state: the gate and the record see ``call.args``)."""
+    when it takes one, and, for a tool taking injected arguments or returning an artifact, the
+    full ``ToolCall`` (injected arguments filled, never written to the state: the gate and the
+    record see ``call.args``)."""
     args = {**call.args, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else call.args
     if deps.injector is None or call.tool not in deps.injector.takes:
+        if deps.tools[call.tool].response_format == "content_and_artifact":
+            # given its ToolCall, it answers with a ToolMessage: the artifact is not lost
+            return {"name": call.tool, "args": args, "id": call.tool_call_id, "type": "tool_call"}
         return args
-    filled = deps.injector.tool_call(call.tool, call.args, call.key, config)
+    filled = deps.injector.tool_call(call.tool, call.args, call.tool_call_id, config)
     if call.tool in deps.keyed:
         filled["args"][tool_runner.KEY_PARAM] = call.key
     return dict(filled)
@@ -348,8 +352,5 @@ def _outcome(
         text = f"{type(error).__name__}: {error_text(error, *deps.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
     else:
-        limit = deps.policy.max_observation_chars
-        return Outcome(
-            ok=True, observation=tool_runner.to_observation(value, limit, deps.secrets)
-        ), None
+        return tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets), None
     return Outcome(ok=False, observation=why.message, error=str(why)), why

@@ -22,6 +22,9 @@ class FinishChannels(TypedDict, total=False):
     reply: dict[str, Any] | None
     action: dict[str, Any] | None
     usage: dict[str, Any]
+    stop_reason: str | None
+    message: str | None
+    answer: str | None
     status: str | None
 
 
@@ -38,6 +41,8 @@ def finish(
     RUNS.end(config)  # the run's last read: what it kept goes
     if state.status is not None:  # an ended run keeps its end (an edit reached it again)
         return {}
+    if _returned_directly(state):
+        return _direct_end(state)
     if not isinstance(state.action, FinalAction):
         raise MisroutedStep("finish", "without a final answer")
     steps = state.usage.steps
@@ -49,6 +54,25 @@ def finish(
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",
         "answer": state.action.answer,
         **closing(state.action.answer, _streamed_as(state), state.reply),
+    }
+
+
+def _returned_directly(state: CoreState) -> bool:
+    """Whether observe ended the run on a ``return_direct`` tool's result."""
+    tools = state.action is not None and not isinstance(state.action, FinalAction)
+    return tools and state.stop_reason == StopReason.SUCCESS and state.answer is not None
+
+
+def _direct_end(state: CoreState) -> dict[str, Any]:
+    """The successful end on a ``return_direct`` tool's result: the conversation ends with
+    its ``ToolMessage``, as under ``create_agent`` (no AI message repeats it); no
+    ``structured_response``, which only the model's answer gives."""
+    return {
+        "structured_response": None,
+        "status": "ok",
+        "stop_reason": state.stop_reason,
+        "message": state.message,
+        "answer": state.answer,
     }
 
 

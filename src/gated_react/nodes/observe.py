@@ -1,7 +1,8 @@
 """observe: the calls' outcomes join the history, the trace and the conversation (a
 ``ToolMessage`` per call); then the budgets are checked
 before the next decision (this is the conditional edge's input), and a spent one may ask a
-human for more (``Policy.on_budget``)."""
+human for more (``Policy.on_budget``). A step whose every call is to a ``return_direct`` tool
+that ran ends the run instead, its result the answer, as ``create_agent`` ends there."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from gated_react.state import (
     dump,
     tool_actions,
 )
+from gated_react.stops import StopReason
 
 
 class ObserveChannels(TypedDict, total=False):
@@ -74,6 +76,9 @@ def observe(
         update["history"] = [dump(_step(call, proposed.get(call.id))) for call in shown]
     if state.stop_reason:
         return update
+    direct = _direct(deps, state)
+    if direct is not None:  # the run ends here: no budget to check for a next step
+        return {**update, **direct}
     held = Limits(deps.policy, state.extensions)
     usage = held_to_spend(state.usage, state.spend[state.spend_from :])
     over = enforce_before_step(held, usage, config)
@@ -97,14 +102,32 @@ def _answer(call: Call, stop_reason: str | None, proposed: dict[str, Any] | None
     outcome = call.outcome
     if outcome is None:
         return result(call.tool, call.id, f"not run: the run stopped ({stop_reason})", ok=False)
-    # the text the model is shown of it, so a later turn replays it as this run did
+    # what the model is shown of it, so a later turn replays it as this run did
+    if outcome.content is not None and proposed is None:  # an edit's note goes with the text
+        return result(call.tool, call.id, outcome.content, ok=outcome.ok, artifact=outcome.artifact)
     if outcome.observation is not None:
         said = shown_text(outcome.observation)
     else:
         said = outcome.error or "failed"
     if proposed is not None:  # the AI message shows the model's call: say what ran instead
         said = edited(said, call.tool, call.args)
-    return result(call.tool, call.id, said, ok=outcome.ok)
+    return result(call.tool, call.id, said, ok=outcome.ok, artifact=outcome.artifact)
+
+
+def _direct(deps: NodeDeps, state: CoreState) -> dict[str, Any] | None:
+    """The successful end after a step whose calls are all to ``return_direct`` tools and
+    all ran (a human's answer in place of one did not): the results are the answer, and the
+    router sends the run to finish, not to the model."""
+    calls = state.calls
+    direct = all(getattr(deps.tools.get(c.tool), "return_direct", False) for c in calls)
+    ran = all(c.outcome is not None and c.outcome.ok and not c.outcome.by_human for c in calls)
+    if not (calls and direct and ran):
+        return None
+    answer = "\n\n".join(shown_text(c.outcome.observation) for c in calls if c.outcome)
+    names = ", ".join(dict.fromkeys(c.tool for c in calls))
+    steps = f"{state.usage.steps} step{'s' if state.usage.steps != 1 else ''}"
+    said = f"{names} returned directly (return_direct) after {steps}"
+    return {"stop_reason": str(StopReason.SUCCESS), "message": said, "answer": answer}
 
 
 def _stopper(calls: list[Call]) -> Call:

@@ -12,7 +12,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
 from gated_react._engine.contract import ActionError, check_count
-from gated_react._engine.transcript import shown
+from gated_react._engine.transcript import content_of
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Reply
 
@@ -80,7 +80,7 @@ class ToolsProtocol:
             for entry, id_ in zip(entries, ids, strict=True)
         ]
         results = [
-            ToolMessage(shown(entry.observation), tool_call_id=id_, name=entry.action.name)
+            ToolMessage(content_of(entry.observation), tool_call_id=id_, name=entry.action.name)
             for entry, id_ in zip(entries, ids, strict=True)
         ]
         return [AIMessage("", tool_calls=calls), *results]

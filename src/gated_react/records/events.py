@@ -38,7 +38,11 @@ GATE_WORDS: dict[routing.AfterGate, str] = {
     "stop": "stopped",
 }
 """The decision shown for each branch of ``routing.after_gate``."""
-OBSERVE_WORDS: dict[routing.AfterObserve, str] = {"next": "next", "stop": "stopped"}
+OBSERVE_WORDS: dict[routing.AfterObserve, str] = {
+    "next": "next",
+    "direct": "answered",
+    "stop": "stopped",
+}
 """The decision shown for each branch of ``routing.after_observe``."""
 
 

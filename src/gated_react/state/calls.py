@@ -20,6 +20,12 @@ class Outcome(StrictModel):
     """A stop-reason string when the call failed or was refused, e.g. ``tool_timeout:search``."""
     by_human: bool = False
     """True when a human answered in place of the tool (a ``respond`` decision): it did not run."""
+    content: list[Any] | None = None
+    """The content blocks the model is shown (text and an image, say), when the tool returned
+    blocks; ``observation`` is then their text, what the history keeps."""
+    artifact: Any = None
+    """What the tool returned beside its content (``ToolMessage.artifact``) as plain JSON: the
+    conversation keeps it, the model never sees it."""
 
 
 class Call(StrictModel):
@@ -37,6 +43,13 @@ class Call(StrictModel):
     """The tool call id in ``messages``: its ``ToolMessage`` answers it."""
     outcome: Outcome | None = None
     """Filled in by ``execute`` (or by the gate for a refusal the model is shown)."""
+
+    @property
+    def tool_call_id(self) -> str:
+        """The id a tool is given (``ToolRuntime.tool_call_id``, ``InjectedToolCallId``, a
+        ``wrap_tool_call`` request): the model's, which its ``ToolMessage`` answers, as
+        ``create_agent`` gives it; a call recorded before calls had ids has only its key."""
+        return self.id or self.key
 
 
 class HistoryEntry(StrictModel):

@@ -1,0 +1,101 @@
+"""A tool's result as the run keeps it, as ``create_agent`` keeps it: the content the model is
+shown (text, JSON, or content blocks such as text and an image), a bounded textual record of
+it for the history, and the artifact a ``ToolMessage`` carries beside its content, which the
+conversation keeps and the model never sees."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
+
+from gated_react._engine.storable import Unstorable, plain
+from gated_react._engine.tool_runner import cut, storable, to_observation
+from gated_react.state import HistoryEntry, Outcome
+
+
+def outcome(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Outcome:
+    """The outcome of a call that returned ``value`` (a ``ToolMessage`` is its content and
+    its artifact): content blocks go to the model as blocks, their text record (their text
+    within ``limit``, a line for each other block) to the history; anything else is the
+    observation, storable and cut at ``limit`` as ever."""
+    artifact = None
+    if isinstance(value, ToolMessage):
+        value, artifact = value.content, value.artifact
+    blocks = content_blocks(value, limit, secrets)
+    # the blocks' text is within the limit already; their record adds a line per image
+    observation = record(blocks) if blocks else to_observation(value, limit, secrets)
+    kept = None if artifact is None else storable(artifact, secrets)
+    return Outcome(ok=True, observation=observation, content=blocks, artifact=kept)
+
+
+def is_blocks(value: Any) -> bool:
+    """Whether ``value`` is content blocks, as LangChain takes them for a ``ToolMessage``'s
+    content: a list of dicts, each of a type a tool message holds (text, image, file, ...)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(b, dict) and b.get("type") in TOOL_MESSAGE_BLOCK_TYPES for b in value)
+    )
+
+
+def content_blocks(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> list[Any] | None:
+    """The blocks as the model is shown them, secrets masked, their text within ``limit``
+    characters in all, cut with the visible marker (an image cannot be cut: it goes whole);
+    None when ``value`` is not blocks, or not blocks any store holds (then it is text)."""
+    if not is_blocks(value):
+        return None
+    try:
+        blocks: list[dict[str, Any]] = plain(value, secrets=secrets)
+    except Unstorable:
+        return None
+    left, shown = limit, []
+    for block in blocks:
+        if block["type"] != "text":
+            shown.append(block)
+            continue
+        text = str(block.get("text", ""))
+        shown.append({**block, "text": cut(text, max(left, 0))})
+        left -= len(text)
+    return shown
+
+
+def record(blocks: list[Any]) -> str:
+    """Blocks as text: what the history keeps of them, and what a protocol that replies in
+    text reads beside them; a block that is not text by its kind (``[image image/png]``)."""
+    return "\n".join(map(_line, blocks))
+
+
+def results_in_blocks(messages: Sequence[BaseMessage]) -> dict[str, list[Any]]:
+    """The results the model was shown as content blocks (an image, say), by call id: the
+    history keeps their text only, the conversation the blocks."""
+    return {
+        m.tool_call_id: m.content
+        for m in messages
+        if isinstance(m, ToolMessage) and isinstance(m.content, list) and is_blocks(m.content)
+    }
+
+
+def with_blocks(step: list[HistoryEntry], media: dict[str, list[Any]]) -> list[HistoryEntry]:
+    """The step's entries with the blocks their calls returned (the very entries when none
+    did, so what was built of them is reused)."""
+    if not media or not any(entry.action.id in media for entry in step):
+        return step
+    return [
+        entry.model_copy(update={"observation": media[entry.action.id]})
+        if entry.action.id in media
+        else entry
+        for entry in step
+    ]
+
+
+def _line(block: dict[str, Any]) -> str:
+    if block["type"] == "text":
+        return str(block.get("text", ""))
+    if block["type"] == "json":
+        return json.dumps(block.get("json"), ensure_ascii=False, default=str)
+    kind = " ".join(str(part) for part in (block["type"], block.get("mime_type")) if part)
+    return f"[{kind}]"

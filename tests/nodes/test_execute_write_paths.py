@@ -240,3 +240,22 @@ def test_a_copied_thread_asks_again_for_an_approved_step(tmp_path: Path) -> None
         out = resume(graph, "t")
     assert RAN == ["read_secrets a"]
     assert out["stop_reason"] == "success"
+
+
+@pytest.mark.parametrize("node", ["decide", "validate", "observe", "finish", "stop"])
+def test_a_goto_to_any_node_beside_a_waiting_question_runs_nothing(
+    tmp_path: Path, node: str
+) -> None:
+    """Before: a goto to decide beside the gate's question told the conversation the call was
+    rejected while the question still waited, and approving it then raised LangGraph's
+    InvalidUpdateError (both nodes wrote the step's calls); to validate, the gate's admitted
+    call and a second gate ran side by side. Every node now refuses first."""
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("read_secrets", item="a"), "done"])
+        graph = build_graph(model, [read_secrets, lookup], policy=POLICY, checkpointer=saver)
+        assert run(graph, "read a", thread_id="t")["status"] == "paused"
+        with pytest.raises(MisroutedStep, match=rf"^{node} was reached beside"):
+            graph.invoke(Command(goto=node), CFG)
+        out = graph.invoke({"messages": [("user", "never mind")]}, CFG)
+    assert RAN == []
+    assert out["stop_reason"] == "success"

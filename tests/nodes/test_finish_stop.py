@@ -143,3 +143,17 @@ def test_finish_after_a_return_direct_tool_keeps_its_result_as_the_answer() -> N
     }
     with pytest.raises(MisroutedStep, match="final answer"):
         finish(state(action={"kind": "tool", "name": "lookup_order", "args": {}}))
+
+
+def test_an_answer_that_streamed_is_stored_as_it_streamed_ends_included() -> None:
+    """Before: "It is sunny.\\n" streamed, "It is sunny." was stored under the same id, so the
+    chunks joined were not the stored message (create_agent stores the text as written)."""
+    written = "It is sunny.\n"
+    update = finish(
+        state(
+            reply={"id": "r1", "text": written, "tool_calls": []},
+            action={"kind": "final", "answer": "It is sunny."},
+        )
+    )
+    (message,) = update["messages"]
+    assert (message.id, message.text, update["answer"]) == ("r1", written, "It is sunny.")

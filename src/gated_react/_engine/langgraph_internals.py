@@ -9,7 +9,8 @@ that changes it fails there.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
+from types import CodeType
 from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackManager
@@ -56,6 +57,7 @@ __all__ = [
     "messages_stream",
     "narrow_routes",
     "node",
+    "node_name",
     "route",
     "run_key",
     "runtime_of",
@@ -267,11 +269,17 @@ def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any
     return interrupt(question)
 
 
+def node_name(config: RunnableConfig) -> str:
+    """The graph node this task runs (``"node"`` outside a graph)."""
+    return str(config.get("metadata", {}).get("langgraph_node", "node"))
+
+
 def beside_a_question(config: RunnableConfig) -> bool:
     """True when another task of this superstep raised a question that waits on this
     checkpoint. The graph runs one node a step; only a caller's ``Command(goto=...)`` can
     schedule a node beside one that waits (the gate, paused on a human), and the two would
-    then write the same channels in one step, which LangGraph refuses after both ran."""
+    then write the same channels in one step, which LangGraph refuses after both ran (the
+    tool a node beside the gate ran is then in no record)."""
     conf = config.get("configurable", {})
     scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
     if scratchpad is None:
@@ -313,12 +321,16 @@ def _task_id(conf: dict[str, Any]) -> str:
 def _pending(scratchpad: Any) -> Sequence[tuple[str, str, Any]]:
     """The checkpoint's pending writes, every task's (the scratchpad's null-resume closure
     holds them)."""
-    cells = dict(
-        zip(
-            scratchpad.get_null_resume.__code__.co_freevars,
-            scratchpad.get_null_resume.__closure__ or (),
-            strict=True,
-        )
-    )
-    pending = cells["pending_writes"].cell_contents if "pending_writes" in cells else ()
-    return cast(Sequence[tuple[str, str, Any]], pending)
+    reader = scratchpad.get_null_resume
+    at = _cell_of(reader.__code__)
+    if at is None or not reader.__closure__:
+        return ()
+    return cast(Sequence[tuple[str, str, Any]], reader.__closure__[at].cell_contents)
+
+
+@cache
+def _cell_of(code: CodeType) -> int | None:
+    """Where the null-resume closure keeps the pending writes (asked once per code object: every
+    node asks, every step)."""
+    names = code.co_freevars
+    return names.index("pending_writes") if "pending_writes" in names else None

@@ -50,8 +50,8 @@ from langgraph.channels.base import BaseChannel
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, with_config
 from pydantic.fields import FieldInfo
 
-from gated_react._engine.langgraph_internals import run_key
-from gated_react.errors import GatedReactError
+from gated_react._engine.langgraph_internals import beside_a_question, node_name, run_key
+from gated_react.errors import GatedReactError, MisroutedStep
 from gated_react.state import CoreState
 
 S = TypeVar("S", bound=CoreState)
@@ -190,6 +190,9 @@ def read(
     from a default it never read. A model passed in (a node called by hand) is taken as is."""
     if isinstance(channels, schema):
         return channels
+    if config is not None and beside_a_question(config):
+        # Every node reads first: one home for the refusal, before anything is asked or run.
+        raise MisroutedStep(node_name(config), "beside another node's waiting question")
     given = cast(Mapping[str, Any], channels)
     plan = _plan(schema, reads)
     known = RUNS.of(config)

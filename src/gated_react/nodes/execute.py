@@ -33,7 +33,7 @@ from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import beside_a_question, is_resuming, was_sent
+from gated_react._engine.langgraph_internals import is_resuming, was_sent
 from gated_react._engine.pending import before_the_gate, step_record
 from gated_react._engine.reads import read
 from gated_react._engine.storable import error_text
@@ -103,11 +103,7 @@ async def aexecute(
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:
     """True unless the gate of this process let exactly these calls through on this thread
     (taken once: a replay of the same step is checked again). A step scheduled beside the
-    gate's own waiting question (a caller's ``Command(goto="execute")``) is refused first,
-    before any admission is taken: the two nodes would both write the step's calls, and
-    LangGraph refuses that only after both ran."""
-    if beside_a_question(config):
-        raise MisroutedStep("execute", "beside another node's waiting question")
+    gate's own waiting question was refused by ``read``, before any admission is taken."""
     return not ADMITTED.take(deps.admission_scope, config, state.calls)
 
 

@@ -53,7 +53,7 @@ def finish(
         "stop_reason": str(StopReason.SUCCESS),
         "message": f"final answer after {steps} step{'s' if steps != 1 else ''}",
         "answer": state.action.answer,
-        **closing(state.action.answer, _streamed_as(state), state.reply),
+        **_closing(state, state.action.answer),
     }
 
 
@@ -74,6 +74,15 @@ def _direct_end(state: CoreState) -> dict[str, Any]:
         "message": state.message,
         "answer": state.answer,
     }
+
+
+def _closing(state: CoreState, answer: str) -> dict[str, Any]:
+    """The answer's AI message: the reply's text as written (what may have streamed, spaces
+    and newlines at its ends included) under the reply's id when the answer is that text, so
+    the chunks joined are the stored message; else the answer under an id of its own."""
+    streamed = _streamed_as(state)
+    text = state.reply.text if streamed is not None and state.reply is not None else answer
+    return closing(text, streamed, state.reply)
 
 
 def _streamed_as(state: CoreState) -> str | None:

@@ -35,6 +35,8 @@ class NodeDeps:
     tools: Mapping[str, BaseTool]
     allowed: frozenset[str]
     keyed: frozenset[str]
+    direct: frozenset[str]
+    """The tools whose result ends the run (``return_direct=True``), as under create_agent."""
     policy: Policy
     protocol: ActionProtocol
     system: str
@@ -106,6 +108,7 @@ class NodeDeps:
             tools=registry,
             allowed=allowed,
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
+            direct=frozenset(name for name, tool in registry.items() if tool.return_direct),
             policy=policy,
             protocol=protocol,
             system=fixed + app_section(instructions),

@@ -284,8 +284,8 @@ def beside_a_question(config: RunnableConfig) -> bool:
     scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
     if scratchpad is None:
         return False
-    own = _task_id(conf)
-    return any(task != own and channel == INTERRUPT for task, channel, _ in _pending(scratchpad))
+    asked = [task for task, channel, _ in _pending(scratchpad) if channel == INTERRUPT]
+    return bool(asked) and any(task != _task_id(conf) for task in asked)
 
 
 def _ns(conf: dict[str, Any]) -> str:

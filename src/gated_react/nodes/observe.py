@@ -119,7 +119,9 @@ def _direct(deps: NodeDeps, state: CoreState) -> dict[str, Any] | None:
     all ran (a human's answer in place of one did not): the results are the answer, and the
     router sends the run to finish, not to the model."""
     calls = state.calls
-    direct = all(getattr(deps.tools.get(c.tool), "return_direct", False) for c in calls)
+    if not deps.direct or not calls:  # asked every step: most graphs have no such tool
+        return None
+    direct = all(c.tool in deps.direct for c in calls)
     ran = all(c.outcome is not None and c.outcome.ok and not c.outcome.by_human for c in calls)
     if not (calls and direct and ran):
         return None

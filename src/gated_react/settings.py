@@ -106,6 +106,12 @@ class Settings(BaseSettings):
     """``otlp`` (the default once an endpoint is set), ``console`` (spans printed) or ``none``."""
     otel_sdk_disabled: bool = Field(default=False, validation_alias="OTEL_SDK_DISABLED")
     """``true`` turns every export off, whatever else is set."""
+    studio_base_urls: str = Field(default="", validation_alias="GATED_REACT_STUDIO_BASE_URLS")
+    """Base URLs besides ``OPENAI_BASE_URL`` that a Studio context's ``base_url`` may name,
+    comma-separated (``*``: any): the server sends its API key there."""
+    studio_workspaces: str = Field(default="", validation_alias="GATED_REACT_STUDIO_WORKSPACES")
+    """Folders (separated by ``:``) that a Studio context's ``workspace_root`` may name, with
+    everything under them, besides ``GATED_REACT_STUDIO_WORKSPACE``."""
 
     def store_url(self) -> str:
         """The store to use: ``GATED_REACT_DB`` or the SQLite file in the user's state folder."""
@@ -124,6 +130,23 @@ class Settings(BaseSettings):
         if self.otel_traces_exporter is not None:
             return self.otel_traces_exporter
         return "otlp" if self.otel_endpoint else None
+
+    def may_send_key_to(self, url: str) -> bool:
+        """Whether a client-chosen base URL is one the operator named: the server's own
+        ``OPENAI_BASE_URL`` or one in ``GATED_REACT_STUDIO_BASE_URLS``."""
+        named = [self.openai_base_url or "", *self.studio_base_urls.split(",")]
+        allowed = {entry.strip().rstrip("/") for entry in named if entry.strip()}
+        return "*" in allowed or url.strip().rstrip("/") in allowed
+
+    def studio_roots(self) -> tuple[Path, ...]:
+        """The folders a Studio context's ``workspace_root`` may be in, resolved against the
+        server's folder: the default workspace and those in ``GATED_REACT_STUDIO_WORKSPACES``."""
+        named = [studio_workspace(), *self.studio_workspaces.split(os.pathsep)]
+        return tuple(
+            (Path.cwd() / Path(entry.strip()).expanduser()).resolve()
+            for entry in named
+            if entry.strip()
+        )
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must never be printed or logged."""

@@ -137,6 +137,7 @@ def test_a_run_builds_the_model_and_policy_from_the_context(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("GATED_REACT_STUDIO_BASE_URLS", "http://127.0.0.1:9/v1")
     context = {"model": "m-1", "base_url": "http://127.0.0.1:9/v1", "max_steps": 2}
     graph = asyncio.run(refund_agent(_running(context)))
     assert graph.config["recursion_limit"] == 5 * 2 + 5  # type: ignore[index]
@@ -146,6 +147,58 @@ def test_a_run_builds_the_model_and_policy_from_the_context(
         "m-1",
         "http://127.0.0.1:9/v1",
     )
+
+
+KEY_REFUSED = (
+    "invalid context: base_url: not a server this one sends its API key to (OPENAI_BASE_URL, "
+    "or one in GATED_REACT_STUDIO_BASE_URLS)"
+)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "url", "ok"),
+    [
+        ("", "http://attacker.example/v1", False),
+        ("", "http://127.0.0.1:8080/v1/", True),  # the server's own, a slash apart
+        ("http://other:1/v1, http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", True),
+        ("http://other:1/v1", "http://127.0.0.1:9/v1", False),
+        ("*", "http://anywhere.example/v1", True),
+    ],
+)
+def test_a_context_sends_the_key_only_where_the_operator_says(
+    monkeypatch: pytest.MonkeyPatch, allowed: str, url: str, ok: bool
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("GATED_REACT_STUDIO_BASE_URLS", allowed)
+    if ok:
+        assert read_context(_running({"base_url": url}), RefundContext) is not None
+        return
+    with pytest.raises(ContextError) as caught:
+        read_context(_running({"base_url": url, "max_steps": 3}), RefundContext)
+    assert str(caught.value) == KEY_REFUSED
+
+
+def _workbench_in(folder: str) -> Any:
+    return asyncio.run(workbench_agent(_running({"workspace_root": folder})))
+
+
+def test_a_context_names_only_the_operators_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "served" / "sub").mkdir(parents=True)
+    (tmp_path / "named").mkdir()
+    (tmp_path / "served" / "link").symlink_to(tmp_path / "named")
+    monkeypatch.chdir(tmp_path / "served")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("GATED_REACT_STUDIO_WORKSPACE", raising=False)
+    monkeypatch.delenv("GATED_REACT_STUDIO_WORKSPACES", raising=False)
+    for inside in ("sub", str(tmp_path / "served"), "."):
+        assert _agent(_workbench_in(inside)).tools["read_file"].root.is_relative_to(Path.cwd())
+    for outside in (str(tmp_path / "named"), "..", "sub/../../named", "link", "/"):
+        with pytest.raises(ContextError, match=r"^invalid context: workspace_root: outside"):
+            _workbench_in(outside)
+    monkeypatch.setenv("GATED_REACT_STUDIO_WORKSPACES", f"/nowhere{os.pathsep}{tmp_path}/named")
+    assert _agent(_workbench_in("../named")).tools["read_file"].root == tmp_path / "named"
 
 
 def test_no_model_configured_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -187,9 +187,30 @@ def test_an_invalid_context_is_one_clear_error(dev: DevServer) -> None:
     ]
 
 
+def test_a_run_context_cannot_take_the_key_or_the_disk(dev: DevServer) -> None:
+    with FakeOpenAI([reply("thanks for the key")]) as elsewhere:
+
+        async def scenario(client: LangGraphClient) -> list[Any]:
+            errors = []
+            for graph, context in [
+                ("refund", {"base_url": elsewhere.base_url}),
+                ("workbench", {"workspace_root": "/"}),
+            ]:
+                tid = (await client.threads.create())["thread_id"]
+                stream = client.runs.stream(tid, graph, input={"goal": "x"}, context=context)
+                errors += [part.data["message"] async for part in stream if part.event == "error"]
+            return errors
+
+        errors = drive(dev, scenario)
+        assert elsewhere.requests == []
+    assert [message.split(":")[1] for message in errors] == [" base_url", " workspace_root"]
+
+
 def test_the_workbench_calculates_and_reads_its_workspace(
     dev: DevServer, studio_model: FakeOpenAI, tmp_path: Path
 ) -> None:
+    tmp_path = dev.workdir / "workspaces" / tmp_path.name  # a folder the server lets runs name
+    tmp_path.mkdir(parents=True)
     (tmp_path / "notes.md").write_text("Order 17: 3 items at USD 12.50\n")
     studio_model.push(
         tool_call("read_file", path="notes.md"),

@@ -143,6 +143,7 @@ def dev_server(workdir: Path, model: FakeOpenAI, config: Path = CONFIG) -> DevSe
         "OPENAI_BASE_URL": model.base_url,
         "OPENAI_MAX_RETRIES": "0",
         "GATED_REACT_DB": str(workdir / "runs.sqlite"),
+        "GATED_REACT_STUDIO_WORKSPACES": str(workdir / "workspaces"),
     }
     return DevServer(workdir, env, config)
 

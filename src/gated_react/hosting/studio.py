@@ -108,7 +108,7 @@ async def workbench_agent(runtime: ServerRuntime[Any]) -> Graph:
     context = read_context(runtime, WorkbenchContext)
     if context is None:
         return drawn(WorkbenchContext)
-    return await asyncio.to_thread(workbench_graph, context)
+    return await asyncio.to_thread(_served_workbench, context)
 
 
 def refund_graph(context: RefundContext) -> Graph:
@@ -154,11 +154,36 @@ def read_context(runtime: ServerRuntime[Any], schema: type[C]) -> C | None:
         raise ContextError(f"context must be an object, got {type(raw).__name__}")
     data = {key: value for key, value in (raw or {}).items() if not _reserved(str(key))}
     try:
-        return schema.model_validate(data)
+        context = schema.model_validate(data)
     except ValidationError as exc:
         raise ContextError(
             f"invalid context: {validation_line(exc, root='context', show_input=True)}"
         ) from None
+    _check_operator_fields(context)
+    return context
+
+
+def _check_operator_fields(context: StudioContext) -> None:
+    """Any client of the server writes a run's context, so the API key goes only to a base URL
+    the operator named (and, in ``_served_workbench``, the workspace tools only into its
+    folders)."""
+    if context.base_url is not None and not Settings().may_send_key_to(context.base_url):
+        raise ContextError(
+            "invalid context: base_url: not a server this one sends its API key to "
+            "(OPENAI_BASE_URL, or one in GATED_REACT_STUDIO_BASE_URLS)"
+        )
+
+
+def _served_workbench(context: WorkbenchContext) -> Graph:
+    """The workbench a server's run asked for, in a folder the operator named (resolving the
+    folder touches the disk: called off the event loop)."""
+    folder = context.workspace_path()
+    if not any(folder.is_relative_to(root) for root in Settings().studio_roots()):
+        raise ContextError(
+            "invalid context: workspace_root: outside the folders this server lets a context "
+            "name (GATED_REACT_STUDIO_WORKSPACE, GATED_REACT_STUDIO_WORKSPACES)"
+        )
+    return workbench_graph(context)
 
 
 def _reserved(key: str) -> bool:

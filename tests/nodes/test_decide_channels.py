@@ -17,14 +17,15 @@ from ..test_graph import _graph
 
 def test_decide_reads_its_channels_and_not_the_trace() -> None:
     """Nor ``structured_response`` (no node reads it), nor what decide only writes (the reply,
-    the run context) or other nodes read (how a run ended). It reads where the run's loop keys
-    start: a message cutting into a waiting step asks whether the gate counted its calls."""
+    the run context) or other nodes read (how a run ended, but for the stop reason: with the
+    status, it tells a run that ended from an edit of ``status``). It reads where the run's
+    loop keys start: a message cutting into a waiting step asks whether the gate counted its
+    calls."""
     assert set(get_type_hints(Channels)) == set(State.model_fields) - {
         "trace",
         "structured_response",
         "reply",
         "run_context",
-        "stop_reason",
         "message",
         "answer",
     }

@@ -146,3 +146,49 @@ def test_a_step_held_before_execute_in_this_process_runs_once_unasked(store: Any
     out = graph.invoke(None, other)
     assert "__interrupt__" not in out
     assert (out["stop_reason"], RAN) == ("success", ["pay a", "pay b"])
+
+
+def test_an_edit_of_the_runs_status_alone_buys_no_budget(store: Any) -> None:
+    """Before: ``status`` written at every step opened a new run with fresh budgets each time
+    (13 payments under ``max_tool_calls=2``), and the thread ended with no stop reason."""
+    policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
+    graph = _graph(store, [call("lookup", q=f"i{i}") for i in range(30)], policy)
+    state = _edited_each_step(graph, lambda values: {"status": "ok"})
+    assert len(RAN) == 2
+    assert state["stop_reason"] == "max_tool_calls"
+
+
+def test_an_edit_of_the_runs_turn_alone_buys_no_budget(store: Any) -> None:
+    """Before: ``turn`` moved back to an earlier question made every later message look new,
+    and each step opened a run with fresh budgets."""
+    policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
+    replies = ["first answer", *[call("lookup", q=f"i{i}") for i in range(30)]]
+    graph = _graph(store, replies, policy)
+    graph.invoke({"messages": [{"role": "user", "content": "one", "id": "h1"}]}, CFG)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "two", "id": "h2"}]},
+        CFG,
+        interrupt_after=["observe"],
+    )
+    for _ in range(12):
+        if not graph.get_state(CFG).next:
+            break
+        graph.update_state(CFG, {"turn": "h1"}, as_node="observe")
+        graph.invoke(None, CFG, interrupt_after=["observe"])
+    state = graph.get_state(CFG).values
+    assert len(RAN) == 2
+    assert state["stop_reason"] == "max_tool_calls"
+
+
+def test_a_command_that_writes_status_and_goes_to_decide_buys_no_budget(store: Any) -> None:
+    policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
+    graph = _graph(store, [call("lookup", q=f"i{i}") for i in range(30)], policy)
+    graph.invoke({"goal": "g"}, CFG, interrupt_after=["observe"])
+    for _ in range(12):
+        if not graph.get_state(CFG).next:
+            break
+        edit = Command(update={"status": "stopped"}, goto="decide")
+        graph.invoke(edit, CFG, interrupt_after=["observe"])
+    state = graph.get_state(CFG).values
+    assert len(RAN) == 2
+    assert (state["status"], state["stop_reason"]) == ("stopped", "max_tool_calls")

@@ -59,14 +59,16 @@ class Opened(NamedTuple):
 def opening(state: State, context: RunContext) -> Opened:
     """The state this decision works from, and how this decision opens a run (``Opened``)."""
     cut = cut_in(state)
-    if state.status is None and state.usage.steps and cut is None:
+    if not state.ended() and state.usage.steps and cut is None:
+        if state.status is not None:  # an edit of status alone: the run goes on as it was
+            return Opened(state.model_copy(update={"status": None}), {"status": None}, False)
         return Opened(state, {}, False)
     # LangGraph maps input keys to channels without the input schema's own checks: apply them
     # here, so {} or {"goal": ""} is the same clear ValidationError as a wrong type.
     RunInput.model_validate({"goal": state.goal or None, "messages": state.messages or None})
     changes: dict[str, Any] = {}
     update: dict[str, Any] = {}
-    if state.status is not None or (cut is not None and cut.new):  # a new run: fresh budgets
+    if state.ended() or (cut is not None and cut.new):  # a new run: fresh budgets
         changes = {
             "usage": Usage(),
             "retry": None,
@@ -87,12 +89,12 @@ def opening(state: State, context: RunContext) -> Opened:
             "spend_from": changes["spend_from"],
         }
     elif cut is not None:  # the waiting step ends; the run and its budgets go on
-        changes = {"retry": None, "calls": [], "action": None}
-        update = {"retry": None, "calls": [], "action": None, "reply": None}
+        changes = {"retry": None, "calls": [], "action": None, "status": None}
+        update = {"retry": None, "calls": [], "action": None, "reply": None, "status": None}
     changes["run_context"], update["run_context"] = context, dump(context)
     if cut is not None:
         opened, update = _after_cut_in(state, cut.after, changes, update)
-        return Opened(opened, update, not cut.new and state.status is None)
+        return Opened(opened, update, not cut.new)
     text = last_human_text(state.messages)
     if text is not None:
         changes["goal"] = update["goal"] = text
@@ -120,12 +122,16 @@ class Cut(NamedTuple):
 
 def cut_in(state: State) -> Cut | None:
     """How this decision cuts into an unfinished run; None when it continues the run."""
-    if state.status is not None or not state.usage.steps or state.turn is None:
+    if state.ended() or not state.usage.steps or state.turn is None:
         return None
     at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
     if at is None:
         return None
     after: list[BaseMessage] = list(state.messages[own_end(state.messages, at) :])
+    if any(
+        isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls) for m in after
+    ):
+        return None  # a run's steps follow: the turn was edited back; the run goes on as it was
     new = bool(after) or state.goal != state.messages[at].text.strip()
     if new or waiting(state):
         return Cut(after, new)

@@ -56,6 +56,7 @@ class Channels(TypedDict, total=False):
     history_from: int
     turn: str | None
     status: str | None
+    stop_reason: str | None
     history: list[dict[str, Any]]
     messages: list[Any]
     traceparent: str | None

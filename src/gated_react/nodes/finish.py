@@ -39,7 +39,7 @@ def finish(
     ``structured_response`` too (validate checked it fits)."""
     state = read(CoreState, state, FinishChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
-    if state.status is not None:  # an ended run keeps its end (an edit reached it again)
+    if state.ended():  # an ended run keeps its end (an edit reached it again)
         return {}
     if _returned_directly(state):
         return _direct_end(state)

@@ -30,7 +30,7 @@ def stop(
     thread reaches this node again, and its answer and status stand."""
     state = read(CoreState, state, StopChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
-    if state.status is not None:
+    if state.ended():
         return {}
     if not state.stop_reason:
         raise MisroutedStep("stop", "with no stop reason recorded")

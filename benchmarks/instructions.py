@@ -5,7 +5,8 @@ executes do not (valgrind's cachegrind counts them, every thread's, to within 0.
 run to the next here). Each figure is two child processes under ``valgrind --tool=cachegrind``:
 one builds the runtime, warms it up with a 3-step run, builds it again and runs it for N steps;
 the other does the same but never runs the second graph. Their difference over N is what a step
-costs, without imports, warm-up or the build (as the timed benchmarks leave the build out).
+costs, without imports, warm-up or the build (as the timed benchmarks leave the build out). The
+floor and ``create_agent`` are counted in the same run, so every ratio is of counts side by side.
 ``--base`` counts ours from another ``src`` folder too (the version before: ``git archive main
 src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
 can change while it counts). Slow: a 300-step run takes minutes under valgrind.
@@ -82,22 +83,25 @@ def main() -> None:
     if args.base:
         versions.insert(0, ("before", args.base))
     rows = []
+    peers = [*versions, ("floor", None), ("create_agent", None)]
     for config in args.config:
         per_step: dict[tuple[str, str, int], float] = {}
-        for version, src in [*versions, ("floor", None)]:
-            peer = "floor" if version == "floor" else "ours"
+        for version, src in peers:
+            peer = version if version in ("floor", "create_agent") else "ours"
             built = count(src, peer, 0, config)
             for steps in args.steps:
                 per_step[version, config, steps] = (count(src, peer, steps, config) - built) / steps
         for steps in args.steps:
             floor = per_step["floor", config, steps]
+            agent = per_step["create_agent", config, steps]
             for version, _ in versions:
                 ours = per_step[version, config, steps]
                 rows.append(
                     [config, steps, version, f"{ours / 1e6:.2f}", f"{floor / 1e6:.2f}",
-                     round(ours / floor, 3)]
+                     f"{agent / 1e6:.2f}", round(ours / floor, 3), round(ours / agent, 3)]
                 )  # fmt: skip
-    header = ["config", "steps", "version", "ours M/step", "floor M/step", "ours/floor"]
+    header = ["config", "steps", "version", "ours M/step", "floor M/step", "create_agent M/step",
+              "ours/floor", "ours/create_agent"]  # fmt: skip
     print(_table("Instructions per step (millions, cachegrind)", header, rows))
 
 

@@ -208,6 +208,29 @@ def test_a_decision_builds_only_its_newest_step() -> None:
     assert build_messages(after, "SYSTEM", policy, replay)[-1] is not second[-1]  # nothing kept
 
 
+def test_the_earlier_turns_are_built_once_a_run_under_its_own_policy() -> None:
+    """What comes before the run's question is the same all run long: a later decision reuses
+    the earlier turns built for the first (before, rebuilt at every decision of every run),
+    but never those built under another policy or protocol."""
+    earlier = [HumanMessage("first?", id="h0"), AIMessage("first answer " * 300, id="a0")]
+    messages = [*earlier, HumanMessage("second?", id="h1")]
+    before = _state(2, messages=messages, turn="h1")
+    after = before.model_copy(update={"history": [*before.history, *_state(3).history[-1:]]})
+    policy, replay, known = Policy(), PROTOCOLS["tools"].replay, Known()
+    first = build_messages(before, "SYSTEM", policy, replay, known)
+    second = build_messages(after, "SYSTEM", policy, replay, known)
+    assert [m.text for m in first[1:3]] == ["first?", first[2].text]
+    assert len(first[2].text) < 2100  # cut to 2,000 characters, with a marker
+    assert first[1] is second[1] and first[2] is second[2]
+    other = build_messages(after, "SYSTEM", Policy(context_steps=12), replay, known)
+    assert other[1] is not second[1]
+    json_mode = build_messages(after, "SYSTEM", policy, PROTOCOLS["json"].replay, known)
+    assert json_mode[1] is not second[1]
+    assert [_wire(m) for m in second] == [
+        _wire(m) for m in build_messages(after, "SYSTEM", policy, replay)
+    ]
+
+
 @pytest.mark.parametrize("steps", [[], [1], [1, 2, 3], [1, 1, 2, 3, 3, 3, 4], [2, 1, 1, 2]])
 def test_steps_start_where_the_step_number_changes(steps: list[int]) -> None:
     entries = [State.model_validate({"history": [history_entry(s, "t")]}).history[0] for s in steps]

@@ -82,16 +82,31 @@ def build_messages(
         older = shown[: starts[folded]]
         goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
     at = _turn_at(state)
-    earlier = earlier_turns(state.messages[:at], policy, replay)
-    system += given_instructions(state.messages[: at + 1])
+    before = state.messages[: at + 1]  # the same all run long: read once a run, not a decision
+    earlier, instructions, media = built.derived(
+        (_BEFORE, at, replay, id(policy)), before, partial(_before_run, before, at, policy, replay)
+    )
+    system += instructions
     question = state.messages[at] if at < len(state.messages) else None
     messages: list[BaseMessage] = [SystemMessage(system), *earlier, asked(goal, question)]
-    media = results_in_blocks(state.messages)
+    media = media | results_in_blocks(state.messages[at + 1 :])
     for start, end in pairwise([*starts[folded:], len(shown)]):
         step = with_blocks(shown[start:end], media)
         messages.extend(built.derived(replay, step, partial(_replayed, replay, step)))
     note = _note(state, policy)
     return _with_note(messages, note) if note else messages
+
+
+_BEFORE = "before the run"
+
+
+def _before_run(
+    before: Sequence[BaseMessage], at: int, policy: Policy, replay: Any
+) -> tuple[list[BaseMessage], str, dict[str, list[Any]]]:
+    """What the conversation up to the run's question gives every request of the run: the
+    earlier turns, the app's instructions, the results shown as content blocks."""
+    earlier = earlier_turns(before[:at], policy, replay)
+    return earlier, given_instructions(before), results_in_blocks(before)
 
 
 def _replayed(replay: Any, step: Sequence[HistoryEntry]) -> list[BaseMessage]:
@@ -142,10 +157,13 @@ def asked(text: str, message: BaseMessage | None = None) -> HumanMessage:
 
 def _turn_at(state: State) -> int:
     """Where this run's question is in ``messages``: what comes before it are earlier turns."""
-    at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
+    messages, turn = state.messages, state.turn
+    # looked for from the end, where a run's question is, not from a long thread's start
+    ats = range(len(messages) - 1, -1, -1) if turn is not None else range(len(messages))
+    at = next((i for i in ats if messages[i].id == turn), None)
     if at is not None:
         return at
-    last = len(state.messages) - 1
+    last = len(messages) - 1
     return last if last >= 0 and isinstance(state.messages[last], HumanMessage) else last + 1
 
 

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from gated_react.stops import Stop, StopReason, is_failure, parse_stop_reason
+from gated_react.stops import (
+    Stop,
+    StopReason,
+    ended_status,
+    has_ended,
+    is_failure,
+    parse_stop_reason,
+)
 
 
 def test_str_joins_reason_and_detail() -> None:
@@ -35,3 +44,20 @@ def test_parse_round_trips_and_rejects_unknown() -> None:
 )
 def test_failures_are_model_or_tool_failures(reason: str, failure: bool) -> None:
     assert is_failure(reason) is failure
+
+
+@pytest.mark.parametrize(
+    ("values", "status"),
+    [
+        ({"status": "ok", "stop_reason": "success"}, "ok"),
+        ({"status": "stopped", "stop_reason": "max_steps"}, "stopped"),
+        ({"status": "ok", "stop_reason": None}, None),  # status written alone: an edit
+        ({"status": None, "stop_reason": "max_steps"}, None),  # the stop node is yet to run
+        ({}, None),
+    ],
+)
+def test_a_run_has_ended_only_with_a_status_and_a_stop_reason(
+    values: dict[str, Any], status: str | None
+) -> None:
+    assert ended_status(values) == status
+    assert has_ended(values.get("status"), values.get("stop_reason")) is (status is not None)

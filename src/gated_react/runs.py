@@ -20,6 +20,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.errors import GatedReactError, one_line
 from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
+from gated_react.stops import ended_status
 from gated_react.store.locks import athread_lock, thread_lock
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -72,7 +73,7 @@ def shape(values: dict[str, Any], thread_id: str, pending: list[Question]) -> Th
     """The result shape from a state's values and its open interrupts."""
     empty = RunResult().model_dump(mode="json")
     out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
-    status = out["status"] or ("paused" if pending else None)
+    status = ended_status(values) or ("paused" if pending else None)
     return cast(ThreadResult, {**out, "status": status, "thread_id": thread_id, "pending": pending})
 
 
@@ -94,8 +95,8 @@ def _from_output(output: dict[str, Any], thread_id: str) -> ThreadResult:
 
 
 def has_ended(snapshot: StateSnapshot) -> bool:
-    """A thread whose run ended: nothing left to run and a status recorded."""
-    return not snapshot.next and bool(snapshot.values.get("status"))
+    """A thread whose run ended: nothing left to run, a status and a stop reason recorded."""
+    return not snapshot.next and ended_status(snapshot.values) is not None
 
 
 class _Watch:

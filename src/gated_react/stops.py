@@ -6,8 +6,10 @@ exception. ``str(stop)`` is the machine-readable form users match on, e.g. ``too
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class StopReason(StrEnum):
@@ -74,3 +76,16 @@ def is_failure(stop_reason: str) -> bool:
     """True when a stop means a model or tool failed, False for success and policy stops."""
     reason, _ = parse_stop_reason(stop_reason)
     return reason in _FAILURES
+
+
+def has_ended(status: str | None, stop_reason: str | None) -> bool:
+    """Whether a thread's latest run has ended: both its status and its stop reason are
+    written (a run never ends without either), so an edit of ``status`` alone ends nothing and
+    opens no run with fresh budgets."""
+    return bool(status) and bool(stop_reason)
+
+
+def ended_status(values: Mapping[str, Any]) -> str | None:
+    """The status of a thread's latest run from its stored channels: None unless it ended."""
+    status = values.get("status")
+    return status if has_ended(status, values.get("stop_reason")) else None

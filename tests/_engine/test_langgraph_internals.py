@@ -17,6 +17,7 @@ from langgraph.types import Command, Send, interrupt
 from gated_react._engine.langgraph_internals import (
     ask_human,
     is_resuming,
+    is_time_travel,
     narrow_routes,
     node,
     route,
@@ -76,6 +77,35 @@ def test_resuming_is_true_only_in_the_first_node_of_a_resumed_invocation() -> No
     app.invoke({}, config)
     app.invoke(Command(resume=True), config)
     assert flags == [("first", False), ("first", True), ("second", False)]
+
+
+def test_time_travel_is_seen_by_every_node_of_a_replay_and_not_by_a_resume() -> None:
+    flags: list[tuple[str, bool]] = []
+
+    def first(state: S, config: RunnableConfig) -> S:
+        flags.append(("first", is_time_travel(config)))
+        interrupt("pause")
+        return {}
+
+    def second(state: S, config: RunnableConfig) -> S:
+        flags.append(("second", is_time_travel(config)))
+        return {}
+
+    app = _two_nodes(first, second).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "x"}}
+    app.invoke({}, config)
+    head = app.get_state(config).config
+    app.invoke(Command(resume=True), head)  # Studio resumes with the checkpoint's id
+    assert flags == [("first", False), ("first", False), ("second", False)]
+    flags.clear()
+    start = next(s for s in app.get_state_history(config) if s.next == ("first",)).config
+    app.invoke(None, start)  # a replay: the question is asked again
+    app.invoke(Command(resume=True), config)
+    assert flags == [("first", True), ("first", False), ("second", False)]
+    flags.clear()
+    second = next(s for s in app.get_state_history(config) if s.next == ("second",)).config
+    app.invoke(None, second)
+    assert flags == [("second", True)]
 
 
 def _sent_probe(state: S, config: RunnableConfig) -> S:

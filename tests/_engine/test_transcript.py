@@ -219,9 +219,11 @@ def test_the_earlier_turns_are_built_once_a_run_under_its_own_policy() -> None:
     policy, replay, known = Policy(), PROTOCOLS["tools"].replay, Known()
     first = build_messages(before, "SYSTEM", policy, replay, known)
     second = build_messages(after, "SYSTEM", policy, replay, known)
-    assert [m.text for m in first[1:3]] == ["first?", first[2].text]
+    assert first[1].text == "first?"
+    assert first[2].text.startswith("first answer")
     assert len(first[2].text) < 2100  # cut to 2,000 characters, with a marker
-    assert first[1] is second[1] and first[2] is second[2]
+    assert first[1] is second[1]
+    assert first[2] is second[2]
     other = build_messages(after, "SYSTEM", Policy(context_steps=12), replay, known)
     assert other[1] is not second[1]
     json_mode = build_messages(after, "SYSTEM", policy, PROTOCOLS["json"].replay, known)

@@ -201,6 +201,25 @@ def test_a_context_names_only_the_operators_folders(
     assert _agent(_workbench_in("../named")).tools["read_file"].root == tmp_path / "named"
 
 
+def test_a_context_cannot_make_a_hidden_folder_of_the_workspace_its_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``workspace_root=".streamlit"`` lay in the operator's folder, and the tools,
+    which refuse hidden names below their root, read ``secrets.toml`` in it (found by an
+    outside tester)."""
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "secrets.toml").write_text('api_key = "sk-operator"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("GATED_REACT_STUDIO_WORKSPACE", raising=False)
+    monkeypatch.delenv("GATED_REACT_STUDIO_WORKSPACES", raising=False)
+    for hidden in (".streamlit", "./.streamlit/", str(tmp_path / ".streamlit")):
+        with pytest.raises(ContextError, match=r"workspace_root: a hidden folder"):
+            _workbench_in(hidden)
+    monkeypatch.setenv("GATED_REACT_STUDIO_WORKSPACES", str(tmp_path / ".streamlit"))
+    assert _agent(_workbench_in(".streamlit")).tools["read_file"].root.name == ".streamlit"
+
+
 def test_no_model_configured_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -192,3 +192,53 @@ def test_a_command_that_writes_status_and_goes_to_decide_buys_no_budget(store: A
     state = graph.get_state(CFG).values
     assert len(RAN) == 2
     assert (state["status"], state["stop_reason"]) == ("stopped", "max_tool_calls")
+
+
+def _before(graph: GatedGraph, node: str) -> Any:
+    """The config of the thread's newest checkpoint whose next node is ``node``."""
+    return next(s for s in graph.get_state_history(CFG) if s.next == (node,)).config
+
+
+def test_a_replay_from_before_the_gate_does_not_pay_again_unasked(store: Any) -> None:
+    """Before: time travel to a checkpoint before the gate of a step that had paid ran the
+    payment again, unasked (3 payments in 3 replays); a replay from before execute stopped."""
+    graph = _graph(store, [call("pay", item="a"), "done", "done"], Policy())
+    graph.invoke({"goal": "pay a"}, CFG)
+    out = graph.invoke(None, _before(graph, "gate"))
+    assert RAN == ["pay a"]
+    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+    assert "replayed from an earlier checkpoint" in out["message"]
+
+
+def test_a_replay_under_approval_runs_again_only_once_a_human_says_so(store: Any) -> None:
+    policy = Policy(require_approval=frozenset({"pay"}))
+    graph = _graph(store, [call("pay", item="a"), "done", "done"], policy)
+    graph.invoke({"goal": "pay a"}, CFG)
+    graph.invoke(Command(resume={"approved": True}), CFG)
+    asked = graph.invoke(None, _before(graph, "gate"))
+    (question,) = asked["__interrupt__"]
+    assert (question.value["kind"], RAN) == ("approval", ["pay a"])
+    out = graph.invoke(Command(resume={"approved": True}), CFG)
+    assert (out["stop_reason"], RAN) == ("success", ["pay a", "pay a"])
+
+
+def test_a_replay_from_before_execute_in_a_new_process_asks_what_came_of_it(
+    store: Any,
+) -> None:
+    policy = Policy(require_approval=frozenset({"pay"}))
+    graph = _graph(store, [call("pay", item="a"), "done", "done"], policy)
+    graph.invoke({"goal": "pay a"}, CFG)
+    graph.invoke(Command(resume={"approved": True}), CFG)
+    fresh = _graph(store, ["done", "done"], policy)  # no admission of this process's gate
+    asked = fresh.invoke(None, _before(graph, "execute"))
+    (question,) = asked["__interrupt__"]
+    assert question.value["kind"] == "outcome_unknown"
+    assert "replayed from an earlier checkpoint" in question.value["why"]
+    assert RAN == ["pay a"]
+
+
+def test_a_replay_runs_an_idempotent_tool_again(store: Any) -> None:
+    graph = _graph(store, [call("lookup", q="x"), "done", "done"], Policy())
+    graph.invoke({"goal": "look x up"}, CFG)
+    out = graph.invoke(None, _before(graph, "gate"))
+    assert (RAN, out["stop_reason"]) == (["lookup x", "lookup x"], "success")

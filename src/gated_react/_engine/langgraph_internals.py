@@ -21,6 +21,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_READ,
+    CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
@@ -159,6 +160,13 @@ def run_key(config: RunnableConfig) -> tuple[Any, str]:
 def is_resuming(config: RunnableConfig) -> bool:
     """True in the first node of an invocation that continues a saved checkpoint."""
     return bool(config.get("configurable", {}).get(CONFIG_KEY_RESUMING))
+
+
+def is_time_travel(config: RunnableConfig) -> bool:
+    """True in every node of an invocation that replays or forks from a checkpoint the client
+    addressed (``checkpoint_id``), but for a resume of that checkpoint's question: what the
+    thread recorded after that checkpoint is not in the state this invocation sees."""
+    return config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE) is not None
 
 
 def can_pause(config: RunnableConfig) -> bool:

@@ -38,7 +38,7 @@ from gated_react.state import (
     last_human_text,
     tool_actions,
 )
-from gated_react.stops import Stop, StopReason
+from gated_react.stops import Stop, StopReason, has_ended
 
 _FRESH = ("status", "stop_reason", "message", "answer", "structured_response", "retry", "action")
 
@@ -58,8 +58,8 @@ class Opened(NamedTuple):
 
 def opening(state: State, context: RunContext) -> Opened:
     """The state this decision works from, and how this decision opens a run (``Opened``)."""
-    cut = cut_in(state)
-    if not state.ended() and state.usage.steps and cut is None:
+    cut, ended = cut_in(state), has_ended(state.status, state.stop_reason)
+    if not ended and state.usage.steps and cut is None:
         if state.status is not None:  # an edit of status alone: the run goes on as it was
             return Opened(state.model_copy(update={"status": None}), {"status": None}, False)
         return Opened(state, {}, False)
@@ -68,7 +68,7 @@ def opening(state: State, context: RunContext) -> Opened:
     RunInput.model_validate({"goal": state.goal or None, "messages": state.messages or None})
     changes: dict[str, Any] = {}
     update: dict[str, Any] = {}
-    if state.ended() or (cut is not None and cut.new):  # a new run: fresh budgets
+    if ended or (cut is not None and cut.new):  # a new run: fresh budgets
         changes = {
             "usage": Usage(),
             "retry": None,
@@ -122,11 +122,11 @@ class Cut(NamedTuple):
 
 def cut_in(state: State) -> Cut | None:
     """How this decision cuts into an unfinished run; None when it continues the run."""
-    if state.ended() or not state.usage.steps or state.turn is None:
+    if has_ended(state.status, state.stop_reason) or not state.usage.steps or state.turn is None:
         return None
     at = next((i for i, m in enumerate(state.messages) if m.id == state.turn), None)
-    if at is None:
-        return None
+    if at is None or not isinstance(state.messages[at], HumanMessage):
+        return None  # not a question: an edit moved the turn; the run goes on as it was
     after: list[BaseMessage] = list(state.messages[own_end(state.messages, at) :])
     if any(
         isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls) for m in after

@@ -29,6 +29,7 @@ from gated_react.policy import Budget, Policy
 from gated_react.settings import Settings, studio_workspace
 from gated_react.store.checkpointer import aopen_checkpointer
 from gated_react.tools import load_toolkit, toolkit_timeouts
+from gated_react.tools.confine import is_hidden
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -178,10 +179,18 @@ def _served_workbench(context: WorkbenchContext) -> Graph:
     """The workbench a server's run asked for, in a folder the operator named (resolving the
     folder touches the disk: called off the event loop)."""
     folder = context.workspace_path()
-    if not any(folder.is_relative_to(root) for root in Settings().studio_roots()):
+    below = [
+        folder.relative_to(r).parts for r in Settings().studio_roots() if folder.is_relative_to(r)
+    ]
+    if not below:
         raise ContextError(
             "invalid context: workspace_root: outside the folders this server lets a context "
             "name (GATED_REACT_STUDIO_WORKSPACE, GATED_REACT_STUDIO_WORKSPACES)"
+        )
+    if all(is_hidden(parts) for parts in below):  # the tools read nothing hidden below a root
+        raise ContextError(
+            "invalid context: workspace_root: a hidden folder (a name starting with '.'), "
+            "whose files the workspace tools never read"
         )
     return workbench_graph(context)
 

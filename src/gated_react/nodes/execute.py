@@ -29,14 +29,14 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_results, tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
-from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import is_resuming, was_sent
+from gated_react._engine.langgraph_internals import was_sent
 from gated_react._engine.pending import before_the_gate, step_record
 from gated_react._engine.reads import read
 from gated_react._engine.storable import error_text
+from gated_react._engine.unknown_outcomes import may_have_run, outcome_unknown
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.gate import Ledger, check, refuse
 from gated_react.state import Call, CoreState, Outcome, ToolAction, dump
@@ -172,7 +172,7 @@ def prepare(
             return state, calls, early | granted, counted
         state = state.model_copy(update={"usage": ledger.usage})
         counted = {"usage": dump(ledger.usage), **_new_keys(state, ledger, by_gate), **granted}
-    calls, early = _settle(deps, calls, by_gate and is_resuming(config))
+    calls, early = _settle(deps, calls, may_have_run(config, by_gate))
     return state, calls, early, counted
 
 
@@ -185,7 +185,7 @@ def readmit(
     Also whether the gate had counted these calls for the step the run is on
     (``pending.before_the_gate``): only such calls may have run before a crash."""
     usage, record, by_gate = before_the_gate(state, calls, step_record(state, config))
-    may_have_run = by_gate and is_resuming(config)
+    ran_maybe = may_have_run(config, by_gate) is not None
     held = Limits(deps.policy, state.extensions)
     ledger = Ledger(recorded(usage, record), list(record), state.usage.steps, held)
     try:  # the contract validate holds a reply to: no more calls than one reply may make
@@ -198,8 +198,8 @@ def readmit(
             ledger.count(call)
             continue
         action = ToolAction(name=call.tool, args=call.args, id=call.id)
-        # after a crash, the question about a call that may have run is asked once, by _settle
-        asks_later = may_have_run and not deps.idempotent(call.tool)
+        # after a crash or in a replay, a call that may have run is asked about once, by _settle
+        asks_later = ran_maybe and not deps.idempotent(call.tool)
         checked = check(ledger, deps, config, action, index, ask_here=not asks_later)
         if isinstance(checked, Stop):
             return ledger, _stopped_at(calls, index, _edited(checked)), by_gate
@@ -234,17 +234,19 @@ def _stopped_at(calls: list[Call], index: int, stop: Stop) -> dict[str, Any]:
 
 
 def _settle(
-    deps: NodeDeps, calls: list[Call], may_have_run: bool
+    deps: NodeDeps, calls: list[Call], ran_maybe: str | None
 ) -> tuple[list[Call], dict[str, Any] | None]:
-    """Crash recovery and argument checks: what is known before anything runs."""
-    if may_have_run:
+    """Crash recovery and argument checks: what is known before anything runs. With
+    ``ran_maybe`` (why the calls may have run already), a call that is not idempotent runs
+    only if a human says so."""
+    if ran_maybe is not None:
         for index, call in enumerate(calls):
             if call.outcome is None and not deps.idempotent(call.tool):
-                unknown = _outcome_unknown(deps, calls, call)
+                unknown = outcome_unknown(deps, call, ran_maybe)
                 if isinstance(unknown, Outcome):
                     calls[index] = _with(call, unknown)
                 elif unknown is not None:
-                    return calls, unknown
+                    return calls, _stopped_at(calls, index, unknown)
     for index, call in enumerate(calls):
         problem = None if call.outcome else tool_runner.check_args(deps.tools[call.tool], call.args)
         if problem is not None:
@@ -255,38 +257,6 @@ def _settle(
     if all(call.outcome is not None for call in calls):
         return calls, {"calls": [dump(c) for c in calls]}
     return calls, None
-
-
-def _outcome_unknown(
-    deps: NodeDeps, calls: list[Call], call: Call
-) -> dict[str, Any] | Outcome | None:
-    """The stop (or, under approval, the human's answer: run it again, None; or what came of
-    it, an outcome) for a call that may have run before a crash."""
-    why = f"{call.tool} may already have run before the process stopped; its outcome is unknown"
-    if call.tool in deps.policy.require_approval:
-        allowed = ("approve", "reject", "respond")
-        asked = question("outcome_unknown", call.tool, call.args, call.step, why, allowed=allowed)
-        asked["why"] = why + ". Approve to run it again, or respond with what came of it."
-        decision = ask(asked)
-        if decision.response is not None:
-            limit = deps.policy.max_observation_chars
-            return answered_outcome(decision.response, limit, deps.secrets)
-        if decision.approved:
-            return None
-    stop = Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, f"{why}: {_next_steps(deps, call)}")
-    return _stopped_at(calls, calls.index(call), stop)
-
-
-def _next_steps(deps: NodeDeps, call: Call) -> str:
-    """What to do now, in the stop's own message: find out whether it happened, then say so."""
-    if call.tool in deps.keyed:
-        check = f"look up idempotency key {call.key} in the system {call.tool} talks to"
-    else:
-        check = (
-            f"check with the system {call.tool} talks to whether the call of step {call.step} "
-            "happened (gated-react show THREAD lists it with its arguments)"
-        )
-    return f"{check}, then send a follow-up on this thread that says what you found"
 
 
 def _with(call: Call, outcome: Outcome) -> Call:

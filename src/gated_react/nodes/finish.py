@@ -12,7 +12,7 @@ from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
 from gated_react.errors import MisroutedStep
 from gated_react.state import CoreState, FinalAction
-from gated_react.stops import StopReason
+from gated_react.stops import StopReason, has_ended
 
 
 class FinishChannels(TypedDict, total=False):
@@ -39,7 +39,7 @@ def finish(
     ``structured_response`` too (validate checked it fits)."""
     state = read(CoreState, state, FinishChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
-    if state.ended():  # an ended run keeps its end (an edit reached it again)
+    if has_ended(state.status, state.stop_reason):  # an edit reached an ended run again
         return {}
     if _returned_directly(state):
         return _direct_end(state)

@@ -10,6 +10,7 @@ from gated_react._engine.reads import RUNS, read
 from gated_react._engine.turns import closing
 from gated_react.errors import MisroutedStep
 from gated_react.state import CoreState
+from gated_react.stops import has_ended
 
 
 class StopChannels(TypedDict, total=False):
@@ -30,7 +31,7 @@ def stop(
     thread reaches this node again, and its answer and status stand."""
     state = read(CoreState, state, StopChannels, config)
     RUNS.end(config)  # the run's last read: what it kept goes
-    if state.ended():
+    if has_ended(state.status, state.stop_reason):
         return {}
     if not state.stop_reason:
         raise MisroutedStep("stop", "with no stop reason recorded")

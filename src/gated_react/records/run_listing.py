@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from gated_react.records.store import pg_connection, readable
+from gated_react.stops import ended_status
 
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
@@ -193,7 +194,7 @@ def _row(thread_id: str, found: Any) -> RunRow:
     values = found.checkpoint.get("channel_values", {})
     usage = values.get("usage") or {}
     waiting = any(write[1] == "__interrupt__" for write in found.pending_writes or ())
-    status = values.get("status") or ("paused" if waiting else "unfinished")
+    status = ended_status(values) or ("paused" if waiting else "unfinished")
     options = started_with(found.metadata) or {}
     return RunRow(
         thread_id=thread_id,

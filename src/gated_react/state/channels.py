@@ -78,12 +78,6 @@ class CoreState(StrictModel):
     """The W3C trace context of the last traced invocation on this thread, so the next one
     (a resume) links its span to it; None while no OpenTelemetry SDK records."""
 
-    def ended(self) -> bool:
-        """Whether the thread's latest run has ended: both its ``status`` and its
-        ``stop_reason`` are written (a run never ends without either), so an edit of
-        ``status`` alone ends nothing and opens no run with fresh budgets."""
-        return self.status is not None and self.stop_reason is not None
-
 
 class State(CoreState):
     """Everything a run knows; the checkpointer saves it after every node."""

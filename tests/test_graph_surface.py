@@ -15,7 +15,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
-from gated_react import Policy, build_graph, resume, run
+from gated_react import ArgumentRefused, Policy, build_graph, resume, run
 from gated_react.policy import UnsupportedResponseFormat
 from gated_react.testing import ScriptedChatModel, call
 
@@ -133,3 +133,25 @@ def test_store_and_name_are_the_compiled_graphs() -> None:
     assert graph.store is store
     assert graph.name == "weather-desk"
     assert build_graph(ScriptedChatModel(replies=[]), []).name == "gated-react"
+
+
+@pytest.mark.parametrize(
+    ("given", "instead"),
+    [
+        ({"state_schema": dict}, "context_schema"),
+        ({"interrupt_before": ["tools"]}, "require_approval"),
+        ({"interrupt_after": ["tools"]}, "on_budget='ask'"),
+        ({"debug": True}, "debug=True"),
+        ({"cache": object()}, "never counted"),
+        ({"tool_choice": "any"}, "not an argument of build_graph or create_agent"),
+    ],
+)
+def test_create_agents_other_arguments_are_refused_with_the_way_forward(
+    given: dict[str, Any], instead: str
+) -> None:
+    """Before: a bare ``TypeError: unexpected keyword argument`` (found by a tester moving a
+    create_agent app over)."""
+    with pytest.raises(ArgumentRefused, match=r"^build_graph\(\) does not take ") as caught:
+        build_graph(ScriptedChatModel(replies=["hi"]), [], **given)
+    assert instead in str(caught.value)
+    assert isinstance(caught.value, TypeError)

@@ -12,6 +12,7 @@ import gated_react
 from .support.reaping import PATIENCE
 
 PUBLIC = [
+    "ArgumentRefused",
     "Budget",
     "GatedReactError",
     "MiddlewareRefused",

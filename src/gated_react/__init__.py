@@ -12,7 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gated_react.errors import GatedReactError, MiddlewareRefused, MisroutedStep
+    from gated_react.errors import (
+        ArgumentRefused,
+        GatedReactError,
+        MiddlewareRefused,
+        MisroutedStep,
+    )
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
     from gated_react.policy import Budget, Policy, Price, UnknownToolName, UnpricedModel
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from gated_react.store.serializer import UnsafeCheckpoint
 
 _HOMES = {
+    "ArgumentRefused": "errors",
     "Budget": "policy",
     "GatedReactError": "errors",
     "MiddlewareRefused": "errors",
@@ -67,6 +73,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "ArgumentRefused",
     "Budget",
     "GatedReactError",
     "MiddlewareRefused",

@@ -27,6 +27,11 @@ class MiddlewareRefused(GatedReactError, ValueError):
     get past the gate); the one-line message names the equivalent."""
 
 
+class ArgumentRefused(GatedReactError, TypeError):
+    """An argument of ``create_agent`` that ``build_graph`` does not take; the one-line message
+    names what does its job here."""
+
+
 class MiddlewareFailed(GatedReactError):
     """A middleware hook raised, or returned what it may not: the run stops with
     ``middleware_error:<name>``."""

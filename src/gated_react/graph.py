@@ -7,7 +7,7 @@ validate -> finish (final answer) | decide (retry) ; every other end -> stop
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Never, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
@@ -20,6 +20,7 @@ from langgraph.store.base import BaseStore
 from langgraph.typing import ContextT
 
 from gated_react import routing
+from gated_react._engine.create_agent_args import refuse as refuse_args
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import (
     CONFIG_KEY_DURABILITY,
@@ -66,6 +67,7 @@ def build_graph(
     checkpointer: BaseCheckpointSaver[str] | None = None,
     store: BaseStore | None = None,
     name: str | None = None,
+    **create_agent_only: Never,
 ) -> GatedGraph[ContextT]:
     """A compiled graph in which ``model`` proposes and ``policy`` decides what runs.
 
@@ -84,7 +86,10 @@ def build_graph(
     equivalent); see the create_agent guide.
 
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
+    ``create_agent``'s other arguments (``state_schema``, ``interrupt_before``, ...) are refused
+    with ``ArgumentRefused``, naming what does their job here.
     """
+    refuse_args(create_agent_only)
     policy = with_response_format(policy or Policy(), response_format)
     deps = NodeDeps.build(
         init_model(model),

@@ -101,7 +101,8 @@ class NodeDeps:
             raise UnpricedModel(why)
         secrets, context = secrets_of(model), run_context(model, policy, pricer)
         build_schemas(registry.values())
-        fixed = rules(protocol.instructions(visible), policy.answer_schema)
+        calls = policy.max_parallel_calls
+        fixed = rules(protocol.instructions(visible, calls), policy.answer_schema, calls)
         return cls(
             model=model,
             bound=protocol.bind(model, visible, policy),

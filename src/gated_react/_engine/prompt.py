@@ -7,7 +7,7 @@ import json
 from pydantic import BaseModel
 
 _SYSTEM = """\
-You are the decision step of a ReAct agent. Each turn you propose exactly one next action.
+You are the decision step of a ReAct agent. Each turn you propose {what}.
 A policy layer checks every proposal and runs the allowed tools for you.
 Rules:
 - Use tools for facts you do not have. Never invent tool results.
@@ -30,11 +30,14 @@ Instructions for this agent:
 {text}"""
 
 
-def rules(instructions: str, answer_schema: type[BaseModel] | None = None) -> str:
+def rules(
+    instructions: str, answer_schema: type[BaseModel] | None = None, max_calls: int = 1
+) -> str:
     """The gate's part of the system prompt, what no middleware may replace; it shows the
-    answer's JSON schema when there is one. The application's prompt (``app_section``) comes
-    after it, so graphs with different prompts share the prefix a server caches."""
-    text = _SYSTEM.format(instructions=instructions)
+    answer's JSON schema when there is one, and how many calls a reply may make
+    (``Policy.max_parallel_calls``). The application's prompt (``app_section``) comes after
+    it, so graphs with different prompts share the prefix a server caches."""
+    text = _SYSTEM.format(what=_actions(max_calls), instructions=instructions)
     if answer_schema is not None:
         text += _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
     return text
@@ -43,3 +46,12 @@ def rules(instructions: str, answer_schema: type[BaseModel] | None = None) -> st
 def app_section(app: str | None) -> str:
     """The application's part, after the rules (empty without one)."""
     return _APP.format(text=app.strip()) if app and app.strip() else ""
+
+
+def _actions(max_calls: int) -> str:
+    if max_calls == 1:
+        return "exactly one next action"
+    return (
+        f"the next action: one tool call, or up to {max_calls} at once when they do not "
+        "depend on each other's results"
+    )

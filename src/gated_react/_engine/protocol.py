@@ -30,8 +30,9 @@ class ActionProtocol(Protocol):
         """The model as it is called for every decision (tools bound, output format requested)."""
         ...
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
-        """The part of the system prompt that teaches the reply format."""
+    def instructions(self, tools: Sequence[BaseTool], max_calls: int = 1) -> str:
+        """The part of the system prompt that teaches the reply format, for replies of up to
+        ``max_calls`` tool calls (``Policy.max_parallel_calls``)."""
         ...
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:

@@ -25,6 +25,12 @@ No Markdown, no extra keys. The tools you may call:
 {catalog}"""
 
 
+_SEVERAL = (
+    "For calls that do not depend on each other's results, the reply may instead be a JSON "
+    "list of up to {n} tool objects (shape 1): they run at once."
+)
+
+
 def _cap(schema: Any, max_string: int | None, max_integer: int | None) -> Any:
     """Bound every string and integer so a constrained decoder cannot run past max_tokens."""
     if isinstance(schema, list):
@@ -66,6 +72,10 @@ def action_schema(tools: Sequence[BaseTool], policy: Policy) -> dict[str, Any]:
             "additionalProperties": False,
         }
     )
+    if policy.max_parallel_calls > 1 and tools:  # several calls at once: a list of them
+        calls = {"anyOf": branches[:-1]}
+        n = policy.max_parallel_calls
+        branches.append({"type": "array", "items": calls, "minItems": 1, "maxItems": n})
     schema = {"anyOf": branches}
     return _cap(schema, policy.schema_max_string, policy.schema_max_integer)  # type: ignore[no-any-return]
 
@@ -83,8 +93,9 @@ class JsonProtocol:
         schema = {"name": "action", "schema": action_schema(tools, policy), "strict": False}
         return model.bind(response_format={"type": "json_schema", "json_schema": schema})
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
-        return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
+    def instructions(self, tools: Sequence[BaseTool], max_calls: int = 1) -> str:
+        text = _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
+        return text if max_calls == 1 else f"{text}\n{_SEVERAL.format(n=max_calls)}"
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         """The object; a JSON list of actions is several calls, held to ``max_calls`` like

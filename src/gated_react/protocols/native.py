@@ -18,8 +18,13 @@ from gated_react.state import HistoryEntry, Reply
 
 _INSTRUCTIONS = """\
 Reply in one of two ways:
-- call exactly one of the provided tools (one tool call per reply, never several), or
+- {calls}, or
 - when the facts suffice, reply with your final answer as plain text and no tool call."""
+_ONE = "call exactly one of the provided tools (one tool call per reply, never several)"
+_SEVERAL = (
+    "call the provided tools: one, or up to {n} in one reply when the calls do not depend on "
+    "each other's results (they run at once)"
+)
 
 
 def one_call_per_reply(model: BaseChatModel) -> dict[str, Any]:
@@ -52,8 +57,9 @@ class ToolsProtocol:
             # model is called as it is, and its replies meet the same contract.
             return model
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
-        return _INSTRUCTIONS
+    def instructions(self, tools: Sequence[BaseTool], max_calls: int = 1) -> str:
+        calls = _ONE if max_calls == 1 else _SEVERAL.format(n=max_calls)
+        return _INSTRUCTIONS.format(calls=calls)
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         check_count(len(reply.tool_calls) + len(reply.invalid_tool_calls), max_calls)

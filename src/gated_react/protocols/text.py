@@ -36,6 +36,11 @@ Finish: <your final answer>
 Never write an Observation line: the system adds it. The tools you may call:
 {catalog}"""
 
+_SEVERAL = (
+    "In one reply, up to {n} Action / Action Input pairs are that many calls at once, for "
+    "calls that do not depend on each other's results."
+)
+
 # A label at the start of a line: the markers that separate blocks of a ReAct reply.
 _LABEL = re.compile(
     r"^[ \t>*#_-]*"
@@ -145,8 +150,9 @@ class TextProtocol:
     ) -> Runnable[LanguageModelInput, BaseMessage]:
         return model.bind(stop=["\nObservation:"])
 
-    def instructions(self, tools: Sequence[BaseTool]) -> str:
-        return _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
+    def instructions(self, tools: Sequence[BaseTool], max_calls: int = 1) -> str:
+        text = _INSTRUCTIONS.format(catalog=json.dumps(describe(tools), ensure_ascii=False))
+        return text if max_calls == 1 else f"{text}\n{_SEVERAL.format(n=max_calls)}"
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         return parse_text(reply.text, tools, max_calls)

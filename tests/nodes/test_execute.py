@@ -7,7 +7,7 @@ import time
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.tools import InjectedToolArg, tool
+from langchain_core.tools import InjectedToolArg, ToolException, tool
 from pydantic import BaseModel, field_validator
 
 from gated_react._engine.call_keys import loop_key
@@ -254,3 +254,26 @@ def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
     update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
     assert update["calls"][0]["outcome"]["ok"] is True
     assert "just data" in str(update["calls"][0]["outcome"]["observation"])
+
+
+@tool
+def handled(x: int) -> str:
+    """Fails, and says so as LangChain's handle_tool_error does."""
+    raise ToolException(f"no record {x}")
+
+
+handled.handle_tool_error = True
+
+
+@pytest.mark.parametrize("mode", ["stop", "observe"])
+def test_an_error_the_tool_handled_is_an_error(mode: str) -> None:
+    """Before: a ``ToolException`` under ``handle_tool_error`` (a ToolMessage with status
+    "error") was recorded as a success, and never stopped a run under ``on_tool_error="stop"``
+    (found by a tester moving a create_agent app). The model is shown the tool's own words."""
+    call = {"step": 1, "tool": "handled", "args": {"x": 3}, "key": "k" * 24}
+    parts = deps(tools=[handled], on_tool_error=mode)
+    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
+    outcome = update["calls"][0]["outcome"]
+    assert (outcome["ok"], outcome["observation"]) == (False, "no record 3")
+    assert outcome["error"] == "tool_error:handled"
+    assert update.get("stop_reason") == ("tool_error:handled" if mode == "stop" else None)

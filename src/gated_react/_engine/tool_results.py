@@ -32,6 +32,11 @@ def outcome(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Outcome:
     return Outcome(ok=True, observation=observation, content=blocks, artifact=kept)
 
 
+def failed(value: Any) -> bool:
+    """Whether a tool reported its own failure: a ``ToolMessage`` with status ``error``."""
+    return isinstance(value, ToolMessage) and value.status == "error"
+
+
 def is_blocks(value: Any) -> bool:
     """Whether ``value`` is content blocks, as LangChain takes them for a ``ToolMessage``'s
     content: a list of dicts, each of a type a tool message holds (text, image, file, ...)."""

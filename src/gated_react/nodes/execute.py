@@ -270,8 +270,10 @@ def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
     record see ``call.args``)."""
     args = {**call.args, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else call.args
     if deps.injector is None or call.tool not in deps.injector.takes:
-        if deps.tools[call.tool].response_format == "content_and_artifact":
-            # given its ToolCall, it answers with a ToolMessage: the artifact is not lost
+        tool = deps.tools[call.tool]
+        if tool.response_format == "content_and_artifact" or tool.handle_tool_error:
+            # given its ToolCall, it answers with a ToolMessage: the artifact is not lost, nor
+            # whether the error it handled was one (status "error")
             return {"name": call.tool, "args": args, "id": call.tool_call_id, "type": "tool_call"}
         return args
     filled = deps.injector.tool_call(call.tool, call.args, call.tool_call_id, config)
@@ -318,5 +320,12 @@ def _outcome(
         text = f"{type(error).__name__}: {error_text(error, *deps.secrets)}"[:500]
         why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
     else:
-        return tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets), None
+        done = tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets)
+        if not tool_results.failed(value):
+            return done, None
+        # an error the tool handled itself (a ToolMessage with status "error", as LangChain's
+        # handle_tool_error makes): the model is shown the tool's own words, as create_agent does
+        text = str(done.observation)[:500]
+        why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")
+        return done.model_copy(update={"ok": False, "error": str(why)}), why
     return Outcome(ok=False, observation=why.message, error=str(why)), why

@@ -105,6 +105,15 @@ def test_a_middlewares_tools_join_the_gated_tools(tmp_path: Path) -> None:
             "Budget(tool_limits={'send_email': 2})",
         ),
         (ModelCallLimitMiddleware(run_limit=5), "Budget(max_steps=5)"),
+        (  # before: thread_limit and exit_behavior went unsaid (a tester moving an app)
+            ToolCallLimitMiddleware(thread_limit=5, exit_behavior="continue"),
+            "thread_limit=5 has no equivalent (budgets count per run); a spent budget stops "
+            "the run, or asks a human: Policy(on_budget='ask')",
+        ),
+        (
+            ModelCallLimitMiddleware(thread_limit=3, run_limit=2),
+            "Budget(max_steps=2)); thread_limit=3 has no equivalent",
+        ),
     ],
 )
 def test_a_refusal_names_the_equivalent_policy(middleware: Any, equivalent: str) -> None:

@@ -33,12 +33,22 @@ def _tool_calls(m: Any) -> str:
         if m.tool_name is None
         else f"tool_limits={{{m.tool_name!r}: {limit}}}"
     )
-    return f"budgets hold per run: Policy(budget=Budget({budget}))"
+    return f"budgets hold per run: Policy(budget=Budget({budget})){_limits_differ(m)}"
 
 
 def _model_calls(m: Any) -> str:
     limit = m.run_limit if m.run_limit is not None else "<n>"
-    return f"budgets hold per run: Policy(budget=Budget(max_steps={limit}))"
+    return f"budgets hold per run: Policy(budget=Budget(max_steps={limit})){_limits_differ(m)}"
+
+
+def _limits_differ(m: Any) -> str:
+    """What of a call-limit middleware a budget does not do, said rather than dropped."""
+    said, thread = "", getattr(m, "thread_limit", None)
+    if thread is not None:
+        said += f"; thread_limit={thread} has no equivalent (budgets count per run)"
+    if getattr(m, "exit_behavior", None) == "continue":
+        said += "; a spent budget stops the run, or asks a human: Policy(on_budget='ask')"
+    return said
 
 
 _OWN_MODEL = "calls a model of its own, which no budget counts"

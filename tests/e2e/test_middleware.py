@@ -173,7 +173,13 @@ def test_a_wrap_that_raises_is_named_even_under_another(mode: str) -> None:
 @MODES
 @pytest.mark.parametrize(
     ("update", "said"),
-    [({"calls": []}, "['calls']"), ({"jump_to": "end"}, "jump_to 'end'")],
+    [
+        ({"calls": []}, "['calls']"),
+        (
+            {"jump_to": "end"},
+            "jump_to 'end'; only the gate routes a run (to end it, give an AI",
+        ),
+    ],
 )
 def test_a_hook_may_write_only_the_models_messages(
     mode: str, update: dict[str, Any], said: str

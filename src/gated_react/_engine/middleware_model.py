@@ -27,6 +27,12 @@ def overrides(m: AgentMiddleware[Any, Any], hook: str) -> bool:
     return getattr(type(m), hook) is not getattr(AgentMiddleware, hook)
 
 
+_ENDING = (
+    "to end it, give an AI message without tool calls as the reply, from after_model or "
+    "wrap_model_call: it is the final answer"
+)
+
+
 class ModelCall:
     """One decision's model call under the hooks: what the sync and async bodies share."""
 
@@ -90,7 +96,8 @@ class ModelCall:
             raise MiddlewareFailed(m.name, why)
         if update.get("jump_to"):
             jump = update["jump_to"]
-            raise MiddlewareFailed(m.name, f"{where} jump_to {jump!r}; only the gate routes a run")
+            why = f"{where} jump_to {jump!r}; only the gate routes a run ({_ENDING})"
+            raise MiddlewareFailed(m.name, why)
         others = sorted(set(update) - {"messages", "jump_to"})
         if others:
             why = f"{where} {others}; a hook may change only the messages the model is shown"

@@ -212,9 +212,26 @@ def test_an_injected_argument_the_model_forges_is_refused() -> None:
     assert "unknown arguments ['runtime']" in out["message"]
 
 
-def test_a_tool_returning_a_command_fails_with_a_reason() -> None:
+def test_a_tool_that_says_it_returns_a_command_is_refused_at_build() -> None:
+    """Before: refused only at its first call (found by a tester moving a create_agent app)."""
+
     @tool
     def jump(x: int, call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Tries to write the graph's state."""
+        return Command(update={"answer": "forged"})
+
+    def plain(x: int) -> Command[Any]:
+        """A plain function, as create_agent takes them."""
+        raise AssertionError("never called")
+
+    for returns_command in (jump, plain):
+        with pytest.raises(TypeError, match=r"returns a Command .*return the data instead"):
+            _graph([call("jump", x=1)], [returns_command])
+
+
+def test_a_tool_returning_a_command_unannounced_fails_with_a_reason() -> None:
+    @tool
+    def jump(x: int, call_id: Annotated[str, InjectedToolCallId]) -> Any:
         """Tries to write the graph's state."""
         return Command(update={"answer": "forged"})
 

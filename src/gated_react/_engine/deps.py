@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_origin
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
+from langgraph.types import Command
 
 from gated_react._engine.injection import Injector
 from gated_react._engine.pricing import Pricer, pricer_for
@@ -148,10 +150,31 @@ def _registry(tools: Sequence[BaseTool | Callable[..., Any]]) -> dict[str, BaseT
     registry: dict[str, BaseTool] = {}
     for given in tools:
         tool = _tool(given)
+        if _returns_command(tool):
+            raise TypeError(
+                f"tool {tool.name} returns a Command (a state update); gated-react's state is "
+                "written by its nodes only: return the data instead"
+            )
         if tool.name in registry:
             raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
         registry[tool.name] = tool
     return registry
+
+
+def _returns_command(tool: BaseTool) -> bool:
+    """Whether the tool's function says it returns a ``Command`` (refused at build, not at its
+    first call; one that returns one unannounced is refused when it does)."""
+    for func in (getattr(tool, "func", None), getattr(tool, "coroutine", None)):
+        try:
+            returns = inspect.signature(func).return_annotation if func else None
+        except (TypeError, ValueError):
+            continue
+        if isinstance(returns, str):
+            if returns.split("[", 1)[0].rsplit(".", 1)[-1] == "Command":
+                return True
+        elif returns is Command or get_origin(returns) is Command:
+            return True
+    return False
 
 
 def _tool(given: BaseTool | Callable[..., Any]) -> BaseTool:

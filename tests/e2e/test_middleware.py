@@ -20,7 +20,7 @@ from langchain.agents.middleware import (
     before_model,
     dynamic_prompt,
 )
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
 from gated_react import Policy, build_graph
@@ -290,6 +290,36 @@ def test_a_tool_hook_that_raises_is_a_failed_call_not_a_traceback(mode: str) -> 
     assert out["stop_reason"] == "tool_error:lookup"
     assert "KeyError" in out["message"]
     assert RAN == []
+
+
+class Friendly(AgentMiddleware):
+    """Answers a failed call with an error message of its own words."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return ToolMessage("Lookup is down; try later.", tool_call_id="c-lookup", status="error")
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self.wrap_tool_call(request, handler)
+
+
+@MODES
+@pytest.mark.parametrize("on_error", ["stop", "observe"])
+def test_a_tool_hooks_error_message_is_a_failed_call_in_its_own_words(
+    mode: str, on_error: str
+) -> None:
+    """Before: the hook's message came back as ``ToolMiddlewareError: ...`` (a tester moving
+    a create_agent app); create_agent shows the model the hook's words as they are."""
+    model = FakeToolModel(messages=replies(_call("lookup", q="x"), "Done."))
+    policy = Policy(on_tool_error=on_error)  # type: ignore[arg-type]
+    out = run(build_graph(model, [lookup], middleware=[Friendly()], policy=policy), "q", mode)
+    (result,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert (result.text, result.status) == ("Lookup is down; try later.", "error")
+    assert out["trace"][0]["ok"] is False
+    if on_error == "stop":
+        assert out["stop_reason"] == "tool_error:lookup"
+        assert out["message"] == "lookup failed: Lookup is down; try later."
+    else:
+        assert out["stop_reason"] == "success"
 
 
 def test_an_async_only_hook_under_invoke_says_to_use_ainvoke() -> None:

@@ -26,7 +26,7 @@ from gated_react.state import Call
 
 
 class ToolMiddlewareError(GatedReactError):
-    """A tool hook answered with an error ``ToolMessage``, or with something that is not one."""
+    """A tool hook answered with something that is not a ``ToolMessage``."""
 
 
 class ToolRun:
@@ -122,6 +122,6 @@ class ToolRun:
                 f"a tool hook returned a {kind}, not a ToolMessage; only gated-react's nodes "
                 "write the run's state"
             )
-        if result.status == "error":
-            raise ToolMiddlewareError(result.text)
-        return result  # its content and artifact (tool_results)
+        # its content and artifact (tool_results); an error message is a failed call, shown to
+        # the model in the hook's own words, as create_agent shows it
+        return result

@@ -155,6 +155,12 @@ class Policy(BaseModel):
     prefix cache keeps the system prompt, the goal and the earlier summary. None never folds."""
     context_keep: int = Field(default=1, ge=0)
     """Steps still shown in full right after a fold (at most ``context_steps - 1``)."""
+    context_messages: int | None = Field(default=20, ge=1)
+    """The most questions and answers of earlier runs on the thread (the chat so far) the model
+    is shown, the newest kept; None shows them all."""
+    context_message_chars: int | None = Field(default=2000, ge=100)
+    """Each of those questions and answers is cut to this many characters (ending ``...``);
+    None never cuts them."""
     max_observation_chars: int = Field(default=4000, ge=100)
     """Longer tool results are cut to this many characters with a visible marker."""
     tool_timeout_seconds: float = Field(default=30.0, gt=0)

@@ -280,3 +280,28 @@ def test_a_question_with_an_image_shows_the_model_the_image_in_its_turn_and_late
     )
     *_, last = build_messages(retried, "SYSTEM", Policy(), replay)
     assert last.content[-1]["text"].startswith("Your last reply was rejected")  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("policy", "shown", "longest"),
+    [
+        (Policy(), 20, 2000),  # the defaults
+        (Policy(context_messages=4, context_message_chars=100), 4, 100),
+        (Policy(context_messages=None, context_message_chars=None), 60, 2500),
+    ],
+)
+def test_the_chat_so_far_is_bounded_as_the_policy_says(
+    policy: Policy, shown: int, longest: int
+) -> None:
+    """Before: 20 messages of 2,000 characters, with no setting (a tester moving a
+    create_agent app, which sends the whole thread)."""
+    earlier: list[BaseMessage] = []
+    for i in range(30):
+        earlier += [HumanMessage(f"q{i}", id=f"h{i}"), AIMessage("a" * 2500, id=f"a{i}")]
+    state = State.model_validate(
+        {"goal": "now?", "messages": [*earlier, HumanMessage("now?", id="now")], "turn": "now"}
+    )
+    _, *chat, question = build_messages(state, "SYSTEM", policy, PROTOCOLS["tools"].replay)
+    assert question.text == "now?"
+    assert len(chat) == shown
+    assert max(len(m.text) for m in chat) == longest

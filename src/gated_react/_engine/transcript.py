@@ -13,8 +13,9 @@ prefix changes once every few steps, not every step. Whatever is only true for t
 Earlier turns on the thread are shown as they happened, from ``messages``: each question, its
 steps replayed the same way (the same calls, ids and results, so the next turn's request starts
 with the last request of the turn before it, and a prompt cache still holds), and its answer.
-They are bounded like the run's own steps: the last ``CONTEXT_MESSAGES`` questions and answers,
-and of their steps at most ``context_steps``, the oldest dropped in the same blocks.
+They are bounded like the run's own steps: the last ``Policy.context_messages`` questions and
+answers (each cut to ``context_message_chars``), and of their steps at most ``context_steps``,
+the oldest dropped in the same blocks.
 """
 
 from __future__ import annotations
@@ -41,10 +42,6 @@ from gated_react._engine.reads import Known
 from gated_react._engine.tool_results import is_blocks, record, results_in_blocks, with_blocks
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, State, ToolAction
-
-CONTEXT_MESSAGES = 20
-"""The most earlier questions and answers shown to the model as the conversation so far."""
-_CONTEXT_CHARS = 2000
 
 FOLDED_LINES = 24
 """The most folded calls the summary lists one by one. Past it, every full block of this many is
@@ -175,9 +172,10 @@ def earlier_turns(
     messages: Sequence[BaseMessage], policy: Policy, replay: Any
 ) -> list[BaseMessage]:
     """The turns before this run's, bounded, each step replayed as the run's own are."""
-    items = _items(messages)
+    items = _items(messages, policy.context_message_chars)
     said = [i for i, item in enumerate(items) if isinstance(item, BaseMessage)]
-    start = said[-CONTEXT_MESSAGES] if len(said) > CONTEXT_MESSAGES else 0
+    most = policy.context_messages
+    start = said[-most] if most is not None and len(said) > most else 0
     items = items[start:]
     steps = sum(1 for item in items if isinstance(item, list))
     drop = folded_count(steps, policy)
@@ -192,7 +190,7 @@ def earlier_turns(
     return out
 
 
-def _items(messages: Sequence[BaseMessage]) -> list[Item]:
+def _items(messages: Sequence[BaseMessage], chars: int | None) -> list[Item]:
     """Questions and answers (text, clipped) and steps, in order; a call never answered, or a
     result of no call, is left out."""
     items: list[Item] = []
@@ -210,7 +208,8 @@ def _items(messages: Sequence[BaseMessage]) -> list[Item]:
             ]
             items += [step] if step else []
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
-            text = clip(message.text.strip(), _CONTEXT_CHARS)
+            text = message.text.strip()
+            text = text if chars is None else clip(text, chars)
             items.append(
                 asked(text, message) if isinstance(message, HumanMessage) else AIMessage(text)
             )

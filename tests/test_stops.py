@@ -53,6 +53,8 @@ def test_failures_are_model_or_tool_failures(reason: str, failure: bool) -> None
         ({"status": "stopped", "stop_reason": "max_steps"}, "stopped"),
         ({"status": "ok", "stop_reason": None}, None),  # status written alone: an edit
         ({"status": None, "stop_reason": "max_steps"}, None),  # the stop node is yet to run
+        ({"status": "ok", "stop_reason": "tool_denied:x"}, None),  # status edited before a stop
+        ({"status": "stopped", "stop_reason": "success"}, None),
         ({}, None),
     ],
 )

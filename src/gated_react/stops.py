@@ -80,9 +80,12 @@ def is_failure(stop_reason: str) -> bool:
 
 def has_ended(status: str | None, stop_reason: str | None) -> bool:
     """Whether a thread's latest run has ended: both its status and its stop reason are
-    written (a run never ends without either), so an edit of ``status`` alone ends nothing and
-    opens no run with fresh budgets."""
-    return bool(status) and bool(stop_reason)
+    written (a run never ends without either) and agree (``ok`` exactly for ``success``), so
+    an edit of ``status`` alone ends nothing, opens no run with fresh budgets, and never makes
+    a stop the gate just decided read as a success."""
+    if not status or not stop_reason:
+        return False
+    return (status == "ok") == (stop_reason == StopReason.SUCCESS)
 
 
 def ended_status(values: Mapping[str, Any]) -> str | None:

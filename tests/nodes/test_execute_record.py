@@ -218,6 +218,10 @@ def test_a_replay_under_approval_runs_again_only_once_a_human_says_so(store: Any
     asked = graph.invoke(None, _before(graph, "gate"))
     (question,) = asked["__interrupt__"]
     assert (question.value["kind"], RAN) == ("approval", ["pay a"])
+    asked = graph.invoke(Command(resume={"approved": True}), CFG)  # approves the call...
+    (question,) = asked["__interrupt__"]  # ...not knowing it ran on the thread's other branch
+    assert (question.value["kind"], RAN) == ("outcome_unknown", ["pay a"])
+    assert "replayed from an earlier checkpoint" in question.value["why"]
     out = graph.invoke(Command(resume={"approved": True}), CFG)
     assert (out["stop_reason"], RAN) == ("success", ["pay a", "pay a"])
 

@@ -17,6 +17,7 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph._internal._constants import (
+    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
@@ -167,6 +168,18 @@ def is_time_travel(config: RunnableConfig) -> bool:
     addressed (``checkpoint_id``), but for a resume of that checkpoint's question: what the
     thread recorded after that checkpoint is not in the state this invocation sees."""
     return config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE) is not None
+
+
+def saved_at(config: RunnableConfig) -> tuple[Any, RunnableConfig, str] | None:
+    """The checkpointer of a node's graph, the config that lists its thread's checkpoints (in
+    the graph's namespace), and the id of the checkpoint the node's superstep started from;
+    None without a checkpointer."""
+    conf = config.get("configurable", {})
+    saver, (thread, namespace) = conf.get(CONFIG_KEY_CHECKPOINTER), run_key(config)
+    current = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(namespace)
+    if saver is None or thread is None or not current:
+        return None
+    return saver, {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}, current
 
 
 def can_pause(config: RunnableConfig) -> bool:

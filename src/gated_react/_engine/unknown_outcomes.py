@@ -1,6 +1,7 @@
 """Calls that may have run already, whose outcome the state does not hold: a step resumed
 after a crash (the gate had counted its calls, and ``execute`` may have started them), or a
-step replayed by time travel from a checkpoint the thread has moved past. A tool that is not
+step replayed from a checkpoint the thread has moved past (time travel, a resume sent to an
+old question, a fork continued: ``branches``). A tool that is not
 idempotent runs again only when a human says so (under ``require_approval``); otherwise the
 run stops ``tool_outcome_unknown:<tool>`` with what to check.
 """
@@ -22,11 +23,11 @@ REPLAYED = (
 )
 
 
-def may_have_run(config: RunnableConfig, by_gate: bool) -> str | None:
+def may_have_run(config: RunnableConfig, by_gate: bool, branched: bool = False) -> str | None:
     """Why the step's calls may have run already, or None: time travel (in every node of the
-    invocation: what the thread recorded later is not in its state), or a resume of a step
-    whose calls the gate had counted."""
-    if is_time_travel(config):
+    invocation: what the thread recorded later is not in its state), a step on a branch of
+    its thread (``branches``), or a resume of a step whose calls the gate had counted."""
+    if branched or is_time_travel(config):
         return REPLAYED
     return CRASHED if by_gate and is_resuming(config) else None
 

@@ -29,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_results, tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
+from gated_react._engine.branches import aon_a_branch, on_a_branch
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
@@ -66,7 +67,9 @@ def execute(
         return sent("execute")
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
+    branched = _unsafe(state, deps) and on_a_branch(config)
+    edited = _unproven(state, config, deps)
+    state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
         return linked | counted | early
     started = time.monotonic()
@@ -91,13 +94,20 @@ async def aexecute(
         return sent("execute")
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    state, calls, early, counted = prepare(state, config, deps, _unproven(state, config, deps))
+    branched = _unsafe(state, deps) and await aon_a_branch(config)
+    edited = _unproven(state, config, deps)
+    state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
         return linked | counted | early
     started = time.monotonic()
     todo = [i for i, call in enumerate(calls) if call.outcome is None]
     ran = await asyncio.gather(*(arun_one(deps, calls, i, config) for i in todo))
     return linked | counted | completed(state, deps, calls, list(ran), started)
+
+
+def _unsafe(state: CoreState, deps: NodeDeps) -> bool:
+    """Whether a call waiting to run could do harm twice (is not idempotent)."""
+    return any(c.outcome is None and not deps.idempotent(c.tool) for c in state.calls)
 
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:
@@ -150,7 +160,11 @@ async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: Runnab
 
 
 def prepare(
-    state: CoreState, config: RunnableConfig, deps: NodeDeps, edited: bool = False
+    state: CoreState,
+    config: RunnableConfig,
+    deps: NodeDeps,
+    edited: bool = False,
+    branched: bool = False,
 ) -> tuple[CoreState, list[Call], dict[str, Any] | None, dict[str, Any]]:
     """The state and calls with what is known before anything runs (refusals, bad arguments),
     an update that settles the step without running a tool (or None), and the counters an
@@ -165,19 +179,23 @@ def prepare(
             return state, calls, _stopped_at(calls, index, _edited(why)), counted
     by_gate = False  # a step this process's gate just admitted has not run anywhere
     if edited:
-        ledger, early, by_gate = readmit(state, config, deps, calls)
+        ledger, early, by_gate = readmit(state, config, deps, calls, branched)
         held = ledger.held
         granted = {"trace": held.entries(), **held.update()} if held.granted else {}
         if early is not None:
             return state, calls, early | granted, counted
         state = state.model_copy(update={"usage": ledger.usage})
         counted = {"usage": dump(ledger.usage), **_new_keys(state, ledger, by_gate), **granted}
-    calls, early = _settle(deps, calls, may_have_run(config, by_gate))
+    calls, early = _settle(deps, calls, may_have_run(config, by_gate, branched))
     return state, calls, early, counted
 
 
 def readmit(
-    state: CoreState, config: RunnableConfig, deps: NodeDeps, calls: list[Call]
+    state: CoreState,
+    config: RunnableConfig,
+    deps: NodeDeps,
+    calls: list[Call],
+    branched: bool = False,
 ) -> tuple[Ledger, dict[str, Any] | None, bool]:
     """The gate's checks again, for calls an edit wrote: each pending call as a fresh proposal
     (counted against budgets that an edit of ``usage`` alone cannot lower; a call under
@@ -185,7 +203,7 @@ def readmit(
     Also whether the gate had counted these calls for the step the run is on
     (``pending.before_the_gate``): only such calls may have run before a crash."""
     usage, record, by_gate = before_the_gate(state, calls, step_record(state, config))
-    ran_maybe = may_have_run(config, by_gate) is not None
+    ran_maybe = may_have_run(config, by_gate, branched) is not None
     held = Limits(deps.policy, state.extensions)
     ledger = Ledger(recorded(usage, record), list(record), state.usage.steps, held)
     try:  # the contract validate holds a reply to: no more calls than one reply may make

@@ -147,3 +147,21 @@ def test_prices_are_finite(field: str, bad: float) -> None:
     fields: dict[str, float] = {"input": 1.0, "output": 1.0, field: bad}
     with pytest.raises(ValidationError, match=field):
         Price(**fields)
+
+
+def test_approval_decisions_name_tools_under_approval_that_can_approve_and_reject() -> None:
+    policy = Policy(
+        require_approval={"pay"}, approval_decisions={"pay": ("reject", "edit", "approve")}
+    )
+    assert policy.decisions_for("pay") == ("approve", "edit", "reject")
+    assert policy.decisions_for("other") == ("approve", "edit", "reject", "respond")
+    with pytest.raises(ValidationError, match="not in require_approval: pay"):
+        Policy(approval_decisions={"pay": ("approve", "reject")})
+    with pytest.raises(ValidationError, match="pay: a human can always approve and reject"):
+        Policy(require_approval={"pay"}, approval_decisions={"pay": ("approve", "edit")})
+    with pytest.raises(ValidationError, match="Input should be 'approve', 'edit'"):
+        Policy(require_approval={"pay"}, approval_decisions={"pay": ("approve", "reject", "x")})
+    assert policy.unknown_tools({"lookup"}) == {
+        "require_approval": ["pay"],
+        "approval_decisions": ["pay"],
+    }

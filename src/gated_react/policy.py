@@ -7,7 +7,15 @@ from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Literal
 from typing import Protocol as TypingProtocol
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from gated_react.errors import GatedReactError
 
@@ -16,7 +24,16 @@ LoopMode = Literal["exact", "normalized", "off"]
 OnError = Literal["stop", "observe"]
 OnInvalid = Literal["stop", "retry"]
 OnBudget = Literal["stop", "ask"]
-TOOL_NAME_FIELDS = ("allow", "require_approval", "budget.tool_limits", "tool_timeouts")
+ApprovalDecision = Literal["approve", "edit", "reject", "respond"]
+APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("approve", "edit", "reject", "respond")
+"""What a human may answer an approval question with, in the order a reviewer is shown them."""
+TOOL_NAME_FIELDS = (
+    "allow",
+    "require_approval",
+    "approval_decisions",
+    "budget.tool_limits",
+    "tool_timeouts",
+)
 """The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
 
 
@@ -134,6 +151,11 @@ class Policy(BaseModel):
     list is the allowlist: any other name is refused, ``tool_missing``)."""
     require_approval: ToolNames = frozenset()
     """Tools whose calls pause for a human decision before they run."""
+    approval_decisions: dict[str, tuple[ApprovalDecision, ...]] = Field(default_factory=dict)
+    """Per tool under approval, the decisions its question takes (``HumanInTheLoopMiddleware``'s
+    ``allowed_decisions``), e.g. ``{"issue_refund": ("approve", "reject")}``: a human may not
+    edit the call or answer in place of the tool. Approve and reject are always among them;
+    a tool not named takes all four."""
     protocol: Protocol = "tools"
     """How the model states its action: native tool calls, one JSON object, or ReAct text."""
     json_schema: bool = True
@@ -189,6 +211,28 @@ class Policy(BaseModel):
     type), used before ``genai-prices``' table, e.g. ``{"my-llama": Price(input=0.1,
     output=0.2)}``."""
 
+    @field_validator("approval_decisions")
+    @classmethod
+    def _decisions(
+        cls, value: dict[str, tuple[ApprovalDecision, ...]]
+    ) -> dict[str, tuple[ApprovalDecision, ...]]:
+        for tool, decisions in value.items():
+            if not {"approve", "reject"} <= set(decisions):
+                raise ValueError(f"{tool}: a human can always approve and reject, got {decisions}")
+        # in the order a reviewer is shown them, each once
+        return {tool: tuple(d for d in APPROVAL_DECISIONS if d in ds) for tool, ds in value.items()}
+
+    @model_validator(mode="after")
+    def _decided_tools_need_approval(self) -> Policy:
+        unasked = ", ".join(sorted(set(self.approval_decisions) - self.require_approval))
+        if unasked:
+            raise ValueError(f"approval_decisions names tools not in require_approval: {unasked}")
+        return self
+
+    def decisions_for(self, tool: str) -> tuple[ApprovalDecision, ...]:
+        """The decisions an approval question about ``tool`` takes."""
+        return self.approval_decisions.get(tool, APPROVAL_DECISIONS)
+
     def replace(self, **changes: Any) -> Policy:
         """A copy with ``changes`` applied and validated like the constructor (an unknown name
         is an error); ``Budget`` fields (``max_steps``, ...) may be given at top level, so
@@ -207,6 +251,7 @@ class Policy(BaseModel):
         named = {
             "allow": self.allow or (),
             "require_approval": self.require_approval,
+            "approval_decisions": self.approval_decisions,
             "budget.tool_limits": self.budget.tool_limits,
             "tool_timeouts": self.tool_timeouts,
         }

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gated_react._engine import approval
-from gated_react._engine.approval import DECISIONS, Decision, ask, parse_answer, question
+from gated_react._engine.approval import Decision, ask, parse_answer, question
+from gated_react.policy import APPROVAL_DECISIONS as DECISIONS
 
 QUESTION = question("approval", "t", {"n": 1}, 3, "policy says so", allowed=DECISIONS)
 

@@ -99,6 +99,15 @@ def test_a_middlewares_tools_join_the_gated_tools(tmp_path: Path) -> None:
             HumanInTheLoopMiddleware(interrupt_on={"send_email": True}),
             "Policy(require_approval={'send_email'})",
         ),
+        (  # before: allowed_decisions and description went unsaid (a tester moving an app)
+            HumanInTheLoopMiddleware(
+                interrupt_on={
+                    "send_email": {"allowed_decisions": ["reject", "approve"], "description": "x"}
+                }
+            ),
+            "Policy(require_approval={'send_email'}, approval_decisions={'send_email': "
+            "('approve', 'reject')}); a description has no equivalent",
+        ),
         (ToolCallLimitMiddleware(run_limit=3), "Budget(max_tool_calls=3)"),
         (
             ToolCallLimitMiddleware(tool_name="send_email", run_limit=2),

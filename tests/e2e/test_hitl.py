@@ -66,6 +66,25 @@ def test_approve_runs_the_call() -> None:
     assert out["history"][0]["observation"]["billing"]["price_usd"] == 49.0
 
 
+@pytest.mark.parametrize(
+    "decision",
+    [
+        {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}},
+        {"type": "respond", "message": "USD 0"},
+    ],
+)
+def test_a_decision_the_policy_does_not_list_is_asked_again(decision: dict[str, Any]) -> None:
+    only = {"get_user_billing": ("approve", "reject")}
+    graph, question = _paused([BILLING, "USD 49"], approval_decisions=only)
+    assert question["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    again = resume(graph, "t", _answer(decision))
+    assert again["status"] == "paused"
+    assert "not allowed here; allowed: approve, reject" in again["pending"][0]["error"]
+    out = resume(graph, "t", _answer({"type": "approve"}))
+    assert out["stop_reason"] == "success"
+    assert out["history"][0]["action"]["args"] == {"user_id": 42}
+
+
 def test_edit_runs_the_edited_arguments_and_may_not_change_the_tool() -> None:
     graph, _ = _paused([BILLING, "no refund for 7"])
     other = {"type": "edit", "edited_action": {"name": "get_user_profile", "args": {"user_id": 7}}}

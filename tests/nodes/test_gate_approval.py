@@ -169,3 +169,24 @@ def test_a_humans_answer_is_bounded_like_any_observation(monkeypatch: pytest.Mon
     update, _ = _approve(monkeypatch, answer, parts=parts)
     seen = update["calls"][0]["outcome"]["observation"]
     assert seen == "y" * 1000 + " ...[cut: 2000000 chars, first 1000 shown]"
+
+
+def test_the_question_takes_only_the_decisions_the_policy_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``HumanInTheLoopMiddleware``'s ``allowed_decisions``: before, every question took all
+    four, so a reviewer could edit a refund an app allowed only to approve or reject."""
+    strict = deps(
+        require_approval=frozenset({"get_user_billing"}),
+        approval_decisions={"get_user_billing": ("reject", "approve")},
+    )
+    _, asked = _approve(monkeypatch, Decision(approved=True), parts=strict)
+    [(question, _)] = asked
+    assert question["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    _, asked = _approve(monkeypatch, Decision(approved=True))
+    assert asked[0][0]["review_configs"][0]["allowed_decisions"] == [
+        "approve",
+        "edit",
+        "reject",
+        "respond",
+    ]

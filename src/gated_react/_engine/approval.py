@@ -17,6 +17,7 @@ from gated_react._engine.langgraph_internals import ask_human, earlier_interrupt
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
 from gated_react.answers import UNUSABLE_ANSWER
+from gated_react.policy import APPROVAL_DECISIONS
 from gated_react.state import Outcome
 
 ANSWERS = {
@@ -25,7 +26,6 @@ ANSWERS = {
     "reject": {"approved": False, "reason": "why"},
     "respond": {"decisions": [{"type": "respond", "message": "the answer, in place of the tool"}]},
 }
-DECISIONS = ("approve", "edit", "reject", "respond")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +97,8 @@ def _from_decisions(value: dict[str, Any]) -> Decision:
         raise ValueError("expected {'decisions': [one decision]} for the one action asked about")
     (decision,) = decisions
     kind = decision.get("type") if isinstance(decision, dict) else None
-    if kind not in DECISIONS:
-        raise ValueError(f"a decision's 'type' must be one of {', '.join(DECISIONS)}")
+    if kind not in APPROVAL_DECISIONS:
+        raise ValueError(f"a decision's 'type' must be one of {', '.join(APPROVAL_DECISIONS)}")
     message = decision.get("message", "")
     if not isinstance(message, str):
         raise ValueError("a decision's 'message' must be a string")

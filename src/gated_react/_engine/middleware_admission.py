@@ -17,13 +17,24 @@ from langchain.agents import middleware as shipped
 from langchain.agents.middleware import AgentMiddleware, AgentState
 
 from gated_react.errors import MiddlewareRefused
+from gated_react.policy import APPROVAL_DECISIONS
 
 Equivalent = Callable[[Any], str]
 
 
 def _approval(m: Any) -> str:
     names = sorted(name for name, on in m.interrupt_on.items() if on)
-    return f"the gate asks a human: Policy(require_approval={set(names) or {'<tool>'}})"
+    configs = {name: on for name, on in m.interrupt_on.items() if isinstance(on, dict)}
+    decisions = {
+        name: tuple(d for d in APPROVAL_DECISIONS if d in on["allowed_decisions"])
+        for name, on in configs.items()
+        if set(on.get("allowed_decisions") or APPROVAL_DECISIONS) != set(APPROVAL_DECISIONS)
+    }
+    given = f", approval_decisions={decisions}" if decisions else ""
+    said = f"the gate asks a human: Policy(require_approval={set(names) or {'<tool>'}}{given})"
+    if any(on.get("description") for on in configs.values()):
+        said += "; a description has no equivalent (the question says the policy asks)"
+    return said
 
 
 def _tool_calls(m: Any) -> str:

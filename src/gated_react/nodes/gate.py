@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
 from gated_react._engine.admissions import ADMITTED, sent
-from gated_react._engine.approval import DECISIONS, answered_outcome, ask, question
+from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.budget_checks import (
     Limits,
     check_before_tool,
@@ -212,7 +212,7 @@ def approve(
     (else the human is asked again) and pass the loop check again."""
     name, args = action.name, action.args
     why = f"policy requires a human to approve every {name} call"
-    asked = question("approval", name, args, step, why, allowed=DECISIONS)
+    asked = question("approval", name, args, step, why, allowed=deps.policy.decisions_for(name))
     decision = ask(asked, partial(check_args, deps.tools[name]))
     if decision.response is not None:
         return answered(deps, action, step, decision.response)

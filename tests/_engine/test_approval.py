@@ -14,7 +14,6 @@ from gated_react import build_graph
 from gated_react._engine import approval
 from gated_react._engine.approval import (
     ANSWERS,
-    DECISIONS,
     Decision,
     ask,
     parse_answer,
@@ -22,6 +21,7 @@ from gated_react._engine.approval import (
     same_question,
 )
 from gated_react.answers import UNUSABLE_ANSWER
+from gated_react.policy import APPROVAL_DECISIONS as DECISIONS
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 

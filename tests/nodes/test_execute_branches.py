@@ -1,8 +1,8 @@
 """A step re-run on a branch of its thread, which LangGraph does not mark as time travel, does
 not run a tool that is not idempotent again unasked (found by an outside tester, December 2026;
-each test failed before, through a real SqliteSaver). ``is_time_travel`` reads LangGraph's
-replay state, set only when a run addresses a ``checkpoint_id`` and its input is not a
-``Command(resume=...)``; a resume sent to an old checkpoint (an approval sent twice, a replay
+each test failed before, through a real SqliteSaver). LangGraph marks a replay as time travel
+only when a run addresses a ``checkpoint_id`` and its input is not a ``Command(resume=...)``;
+a resume sent to an old checkpoint (an approval sent twice, a replay
 sent as a resume) and a fork that ``update_state`` writes on an old checkpoint, continued with
 ``invoke(None)``, re-ran the paid step and the payment ran again. ``_engine/branches.py`` now
 finds the thread's other branch in its saver.

@@ -1,16 +1,21 @@
-"""Whether a step runs on a branch of its thread: a checkpoint of the step's own, or one
-just before it, has another child, so the step may have run there already.
+"""Whether a step's calls may have run on another branch of its thread: a replay or a fork of
+a checkpoint the thread has moved past, which LangGraph marks only in part.
 
-LangGraph marks only part of what re-runs a step from an older checkpoint as time travel
-(``langgraph_internals.is_time_travel``): a ``Command(resume=...)`` addressed to a checkpoint
-the thread has moved past (an approval sent twice, a replay sent as a resume), and a fork made
-by ``update_state`` on an old checkpoint and continued, re-run the step unmarked, and the gate
-admits its calls as new. The thread's saver still holds the other branch. Its checkpoints are
-listed newest first (every saver lists them so; their ids grow with time), and ours are
-followed back from the one the step started from: any other checkpoint met before the last of
-``DEPTH`` of ours is a branch made after it. A step with no tool that could do harm twice never
-asks (``execute`` checks only before a call that is not idempotent), so this costs one listing
-of a few checkpoints there and nothing elsewhere.
+Time travel (a run addressed to an old ``checkpoint_id``) is marked by LangGraph; a
+``Command(resume=...)`` sent to a checkpoint the thread has moved past (an approval sent twice,
+a replay sent as a resume), a fork written by ``update_state`` on an old checkpoint and
+continued with ``invoke(None)``, and any number of edits in a row are not, and the gate admits
+the old step's calls as new. The thread's saver still holds the other branch. Before a call
+that is not idempotent runs, its checkpoints are listed newest first (every saver lists them
+so; their ids grow with time) and the step's own are followed back to the checkpoint before
+the step began (its decision's, or the run's input). A checkpoint met on the way that is not
+the step's own is on another branch made since; if the writes made there let one of the
+step's calls through a gate (it may have run) or completed it, so may this one have. Under
+LangGraph's time travel the branch alone is enough: a step re-run from before its decision
+proposes again, and a payment proposed again is the one the other branch made. When the
+step's own checkpoint is not stored yet (``durability="async"`` or ``"exit"``), its chain
+cannot be followed, and a write that completed one of its calls decides. Listing stops after
+``CAP`` checkpoints: another branch seen but not all of it counts as proof it may have run.
 """
 
 from __future__ import annotations
@@ -20,45 +25,101 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.langgraph_internals import saved_at
+from gated_react._engine.langgraph_internals import is_time_travel, saved_at
 
-DEPTH = 4
-"""Checkpoints of the step's chain looked at: the one before ``execute``, the gate's input, the
-one before ``validate``, and one more for an edit or a fork between them."""
+CAP = 48
+"""Checkpoints listed at most: a step's five, and edits, forks and replays beside them."""
+_STEP_STARTS = "branch:to:decide"
+"""The channel a checkpoint updates when a decision (a new step) comes next."""
+
+
+def _id(checkpoint: Any) -> str:
+    return str(checkpoint.config["configurable"]["checkpoint_id"])
+
+
+def _parent(checkpoint: Any) -> str | None:
+    found = (checkpoint.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    return None if found is None else str(found)
+
+
+def _starts_a_step(checkpoint: Any) -> bool:
+    updated = checkpoint.checkpoint.get("updated_channels") or ()
+    return _STEP_STARTS in updated or checkpoint.metadata.get("source") == "input"
+
+
+def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
+    """Whether the writes made against ``checkpoint`` record one of the calls ``ids`` as
+    completed (a result, a history entry), or with ``admitted`` as let through by a gate at all
+    (in the writes or the calls the checkpoint holds: it may have run, as a process can die
+    while it runs)."""
+    stored = checkpoint.checkpoint.get("channel_values") or {}
+    held = [("", "calls", stored["calls"])] if admitted and "calls" in stored else []
+    for _, channel, value in [*held, *(checkpoint.pending_writes or ())]:
+        entries = [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+        if channel == "calls" and any(
+            e.get("id") in ids and (admitted or e.get("outcome")) for e in entries
+        ):
+            return True
+        if channel == "history" and any((e.get("action") or {}).get("id") in ids for e in entries):
+            return True
+    return False
 
 
 class _Walk:
-    """Our chain, followed back through the listing."""
+    """The step's chain, followed back through the listing."""
 
-    def __init__(self, current: str) -> None:
-        self.expected, self.left = current, DEPTH
+    def __init__(self, current: str, ids: frozenset[str], travel: bool = False) -> None:
+        self.current, self.ids, self.travel = current, ids, travel
+        self.expected: str | None = current
+        self.boundary: str | None = None
+        self.lost = self.other = False
+        self.count = 0
 
     def seen(self, checkpoint: Any) -> bool | None:
-        """True: a branch (a checkpoint not ours, newer than one of ours); False: none within
-        ``DEPTH``; None: go on listing."""
-        found = checkpoint.config["configurable"]["checkpoint_id"]
-        if found != self.expected:
-            if found > self.expected:  # ids grow with time: made after ours, on another branch
-                return True
-            if self.left < DEPTH:  # one of ours missing from the listing: no proof either way
-                return False
-            # the step's own checkpoint is not stored yet (a run with async durability): the
-            # newest stored one is the one it follows
-        parent = (checkpoint.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        self.left -= 1
-        if parent is None or self.left == 0:
+        """True: the calls may have run on another branch; False: they did not; None: go on
+        listing."""
+        self.count += 1
+        if self.count > CAP:  # another branch seen, and not all of it: no proof they did not
+            return self.other
+        if self.lost:  # the chain cannot be followed: what the writes record decides
+            return True if _recorded(checkpoint, self.ids, admitted=False) else None
+        found = _id(checkpoint)
+        if found == self.expected:
+            return self._followed(checkpoint)
+        if self.expected is not None and found > self.expected:
+            return self._elsewhere(checkpoint)
+        if self.expected == self.current:  # not stored yet (async or exit durability)
+            self.lost = True
+            return True if _recorded(checkpoint, self.ids, admitted=False) else None
+        return self.other  # a checkpoint of the chain is missing: no proof either way
+
+    def _elsewhere(self, checkpoint: Any) -> bool | None:
+        """A checkpoint made after one of the step's own and not one of them: another branch,
+        where a gate may have let the calls through."""
+        self.other = True
+        if self.travel:  # LangGraph's time travel: the step re-runs, whatever it decides
+            return True
+        return True if _recorded(checkpoint, self.ids, admitted=True) else None
+
+    def _followed(self, checkpoint: Any) -> bool | None:
+        if self.expected == self.boundary:
+            return False  # back before the step began: every branch since was seen
+        parent = _parent(checkpoint)
+        if parent is None:
             return False
+        if self.boundary is None and _starts_a_step(checkpoint):
+            self.boundary = parent
         self.expected = parent
         return None
 
 
-def on_a_branch(config: RunnableConfig) -> bool:
-    """Sync twin: whether the step runs on a branch of its thread (``_Walk``)."""
+def on_a_branch(config: RunnableConfig, ids: frozenset[str]) -> bool:
+    """Sync twin: whether the step's calls (``ids``) may have run on another branch."""
     found = saved_at(config)
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current)
+    walk = _Walk(current, ids, is_time_travel(config))
     with closing(saver.list(thread)) as listed:  # left early: the saver's cursor closes now
         for checkpoint in listed:
             verdict = walk.seen(checkpoint)
@@ -67,13 +128,13 @@ def on_a_branch(config: RunnableConfig) -> bool:
     return False
 
 
-async def aon_a_branch(config: RunnableConfig) -> bool:
+async def aon_a_branch(config: RunnableConfig, ids: frozenset[str]) -> bool:
     """Async twin of ``on_a_branch``."""
     found = saved_at(config)
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current)
+    walk = _Walk(current, ids, is_time_travel(config))
     async with aclosing(saver.alist(thread)) as listed:
         async for checkpoint in listed:
             verdict = walk.seen(checkpoint)

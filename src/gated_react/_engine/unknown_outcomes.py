@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_outcome, ask, question
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import is_resuming, is_time_travel
+from gated_react._engine.langgraph_internals import is_resuming
 from gated_react.state import Call, Outcome
 from gated_react.stops import Stop, StopReason
 
@@ -24,10 +24,10 @@ REPLAYED = (
 
 
 def may_have_run(config: RunnableConfig, by_gate: bool, branched: bool = False) -> str | None:
-    """Why the step's calls may have run already, or None: time travel (in every node of the
-    invocation: what the thread recorded later is not in its state), a step on a branch of
-    its thread (``branches``), or a resume of a step whose calls the gate had counted."""
-    if branched or is_time_travel(config):
+    """Why the step's calls may have run already, or None: a step re-run on another branch of
+    its thread (``branches``: time travel, a resume sent to an old checkpoint, a fork), or a
+    resume of a step whose calls the gate had counted."""
+    if branched:
         return REPLAYED
     return CRASHED if by_gate and is_resuming(config) else None
 

@@ -67,7 +67,8 @@ def execute(
         return sent("execute")
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    branched = _unsafe(state, deps) and on_a_branch(config)
+    unsafe = _unsafe(state, deps)
+    branched = bool(unsafe) and on_a_branch(config, unsafe)
     edited = _unproven(state, config, deps)
     state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
@@ -94,7 +95,8 @@ async def aexecute(
         return sent("execute")
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
-    branched = _unsafe(state, deps) and await aon_a_branch(config)
+    unsafe = _unsafe(state, deps)
+    branched = bool(unsafe) and await aon_a_branch(config, unsafe)
     edited = _unproven(state, config, deps)
     state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
@@ -105,9 +107,11 @@ async def aexecute(
     return linked | counted | completed(state, deps, calls, list(ran), started)
 
 
-def _unsafe(state: CoreState, deps: NodeDeps) -> bool:
-    """Whether a call waiting to run could do harm twice (is not idempotent)."""
-    return any(c.outcome is None and not deps.idempotent(c.tool) for c in state.calls)
+def _unsafe(state: CoreState, deps: NodeDeps) -> frozenset[str]:
+    """The ids of the calls waiting to run that could do harm twice (are not idempotent)."""
+    return frozenset(
+        c.id or c.key for c in state.calls if c.outcome is None and not deps.idempotent(c.tool)
+    )
 
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:

@@ -1,0 +1,225 @@
+"""The branch check (``_engine/branches.py``) against what an outside tester tried next
+(December 2026; each test failed on its first version, in-process graphs on a real SQLite
+saver from ``open_checkpointer`` or LangGraph's ``InMemorySaver``): a step re-run on another
+branch must not run a tool that is not idempotent again unasked, and an honest flow must not
+be stopped or asked again when nothing ran.
+
+Paid again before: three edits in a row (or one ``bulk_update_state`` of three supersteps)
+put the branch point past the four checkpoints looked at, sync and async; under
+``durability="exit"`` (racily ``"async"``) the step's own checkpoint was not stored, and the
+newest stored one, the old branch's head, was taken for its parent. Stopped though nothing
+ran: a breakpoint continued with the head's own ``checkpoint_id``; a call rejected, its
+question forked, then approved. Still open (not here): a fork before ``decide`` continued
+with ``invoke(None)`` proposes again, and a proposal is gated as new; a fork of a parent graph
+gives the agent, as its subgraph, a namespace whose listing holds no other branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, StateUpdate
+
+from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
+from gated_react.testing import ScriptedChatModel, call
+
+PAID: list[str] = []
+CFG: Any = {"configurable": {"thread_id": "t"}}
+APPROVAL = Policy(require_approval=frozenset({"pay"}))
+
+
+@tool
+def pay(item: str) -> str:
+    """Pays (not idempotent)."""
+    PAID.append(item)
+    return f"paid {item}"
+
+
+def _model_reply(messages: list[Any]) -> Any:
+    """A model that pays for ``a`` until its branch of the thread shows a tool result."""
+    if any(isinstance(m, ToolMessage) for m in messages):
+        return "done"
+    return call("pay", item="a")
+
+
+def _model() -> ScriptedChatModel:
+    return ScriptedChatModel(replies=[_model_reply], cycle=True)
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> Iterator[None]:
+    PAID.clear()
+    yield
+    PAID.clear()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Any]:
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        yield saver
+
+
+def _graph(saver: Any, policy: Policy | None = None) -> Any:
+    return build_graph(_model(), [pay], policy=policy or Policy(), checkpointer=saver)
+
+
+def _before(graph: Any, node: str) -> Any:
+    """The config of the thread's newest checkpoint before ``node``."""
+    return next(s for s in graph.get_state_history(CFG) if s.next == (node,)).config
+
+
+def _before_the_first_decide(graph: Any) -> Any:
+    """The checkpoint before the ``decide`` that proposed the payment (no tool result yet)."""
+    return next(
+        s
+        for s in graph.get_state_history(CFG)
+        if s.next == ("decide",)
+        and not any(isinstance(m, ToolMessage) for m in s.values.get("messages", []))
+    ).config
+
+
+# ---------------------------------------------------------------- false negatives: DEPTH
+
+
+@pytest.mark.parametrize("how", ["update_state", "bulk_update_state"])
+def test_three_edits_in_a_row_on_an_old_checkpoint_pay_again_unasked(store: Any, how: str) -> None:
+    """HIGH. One edit (``update_state(old, None, as_node="validate")``) on the checkpoint
+    before the gate of a paid step stops ``tool_outcome_unknown``; two edits too. Three edits
+    that write nothing (three ``update_state`` calls, or one ``bulk_update_state`` of three
+    supersteps) put the branch point 5 checkpoints back, past ``DEPTH`` = 4: the payment ran
+    2 times, unasked, and the run reads ``success``."""
+    graph = _graph(store)
+    assert graph.invoke({"goal": "pay a"}, CFG)["stop_reason"] == "success"
+    old = _before(graph, "gate")
+    if how == "update_state":
+        graph.update_state(old, None, as_node="validate")
+        graph.update_state(CFG, None, as_node="validate")
+        graph.update_state(CFG, None, as_node="validate")
+    else:
+        graph.bulk_update_state(old, [[StateUpdate(None, "validate")]] * 3)
+    assert graph.get_state(CFG).next == ("gate",)
+    out = graph.invoke(None, CFG)
+    assert PAID == ["a"], f"paid {len(PAID)} times, unasked (stop {out['stop_reason']})"
+    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+
+
+def test_three_edits_in_a_row_pay_again_under_ainvoke(tmp_path: Path) -> None:
+    """HIGH, async twin (``aon_a_branch``): three ``aupdate_state`` edits on the checkpoint
+    before the gate, then ``ainvoke(None)``: paid 2 times, unasked."""
+
+    async def main() -> dict[str, Any]:
+        async with aopen_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+            graph = _graph(saver)
+            await graph.ainvoke({"goal": "pay a"}, CFG)
+            history = [s async for s in graph.aget_state_history(CFG)]
+            old = next(s for s in history if s.next == ("gate",)).config
+            await graph.aupdate_state(old, None, as_node="validate")
+            await graph.aupdate_state(CFG, None, as_node="validate")
+            await graph.aupdate_state(CFG, None, as_node="validate")
+            out: dict[str, Any] = await graph.ainvoke(None, CFG)
+            return out
+
+    out = asyncio.run(main())
+    assert PAID == ["a"], f"paid {len(PAID)} times, unasked (stop {out['stop_reason']})"
+
+
+# ---------------------------------------------------------------- false negatives: durability
+
+
+@pytest.mark.parametrize("saver", ["sqlite", "memory"])
+def test_a_replay_sent_as_a_resume_with_exit_durability_pays_again(
+    tmp_path: Path, saver: str
+) -> None:
+    """HIGH. ``invoke(Command(resume=1), before_gate)`` stops ``tool_outcome_unknown`` (the
+    fixed replay of ``test_execute_branches``); the same with ``durability="exit"`` paid 2
+    times, unasked, run ``success``: the step's own checkpoints are not stored, the newest
+    stored one is the old branch's head, and ``_Walk`` follows it as the step's parent."""
+    opened = open_checkpointer(str(tmp_path / "runs.sqlite")) if saver == "sqlite" else None
+    with opened or nullcontext(InMemorySaver()) as store:
+        graph = _graph(store)
+        graph.invoke({"goal": "pay a"}, CFG)
+        out = graph.invoke(Command(resume=1), _before(graph, "gate"), durability="exit")
+    assert PAID == ["a"], f"paid {len(PAID)} times, unasked (stop {out['stop_reason']})"
+    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+
+
+def test_an_approval_sent_twice_with_exit_durability_pays_twice(store: Any) -> None:
+    """HIGH. Approved once with the question's config, the same approval sent again asks
+    ``outcome_unknown`` (fixed before); sent again with ``durability="exit"`` the payment ran
+    2 times for one question, and nobody was asked whether it may have run."""
+    graph = _graph(store, APPROVAL)
+    graph.invoke({"goal": "pay a"}, CFG)
+    asked = graph.get_state(CFG).config
+    approve: Command[Any] = Command(resume={"approved": True})
+    assert graph.invoke(approve, asked)["stop_reason"] == "success"
+    out = graph.invoke(approve, asked, durability="exit")
+    assert PAID == ["a"], f"paid {len(PAID)} times for one question"
+    assert out.get("__interrupt__"), "a replayed paid call must ask what came of it"
+
+
+def test_an_approval_sent_twice_with_async_durability_pays_twice(tmp_path: Path) -> None:
+    """MEDIUM (racy). As above with ``durability="async"``: whether the step's own checkpoint
+    is stored when ``execute`` lists the thread is a race; over 20 threads (each approved once,
+    then the same approval sent again) 20 payments must be made; measured: 33 payments for 20
+    questions (13 of 20 threads paid 2 times; 6 of 10 in an earlier run)."""
+    payments = 0
+    for attempt in range(20):
+        PAID.clear()
+        with open_checkpointer(str(tmp_path / f"runs{attempt}.sqlite")) as store:
+            graph = _graph(store, APPROVAL)
+            graph.invoke({"goal": "pay a"}, CFG)
+            asked = graph.get_state(CFG).config
+            approve: Command[Any] = Command(resume={"approved": True})
+            graph.invoke(approve, asked)
+            graph.invoke(approve, asked, durability="async")
+        payments += len(PAID)
+    assert payments == 20, f"{payments} payments for 20 questions approved once each"
+
+
+# ---------------------------------------------------------------- false positives
+
+
+@pytest.mark.parametrize("held_before", ["gate", "execute"])
+def test_a_breakpoint_continued_with_the_heads_checkpoint_id_stops_though_nothing_ran(
+    store: Any, held_before: str
+) -> None:
+    """MEDIUM (older than the branch check: ``is_time_travel``). A run held by
+    ``interrupt_before`` and continued with the config ``get_state`` returns (the head's own
+    checkpoint_id, what a client or Studio-like UI holds): paid 0 times and the run stops
+    ``tool_outcome_unknown:pay`` although nothing had run on any branch; held before the gate,
+    the gate had not even admitted the call yet. Continued without the id it pays once."""
+    graph = _graph(store)
+    graph.invoke({"goal": "pay a"}, CFG, interrupt_before=[held_before])
+    head = graph.get_state(CFG).config
+    assert head["configurable"].get("checkpoint_id")
+    out = graph.invoke(None, head)
+    assert (PAID, out["stop_reason"]) == (["a"], "success"), (
+        f"paid {len(PAID)} times, stop {out['stop_reason']}"
+    )
+
+
+def test_a_rejected_call_forked_and_approved_is_asked_again_as_may_have_run(store: Any) -> None:
+    """LOW. The human rejects ``pay(a)`` (run ``tool_rejected:pay``, paid 0 times), then forks
+    the question's checkpoint (``update_state(question, None, as_node="validate")``) to change
+    their mind and approves the question asked again: instead of paying, the run asks a third
+    question, ``outcome_unknown`` ("may already have run"), though the other branch recorded
+    only a rejection; paid 0 times after 2 answers."""
+    graph = _graph(store, APPROVAL)
+    graph.invoke({"goal": "pay a"}, CFG)
+    question = graph.get_state(CFG).config
+    out = graph.invoke(Command(resume={"approved": False}), CFG)
+    assert out["stop_reason"] == "tool_rejected:pay"
+    graph.update_state(question, None, as_node="validate")
+    asked = graph.invoke(None, CFG)["__interrupt__"][0].value
+    assert asked["kind"] == "approval"
+    out = graph.invoke(Command(resume={"approved": True}), CFG)
+    kinds = [i.value.get("kind") for i in out.get("__interrupt__", [])]
+    assert (PAID, kinds) == (["a"], []), f"paid {len(PAID)} times, asked again: {kinds}"

@@ -9,38 +9,21 @@ thread with no stop reason; a status without one is now no end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
 from langgraph.types import Command
 
-from gated_react import Budget, Policy, Price, build_graph, open_checkpointer
+from gated_react import Budget, Policy, Price, build_graph
 from gated_react.graph import GatedGraph
 from gated_react.runs import read
 from gated_react.testing import ScriptedChatModel, call
-from gated_react.tools._meta import idempotent
 
-from ..support.fakes import RAN
+from ..support.fakes import RAN, lookup
 
 CFG: Any = {"configurable": {"thread_id": "t"}}
 PRICES = {"scripted": Price(input=2, output=2)}
-
-
-@idempotent
-@tool
-def lookup(q: str) -> str:
-    """An idempotent tool whose calls are counted (a metered API)."""
-    RAN.append(f"lookup {q}")
-    return f"result for {q}"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
-    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
-        yield saver
 
 
 def _graph(saver: Any, policy: Policy) -> GatedGraph:

@@ -15,35 +15,20 @@ agree with the stop reason is no end.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.tools import tool
 from langgraph.types import Command
 
-from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
+from gated_react import Policy, aopen_checkpointer, build_graph
 from gated_react.graph import GatedGraph
 from gated_react.testing import ScriptedChatModel, call
 
-from ..support.fakes import RAN
+from ..support.fakes import RAN, pay
 
 CFG: Any = {"configurable": {"thread_id": "t"}}
 APPROVAL = Policy(require_approval=frozenset({"pay"}))
-
-
-@tool
-def pay(item: str) -> str:
-    """Pays (not idempotent)."""
-    RAN.append(f"pay {item}")
-    return f"paid {item}"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
-    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
-        yield saver
 
 
 def _graph(saver: Any, policy: Policy) -> GatedGraph:

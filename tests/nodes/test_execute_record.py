@@ -11,43 +11,18 @@ ran with ``tool_outcome_unknown`` and asked an approved call again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
 from langgraph.types import Command
 
-from gated_react import Budget, Policy, Price, build_graph, open_checkpointer
+from gated_react import Budget, Policy, Price, build_graph
 from gated_react.graph import GatedGraph
 from gated_react.testing import ScriptedChatModel, call
-from gated_react.tools._meta import idempotent
 
-from ..support.fakes import RAN
+from ..support.fakes import RAN, lookup, pay
 
 CFG: Any = {"configurable": {"thread_id": "t"}}
-
-
-@idempotent
-@tool
-def lookup(q: str) -> str:
-    """An idempotent tool whose calls are counted (a metered API)."""
-    RAN.append(f"lookup {q}")
-    return f"result for {q}"
-
-
-@tool
-def pay(item: str) -> str:
-    """Pays (not idempotent)."""
-    RAN.append(f"pay {item}")
-    return f"paid {item}"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
-    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
-        yield saver
 
 
 def _graph(saver: Any, replies: list[Any], policy: Policy) -> GatedGraph:

@@ -61,12 +61,6 @@ def _clear() -> Iterator[None]:
     PAID.clear()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
-    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
-        yield saver
-
-
 def _graph(saver: Any, policy: Policy | None = None) -> Any:
     return build_graph(_model(), [pay], policy=policy or Policy(), checkpointer=saver)
 

@@ -1,5 +1,6 @@
 """Fakes shared by node, end-to-end and graph tests: a side effect that records what it sent, a
-slow tool, one that always fails, one that fails twice before it works, and a model that hangs.
+slow tool, one that always fails, one that fails twice before it works, a payment (not
+idempotent) and a metered lookup (idempotent) that log to ``RAN``, and a model that hangs.
 ``RAN`` is where a module's own side-effect tools say what they ran; tests/conftest.py empties
 these logs before every test."""
 
@@ -21,6 +22,21 @@ from gated_react.tools._meta import idempotent
 SENT: list[dict[str, Any]] = []
 FLAKY: list[int] = []
 RAN: list[str] = []
+
+
+@tool
+def pay(item: str) -> str:
+    """Pays (not idempotent)."""
+    RAN.append(f"pay {item}")
+    return f"paid {item}"
+
+
+@idempotent
+@tool
+def lookup(q: str) -> str:
+    """An idempotent tool whose calls are counted (a metered API)."""
+    RAN.append(f"lookup {q}")
+    return f"result for {q}"
 
 
 @tool

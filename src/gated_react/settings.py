@@ -142,11 +142,7 @@ class Settings(BaseSettings):
         """The folders a Studio context's ``workspace_root`` may be in, resolved against the
         server's folder: the default workspace and those in ``GATED_REACT_STUDIO_WORKSPACES``."""
         named = [studio_workspace(), *self.studio_workspaces.split(os.pathsep)]
-        return tuple(
-            (Path.cwd() / Path(entry.strip()).expanduser()).resolve()
-            for entry in named
-            if entry.strip()
-        )
+        return tuple(server_path(entry.strip()) for entry in named if entry.strip())
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must never be printed or logged."""
@@ -170,6 +166,12 @@ def studio_workspace() -> str:
     assistant names one: ``GATED_REACT_STUDIO_WORKSPACE`` (the repository's ``langgraph.json``
     sets its sample project), else the folder the server runs in; read when Studio imports it."""
     return os.environ.get("GATED_REACT_STUDIO_WORKSPACE") or "."
+
+
+def server_path(folder: str) -> Path:
+    """A folder as the server resolves it: ``~`` expanded, relative to the server's folder,
+    links followed."""
+    return (Path.cwd() / Path(folder).expanduser()).resolve()
 
 
 def default_state_dir() -> Path:

@@ -95,3 +95,9 @@ def test_under_time_travel_another_branch_is_enough() -> None:
     verdicts = [walk.seen(checkpoint) for checkpoint in _listing([("09", "07", False), *CHAIN])]
     assert True in verdicts
     assert _verdict("09", _listing(CHAIN[:1]), frozenset({"c2"})) is False
+
+
+def test_a_call_recorded_without_an_id_is_known_by_its_key() -> None:
+    keyed = {"04": [("task", "calls", [{"id": None, "key": "k1", "outcome": {"ok": True}}])]}
+    assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k1"})) is True
+    assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k2"})) is False

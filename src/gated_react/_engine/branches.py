@@ -48,7 +48,8 @@ def _starts_a_step(checkpoint: Any) -> bool:
 
 
 def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
-    """Whether the writes made against ``checkpoint`` record one of the calls ``ids`` as
+    """Whether the writes made against ``checkpoint`` record one of the calls ``ids`` (their
+    tool call ids, else their keys, as ``execute`` names them) as
     completed (a result, a history entry), or with ``admitted`` as let through by a gate at all
     (in the writes or the calls the checkpoint holds: it may have run, as a process can die
     while it runs)."""
@@ -57,7 +58,7 @@ def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
     for _, channel, value in [*held, *(checkpoint.pending_writes or ())]:
         entries = [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
         if channel == "calls" and any(
-            e.get("id") in ids and (admitted or e.get("outcome")) for e in entries
+            (e.get("id") or e.get("key")) in ids and (admitted or e.get("outcome")) for e in entries
         ):
             return True
         if channel == "history" and any((e.get("action") or {}).get("id") in ids for e in entries):

@@ -26,7 +26,7 @@ from gated_react.graph import build_graph, idle_graph
 from gated_react.hosting.otel import setup_tracing
 from gated_react.models import chat_model
 from gated_react.policy import Budget, Policy
-from gated_react.settings import Settings, studio_workspace
+from gated_react.settings import Settings, server_path, studio_workspace
 from gated_react.store.checkpointer import aopen_checkpointer
 from gated_react.tools import load_toolkit, toolkit_timeouts
 from gated_react.tools.confine import is_hidden
@@ -85,7 +85,7 @@ class WorkbenchContext(StudioContext):
 
     def workspace_path(self) -> Path:
         """The workspace folder, resolved against the server's working directory."""
-        return (Path.cwd() / Path(self.workspace_root).expanduser()).resolve()
+        return server_path(self.workspace_root)
 
 
 C = TypeVar("C", bound=StudioContext)

@@ -108,7 +108,8 @@ async def aexecute(
 
 
 def _unsafe(state: CoreState, deps: NodeDeps) -> frozenset[str]:
-    """The ids of the calls waiting to run that could do harm twice (are not idempotent)."""
+    """The calls waiting to run that could do harm twice (are not idempotent), by their tool
+    call ids (by their keys when recorded without one)."""
     return frozenset(
         c.id or c.key for c in state.calls if c.outcome is None and not deps.idempotent(c.tool)
     )

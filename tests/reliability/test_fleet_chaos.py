@@ -126,7 +126,7 @@ def test_a_fleet_survives_a_kill_a_store_restart_and_dropped_connections(
         wait_until(lambda: finished(url) >= RUNS)
         elapsed = time.monotonic() - started
         ended = outcomes(url, threads)
-        wait_until(lambda: len(fleet.workers()) == 3 and live_workers(url) == 3)
+        _until_three_live(fleet, url)
         statuses, retries = job_statuses(url)
         code = fleet.stop()
     finally:
@@ -151,6 +151,18 @@ def test_a_fleet_survives_a_kill_a_store_restart_and_dropped_connections(
     assert f"(pid {killed}) died of SIGKILL; replacing it" in log
     _a_line_per_job(log, ended, killed)
     assert code == 128 + 9  # a worker died of a signal: the supervisor says so
+
+
+def _until_three_live(fleet: Fleet, url: str) -> None:
+    """Until the supervisor runs 3 workers again, each with a fresh heartbeat; if not, what
+    was seen and the fleet's last lines say why."""
+    try:
+        wait_until(lambda: len(fleet.workers()) == 3 and live_workers(url) == 3)
+    except AssertionError as exc:
+        seen = f"{len(fleet.workers())} worker processes, {live_workers(url)} live heartbeats"
+        raise AssertionError(
+            f"{exc}: {seen}; the fleet's log ends:\n{fleet.stderr()[-6000:]}"
+        ) from None
 
 
 def _a_line_per_job(log: str, ended: dict[str, dict[str, Any]], killed: int) -> None:

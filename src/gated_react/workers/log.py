@@ -6,10 +6,11 @@ password of a store URL, no API key) and ``printable_json`` (no raw control char
 terminal or a log collector). The fixed keys come first: ``time``, ``event``, ``worker``.
 
 Events: ``worker_started``, ``job_started``, ``job_ended``, ``connection_lost``,
-``reconnected``, ``worker_stopped``, ``worker_exited`` (the supervisor's, when a worker it
-started ended unasked), and ``log`` for the warnings of the libraries underneath
-(psycopg's pools, procrastinate), so stderr stays one JSON object per line. The reconnect code
-calls ``connection_lost`` when the store stops answering and ``reconnected`` once it answers.
+``reconnected``, ``registered_again``, ``worker_stopped``, ``worker_exited`` (the supervisor's,
+when a worker it started ended unasked), and ``log`` for the warnings of the libraries
+underneath (psycopg's pools, procrastinate), so stderr stays one JSON object per line. The
+reconnect code calls ``connection_lost`` when the store stops answering and ``reconnected`` once
+it answers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ EVENTS = (
     "job_ended",
     "connection_lost",
     "reconnected",
+    "registered_again",
     "worker_stopped",
     "worker_exited",
     "log",
@@ -139,6 +141,24 @@ def reconnected(
         what=what,
         seconds=None if seconds is None else round(seconds, 3),
         attempts=attempts,
+    )
+
+
+def registered_again(worker: str, was: int, worker_id: int, kept: int, lost: int) -> None:
+    """Another worker had pruned this one as stalled (its heartbeat late): it registered again
+    as ``worker_id``, taking back ``kept`` jobs at hand; ``lost`` of them had been requeued."""
+    message = (
+        f"{worker} was pruned as stalled (worker id {was}); registered again as {worker_id},"
+        f" {kept} job(s) at hand kept, {lost} requeued meanwhile"
+    )
+    emit(
+        "registered_again",
+        worker,
+        was=was,
+        worker_id=worker_id,
+        jobs_kept=kept,
+        jobs_requeued=lost,
+        message=message,
     )
 
 

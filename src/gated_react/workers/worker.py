@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import procrastinate
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 from procrastinate.worker import Worker
@@ -28,6 +27,7 @@ from procrastinate.worker import Worker
 from gated_react.hosting.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
+from gated_react.workers import heartbeat
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import open_pool, pool_saver, store_lost
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app
@@ -62,10 +62,27 @@ def backoff(cap: float) -> Iterator[float]:
 
 
 class _Worker(Worker):
-    """procrastinate's worker, two things kept: a job's end recorded once the store answers
-    again, and why the loop ended (a side task such as the listener or heartbeat failing)."""
+    """procrastinate's worker, three things kept: a job's end recorded once the store answers
+    again, why the loop ended (a side task such as the listener or heartbeat failing), and the
+    worker's row, registered again if another worker pruned it (``heartbeat``)."""
 
     lost: BaseException | None = None
+
+    def jobs_at_hand(self) -> set[int]:
+        return {int(context.job.id) for context in self._running_jobs.values() if context.job.id}
+
+    async def _update_heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.update_heartbeat_interval)
+            assert self.worker_id is not None
+            if await heartbeat.beat(self.app, self.worker_id):
+                continue
+            at_hand, was = self.jobs_at_hand(), self.worker_id
+            self.worker_id, kept = await heartbeat.register_again(self.app, at_hand)
+            name = self.worker_name or "worker"
+            worker_log.registered_again(
+                name, was, self.worker_id, len(kept), len(at_hand) - len(kept)
+            )
 
     async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
         name, tries = self.worker_name or "worker", 0
@@ -90,14 +107,16 @@ class _Worker(Worker):
                 self.lost = task.exception()
 
 
-async def _recover_stalled(app: procrastinate.App, stalled_after: float) -> None:
-    """Requeue jobs whose worker died (no heartbeat): the thread continues where it stopped."""
+async def _recover_stalled(worker: _Worker, stalled_after: float) -> None:
+    """Requeue jobs whose worker died (no heartbeat): the thread continues where it stopped.
+    Never this worker's own jobs at hand: pruned, it registers again and takes them back."""
+    app = worker.app
     while True:
         try:
             jobs = await app.job_manager.get_stalled_jobs(
                 task_name=TASK, seconds_since_heartbeat=stalled_after
             )
-            for job in jobs:
+            for job in (job for job in jobs if job.id not in worker.jobs_at_hand()):
                 with contextlib.suppress(ProcrastinateException):  # another worker was first
                     await app.job_manager.retry_job(job)
         except Exception as exc:
@@ -169,7 +188,7 @@ async def _serve(
             raise ValueError("the graph factory must pass its checkpointer to build_graph")
         context = {"graph": graph, "pool": pool, "watch": watch}
         worker = _Worker(app, additional_context=context, **options)
-        recover = asyncio.create_task(_recover_stalled(app, options["stalled_worker_timeout"]))
+        recover = asyncio.create_task(_recover_stalled(worker, options["stalled_worker_timeout"]))
         try:
             await _run_until_stopped(worker, stopping)
         finally:

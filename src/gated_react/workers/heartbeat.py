@@ -1,0 +1,41 @@
+"""A worker's heartbeat, and its way back when the fleet took it for dead.
+
+procrastinate deletes the row of any worker whose heartbeat is ``--stalled-after`` seconds old
+(every worker does so as it starts), and a heartbeat only updates that row. A live worker whose
+heartbeats ran late (the store down longer than that, a machine too loaded to beat in time) and
+that another worker pruned meanwhile went on beating a row that no longer existed: invisible to
+the fleet and to ``gated-react queue``, its jobs at hand free for any worker to take over as
+stalled, its next fetch refused by the jobs' foreign key. Here a beat that finds no row registers
+the worker again and takes back the jobs at hand that no other worker has taken over yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import procrastinate
+
+_BEAT = (
+    "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %(worker_id)s RETURNING id"
+)
+_TAKE_BACK = (
+    "UPDATE procrastinate_jobs SET worker_id = %(worker_id)s"
+    " WHERE id = ANY(%(jobs)s) AND status = 'doing' AND worker_id IS NULL RETURNING id"
+)
+
+
+async def beat(app: procrastinate.App, worker_id: int) -> bool:
+    """Update the worker's heartbeat; False if its row is gone (another worker pruned it)."""
+    rows = await app.connector.execute_query_all_async(query=_BEAT, worker_id=worker_id)
+    return bool(rows)
+
+
+async def register_again(app: procrastinate.App, jobs: Iterable[int]) -> tuple[int, list[int]]:
+    """A new row for a pruned worker, and the jobs at hand it took back (the others were
+    requeued as stalled before it came back)."""
+    worker_id = await app.job_manager.register_worker()
+    rows: list[dict[str, Any]] = await app.connector.execute_query_all_async(
+        query=_TAKE_BACK, worker_id=worker_id, jobs=list(jobs)
+    )
+    return worker_id, [int(row["id"]) for row in rows]

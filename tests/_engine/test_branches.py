@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gated_react._engine.branches import _Walk
+from gated_react._engine.branches import Named, _Walk
 
 Row = tuple[str, str | None, bool]
 """A checkpoint: its id, its parent's, and whether a step (a decision) comes next."""
@@ -18,7 +18,7 @@ Row = tuple[str, str | None, bool]
 def _listing(rows: list[Row], writes: dict[str, list[Any]] | None = None) -> list[Any]:
     def one(found: str, parent: str | None, starts: bool) -> Any:
         # the old branch's 08 holds the call its gate let through
-        held = {"calls": [{"id": "c1", "outcome": None}]} if found == "08" else {}
+        held = {"calls": [{"id": "c1", "key": "k1", "outcome": None}]} if found == "08" else {}
         return SimpleNamespace(
             config={"configurable": {"checkpoint_id": found}},
             parent_config={"configurable": {"checkpoint_id": parent}} if parent else None,
@@ -33,8 +33,13 @@ def _listing(rows: list[Row], writes: dict[str, list[Any]] | None = None) -> lis
     return [one(*row) for row in rows]
 
 
-def _verdict(current: str, listing: list[Any], ids: frozenset[str] = frozenset({"c1"})) -> bool:
-    walk = _Walk(current, ids)
+def _verdict(
+    current: str,
+    listing: list[Any],
+    ids: frozenset[str] = frozenset({"c1"}),
+    keys: frozenset[str] = frozenset(),
+) -> bool:
+    walk = _Walk(current, Named(ids, keys))
     for checkpoint in listing:
         verdict = walk.seen(checkpoint)
         if verdict is not None:
@@ -91,7 +96,7 @@ def test_unstored_the_steps_chain_gives_way_to_the_record() -> None:
 def test_under_time_travel_another_branch_is_enough() -> None:
     """A step re-run from before its decision proposes again (new call ids): LangGraph's time
     travel marks the invocation, and the other branch alone stops the call."""
-    walk = _Walk("09", frozenset({"c2"}), travel=True)
+    walk = _Walk("09", Named(frozenset({"c2"}), frozenset()), travel=True)
     verdicts = [walk.seen(checkpoint) for checkpoint in _listing([("09", "07", False), *CHAIN])]
     assert True in verdicts
     assert _verdict("09", _listing(CHAIN[:1]), frozenset({"c2"})) is False
@@ -101,3 +106,20 @@ def test_a_call_recorded_without_an_id_is_known_by_its_key() -> None:
     keyed = {"04": [("task", "calls", [{"id": None, "key": "k1", "outcome": {"ok": True}}])]}
     assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k1"})) is True
     assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k2"})) is False
+
+
+def test_a_call_proposed_again_on_a_fork_is_known_by_its_key_on_the_other_branch() -> None:
+    """A fork before the decision (09 on 05, where the step began): the model proposed the
+    same call again under a new id (c2); its key (thread, step, tool, arguments) is the one the
+    other branch's gate let through at 08."""
+    forked = _listing([("09", "05", True), *CHAIN[:4]])
+    assert _verdict("09", forked, frozenset({"c2"}), frozenset({"k1"})) is True
+    assert _verdict("09", forked, frozenset({"c2"}), frozenset({"k2"})) is False
+
+
+def test_a_key_is_no_proof_in_the_record_of_an_earlier_run() -> None:
+    """Unstored (``durability="async"``), the listing is searched as far as it goes: a later
+    run numbers its steps from 1 again, so the same payment asked for in the next turn has the
+    key of this one, completed at 04. Only its id would say it is the same call."""
+    paid = {"04": [("task", "calls", [{"id": "c1", "key": "k1", "outcome": {"ok": True}}])]}
+    assert _verdict("20", _listing(CHAIN, paid), frozenset({"c2"}), frozenset({"k1"})) is False

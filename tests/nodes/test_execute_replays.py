@@ -9,9 +9,10 @@ put the branch point past the four checkpoints looked at, sync and async; under
 ``durability="exit"`` (racily ``"async"``) the step's own checkpoint was not stored, and the
 newest stored one, the old branch's head, was taken for its parent. Stopped though nothing
 ran: a breakpoint continued with the head's own ``checkpoint_id``; a call rejected, its
-question forked, then approved. Still open (not here): a fork before ``decide`` continued
-with ``invoke(None)`` proposes again, and a proposal is gated as new; a fork of a parent graph
-gives the agent, as its subgraph, a namespace whose listing holds no other branch.
+question forked, then approved. Paid again before, in a later round: a fork before ``decide``
+continued with ``invoke(None)``, where the model proposes the same payment under a new id.
+Still open (not here): a fork of a parent graph gives the agent, as its subgraph, a namespace
+whose listing holds no other branch.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, StateUpdate
@@ -44,8 +45,10 @@ def pay(item: str) -> str:
 
 
 def _model_reply(messages: list[Any]) -> Any:
-    """A model that pays for ``a`` until its branch of the thread shows a tool result."""
-    if any(isinstance(m, ToolMessage) for m in messages):
+    """A model that pays for ``a`` until its branch of the thread shows a tool result since
+    the last question."""
+    asked = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    if any(isinstance(m, ToolMessage) for m in messages[asked:]):
         return "done"
     return call("pay", item="a")
 
@@ -217,3 +220,50 @@ def test_a_rejected_call_forked_and_approved_is_asked_again_as_may_have_run(stor
     out = graph.invoke(Command(resume={"approved": True}), CFG)
     kinds = [i.value.get("kind") for i in out.get("__interrupt__", [])]
     assert (PAID, kinds) == (["a"], []), f"paid {len(PAID)} times, asked again: {kinds}"
+
+
+# ---------------------------------------------------------------- false negatives: a fork
+
+
+def test_a_fork_before_decide_continued_on_the_thread_does_not_pay_again(store: Any) -> None:
+    """A fork written by ``update_state`` on the checkpoint before the decision that paid,
+    continued with ``invoke(None)``: the model proposes the same payment again, at the same
+    step, with a new tool call id; the gate took it for a new one and it ran 2 times, unasked.
+    Its idempotency key (thread, step, tool, arguments) is the one the other branch's gate let
+    through: it may have run."""
+    graph = _graph(store)
+    assert graph.invoke({"goal": "pay a"}, CFG)["stop_reason"] == "success"
+    graph.update_state(_before_the_first_decide(graph), None, as_node="observe")
+    assert graph.get_state(CFG).next == ("decide",)
+    out = graph.invoke(None, CFG)
+    assert PAID == ["a"], f"paid {len(PAID)} times, unasked (stop {out['stop_reason']})"
+    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+
+
+def test_a_fork_before_decide_does_not_pay_again_under_ainvoke(tmp_path: Path) -> None:
+    """The async twin (``aon_a_branch``); and a later turn of another thread that asks for the
+    same payment again, under ``durability="async"`` (its step's checkpoints not stored yet,
+    so its saver's record is searched), is paid: its call has the key of the first turn's, and
+    a key counts only on another branch made since the step began."""
+
+    async def main() -> list[str]:
+        async with aopen_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+            graph = _graph(saver)
+            await graph.ainvoke({"goal": "pay a"}, CFG)
+            history = [s async for s in graph.aget_state_history(CFG)]
+            first = next(
+                s
+                for s in history
+                if s.next == ("decide",)
+                and not any(isinstance(m, ToolMessage) for m in s.values.get("messages", []))
+            )
+            await graph.aupdate_state(first.config, None, as_node="observe")
+            ends = [(await graph.ainvoke(None, CFG))["stop_reason"]]
+            other: Any = {"configurable": {"thread_id": "u"}}
+            for words in ("pay a", "pay a again"):
+                turn = {"messages": [HumanMessage(words)]}
+                ends.append((await graph.ainvoke(turn, other, durability="async"))["stop_reason"])
+            return ends
+
+    assert asyncio.run(main()) == ["tool_outcome_unknown:pay", "success", "success"]
+    assert PAID == ["a", "a", "a"]  # thread t's first run, thread u's two turns

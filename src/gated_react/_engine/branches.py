@@ -10,8 +10,9 @@ that is not idempotent runs, its checkpoints are listed newest first (every save
 so; their ids grow with time) and the step's own are followed back to the checkpoint before
 the step began (its decision's, or the run's input). A checkpoint met on the way that is not
 the step's own is on another branch made since; if the writes made there let one of the
-step's calls through a gate (it may have run) or completed it, so may this one have. Under
-LangGraph's time travel the branch alone is enough: a step re-run from before its decision
+step's calls through a gate (it may have run) or completed it, so may this one have; there a
+call is known by its id or by its key, as a fork before the decision proposes it again under a
+new id. Under LangGraph's time travel the branch alone is enough: a step re-run from before its decision
 proposes again, and a payment proposed again is the one the other branch made. When the
 step's own checkpoint is not stored yet (``durability="async"`` or ``"exit"``), its chain
 cannot be followed, and a write that completed one of its calls decides. Listing stops after
@@ -20,12 +21,15 @@ cannot be followed, and a write that completed one of its calls decides. Listing
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import aclosing, closing
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.langgraph_internals import is_time_travel, saved_at
+from gated_react.state import Call
 
 CAP = 48
 """Checkpoints listed at most: a step's five, and edits, forks and replays beside them."""
@@ -47,9 +51,27 @@ def _starts_a_step(checkpoint: Any) -> bool:
     return _STEP_STARTS in updated or checkpoint.metadata.get("source") == "input"
 
 
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A step's calls as the check names them."""
+
+    ids: frozenset[str]
+    """Their tool call ids (their keys, for calls recorded without one)."""
+    keys: frozenset[str]
+    """Their idempotency keys (thread, step, tool, arguments): the same call, proposed again
+    under a new id on a branch forked before its decision, has the same key. Only another
+    branch made since the step began is searched by key: a later run of the thread numbers
+    its steps from 1 again, and its calls may have the keys of an earlier run's."""
+
+    @classmethod
+    def of(cls, calls: Iterable[Call]) -> Named:
+        found = list(calls)
+        return cls(frozenset(c.id or c.key for c in found), frozenset(c.key for c in found))
+
+
 def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
     """Whether the writes made against ``checkpoint`` record one of the calls ``ids`` (their
-    tool call ids, else their keys, as ``execute`` names them) as
+    tool call ids, else their keys, as ``execute`` names them; or their keys, ``Named``) as
     completed (a result, a history entry), or with ``admitted`` as let through by a gate at all
     (in the writes or the calls the checkpoint holds: it may have run, as a process can die
     while it runs)."""
@@ -58,7 +80,8 @@ def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
     for _, channel, value in [*held, *(checkpoint.pending_writes or ())]:
         entries = [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
         if channel == "calls" and any(
-            (e.get("id") or e.get("key")) in ids and (admitted or e.get("outcome")) for e in entries
+            (e.get("id") in ids or e.get("key") in ids) and (admitted or e.get("outcome"))
+            for e in entries
         ):
             return True
         if channel == "history" and any((e.get("action") or {}).get("id") in ids for e in entries):
@@ -69,8 +92,9 @@ def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
 class _Walk:
     """The step's chain, followed back through the listing."""
 
-    def __init__(self, current: str, ids: frozenset[str], travel: bool = False) -> None:
-        self.current, self.ids, self.travel = current, ids, travel
+    def __init__(self, current: str, calls: Named, travel: bool = False) -> None:
+        self.current, self.ids, self.travel = current, calls.ids, travel
+        self.anywhere = calls.ids | calls.keys  # on another branch made since the step began
         self.expected: str | None = current
         self.boundary: str | None = None
         self.lost = self.other = False
@@ -100,7 +124,7 @@ class _Walk:
         self.other = True
         if self.travel:  # LangGraph's time travel: the step re-runs, whatever it decides
             return True
-        return True if _recorded(checkpoint, self.ids, admitted=True) else None
+        return True if _recorded(checkpoint, self.anywhere, admitted=True) else None
 
     def _followed(self, checkpoint: Any) -> bool | None:
         if self.expected == self.boundary:
@@ -114,13 +138,13 @@ class _Walk:
         return None
 
 
-def on_a_branch(config: RunnableConfig, ids: frozenset[str]) -> bool:
-    """Sync twin: whether the step's calls (``ids``) may have run on another branch."""
+def on_a_branch(config: RunnableConfig, calls: Named) -> bool:
+    """Sync twin: whether the step's calls may have run on another branch."""
     found = saved_at(config)
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, ids, is_time_travel(config))
+    walk = _Walk(current, calls, is_time_travel(config))
     with closing(saver.list(thread)) as listed:  # left early: the saver's cursor closes now
         for checkpoint in listed:
             verdict = walk.seen(checkpoint)
@@ -129,13 +153,13 @@ def on_a_branch(config: RunnableConfig, ids: frozenset[str]) -> bool:
     return False
 
 
-async def aon_a_branch(config: RunnableConfig, ids: frozenset[str]) -> bool:
+async def aon_a_branch(config: RunnableConfig, calls: Named) -> bool:
     """Async twin of ``on_a_branch``."""
     found = saved_at(config)
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, ids, is_time_travel(config))
+    walk = _Walk(current, calls, is_time_travel(config))
     async with aclosing(saver.alist(thread)) as listed:
         async for checkpoint in listed:
             verdict = walk.seen(checkpoint)

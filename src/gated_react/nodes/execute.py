@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_results, tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
-from gated_react._engine.branches import aon_a_branch, on_a_branch
+from gated_react._engine.branches import Named, aon_a_branch, on_a_branch
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
@@ -68,7 +68,7 @@ def execute(
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     unsafe = _unsafe(state, deps)
-    branched = bool(unsafe) and on_a_branch(config, unsafe)
+    branched = bool(unsafe.ids) and on_a_branch(config, unsafe)
     edited = _unproven(state, config, deps)
     state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
@@ -96,7 +96,7 @@ async def aexecute(
     state = read(CoreState, state, ExecuteChannels, config)
     linked = tracing.carry(deps.spans, state.traceparent, config)
     unsafe = _unsafe(state, deps)
-    branched = bool(unsafe) and await aon_a_branch(config, unsafe)
+    branched = bool(unsafe.ids) and await aon_a_branch(config, unsafe)
     edited = _unproven(state, config, deps)
     state, calls, early, counted = prepare(state, config, deps, edited, branched)
     if early is not None:
@@ -107,12 +107,9 @@ async def aexecute(
     return linked | counted | completed(state, deps, calls, list(ran), started)
 
 
-def _unsafe(state: CoreState, deps: NodeDeps) -> frozenset[str]:
-    """The calls waiting to run that could do harm twice (are not idempotent), by their tool
-    call ids (by their keys when recorded without one)."""
-    return frozenset(
-        c.id or c.key for c in state.calls if c.outcome is None and not deps.idempotent(c.tool)
-    )
+def _unsafe(state: CoreState, deps: NodeDeps) -> Named:
+    """The calls waiting to run that could do harm twice (are not idempotent)."""
+    return Named.of(c for c in state.calls if c.outcome is None and not deps.idempotent(c.tool))
 
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from gated_react._engine.branches import Named, _Walk
+from gated_react._engine.branches import Unsafe, _Walk
+from gated_react._engine.call_keys import args_hash
 
 Row = tuple[str, str | None, bool]
 """A checkpoint: its id, its parent's, and whether a step (a decision) comes next."""
@@ -18,7 +19,7 @@ Row = tuple[str, str | None, bool]
 def _listing(rows: list[Row], writes: dict[str, list[Any]] | None = None) -> list[Any]:
     def one(found: str, parent: str | None, starts: bool) -> Any:
         # the old branch's 08 holds the call its gate let through
-        held = {"calls": [{"id": "c1", "key": "k1", "outcome": None}]} if found == "08" else {}
+        held = {"calls": [dict(PAY, id="c1", key="k1", outcome=None)]} if found == "08" else {}
         return SimpleNamespace(
             config={"configurable": {"checkpoint_id": found}},
             parent_config={"configurable": {"checkpoint_id": parent}} if parent else None,
@@ -33,13 +34,17 @@ def _listing(rows: list[Row], writes: dict[str, list[Any]] | None = None) -> lis
     return [one(*row) for row in rows]
 
 
-def _verdict(
-    current: str,
-    listing: list[Any],
-    ids: frozenset[str] = frozenset({"c1"}),
-    keys: frozenset[str] = frozenset(),
-) -> bool:
-    walk = _Walk(current, Named(ids, keys))
+PAY = {"tool": "pay", "args": {"item": "a"}}
+SAME = frozenset({"pay:" + args_hash({"item": "a"})})
+
+
+def _calls(ids: str = "c1", same: frozenset[str] = frozenset(), run: int = 0) -> Unsafe:
+    """The step's calls: their ids, ``tool:arguments hash`` of each, their run."""
+    return Unsafe(frozenset(ids.split()), same, run)
+
+
+def _verdict(current: str, listing: list[Any], calls: Unsafe | None = None) -> bool:
+    walk = _Walk(current, calls or _calls())
     for checkpoint in listing:
         verdict = walk.seen(checkpoint)
         if verdict is not None:
@@ -71,7 +76,8 @@ PAID = {"04": [("task", "calls", [{"id": "c1", "outcome": {"ok": True}}])]}
         ("09", [("09", "05", True), *CHAIN], True),  # a fork where the step began, continued
         ("09", [("09", "08", True), *CHAIN], False),  # a new step on the same chain
         ("13", [("13", "12", False), ("12", "11", False), ("11", "10", False),
-                ("10", "09", True), ("09", "03", False), *CHAIN], False),  # an old fork
+                ("10", "09", True), ("09", "03", False), *CHAIN], True),  # a fork in step 1,
+        # whose other branch let the call through in its step 2 (08)
     ],
 )  # fmt: skip
 def test_a_step_is_on_a_branch_when_a_newer_checkpoint_is_not_its_own(
@@ -82,44 +88,67 @@ def test_a_step_is_on_a_branch_when_a_newer_checkpoint_is_not_its_own(
 
 def test_another_branch_that_never_let_the_call_through_is_no_proof() -> None:
     """A rejection there (no gate let ``c1`` through) leaves this branch's call to run."""
-    assert _verdict("09", _listing([("09", "07", False), *CHAIN]), frozenset({"c2"})) is False
+    assert _verdict("09", _listing([("09", "07", False), *CHAIN]), _calls("c2")) is False
 
 
 def test_unstored_the_steps_chain_gives_way_to_the_record() -> None:
     """``durability="exit"``: the step's own checkpoints are not stored, so the listing starts
     with another branch's; what its writes completed decides."""
     assert _verdict("20", _listing(CHAIN, PAID)) is True
-    assert _verdict("20", _listing(CHAIN, PAID), frozenset({"c2"})) is False
+    assert _verdict("20", _listing(CHAIN, PAID), _calls("c2")) is False
     assert _verdict("20", _listing(CHAIN)) is False
 
 
 def test_under_time_travel_another_branch_is_enough() -> None:
     """A step re-run from before its decision proposes again (new call ids): LangGraph's time
     travel marks the invocation, and the other branch alone stops the call."""
-    walk = _Walk("09", Named(frozenset({"c2"}), frozenset()), travel=True)
+    walk = _Walk("09", _calls("c2"), travel=True)
     verdicts = [walk.seen(checkpoint) for checkpoint in _listing([("09", "07", False), *CHAIN])]
     assert True in verdicts
-    assert _verdict("09", _listing(CHAIN[:1]), frozenset({"c2"})) is False
+    assert _verdict("09", _listing(CHAIN[:1]), _calls("c2")) is False
 
 
 def test_a_call_recorded_without_an_id_is_known_by_its_key() -> None:
     keyed = {"04": [("task", "calls", [{"id": None, "key": "k1", "outcome": {"ok": True}}])]}
-    assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k1"})) is True
-    assert _verdict("20", _listing(CHAIN, keyed), frozenset({"k2"})) is False
+    assert _verdict("20", _listing(CHAIN, keyed), _calls("k1")) is True
+    assert _verdict("20", _listing(CHAIN, keyed), _calls("k2")) is False
 
 
-def test_a_call_proposed_again_on_a_fork_is_known_by_its_key_on_the_other_branch() -> None:
+def test_a_call_proposed_again_on_a_fork_is_known_by_its_tool_and_arguments() -> None:
     """A fork before the decision (09 on 05, where the step began): the model proposed the
-    same call again under a new id (c2); its key (thread, step, tool, arguments) is the one the
-    other branch's gate let through at 08."""
+    same call again under a new id (c2); the other branch's gate let ``pay(item="a")`` through
+    at 08, in the same run."""
     forked = _listing([("09", "05", True), *CHAIN[:4]])
-    assert _verdict("09", forked, frozenset({"c2"}), frozenset({"k1"})) is True
-    assert _verdict("09", forked, frozenset({"c2"}), frozenset({"k2"})) is False
+    assert _verdict("09", forked, _calls("c2", SAME)) is True
+    assert _verdict("09", forked, _calls("c2")) is False  # another call
+    assert _verdict("09", forked, _calls("c2", SAME, run=3)) is False  # a later run's
 
 
-def test_a_key_is_no_proof_in_the_record_of_an_earlier_run() -> None:
-    """Unstored (``durability="async"``), the listing is searched as far as it goes: a later
-    run numbers its steps from 1 again, so the same payment asked for in the next turn has the
-    key of this one, completed at 04. Only its id would say it is the same call."""
-    paid = {"04": [("task", "calls", [{"id": "c1", "key": "k1", "outcome": {"ok": True}}])]}
-    assert _verdict("20", _listing(CHAIN, paid), frozenset({"c2"}), frozenset({"k1"})) is False
+def test_a_fork_in_an_earlier_step_of_the_run_is_followed_back_to_the_runs_input() -> None:
+    """Forked at step 1 (09 on 02), the run went on to step 2 (10-13, its decision at 11):
+    the other branch's gate let the same call through at 08. The walk does not stop where
+    this step began; it stops at the run's input. Time travel alone is no proof there: the
+    other branch is older than this step."""
+    rows: list[Row] = [
+        ("13", "12", False),
+        ("12", "11", False),
+        ("11", "10", True),
+        ("10", "09", False),
+        ("09", "02", False),
+        *CHAIN,
+    ]
+    listing = _listing(rows)
+    listing[-1].metadata = {"source": "input"}  # 01: where the run began
+    assert _verdict("13", listing, _calls("c2", SAME)) is True
+    assert _verdict("13", listing, _calls("c2")) is False
+    walk = _Walk("13", _calls("c2"), travel=True)
+    assert [walk.seen(c) for c in listing][-1] is False
+
+
+def test_unstored_the_same_call_of_the_same_run_is_known_in_the_record() -> None:
+    """``durability="async"`` on a fork: the listing is searched as far as it goes, and the
+    other branch completed the same call under its own id (c1). A later run asking for the
+    same again (its ``spend_from`` differs) is a new request."""
+    paid = {"04": [("task", "calls", [dict(PAY, id="c1", outcome={"ok": True})])]}
+    assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME)) is True
+    assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME, run=5)) is False

@@ -10,7 +10,8 @@ put the branch point past the four checkpoints looked at, sync and async; under
 newest stored one, the old branch's head, was taken for its parent. Stopped though nothing
 ran: a breakpoint continued with the head's own ``checkpoint_id``; a call rejected, its
 question forked, then approved. Paid again before, in a later round: a fork before ``decide``
-continued with ``invoke(None)``, where the model proposes the same payment under a new id.
+continued with ``invoke(None)``, where the model proposes the same payment under a new id, and
+a fork in an earlier step of the run (sync, async and exit durability).
 Still open (not here): a fork of a parent graph gives the agent, as its subgraph, a namespace
 whose listing holds no other branch.
 """
@@ -31,6 +32,7 @@ from langgraph.types import Command, StateUpdate
 
 from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
 from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools import idempotent
 
 PAID: list[str] = []
 CFG: Any = {"configurable": {"thread_id": "t"}}
@@ -267,3 +269,44 @@ def test_a_fork_before_decide_does_not_pay_again_under_ainvoke(tmp_path: Path) -
 
     assert asyncio.run(main()) == ["tool_outcome_unknown:pay", "success", "success"]
     assert PAID == ["a", "a", "a"]  # thread t's first run, thread u's two turns
+
+
+@idempotent
+@tool
+def look_up(item: str) -> str:
+    """The price of an item (idempotent)."""
+    return f"{item} costs 5"
+
+
+def _planned(messages: list[Any]) -> Any:
+    """Per question: look the item up, then pay it, then answer."""
+    asked = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    done = sum(isinstance(m, ToolMessage) for m in messages[asked:])
+    return [call("look_up", item="a"), call("pay", item="a"), "done"][min(done, 2)]
+
+
+def _first_gate(graph: Any) -> Any:
+    """The checkpoint before the gate of step 1 (the look-up)."""
+    return [s for s in graph.get_state_history(CFG) if s.next == ("gate",)][-1].config
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_fork_in_an_earlier_step_of_the_run_does_not_pay_again(
+    tmp_path: Path, durability: Any
+) -> None:
+    """Found by an outside tester (each row paid again, unasked): forked at step 1's gate as
+    if observed, the run looks the item up again at step 2 and proposes the payment at step 3,
+    where the other branch paid at step 2; continued under ``durability="async"`` or
+    ``"exit"``, the fork's own checkpoints were not stored and only the same call's id was
+    looked for. The same tool with the same arguments, let through on another branch of the
+    same run, is the same call (one branch never runs it twice: loop detection)."""
+    model = ScriptedChatModel(replies=[_planned], cycle=True)
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        graph = build_graph(model, [look_up, pay], checkpointer=saver)
+        assert graph.invoke({"goal": "pay a"}, CFG)["stop_reason"] == "success"
+        graph.update_state(_first_gate(graph), None, as_node="observe")
+        out = graph.invoke(None, CFG, durability=durability)
+        again = graph.invoke({"messages": [HumanMessage("pay a again")]}, CFG)
+    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+    assert again["stop_reason"] == "success"  # a later question is a new request
+    assert PAID == ["a", "a"]

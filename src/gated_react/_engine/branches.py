@@ -7,16 +7,17 @@ a replay sent as a resume), a fork written by ``update_state`` on an old checkpo
 continued with ``invoke(None)``, and any number of edits in a row are not, and the gate admits
 the old step's calls as new. The thread's saver still holds the other branch. Before a call
 that is not idempotent runs, its checkpoints are listed newest first (every saver lists them
-so; their ids grow with time) and the step's own are followed back to the checkpoint before
-the step began (its decision's, or the run's input). A checkpoint met on the way that is not
-the step's own is on another branch made since; if the writes made there let one of the
-step's calls through a gate (it may have run) or completed it, so may this one have; there a
-call is known by its id or by its key, as a fork before the decision proposes it again under a
-new id. Under LangGraph's time travel the branch alone is enough: a step re-run from before its decision
-proposes again, and a payment proposed again is the one the other branch made. When the
-step's own checkpoint is not stored yet (``durability="async"`` or ``"exit"``), its chain
-cannot be followed, and a write that completed one of its calls decides. Listing stops after
-``CAP`` checkpoints: another branch seen but not all of it counts as proof it may have run.
+so; their ids grow with time) and the run's own are followed back to its input, the checkpoint
+where it began. A checkpoint met on the way that is not the run's own is on another branch
+made since; if the writes made there let one of the step's calls through a gate (it may have
+run) or completed it, so may this one have. A call is known by its tool call id or by its
+idempotency key (its run's, step's, tool's and arguments'): forked before its decision, the
+model proposes it again under a new id, with the same key. Under LangGraph's time travel a
+branch made since the step began is enough: a step re-run from before its decision proposes
+again, and a payment proposed again is the one the other branch made. When the step's own
+checkpoint is not stored yet (``durability="async"`` or ``"exit"``), its chain cannot be
+followed, and a write that completed one of its calls decides. Listing stops after ``CAP``
+checkpoints: another branch seen but not all of it counts as proof it may have run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from gated_react._engine.call_keys import args_hash
 from gated_react._engine.langgraph_internals import is_time_travel, saved_at
 from gated_react.state import Call
 
@@ -52,51 +54,64 @@ def _starts_a_step(checkpoint: Any) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Named:
-    """A step's calls as the check names them."""
+class Unsafe:
+    """A step's calls that could do harm twice, as the check knows them."""
 
     ids: frozenset[str]
     """Their tool call ids (their keys, for calls recorded without one)."""
-    keys: frozenset[str]
-    """Their idempotency keys (thread, step, tool, arguments): the same call, proposed again
-    under a new id on a branch forked before its decision, has the same key. Only another
-    branch made since the step began is searched by key: a later run of the thread numbers
-    its steps from 1 again, and its calls may have the keys of an earlier run's."""
+    same: frozenset[str]
+    """``tool:arguments hash`` of each: forked before its decision, a run proposes the same
+    call again under a new id (and, when an earlier step is run again, at another step). A
+    run never runs one call twice on one branch (loop detection), so the same call let
+    through on another branch of the same run is this one; empty with loop detection off."""
+    run: int
+    """Which run of the thread they belong to (``State.spend_from``): a later run asking for
+    the same again is a new request."""
 
     @classmethod
-    def of(cls, calls: Iterable[Call]) -> Named:
+    def of(cls, calls: Iterable[Call], run: int, *, by_arguments: bool = True) -> Unsafe:
         found = list(calls)
-        return cls(frozenset(c.id or c.key for c in found), frozenset(c.key for c in found))
+        same = frozenset(_same(c.tool, c.args) for c in found) if by_arguments else frozenset()
+        return cls(frozenset(c.id or c.key for c in found), same, run)
 
 
-def _recorded(checkpoint: Any, ids: frozenset[str], *, admitted: bool) -> bool:
-    """Whether the writes made against ``checkpoint`` record one of the calls ``ids`` (their
-    tool call ids, else their keys, as ``execute`` names them; or their keys, ``Named``) as
-    completed (a result, a history entry), or with ``admitted`` as let through by a gate at all
-    (in the writes or the calls the checkpoint holds: it may have run, as a process can die
-    while it runs)."""
+def _same(tool: Any, args: Any) -> str:
+    return f"{tool}:{args_hash(args if isinstance(args, dict) else None)}"
+
+
+def _recorded(checkpoint: Any, calls: Unsafe, *, admitted: bool) -> bool:
+    """Whether the writes made against ``checkpoint`` record one of ``calls`` (by id; by tool
+    and arguments in the same run) as completed (a result, a history entry), or with
+    ``admitted`` as let through by a gate at all (in the writes or the calls the checkpoint
+    holds: it may have run, as a process can die while it runs)."""
     stored = checkpoint.checkpoint.get("channel_values") or {}
+    same_run = stored.get("spend_from", 0) == calls.run
+
+    def named(e: dict[str, Any]) -> bool:
+        return (e.get("id") or e.get("key")) in calls.ids or (
+            same_run and _same(e.get("tool"), e.get("args")) in calls.same
+        )
+
     held = [("", "calls", stored["calls"])] if admitted and "calls" in stored else []
     for _, channel, value in [*held, *(checkpoint.pending_writes or ())]:
         entries = [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
-        if channel == "calls" and any(
-            (e.get("id") in ids or e.get("key") in ids) and (admitted or e.get("outcome"))
-            for e in entries
-        ):
+        if channel == "calls" and any(named(e) and (admitted or e.get("outcome")) for e in entries):
             return True
-        if channel == "history" and any((e.get("action") or {}).get("id") in ids for e in entries):
+        if channel == "history" and any(
+            (e.get("action") or {}).get("id") in calls.ids for e in entries
+        ):
             return True
     return False
 
 
 class _Walk:
-    """The step's chain, followed back through the listing."""
+    """The step's chain, followed back through the listing to where its run began."""
 
-    def __init__(self, current: str, calls: Named, travel: bool = False) -> None:
-        self.current, self.ids, self.travel = current, calls.ids, travel
-        self.anywhere = calls.ids | calls.keys  # on another branch made since the step began
+    def __init__(self, current: str, calls: Unsafe, travel: bool = False) -> None:
+        self.current, self.calls, self.travel = current, calls, travel
         self.expected: str | None = current
-        self.boundary: str | None = None
+        self.boundary: str | None = None  # the checkpoint before the step began
+        self.in_step = True
         self.lost = self.other = False
         self.count = 0
 
@@ -107,7 +122,7 @@ class _Walk:
         if self.count > CAP:  # another branch seen, and not all of it: no proof they did not
             return self.other
         if self.lost:  # the chain cannot be followed: what the writes record decides
-            return True if _recorded(checkpoint, self.ids, admitted=False) else None
+            return True if _recorded(checkpoint, self.calls, admitted=False) else None
         found = _id(checkpoint)
         if found == self.expected:
             return self._followed(checkpoint)
@@ -115,20 +130,22 @@ class _Walk:
             return self._elsewhere(checkpoint)
         if self.expected == self.current:  # not stored yet (async or exit durability)
             self.lost = True
-            return True if _recorded(checkpoint, self.ids, admitted=False) else None
+            return True if _recorded(checkpoint, self.calls, admitted=False) else None
         return self.other  # a checkpoint of the chain is missing: no proof either way
 
     def _elsewhere(self, checkpoint: Any) -> bool | None:
-        """A checkpoint made after one of the step's own and not one of them: another branch,
+        """A checkpoint made after one of the run's own and not one of them: another branch,
         where a gate may have let the calls through."""
         self.other = True
-        if self.travel:  # LangGraph's time travel: the step re-runs, whatever it decides
+        if self.travel and self.in_step:  # LangGraph's time travel: the step re-runs
             return True
-        return True if _recorded(checkpoint, self.anywhere, admitted=True) else None
+        return True if _recorded(checkpoint, self.calls, admitted=True) else None
 
     def _followed(self, checkpoint: Any) -> bool | None:
-        if self.expected == self.boundary:
-            return False  # back before the step began: every branch since was seen
+        if checkpoint.metadata.get("source") == "input":
+            return False  # where the run began: every branch made since was seen
+        if _id(checkpoint) == self.boundary:
+            self.in_step = False  # earlier steps: only the same call's record counts
         parent = _parent(checkpoint)
         if parent is None:
             return False
@@ -138,7 +155,7 @@ class _Walk:
         return None
 
 
-def on_a_branch(config: RunnableConfig, calls: Named) -> bool:
+def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     """Sync twin: whether the step's calls may have run on another branch."""
     found = saved_at(config)
     if found is None:
@@ -153,7 +170,7 @@ def on_a_branch(config: RunnableConfig, calls: Named) -> bool:
     return False
 
 
-async def aon_a_branch(config: RunnableConfig, calls: Named) -> bool:
+async def aon_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     """Async twin of ``on_a_branch``."""
     found = saved_at(config)
     if found is None:

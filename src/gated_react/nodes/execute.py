@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_results, tool_runner, tracing
 from gated_react._engine.admissions import ADMITTED, sent
-from gated_react._engine.branches import Named, aon_a_branch, on_a_branch
+from gated_react._engine.branches import Unsafe, aon_a_branch, on_a_branch
 from gated_react._engine.budget_checks import Limits, recorded
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
@@ -56,6 +56,7 @@ class ExecuteChannels(TypedDict, total=False):
     extensions: list[dict[str, Any]]
     seen: list[str]
     seen_from: int
+    spend_from: int
     traceparent: str | None
 
 
@@ -107,9 +108,11 @@ async def aexecute(
     return linked | counted | completed(state, deps, calls, list(ran), started)
 
 
-def _unsafe(state: CoreState, deps: NodeDeps) -> Named:
+def _unsafe(state: CoreState, deps: NodeDeps) -> Unsafe:
     """The calls waiting to run that could do harm twice (are not idempotent)."""
-    return Named.of(c for c in state.calls if c.outcome is None and not deps.idempotent(c.tool))
+    waiting = [c for c in state.calls if c.outcome is None and not deps.idempotent(c.tool)]
+    by_arguments = deps.policy.loop_detection != "off"
+    return Unsafe.of(waiting, state.spend_from, by_arguments=by_arguments)
 
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:

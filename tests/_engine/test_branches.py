@@ -152,3 +152,24 @@ def test_unstored_the_same_call_of_the_same_run_is_known_in_the_record() -> None
     paid = {"04": [("task", "calls", [dict(PAY, id="c1", outcome={"ok": True})])]}
     assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME)) is True
     assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME, run=5)) is False
+
+
+def test_a_run_seen_linear_is_not_listed_again_at_its_next_step() -> None:
+    """The next step's walk stops at the checkpoint the last walk started from (08), seen with
+    no other branch back to the run's input: a step costs its own checkpoints, not the run's.
+    A branch made since is newer than 08, so it is still met on the way."""
+    run = _listing(
+        [("12", "11", False), ("11", "10", False), ("10", "09", True), ("09", "08", False), *CHAIN]
+    )
+    run[-1].metadata = {"source": "input"}
+    first = _Walk("08", _calls("c2"))
+    assert [first.seen(c) for c in run[4:]][-1] is False
+    assert first.linear
+    walk = _Walk("12", _calls("c2"), known="08")
+    verdicts = [walk.seen(c) for c in run]
+    assert verdicts[:5] == [None, None, None, None, False]  # 12, 11, 10, 09, then 08: done
+    forked = _listing([("13", "10", False), ("12", "11", False), ("11", "10", False)])
+    walk = _Walk("13", _calls("c2", SAME), known="08")
+    rest = [c for c in run if c.config["configurable"]["checkpoint_id"] <= "10"]
+    forked[1].pending_writes = [("task", "calls", [dict(PAY, id="c1")])]  # 12 let it through
+    assert [walk.seen(c) for c in [*forked, *rest]][1] is True

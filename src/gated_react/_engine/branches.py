@@ -22,10 +22,12 @@ checkpoints: another branch seen but not all of it counts as proof it may have r
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from contextlib import aclosing, closing
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from langchain_core.runnables import RunnableConfig
 
@@ -107,8 +109,12 @@ def _recorded(checkpoint: Any, calls: Unsafe, *, admitted: bool) -> bool:
 class _Walk:
     """The step's chain, followed back through the listing to where its run began."""
 
-    def __init__(self, current: str, calls: Unsafe, travel: bool = False) -> None:
+    def __init__(
+        self, current: str, calls: Unsafe, travel: bool = False, known: str | None = None
+    ) -> None:
         self.current, self.calls, self.travel = current, calls, travel
+        self.known = known  # a checkpoint of the run already seen linear back to its input
+        self.linear = False  # ended at the run's input, with no other branch seen
         self.expected: str | None = current
         self.boundary: str | None = None  # the checkpoint before the step began
         self.in_step = True
@@ -142,17 +148,59 @@ class _Walk:
         return True if _recorded(checkpoint, self.calls, admitted=True) else None
 
     def _followed(self, checkpoint: Any) -> bool | None:
-        if checkpoint.metadata.get("source") == "input":
+        found, parent = _id(checkpoint), _parent(checkpoint)
+        start = checkpoint.metadata.get("source") == "input" or parent is None
+        if start or (found == self.known and not self.other):
+            self.linear = not self.other  # nothing older than this can be a newer branch
             return False  # where the run began: every branch made since was seen
-        if _id(checkpoint) == self.boundary:
+        if found == self.boundary:
             self.in_step = False  # earlier steps: only the same call's record counts
-        parent = _parent(checkpoint)
-        if parent is None:
-            return False
         if self.boundary is None and _starts_a_step(checkpoint):
             self.boundary = parent
         self.expected = parent
         return None
+
+
+class _Linear:
+    """Per saver and thread, the newest checkpoint seen with no other branch between it and
+    its run's input. Ids grow with time, so a branch made later is newer than it: the next
+    step's walk stops there, and a step costs its own few checkpoints, not the run's."""
+
+    def __init__(self) -> None:
+        self.by_saver: WeakKeyDictionary[Any, OrderedDict[tuple[str, str], str]]
+        self.by_saver = WeakKeyDictionary()
+
+    def get(self, saver: Any, thread: RunnableConfig) -> str | None:
+        try:
+            return self.by_saver.get(saver, OrderedDict()).get(_thread(thread))
+        except TypeError:  # a saver that cannot be weakly referenced: no memory
+            return None
+
+    def remember(self, saver: Any, thread: RunnableConfig, current: str) -> None:
+        try:
+            threads = self.by_saver.setdefault(saver, OrderedDict())
+        except TypeError:
+            return
+        threads[_thread(thread)] = current
+        threads.move_to_end(_thread(thread))
+        while len(threads) > LINEAR_THREADS:
+            threads.popitem(last=False)
+
+
+LINEAR_THREADS = 1024
+"""Threads remembered per saver (the least recently checked forgotten first)."""
+_LINEAR = _Linear()
+
+
+def _thread(thread: RunnableConfig) -> tuple[str, str]:
+    conf = thread.get("configurable", {})
+    return str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
+
+
+def _ended(walk: _Walk, saver: Any, thread: RunnableConfig, verdict: bool) -> bool:
+    if walk.linear:
+        _LINEAR.remember(saver, thread, walk.current)
+    return verdict
 
 
 def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
@@ -161,12 +209,12 @@ def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, calls, is_time_travel(config))
+    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread))
     with closing(saver.list(thread)) as listed:  # left early: the saver's cursor closes now
         for checkpoint in listed:
             verdict = walk.seen(checkpoint)
             if verdict is not None:
-                return verdict
+                return _ended(walk, saver, thread, verdict)
     return False
 
 
@@ -176,10 +224,10 @@ async def aon_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, calls, is_time_travel(config))
+    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread))
     async with aclosing(saver.alist(thread)) as listed:
         async for checkpoint in listed:
             verdict = walk.seen(checkpoint)
             if verdict is not None:
-                return verdict
+                return _ended(walk, saver, thread, verdict)
     return False

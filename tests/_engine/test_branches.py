@@ -38,9 +38,11 @@ PAY = {"tool": "pay", "args": {"item": "a"}}
 SAME = frozenset({"pay:" + args_hash({"item": "a"})})
 
 
-def _calls(ids: str = "c1", same: frozenset[str] = frozenset(), run: int = 0) -> Unsafe:
-    """The step's calls: their ids, ``tool:arguments hash`` of each, their run."""
-    return Unsafe(frozenset(ids.split()), same, run)
+def _calls(
+    ids: str = "c1", same: frozenset[str] = frozenset(), run: int = 0, turn: str | None = None
+) -> Unsafe:
+    """The step's calls: their ids, ``tool:arguments hash`` of each, their run and question."""
+    return Unsafe(frozenset(ids.split()), same, run, turn)
 
 
 def _verdict(current: str, listing: list[Any], calls: Unsafe | None = None) -> bool:
@@ -121,7 +123,9 @@ def test_a_call_proposed_again_on_a_fork_is_known_by_its_tool_and_arguments() ->
     forked = _listing([("09", "05", True), *CHAIN[:4]])
     assert _verdict("09", forked, _calls("c2", SAME)) is True
     assert _verdict("09", forked, _calls("c2")) is False  # another call
-    assert _verdict("09", forked, _calls("c2", SAME, run=3)) is False  # a later run's
+    assert _verdict("09", forked, _calls("c2", SAME, run=3, turn="q2")) is False  # a later run
+    forked[1].checkpoint["channel_values"]["turn"] = "q1"  # 08's question
+    assert _verdict("09", forked, _calls("c2", SAME, run=3, turn="q1")) is True  # opened again
 
 
 def test_a_fork_in_an_earlier_step_of_the_run_is_followed_back_to_the_runs_input() -> None:
@@ -148,10 +152,10 @@ def test_a_fork_in_an_earlier_step_of_the_run_is_followed_back_to_the_runs_input
 def test_unstored_the_same_call_of_the_same_run_is_known_in_the_record() -> None:
     """``durability="async"`` on a fork: the listing is searched as far as it goes, and the
     other branch completed the same call under its own id (c1). A later run asking for the
-    same again (its ``spend_from`` differs) is a new request."""
+    same again is a new request."""
     paid = {"04": [("task", "calls", [dict(PAY, id="c1", outcome={"ok": True})])]}
     assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME)) is True
-    assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME, run=5)) is False
+    assert _verdict("20", _listing(CHAIN, paid), _calls("c2", SAME, run=5, turn="q2")) is False
 
 
 def test_a_run_seen_linear_is_not_listed_again_at_its_next_step() -> None:

@@ -310,3 +310,17 @@ def test_a_fork_in_an_earlier_step_of_the_run_does_not_pay_again(
     assert out["stop_reason"] == "tool_outcome_unknown:pay"
     assert again["stop_reason"] == "success"  # a later question is a new request
     assert PAID == ["a", "a"]
+
+
+def test_a_chat_uis_regenerate_is_a_new_request_and_pays(tmp_path: Path) -> None:
+    """A chat UI's edit or regenerate submits a new message from the checkpoint before the
+    turn: a new run, whose walk stops at its own input, before the branch that paid."""
+    model = ScriptedChatModel(replies=[_model_reply], cycle=True)
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        graph = build_graph(model, [pay], checkpointer=saver)
+        graph.invoke({"messages": [HumanMessage("hello, pay a")]}, CFG)
+        before = graph.get_state(CFG).config
+        graph.invoke({"messages": [HumanMessage("pay a")]}, CFG)
+        out = graph.invoke({"messages": [HumanMessage("pay a")]}, before)
+    assert out["stop_reason"] == "success"
+    assert PAID == ["a", "a", "a"]

@@ -67,14 +67,19 @@ class Unsafe:
     run never runs one call twice on one branch (loop detection), so the same call let
     through on another branch of the same run is this one; empty with loop detection off."""
     run: int
-    """Which run of the thread they belong to (``State.spend_from``): a later run asking for
-    the same again is a new request."""
+    """Which run of the thread they belong to (``State.spend_from``, which a run's forks and
+    the end of its waiting step keep): a later run asking for the same again is a new request."""
+    turn: str | None
+    """The question their run answers (``State.turn``): a run opened again on the same
+    question (its end written, then ``decide``) is no new request."""
 
     @classmethod
-    def of(cls, calls: Iterable[Call], run: int, *, by_arguments: bool = True) -> Unsafe:
+    def of(
+        cls, calls: Iterable[Call], run: int, turn: str | None, *, by_arguments: bool = True
+    ) -> Unsafe:
         found = list(calls)
         same = frozenset(_same(c.tool, c.args) for c in found) if by_arguments else frozenset()
-        return cls(frozenset(c.id or c.key for c in found), same, run)
+        return cls(frozenset(c.id or c.key for c in found), same, run, turn)
 
 
 def _same(tool: Any, args: Any) -> str:
@@ -83,11 +88,13 @@ def _same(tool: Any, args: Any) -> str:
 
 def _recorded(checkpoint: Any, calls: Unsafe, *, admitted: bool) -> bool:
     """Whether the writes made against ``checkpoint`` record one of ``calls`` (by id; by tool
-    and arguments in the same run) as completed (a result, a history entry), or with
-    ``admitted`` as let through by a gate at all (in the writes or the calls the checkpoint
-    holds: it may have run, as a process can die while it runs)."""
+    and arguments in the same run, or for the same question) as completed (a result, a
+    history entry), or with ``admitted`` as let through by a gate at all (in the writes or the
+    calls the checkpoint holds: it may have run, as a process can die while it runs)."""
     stored = checkpoint.checkpoint.get("channel_values") or {}
-    same_run = stored.get("spend_from", 0) == calls.run
+    same_run = stored.get("spend_from", 0) == calls.run or (
+        calls.turn is not None and stored.get("turn") == calls.turn
+    )
 
     def named(e: dict[str, Any]) -> bool:
         return (e.get("id") or e.get("key")) in calls.ids or (

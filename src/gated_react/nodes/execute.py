@@ -57,6 +57,7 @@ class ExecuteChannels(TypedDict, total=False):
     seen: list[str]
     seen_from: int
     spend_from: int
+    turn: str | None
     traceparent: str | None
 
 
@@ -112,7 +113,7 @@ def _unsafe(state: CoreState, deps: NodeDeps) -> Unsafe:
     """The calls waiting to run that could do harm twice (are not idempotent)."""
     waiting = [c for c in state.calls if c.outcome is None and not deps.idempotent(c.tool)]
     by_arguments = deps.policy.loop_detection != "off"
-    return Unsafe.of(waiting, state.spend_from, by_arguments=by_arguments)
+    return Unsafe.of(waiting, state.spend_from, state.turn, by_arguments=by_arguments)
 
 
 def _unproven(state: CoreState, config: RunnableConfig, deps: NodeDeps) -> bool:

@@ -227,7 +227,10 @@ def test_a_rejected_call_forked_and_approved_is_asked_again_as_may_have_run(stor
 # ---------------------------------------------------------------- false negatives: a fork
 
 
-def test_a_fork_before_decide_continued_on_the_thread_does_not_pay_again(store: Any) -> None:
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_fork_before_decide_continued_on_the_thread_does_not_pay_again(
+    store: Any, durability: Any
+) -> None:
     """A fork written by ``update_state`` on the checkpoint before the decision that paid,
     continued with ``invoke(None)``: the model proposes the same payment again, at the same
     step, with a new tool call id; the gate took it for a new one and it ran 2 times, unasked.
@@ -237,7 +240,7 @@ def test_a_fork_before_decide_continued_on_the_thread_does_not_pay_again(store: 
     assert graph.invoke({"goal": "pay a"}, CFG)["stop_reason"] == "success"
     graph.update_state(_before_the_first_decide(graph), None, as_node="observe")
     assert graph.get_state(CFG).next == ("decide",)
-    out = graph.invoke(None, CFG)
+    out = graph.invoke(None, CFG, durability=durability)
     assert PAID == ["a"], f"paid {len(PAID)} times, unasked (stop {out['stop_reason']})"
     assert out["stop_reason"] == "tool_outcome_unknown:pay"
 
@@ -312,15 +315,19 @@ def test_a_fork_in_an_earlier_step_of_the_run_does_not_pay_again(
     assert PAID == ["a", "a"]
 
 
-def test_a_chat_uis_regenerate_is_a_new_request_and_pays(tmp_path: Path) -> None:
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_chat_uis_regenerate_is_a_new_request_and_pays(tmp_path: Path, durability: Any) -> None:
     """A chat UI's edit or regenerate submits a new message from the checkpoint before the
-    turn: a new run, whose walk stops at its own input, before the branch that paid."""
+    turn: a new run, whose walk stops at its own input, before the branch that paid. Under
+    ``durability="async"`` its step's checkpoint is not stored yet and the record is searched:
+    the paid run began where this one did, but this conversation does not hold its question
+    (stopped ``tool_outcome_unknown`` before: found by an outside tester)."""
     model = ScriptedChatModel(replies=[_model_reply], cycle=True)
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
         graph = build_graph(model, [pay], checkpointer=saver)
-        graph.invoke({"messages": [HumanMessage("hello, pay a")]}, CFG)
+        graph.invoke({"messages": [HumanMessage("hello, pay a")]}, CFG, durability=durability)
         before = graph.get_state(CFG).config
-        graph.invoke({"messages": [HumanMessage("pay a")]}, CFG)
-        out = graph.invoke({"messages": [HumanMessage("pay a")]}, before)
+        graph.invoke({"messages": [HumanMessage("pay a")]}, CFG, durability=durability)
+        out = graph.invoke({"messages": [HumanMessage("pay a")]}, before, durability=durability)
     assert out["stop_reason"] == "success"
     assert PAID == ["a", "a", "a"]

@@ -23,16 +23,18 @@ checkpoints: another branch seen but not all of it counts as proof it may have r
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Set
 from contextlib import aclosing, closing
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.langgraph_internals import is_time_travel, saved_at
+from gated_react._engine.langgraph_internals import channels_now, is_time_travel, saved_at
 from gated_react.state import Call
 
 CAP = 48
@@ -86,15 +88,32 @@ def _same(tool: Any, args: Any) -> str:
     return f"{tool}:{args_hash(args if isinstance(args, dict) else None)}"
 
 
-def _recorded(checkpoint: Any, calls: Unsafe, *, admitted: bool) -> bool:
+def _same_run(stored: dict[str, Any], calls: Unsafe, asked: Callable[[], Set[str]] | None) -> bool:
+    """Whether a checkpoint's values are of the calls' run or question. Found in the record
+    alone (``asked``: the questions this run's conversation holds), a run that began where this
+    one did is the same only if this conversation holds its question: a chat UI's edit or
+    regenerate began there too, on a new message."""
+    turn = stored.get("turn")
+    if calls.turn is not None and turn == calls.turn:
+        return True
+    if stored.get("spend_from", 0) != calls.run:
+        return False
+    return asked is None or turn is None or turn in asked()
+
+
+def _recorded(
+    checkpoint: Any,
+    calls: Unsafe,
+    *,
+    admitted: bool,
+    asked: Callable[[], Set[str]] | None = None,
+) -> bool:
     """Whether the writes made against ``checkpoint`` record one of ``calls`` (by id; by tool
     and arguments in the same run, or for the same question) as completed (a result, a
     history entry), or with ``admitted`` as let through by a gate at all (in the writes or the
     calls the checkpoint holds: it may have run, as a process can die while it runs)."""
     stored = checkpoint.checkpoint.get("channel_values") or {}
-    same_run = stored.get("spend_from", 0) == calls.run or (
-        calls.turn is not None and stored.get("turn") == calls.turn
-    )
+    same_run = _same_run(stored, calls, asked)
 
     def named(e: dict[str, Any]) -> bool:
         return (e.get("id") or e.get("key")) in calls.ids or (
@@ -117,9 +136,15 @@ class _Walk:
     """The step's chain, followed back through the listing to where its run began."""
 
     def __init__(
-        self, current: str, calls: Unsafe, travel: bool = False, known: str | None = None
+        self,
+        current: str,
+        calls: Unsafe,
+        travel: bool = False,
+        known: str | None = None,
+        asked: Callable[[], Set[str]] = frozenset,
     ) -> None:
         self.current, self.calls, self.travel = current, calls, travel
+        self.asked = cache(asked)  # the run's questions, read once and only if needed
         self.known = known  # a checkpoint of the run already seen linear back to its input
         self.linear = False  # ended at the run's input, with no other branch seen
         self.expected: str | None = current
@@ -135,7 +160,11 @@ class _Walk:
         if self.count > CAP:  # another branch seen, and not all of it: no proof they did not
             return self.other
         if self.lost:  # the chain cannot be followed: what the writes record decides
-            return True if _recorded(checkpoint, self.calls, admitted=False) else None
+            return (
+                True
+                if _recorded(checkpoint, self.calls, admitted=False, asked=self.asked)
+                else None
+            )
         found = _id(checkpoint)
         if found == self.expected:
             return self._followed(checkpoint)
@@ -143,7 +172,11 @@ class _Walk:
             return self._elsewhere(checkpoint)
         if self.expected == self.current:  # not stored yet (async or exit durability)
             self.lost = True
-            return True if _recorded(checkpoint, self.calls, admitted=False) else None
+            return (
+                True
+                if _recorded(checkpoint, self.calls, admitted=False, asked=self.asked)
+                else None
+            )
         return self.other  # a checkpoint of the chain is missing: no proof either way
 
     def _elsewhere(self, checkpoint: Any) -> bool | None:
@@ -166,6 +199,12 @@ class _Walk:
             self.boundary = parent
         self.expected = parent
         return None
+
+
+def _questions(config: RunnableConfig) -> frozenset[str]:
+    """The ids of the human messages in the run's conversation, as its step began."""
+    messages = channels_now(config, ["messages"]).get("messages") or []
+    return frozenset(m.id for m in messages if isinstance(m, HumanMessage) and m.id)
 
 
 class _Linear:
@@ -216,7 +255,8 @@ def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread))
+    asked = partial(_questions, config)
+    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread), asked)
     with closing(saver.list(thread)) as listed:  # left early: the saver's cursor closes now
         for checkpoint in listed:
             verdict = walk.seen(checkpoint)
@@ -231,7 +271,8 @@ async def aon_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     if found is None:
         return False
     saver, thread, current = found
-    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread))
+    asked = partial(_questions, config)
+    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread), asked)
     async with aclosing(saver.alist(thread)) as listed:
         async for checkpoint in listed:
             verdict = walk.seen(checkpoint)

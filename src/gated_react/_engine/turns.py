@@ -100,11 +100,22 @@ def opening(state: State, context: RunContext) -> Opened:
         changes["goal"] = update["goal"] = text
         changes["turn"] = update["turn"] = state.messages[-1].id
     else:
-        asked = HumanMessage(state.goal, id=str(uuid.uuid4()))
+        asked = HumanMessage(state.goal, id=goal_message_id(state))
         changes["messages"] = [*state.messages, asked]
         changes["turn"] = update["turn"] = asked.id
         update["messages"] = [asked]
     return Opened(state.model_copy(update=changes), update, False)
+
+
+_GOAL_IDS = uuid.UUID("5b0e6f1c-3a51-4c6e-9d2e-6a7f0c1d2e3f")
+
+
+def goal_message_id(state: State) -> str:
+    """The id of the human message a goal becomes: the same wherever the thread stands alike
+    (the messages and model replies before it, the goal), so a fork made before the run's
+    first decision asks the same question, which the replay check knows it by."""
+    where = f"{len(state.messages)}:{len(state.spend)}:{state.goal}"
+    return str(uuid.uuid5(_GOAL_IDS, where))
 
 
 class Cut(NamedTuple):
@@ -178,7 +189,7 @@ def _after_cut_in(
         update["messages"] = Overwrite([*before, note, *new])
     else:
         goal = state.goal
-        new = [HumanMessage(goal, id=str(uuid.uuid4()))]
+        new = [HumanMessage(goal, id=goal_message_id(state))]
         update["messages"] = [*answers, note, *new]
     changes |= {"goal": goal, "turn": new[-1].id, "messages": [*before, note, *new]}
     update |= {"goal": goal, "turn": new[-1].id}

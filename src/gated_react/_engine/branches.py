@@ -38,7 +38,8 @@ from gated_react._engine.langgraph_internals import channels_now, is_time_travel
 from gated_react.state import Call
 
 CAP = 48
-"""Checkpoints listed at most: a step's five, and edits, forks and replays beside them."""
+"""Checkpoints listed at most: the run's own since the last check (a step's five), and
+edits, forks and replays beside them; about nine steps of a run never checked before."""
 _STEP_STARTS = "branch:to:decide"
 """The channel a checkpoint updates when a decision (a new step) comes next."""
 

@@ -27,7 +27,13 @@ import pytest
 from gated_react import open_checkpointer, read
 from gated_react.workers import enqueue_run, install_queue, make_app
 
-from ..support.fleet import Fleet, private_cluster, restart_cluster, terminate_clients
+from ..support.fleet import (
+    Fleet,
+    private_cluster,
+    registered,
+    restart_cluster,
+    terminate_clients,
+)
 from ..support.openai_server import Delay, FakeOpenAI
 from ..support.procs import wait_until
 from ..support.scenarios import graph_for
@@ -80,15 +86,8 @@ def job_statuses(url: str) -> tuple[Counter[str], int]:
 
 
 def live_workers(url: str) -> int:
-    """Workers whose heartbeat is fresh (a worker that reconnected leaves its old row behind
-    until it is pruned)."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM procrastinate_workers"
-            " WHERE last_heartbeat > now() - make_interval(secs => %s)",
-            (STALLED_AFTER,),
-        ).fetchone()
-    return int(row[0]) if row else 0
+    """Workers whose heartbeat is fresh."""
+    return sum(fresh for _, fresh in registered(url, STALLED_AFTER))
 
 
 def outcomes(url: str, threads: list[str]) -> dict[str, dict[str, Any]]:

@@ -67,6 +67,18 @@ def terminate_clients(url: str, *, this_database_only: bool = False) -> int:
     return len(rows)
 
 
+def registered(url: str, fresh_within: float) -> list[tuple[int, bool]]:
+    """Each worker procrastinate has registered: its id, and whether its heartbeat is fresh
+    (a worker that reconnected leaves its old row behind until it is pruned)."""
+    with psycopg.connect(url) as conn:
+        found = conn.execute(
+            "SELECT id, last_heartbeat > now() - make_interval(secs => %s)"
+            " FROM procrastinate_workers ORDER BY id",
+            (fresh_within,),
+        ).fetchall()
+    return [(int(worker), bool(fresh)) for worker, fresh in found]
+
+
 def children(pid: int) -> list[int]:
     """The live child processes of ``pid`` (from /proc)."""
     found = []

@@ -20,6 +20,7 @@ import pytest
 from gated_react.workers import enqueue_run, install_queue, make_app
 from gated_react.workers.supervisor import worker_command
 
+from ..support.fleet import registered
 from ..support.openai_server import Delay, FakeOpenAI
 from ..support.procs import WAIT, wait_until
 from ..support.worker_graphs import MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
@@ -30,14 +31,7 @@ LATENCY = 1.0  # per model call: the job lasts three of them, several heartbeats
 
 
 def rows(url: str) -> list[tuple[int, bool]]:
-    """Each registered worker: its id, and whether its heartbeat is fresh."""
-    with psycopg.connect(url) as conn:
-        found = conn.execute(
-            "SELECT id, last_heartbeat > now() - make_interval(secs => %s)"
-            " FROM procrastinate_workers ORDER BY id",
-            (STALLED_AFTER,),
-        ).fetchall()
-    return [(int(worker), bool(fresh)) for worker, fresh in found]
+    return registered(url, STALLED_AFTER)
 
 
 def lines(log: Path, event: str) -> list[dict[str, object]]:

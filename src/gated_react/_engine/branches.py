@@ -250,33 +250,36 @@ def _ended(walk: _Walk, saver: Any, thread: RunnableConfig, verdict: bool) -> bo
     return verdict
 
 
-def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
-    """Sync twin: whether the step's calls may have run on another branch."""
+def _start(config: RunnableConfig, calls: Unsafe) -> tuple[Any, RunnableConfig, _Walk] | None:
+    """The saver, the thread's listing config and the walk; None without a checkpointer."""
     found = saved_at(config)
     if found is None:
-        return False
+        return None
     saver, thread, current = found
     asked = partial(_questions, config)
-    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread), asked)
+    known = _LINEAR.get(saver, thread)
+    return saver, thread, _Walk(current, calls, is_time_travel(config), known, asked)
+
+
+def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
+    """Sync twin: whether the step's calls may have run on another branch."""
+    if (started := _start(config, calls)) is None:
+        return False
+    saver, thread, walk = started
     with closing(saver.list(thread)) as listed:  # left early: the saver's cursor closes now
         for checkpoint in listed:
-            verdict = walk.seen(checkpoint)
-            if verdict is not None:
+            if (verdict := walk.seen(checkpoint)) is not None:
                 return _ended(walk, saver, thread, verdict)
     return False
 
 
 async def aon_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:
     """Async twin of ``on_a_branch``."""
-    found = saved_at(config)
-    if found is None:
+    if (started := _start(config, calls)) is None:
         return False
-    saver, thread, current = found
-    asked = partial(_questions, config)
-    walk = _Walk(current, calls, is_time_travel(config), _LINEAR.get(saver, thread), asked)
+    saver, thread, walk = started
     async with aclosing(saver.alist(thread)) as listed:
         async for checkpoint in listed:
-            verdict = walk.seen(checkpoint)
-            if verdict is not None:
+            if (verdict := walk.seen(checkpoint)) is not None:
                 return _ended(walk, saver, thread, verdict)
     return False

@@ -34,7 +34,12 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.langgraph_internals import channels_now, is_time_travel, saved_at
+from gated_react._engine.langgraph_internals import (
+    channels_now,
+    is_time_travel,
+    replayed_from,
+    saved_at,
+)
 from gated_react.state import Call
 
 CAP = 48
@@ -140,12 +145,15 @@ class _Walk:
         self,
         current: str,
         calls: Unsafe,
+        *,
         travel: bool = False,
         known: str | None = None,
         asked: Callable[[], Set[str]] = frozenset,
+        replayed: str | None = None,
     ) -> None:
         self.current, self.calls, self.travel = current, calls, travel
         self.asked = cache(asked)  # the run's questions, read once and only if needed
+        self.replayed = replayed  # the checkpoint a time-travelling invocation replays from
         self.known = known  # a checkpoint of the run already seen linear back to its input
         self.linear = False  # ended at the run's input, with no other branch seen
         self.expected: str | None = current
@@ -161,11 +169,7 @@ class _Walk:
         if self.count > CAP:  # another branch seen, and not all of it: no proof they did not
             return self.other
         if self.lost:  # the chain cannot be followed: what the writes record decides
-            return (
-                True
-                if _recorded(checkpoint, self.calls, admitted=False, asked=self.asked)
-                else None
-            )
+            return self._in_record(checkpoint)
         found = _id(checkpoint)
         if found == self.expected:
             return self._followed(checkpoint)
@@ -173,12 +177,18 @@ class _Walk:
             return self._elsewhere(checkpoint)
         if self.expected == self.current:  # not stored yet (async or exit durability)
             self.lost = True
-            return (
-                True
-                if _recorded(checkpoint, self.calls, admitted=False, asked=self.asked)
-                else None
-            )
+            return self._in_record(checkpoint)
         return self.other  # a checkpoint of the chain is missing: no proof either way
+
+    def _in_record(self, checkpoint: Any) -> bool | None:
+        """Found in the record alone: a completed call of this run's, or, replaying (time
+        travel), one made since the checkpoint replayed. A new input sent with a checkpoint id
+        (a chat UI's regenerate) replays from its own input, newer than the branch it
+        replaces; a replay of an old input re-asks that input's question under a new id."""
+        if self.replayed is not None and _id(checkpoint) <= self.replayed:
+            return None  # before the point this invocation replays from
+        asked = None if self.replayed is not None else self.asked
+        return True if _recorded(checkpoint, self.calls, admitted=False, asked=asked) else None
 
     def _elsewhere(self, checkpoint: Any) -> bool | None:
         """A checkpoint made after one of the run's own and not one of them: another branch,
@@ -257,8 +267,10 @@ def _start(config: RunnableConfig, calls: Unsafe) -> tuple[Any, RunnableConfig, 
         return None
     saver, thread, current = found
     asked = partial(_questions, config)
-    known = _LINEAR.get(saver, thread)
-    return saver, thread, _Walk(current, calls, is_time_travel(config), known, asked)
+    known, replayed = _LINEAR.get(saver, thread), replayed_from(config)
+    travel = is_time_travel(config)
+    walk = _Walk(current, calls, travel=travel, known=known, asked=asked, replayed=replayed)
+    return saver, thread, walk
 
 
 def on_a_branch(config: RunnableConfig, calls: Unsafe) -> bool:

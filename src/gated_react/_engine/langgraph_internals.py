@@ -170,6 +170,14 @@ def is_time_travel(config: RunnableConfig) -> bool:
     return config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE) is not None
 
 
+def replayed_from(config: RunnableConfig) -> str | None:
+    """The checkpoint a time-travelling invocation replays or forks from (for a new input
+    sent with a ``checkpoint_id``, the new input's own checkpoint); None otherwise."""
+    replay = config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE)
+    found = getattr(replay, "checkpoint_id", None)
+    return str(found) if found else None
+
+
 def saved_at(config: RunnableConfig) -> tuple[Any, RunnableConfig, str] | None:
     """The checkpointer of a node's graph, the config that lists its thread's checkpoints (in
     the graph's namespace), and the id of the checkpoint the node's superstep started from;

@@ -78,3 +78,43 @@ def test_a_pruned_worker_registers_again_and_keeps_its_job(
     assert stored(pg_url, "held")["stop_reason"] == "success"
     assert len(payments.read_text().splitlines()) == 1  # paid once
     assert rows(pg_url) == []  # it unregistered its new row as it stopped
+
+
+@pytest.mark.postgres
+def test_a_pruned_worker_takes_its_next_job_without_dying(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruned between two beats (10 s apart at ``--stalled-after 30``), the worker's next
+    fetch names a row that no longer exists: the jobs' foreign key refuses it, and the worker
+    died of it (a supervisor replaces it, cutting its other jobs short). It registers again
+    there too, and takes the job on its first try."""
+    payments = tmp_path / "payments.tsv"
+    monkeypatch.setenv(PAYMENTS_VAR, str(payments))
+    install_queue(pg_url)
+    command = worker_command(pg_url, "tests.support.worker_graphs:pays", stalled_after=30)
+    log = tmp_path / "worker.log"
+    with FakeOpenAI(default=lambda request: Delay(0.05, pay_reply(request))) as server:
+        monkeypatch.setenv(MODEL_URL_VAR, server.base_url)
+        with log.open("wb") as err:
+            worker = subprocess.Popen(command, stderr=err)
+        try:
+            wait_until(lambda: len(registered(pg_url, 30)) == 1)
+            (first,) = registered(pg_url, 30)
+            with psycopg.connect(pg_url, autocommit=True) as conn:  # what a starting worker does
+                conn.execute("DELETE FROM procrastinate_workers")
+            app = make_app(pg_url)
+            with app.open():
+                enqueue_run(app, "Pay order 7", thread_id="next")
+            wait_until(lambda: jobs(pg_url) == [("next", "succeeded", 1)])
+            alive = worker.poll() is None
+            (again,) = registered(pg_url, 30)
+            worker.terminate()
+            worker.wait(WAIT)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(WAIT)
+    assert alive, log.read_text()[-2000:]
+    assert again[0] != first[0]
+    assert len(lines(log, "registered_again")) == 1
+    assert len(payments.read_text().splitlines()) == 1

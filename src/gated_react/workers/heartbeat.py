@@ -6,7 +6,8 @@ heartbeats ran late (the store down longer than that, a machine too loaded to be
 that another worker pruned meanwhile went on beating a row that no longer existed: invisible to
 the fleet and to ``gated-react queue``, its jobs at hand free for any worker to take over as
 stalled, its next fetch refused by the jobs' foreign key. Here a beat that finds no row registers
-the worker again and takes back the jobs at hand that no other worker has taken over yet.
+the worker again and takes back the jobs at hand that no other worker has taken over yet; so
+does a fetch that the foreign key refuses, when the worker was pruned since its last beat.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import procrastinate
+import psycopg
 
 _BEAT = (
     "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %(worker_id)s RETURNING id"
@@ -23,6 +25,21 @@ _TAKE_BACK = (
     "UPDATE procrastinate_jobs SET worker_id = %(worker_id)s"
     " WHERE id = ANY(%(jobs)s) AND status = 'doing' AND worker_id IS NULL RETURNING id"
 )
+
+
+_FETCHED_BY = "procrastinate_jobs_worker_id_fkey"
+
+
+def pruned(exc: BaseException) -> bool:
+    """The store refused a job to a worker id it no longer has (a fetch after a prune)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, psycopg.errors.ForeignKeyViolation):
+            return seen.diag.constraint_name == _FETCHED_BY
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 async def beat(app: procrastinate.App, worker_id: int) -> bool:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import procrastinate
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 from procrastinate.worker import Worker
@@ -64,9 +65,29 @@ def backoff(cap: float) -> Iterator[float]:
 class _Worker(Worker):
     """procrastinate's worker, three things kept: a job's end recorded once the store answers
     again, why the loop ended (a side task such as the listener or heartbeat failing), and the
-    worker's row, registered again if another worker pruned it (``heartbeat``)."""
+    worker's row, registered again at its next beat or fetch if another worker pruned it
+    (``heartbeat``)."""
 
     lost: BaseException | None = None
+
+    def __init__(self, app: procrastinate.App, **options: Any) -> None:
+        super().__init__(app, **options)
+        fetch = app.job_manager.fetch_job
+
+        async def fetch_job(queues: Any, worker_id: int) -> Any:
+            try:
+                return await fetch(queues=queues, worker_id=worker_id)
+            except ProcrastinateException as exc:
+                if not heartbeat.pruned(exc):
+                    raise
+            again = self.worker_id  # registered again by a beat since, or now
+            if again is None or again == worker_id:
+                again = await self._register_again()
+            return await fetch(queues=queues, worker_id=again)
+
+        # Pruned since its last beat, the worker's fetch names a row that is gone: the jobs'
+        # foreign key refuses it. This app is this worker's alone (``_serve``).
+        app.job_manager.fetch_job = fetch_job  # type: ignore[method-assign]
 
     def jobs_at_hand(self) -> set[int]:
         return {int(context.job.id) for context in self._running_jobs.values() if context.job.id}
@@ -75,14 +96,16 @@ class _Worker(Worker):
         while True:
             await asyncio.sleep(self.update_heartbeat_interval)
             assert self.worker_id is not None
-            if await heartbeat.beat(self.app, self.worker_id):
-                continue
-            at_hand, was = self.jobs_at_hand(), self.worker_id
-            self.worker_id, kept = await heartbeat.register_again(self.app, at_hand)
-            name = self.worker_name or "worker"
-            worker_log.registered_again(
-                name, was, self.worker_id, len(kept), len(at_hand) - len(kept)
-            )
+            if not await heartbeat.beat(self.app, self.worker_id):
+                await self._register_again()
+
+    async def _register_again(self) -> int:
+        at_hand, was = self.jobs_at_hand(), self.worker_id or 0
+        worker_id, kept = await heartbeat.register_again(self.app, at_hand)
+        self.worker_id = worker_id
+        name = self.worker_name or "worker"
+        worker_log.registered_again(name, was, worker_id, len(kept), len(at_hand) - len(kept))
+        return worker_id
 
     async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
         name, tries = self.worker_name or "worker", 0

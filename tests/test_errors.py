@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 import gated_react
 from gated_react.errors import (
     GatedReactError,
+    causes,
     exception_line,
     one_line,
     printable,
@@ -132,3 +133,10 @@ def test_printable_json_escapes_every_line_break_splitlines_knows() -> None:
     assert json.loads(text) == value
     assert text.splitlines() == [text]
     assert "\\u2028" in text
+
+
+def test_causes_walks_what_an_error_was_raised_from_nearest_first() -> None:
+    outer = RuntimeError("library")
+    outer.__cause__ = KeyError("driver")
+    assert [type(e) for e in causes(outer)] == [RuntimeError, KeyError]
+    assert [type(e) for e in causes(outer, depth=1)] == [RuntimeError]

@@ -9,7 +9,7 @@ path uses it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from gated_react.redact import redact
@@ -59,6 +59,17 @@ class MisroutedStep(GatedReactError, RuntimeError):
             "a new run on it"
         )
         self.node = node
+
+
+def causes(exc: BaseException, depth: int = 8) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or during, nearest first (at most ``depth``):
+    libraries wrap a driver's error (procrastinate's ``ConnectorException`` carries psycopg's)."""
+    seen: BaseException | None = exc
+    for _ in range(depth):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 def one_line(text: object) -> str:

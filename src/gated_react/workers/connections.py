@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from gated_react.errors import causes
 from gated_react.runs import Graph
 from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
 from gated_react.store.coalesced import CoalescedPostgresSaver
@@ -34,14 +35,7 @@ _LOST = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout, StoreErr
 def store_lost(exc: BaseException) -> bool:
     """The failure is the infrastructure's (connection lost, server unreachable), not the run's;
     procrastinate's ``ConnectorException`` carries the psycopg error as its cause."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, _LOST):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(isinstance(seen, _LOST) for seen in causes(exc))
 
 
 @asynccontextmanager

@@ -18,6 +18,8 @@ from typing import Any
 import procrastinate
 import psycopg
 
+from gated_react.errors import causes
+
 _BEAT = (
     "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %(worker_id)s RETURNING id"
 )
@@ -32,14 +34,11 @@ _FETCHED_BY = "procrastinate_jobs_worker_id_fkey"
 
 def pruned(exc: BaseException) -> bool:
     """The store refused a job to a worker id it no longer has (a fetch after a prune)."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, psycopg.errors.ForeignKeyViolation):
-            return seen.diag.constraint_name == _FETCHED_BY
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(
+        isinstance(seen, psycopg.errors.ForeignKeyViolation)
+        and seen.diag.constraint_name == _FETCHED_BY
+        for seen in causes(exc)
+    )
 
 
 async def beat(app: procrastinate.App, worker_id: int) -> bool:

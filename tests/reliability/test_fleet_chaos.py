@@ -35,7 +35,7 @@ from ..support.fleet import (
     terminate_clients,
 )
 from ..support.openai_server import Delay, FakeOpenAI
-from ..support.procs import wait_until
+from ..support.procs import polls, wait_until
 from ..support.scenarios import graph_for
 from ..support.worker_graphs import MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
 
@@ -152,16 +152,24 @@ def test_a_fleet_survives_a_kill_a_store_restart_and_dropped_connections(
     assert code == 128 + 9  # a worker died of a signal: the supervisor says so
 
 
+LIVE_AGAIN = 90.0
+"""Seconds the fleet has to show 3 live workers once the batch is done: inside pytest's
+timeout, so a failure says what was seen instead of being cut short."""
+
+
 def _until_three_live(fleet: Fleet, url: str) -> None:
     """Until the supervisor runs 3 workers again, each with a fresh heartbeat; if not, what
-    was seen and the fleet's last lines say why."""
-    try:
-        wait_until(lambda: len(fleet.workers()) == 3 and live_workers(url) == 3)
-    except AssertionError as exc:
-        seen = f"{len(fleet.workers())} worker processes, {live_workers(url)} live heartbeats"
-        raise AssertionError(
-            f"{exc}: {seen}; the fleet's log ends:\n{fleet.stderr()[-6000:]}"
-        ) from None
+    was seen (processes, registered rows) and the fleet's last lines say why."""
+    deadline = time.monotonic() + LIVE_AGAIN
+    for pause in polls():
+        if len(fleet.workers()) == 3 and live_workers(url) == 3:
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(pause)
+    seen = f"worker processes {fleet.workers()}, rows (id, fresh) {registered(url, STALLED_AFTER)}"
+    log = fleet.stderr()[-8000:]
+    raise AssertionError(f"not 3 live after {LIVE_AGAIN:g} s: {seen}; the log ends:\n{log}")
 
 
 def _a_line_per_job(log: str, ended: dict[str, dict[str, Any]], killed: int) -> None:

@@ -2,6 +2,11 @@
 
 START -> decide -> validate -> gate -> execute -> observe -> decide ...
 validate -> finish (final answer) | decide (retry) ; every other end -> stop
+
+Clients read the public channels (``state.PUBLIC``): they are what streams, what ``get_state``
+shows and what ``invoke`` returns. A step writes them twice (the model's calls, their results)
+and a run's end once, as ``create_agent`` does, so a loop that prints each ``values`` event's
+last message prints each message once.
 """
 
 from __future__ import annotations
@@ -22,24 +27,19 @@ from langgraph.typing import ContextT
 from gated_react import routing
 from gated_react._engine.create_agent_args import refuse as refuse_args
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import (
-    CONFIG_KEY_DURABILITY,
-    narrow_routes,
-    node,
-    route,
-)
+from gated_react._engine.langgraph_internals import narrow_routes, node, route
 from gated_react.models import NoModel, init_model
-from gated_react.nodes.decide import Channels, adecide, decide
+from gated_react.nodes.decide import DecideChannels, adecide, decide
 from gated_react.nodes.execute import ExecuteChannels, aexecute, execute
-from gated_react.nodes.finish import FinishChannels, finish
-from gated_react.nodes.gate import GateChannels, gate
+from gated_react.nodes.finish import FinishChannels, afinish, finish
+from gated_react.nodes.gate import GateChannels, agate, gate
 from gated_react.nodes.observe import ObserveChannels, observe
-from gated_react.nodes.stop import StopChannels, stop
+from gated_react.nodes.stop import StopChannels, astop, stop
 from gated_react.nodes.validate import ValidateChannels, validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
-from gated_react.state import RunInput, RunInputDict, RunResult, State
+from gated_react.state import PUBLIC, RunInput, RunInputDict, RunResult, State
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
@@ -101,13 +101,13 @@ def build_graph(
         capture=capture_content(),
     )
     graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
-    graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=Channels)
+    graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=DecideChannels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=ValidateChannels)
-    graph.add_node("gate", node(gate, deps=deps), input_schema=GateChannels)
+    graph.add_node("gate", node(gate, agate, deps=deps), input_schema=GateChannels)
     graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=ExecuteChannels)
     graph.add_node("observe", node(observe, deps=deps), input_schema=ObserveChannels)
-    graph.add_node("finish", node(finish, deps=deps), input_schema=FinishChannels)
-    graph.add_node("stop", stop, input_schema=StopChannels)
+    graph.add_node("finish", node(finish, afinish, deps=deps), input_schema=FinishChannels)
+    graph.add_node("stop", node(stop, astop), input_schema=StopChannels)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)
     graph.add_conditional_edges("validate", route(routing.after_validate), routing.AFTER_VALIDATE)
@@ -117,9 +117,10 @@ def build_graph(
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, store=store, name=name or "gated-react")
-    narrow_routes(compiled)  # each router reads its three channels, not a copy of all of them
+    narrow_routes(compiled)  # each router reads the step, not a copy of every channel
+    compiled.stream_channels = list(PUBLIC)
     # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
-    config = RunnableConfig(configurable=_durability(deps, checkpointer), callbacks=[deps.spans])
+    config = RunnableConfig(callbacks=[deps.spans])
     if policy.on_budget == "stop":
         config["recursion_limit"] = _NODES_PER_STEP * policy.budget.max_steps + 5
     configured = compiled.with_config(config)
@@ -143,12 +144,3 @@ def _text(prompt: str | SystemMessage | None) -> str | None:
             f"system_prompt must be a str or SystemMessage, got {type(prompt).__name__}"
         )
     return prompt
-
-
-def _durability(deps: NodeDeps, checkpointer: BaseCheckpointSaver[str] | None) -> dict[str, str]:
-    """Non-idempotent tools need each checkpoint on disk before the next node starts, so a
-    crash can never leave a side effect without its record; LangGraph's default is async.
-    (A server that brings its own checkpointer takes ``durability`` per run instead.)"""
-    if checkpointer is None or all(deps.idempotent(name) for name in deps.allowed):
-        return {}
-    return {CONFIG_KEY_DURABILITY: "sync"}

@@ -17,6 +17,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from gated_react._engine.authority import audit
+from gated_react._engine.authority.ledger import Book, ledger_for
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.errors import GatedReactError, one_line
 from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
@@ -69,12 +71,39 @@ def config_for(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def shape(values: dict[str, Any], thread_id: str, pending: list[Question]) -> ThreadResult:
-    """The result shape from a state's values and its open interrupts."""
+def shape(
+    values: dict[str, Any],
+    thread_id: str,
+    pending: list[Question],
+    saver: Any = None,
+    unfinished: bool = False,
+) -> ThreadResult:
+    """The result shape from a state's values and its open interrupts, with what the run's
+    record and conversation say of it (its answer, history, trace and usage). ``unfinished``:
+    the thread has nodes left to run, so the end its values show is an earlier run's."""
     empty = RunResult().model_dump(mode="json")
     out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
-    status = ended_status(values) or ("paused" if pending else None)
-    return cast(ThreadResult, {**out, "status": status, "thread_id": thread_id, "pending": pending})
+    if unfinished or pending:
+        out |= {"status": None, "stop_reason": None, "message": None}
+    status = ended_status(out) or ("paused" if pending else None)
+    book = run_book(saver, thread_id)
+    derived = {
+        "answer": audit.answer(out),
+        "history": [e.model_dump(mode="json") for e in audit.history(out["messages"])],
+        "trace": [e.model_dump(mode="json", exclude_none=True) for e in audit.trace(book.records)],
+        "usage": book.tally.usage().model_dump(mode="json"),
+    }
+    return cast(
+        ThreadResult,
+        {**out, **derived, "status": status, "thread_id": thread_id, "pending": pending},
+    )
+
+
+def run_book(saver: Any, thread_id: str) -> Book:
+    """The record of the thread's latest run (an empty one when it has none)."""
+    ledger = ledger_for(saver)
+    run = ledger.backend.last_run(thread_id)
+    return ledger.book(thread_id, run) if run is not None else Book()
 
 
 def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
@@ -85,13 +114,17 @@ def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
     ]
 
 
-def from_snapshot(snapshot: StateSnapshot, thread_id: str) -> ThreadResult:
+def from_snapshot(
+    snapshot: StateSnapshot, thread_id: str, saver: Any = None
+) -> ThreadResult:
     """The result shape of a stored thread."""
-    return shape(snapshot.values, thread_id, questions(snapshot.interrupts))
+    pending = questions(snapshot.interrupts)
+    return shape(snapshot.values, thread_id, pending, saver, unfinished=bool(snapshot.next))
 
 
-def _from_output(output: dict[str, Any], thread_id: str) -> ThreadResult:
-    return shape(output, thread_id, questions(output.get("__interrupt__", ())))
+def _from_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
+    pending = questions(output.get("__interrupt__", ()))
+    return shape(output, thread_id, pending, saver_of(graph))
 
 
 def has_ended(snapshot: StateSnapshot) -> bool:
@@ -178,7 +211,7 @@ def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
 
 
 def _settled(
-    snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None
+    snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None, saver: Any = None
 ) -> ThreadResult | None:
     """The result when resuming would run nothing: the run ended, or it waits for an answer."""
     if not snapshot.values:
@@ -186,7 +219,7 @@ def _settled(
     if has_ended(snapshot) and answer is not NO_ANSWER:
         raise NotWaiting(thread_id, question, ended=True)
     if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
-        return from_snapshot(snapshot, thread_id)
+        return from_snapshot(snapshot, thread_id, saver)
     if answer is NO_ANSWER:
         return None
     # LangGraph would keep an answer for the next question the run asks, e.g. whether to
@@ -230,7 +263,7 @@ def run(
     with thread_lock(saver_of(graph), thread_id):
         _check_new(graph, graph.get_state(config) if saver_of(graph) else None, thread_id)
         output = _advance(graph, {"goal": goal}, config, on_update, context)
-        return _from_output(output, thread_id)
+        return _from_output(graph, output, thread_id)
 
 
 def resume(
@@ -248,11 +281,11 @@ def resume(
     ``context`` as for ``run`` (LangGraph keeps none between invocations: pass it again)."""
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
-        settled = _settled(graph.get_state(config), thread_id, answer, question)
+        settled = _settled(graph.get_state(config), thread_id, answer, question, saver_of(graph))
         if settled is not None:
             return settled
         output = _advance(graph, _resume_input(graph, answer), config, on_update, context)
-        return _from_output(output, thread_id)
+        return _from_output(graph, output, thread_id)
 
 
 async def arun(
@@ -270,7 +303,7 @@ async def arun(
         snapshot = await graph.aget_state(config) if saver_of(graph) else None
         _check_new(graph, snapshot, thread_id)
         output = await _aadvance(graph, {"goal": goal}, config, on_update, context)
-        return _from_output(output, thread_id)
+        return _from_output(graph, output, thread_id)
 
 
 async def aresume(
@@ -285,11 +318,13 @@ async def aresume(
     """Async ``resume``."""
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
-        settled = _settled(await graph.aget_state(config), thread_id, answer, question)
+        settled = _settled(
+            await graph.aget_state(config), thread_id, answer, question, saver_of(graph)
+        )
         if settled is not None:
             return settled
         output = await _aadvance(graph, _resume_input(graph, answer), config, on_update, context)
-        return _from_output(output, thread_id)
+        return _from_output(graph, output, thread_id)
 
 
 def read(graph: Graph, thread_id: str) -> ThreadResult:
@@ -297,4 +332,4 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
     snapshot = graph.get_state(config_for(thread_id))
     if not snapshot.values:
         raise UnknownThread(thread_id)
-    return from_snapshot(snapshot, thread_id)
+    return from_snapshot(snapshot, thread_id, saver_of(graph))

@@ -18,7 +18,6 @@ from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.policy import APPROVAL_DECISIONS
-from gated_react.state import Outcome
 
 ANSWERS = {
     "approve": {"approved": True},
@@ -41,11 +40,11 @@ class Decision:
     """The tool an ``edit`` decision names (it must be the one asked about)."""
 
 
-def answered_outcome(response: str, limit: int, secrets: tuple[str, ...]) -> Outcome:
-    """A human's answer in place of the tool, as the call's outcome: an observation like any
-    other, cut at ``max_observation_chars`` (``limit``) with the visible marker, secrets
-    masked."""
-    return Outcome(ok=True, observation=to_observation(response, limit, secrets), by_human=True)
+def answered_text(response: str, limit: int, secrets: tuple[str, ...]) -> str:
+    """A human's answer in place of the tool, as the model reads it: cut at
+    ``max_observation_chars`` (``limit``) with the visible marker, secrets masked."""
+    shown = to_observation(response, limit, secrets)
+    return shown if isinstance(shown, str) else str(shown)
 
 
 def question(

@@ -1,7 +1,7 @@
 """Budget checks, named for when they run, and what a spent budget does.
 
 Each check returns a Stop whose message carries the numbers. The limits in force are the
-policy's ``Budget`` (frozen) with the extensions humans granted this run (``State.extensions``);
+policy's ``Budget`` (frozen) with the extensions humans granted this run (its record);
 ``Budget.extended`` is the one place they are combined. ``enforce`` runs a check against them: with
 ``Policy.on_budget="ask"`` and a checkpointer, a spent budget pauses the run on a question in
 LangChain's HITL format (approve the proposed extension, edit the limit, or reject: the budget's
@@ -20,7 +20,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import ask, question
-from gated_react._engine.call_keys import args_hash, tool_counts
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.call_keys import args_hash
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react.policy import WHOLE_BUDGETS, Budget, Policy
 from gated_react.state import Extension, TraceEntry, Usage
@@ -135,19 +136,11 @@ class Limits:
     def budget(self) -> Budget:
         return limits_of(self.policy, [*self.extensions, *self.granted])
 
-    def update(self) -> dict[str, Any]:
-        """The state update that records the extensions granted here (none: nothing)."""
-        if not self.granted:
-            return {}
-        return {
-            "extensions": [e.model_dump(mode="json") for e in [*self.extensions, *self.granted]]
-        }
-
-    def entries(self) -> list[dict[str, Any]]:
-        """The trace entries of the extensions granted here."""
+    def records(self, thread: str, run: str) -> list[Record]:
+        """The records of the extensions granted here (none: nothing)."""
         return [
-            entry(extension).model_dump(mode="json", exclude_none=True)
-            for extension in self.granted
+            Record(thread, run, Kind.EXTENDED, e.budget, e.model_dump(mode="json"))
+            for e in self.granted
         ]
 
 
@@ -240,49 +233,3 @@ def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | No
     if limit <= spent:
         return f"the new limit must be above what is spent ({spent:g})"
     return None
-
-
-def held_to_spend(usage: Usage, spend: Sequence[float | None]) -> Usage:
-    """``usage`` never below the record of this run's replies (``State.spend``, append-only,
-    one entry a reply): its steps at least the replies recorded, its cost at least their sum,
-    unknown once an entry is no amount (unpriced, NaN, infinite, negative). An edit of
-    ``usage`` alone buys no step and no money."""
-    if usage.steps < len(spend):
-        usage = usage.model_copy(update={"steps": len(spend)})
-    if usage.cost is None:
-        return usage
-    summed = spent_in(spend)
-    if summed is None:
-        why = "a reply's cost in this run's record of spend is unknown or not an amount"
-        return usage.model_copy(update={"cost": None, "unpriced": usage.unpriced or why})
-    total = round(summed, 12)
-    # The running total rounds at every step, the record once: only an edit parts them by more.
-    return usage.model_copy(update={"cost": total}) if total > usage.cost + 1e-9 else usage
-
-
-def spent_in(spend: Sequence[Any]) -> float | None:
-    """The record's total when every entry is an amount (a finite number >= 0), else None. A
-    priced run's record is all floats: summed and checked in C (``fsum``, ``min``), since three
-    nodes of every step ask and a long run's record is long; anything else entry by entry."""
-    if set(map(type, spend)) <= {float, int}:
-        try:
-            total = math.fsum(spend)
-        except ValueError:  # inf - inf
-            return None
-        if not math.isfinite(total) or (spend and min(spend) < 0):  # NaN, inf, a negative
-            return None
-        return total
-    if not all(isinstance(c, int | float) and math.isfinite(c) and c >= 0 for c in spend):
-        return None
-    return math.fsum(spend)
-
-
-def recorded(usage: Usage, keys: Sequence[str]) -> Usage:
-    """The call counters, never below the record of this run's calls: its loop keys (one per
-    counted call, in an append-only channel). An edit of ``usage`` alone (a fork with
-    ``tool_calls = 0``) cannot buy more calls than ``max_tool_calls`` and ``tool_limits`` allow."""
-    per_tool = dict(usage.per_tool)
-    for tool, count in tool_counts(keys).items():
-        per_tool[tool] = max(per_tool.get(tool, 0), count)
-    calls = max(usage.tool_calls, len(keys))
-    return usage.model_copy(update={"tool_calls": calls, "per_tool": per_tool})

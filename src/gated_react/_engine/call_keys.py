@@ -39,12 +39,16 @@ def args_hash(args: dict[str, Any] | None) -> str:
     return short_hash(canonical_json(args or {}))
 
 
-def idempotency_key(thread: str, step: int, tool: str, args: dict[str, Any], index: int = 0) -> str:
-    """Stable for one thread, step, tool and arguments (and the call's place in a reply with
-    several): a retried or resumed call sends the same key, so a tool that honours it runs its
-    side effect once."""
-    place = f":{index}" if index else ""  # the first call's key is the key a single call has
-    return short_hash(f"{thread}:{step}:{tool}:{canonical_json(args)}{place}", 24)
+def call_key(
+    where: str, tool: str, args: dict[str, Any], occurrence: int, *, normalized: bool = False
+) -> str:
+    """A call's key: its thread and run (``where``), tool and arguments (compared as loop
+    detection compares them), and how many times the run asked for the same before on its
+    branch. The same wherever the call is replayed, forked or answered twice; another run, or
+    the same call asked for again on purpose, has another. Tools that take an
+    ``idempotency_key`` are given it."""
+    form = canonical_json(normalize(args) if normalized else args)
+    return short_hash(f"{where}\n{tool}\n{form}\n{occurrence}", 24)
 
 
 def normalize(value: Any) -> Any:

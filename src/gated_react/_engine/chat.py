@@ -14,14 +14,18 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from pydantic import TypeAdapter, ValidationError
 
-from gated_react._engine.storable import json_data
-from gated_react.state import Call, Reply, ToolAction, ToolCalls, tool_actions
+from gated_react._engine.contract import ActionError
+from gated_react._engine.storable import Unstorable, clean_text, json_data, plain
+from gated_react.state import Reply, ToolAction
+
+if TYPE_CHECKING:
+    from gated_react._engine.deps import NodeDeps
 
 
 def call_id(message_id: str, index: int) -> str:
@@ -30,13 +34,10 @@ def call_id(message_id: str, index: int) -> str:
     return "call_" + hashlib.sha256(f"{message_id}:{index}".encode()).hexdigest()[:24]
 
 
-def with_ids(action: Any, reply: Reply) -> tuple[Any, str]:
-    """The action with an id on every call (the model's, else a stable one), and the id of the
-    message that holds them (the reply's, else a new one)."""
+def with_ids(actions: list[ToolAction], reply: Reply) -> tuple[list[ToolAction], str]:
+    """The calls with an id each (the model's, else a stable one made from the reply's id and
+    the call's place), and the id of the message that holds them (the reply's)."""
     message_id = reply.id or str(uuid.uuid4())
-    actions = tool_actions(action)
-    if not actions:
-        return action, message_id
     given = [call.get("id") for call in reply.tool_calls]
     named = [
         a.model_copy(
@@ -44,9 +45,7 @@ def with_ids(action: Any, reply: Reply) -> tuple[Any, str]:
         )
         for i, a in enumerate(actions)
     ]
-    if isinstance(action, ToolCalls):
-        return action.model_copy(update={"calls": named}), message_id
-    return named[0], message_id
+    return named, message_id
 
 
 def proposed(
@@ -120,12 +119,51 @@ def edited(content: str, tool: str, args: dict[str, Any]) -> str:
     return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n{content}"
 
 
-def not_run(actions: Iterable[ToolAction | Call], why: str) -> list[ToolMessage]:
-    """Error results for calls that never ran, each saying why (a call recorded before calls
-    had ids is in no message: nothing to answer)."""
-    out = []
-    for a in actions:
-        name = a.name if isinstance(a, ToolAction) else a.tool
-        if a.id is not None:
-            out.append(result(name, a.id, why, ok=False))
-    return out
+def not_run(calls: Iterable[dict[str, Any]], why: str) -> list[ToolMessage]:
+    """Error results for tool calls (as an AI message holds them) that never ran."""
+    return [result(str(c.get("name")), str(c.get("id")), why, ok=False) for c in calls]
+
+
+def proposal(deps: NodeDeps, reply: Reply) -> list[ToolAction]:
+    """The tool calls a reply makes, as the protocol reads them (none when it reads none, or
+    reads something the contract could never take): what joins the conversation before the
+    contract is applied to them."""
+    try:
+        found = deps.protocol.candidate(reply, deps.tools, len(reply.tool_calls) + 64)
+    except ActionError:
+        return []
+    found = found if isinstance(found, list) else [found]
+    actions = []
+    for candidate in found:
+        name = candidate.get("name") if isinstance(candidate, dict) else None
+        args = candidate.get("args") if isinstance(candidate, dict) else None
+        if candidate.get("kind") != "tool" or not isinstance(name, str) or not isinstance(args, dict):
+            return []
+        actions.append(ToolAction(name=name, args=args))
+    return actions
+
+
+def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
+    """The reply as the step holds it: text cleaned (and the client's key masked, should a
+    server echo it), a tool call whose arguments no store could hold moved to
+    ``invalid_tool_calls`` with the reason (the contract says bad_json), and an id always."""
+    calls, invalid = [], []
+    for c in getattr(message, "tool_calls", []):
+        name = plain(c["name"], secrets=secrets)
+        try:
+            args = plain(c["args"], secrets=secrets)
+            calls.append({"name": name, "args": args, "id": plain(c.get("id"), secrets=secrets)})
+        except Unstorable as exc:
+            invalid.append({"name": name, "args": None, "error": str(exc)})
+    invalid += [
+        {key: plain(c.get(key), secrets=secrets) for key in ("name", "args", "error")}
+        for c in getattr(message, "invalid_tool_calls", [])
+    ]
+    text = message.text if isinstance(message.text, str) else str(message.content)
+    return Reply(
+        id=message.id or f"run-{uuid.uuid4()}",  # named, so its calls' ids hold
+        text=clean_text(text, secrets),
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
+        **metadata_of(message, secrets),
+    )

@@ -67,12 +67,6 @@ class NodeDeps:
     """The application's prompt (``build_graph(system_prompt=)``): what model hooks see as
     ``request.system_message`` and may replace."""
 
-    @property
-    def admission_scope(self) -> str:
-        """What an admitted step is scoped by (``_engine/admissions.py``): the policy's hash
-        and the tools' names."""
-        return f"{self.context.policy_hash}:{','.join(sorted(self.tools))}"
-
     @classmethod
     def build(
         cls,

@@ -63,6 +63,7 @@ __all__ = [
     "route",
     "run_key",
     "runtime_of",
+    "saver_of",
     "tool_state",
     "was_sent",
 ]
@@ -188,6 +189,12 @@ def saved_at(config: RunnableConfig) -> tuple[Any, RunnableConfig, str] | None:
     if saver is None or thread is None or not current:
         return None
     return saver, {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}, current
+
+
+def saver_of(config: RunnableConfig) -> Any:
+    """The checkpointer a node's run is saved with (its own, a parent graph's or the
+    server's), or None."""
+    return config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER)
 
 
 def can_pause(config: RunnableConfig) -> bool:

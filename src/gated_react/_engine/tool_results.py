@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -14,22 +15,43 @@ from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 
 from gated_react._engine.storable import Unstorable, plain
 from gated_react._engine.tool_runner import cut, storable, to_observation
-from gated_react.state import HistoryEntry, Outcome
+from gated_react.state import HistoryEntry
 
 
-def outcome(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Outcome:
-    """The outcome of a call that returned ``value`` (a ``ToolMessage`` is its content and
-    its artifact): content blocks go to the model as blocks, their text record (their text
-    within ``limit``, a line for each other block) to the history; anything else is the
-    observation, storable and cut at ``limit`` as ever."""
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a call's ``ToolMessage`` holds."""
+
+    content: str | list[Any]
+    """What the model is shown: text (data as JSON), or content blocks (text and an image)."""
+    artifact: Any = None
+    """What the tool returned beside its content: the conversation keeps it, the model never
+    sees it."""
+
+    @property
+    def text(self) -> str:
+        """The content as text (blocks as their text record)."""
+        return self.content if isinstance(self.content, str) else record(self.content)
+
+
+def outcome(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> ToolOutput:
+    """What a call that returned ``value`` shows (a ``ToolMessage`` is its content and its
+    artifact): content blocks go to the model as blocks; anything else is storable JSON cut
+    at ``limit``, as text."""
     artifact = None
     if isinstance(value, ToolMessage):
         value, artifact = value.content, value.artifact
     blocks = content_blocks(value, limit, secrets)
-    # the blocks' text is within the limit already; their record adds a line per image
-    observation = record(blocks) if blocks else to_observation(value, limit, secrets)
+    content = blocks if blocks else as_text(to_observation(value, limit, secrets))
     kept = None if artifact is None else storable(artifact, secrets)
-    return Outcome(ok=True, observation=observation, content=blocks, artifact=kept)
+    return ToolOutput(content, kept)
+
+
+def as_text(observation: Any) -> str:
+    """An observation as the model reads it: text as is, anything else as JSON."""
+    if isinstance(observation, str):
+        return observation
+    return json.dumps(observation, ensure_ascii=False, default=str)
 
 
 def failed(value: Any) -> bool:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import operator
-from collections import Counter
-from collections.abc import Callable, Sequence
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from functools import partial
-from itertools import compress, count, pairwise
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -36,12 +36,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from gated_react._engine.budget_checks import limits_of
-from gated_react._engine.chat import edited
-from gated_react._engine.reads import Known
-from gated_react._engine.tool_results import is_blocks, record, results_in_blocks, with_blocks
+from gated_react._engine.call_keys import loop_key
+from gated_react._engine.tool_results import is_blocks, record
 from gated_react.policy import Policy
-from gated_react.state import HistoryEntry, State, ToolAction
+from gated_react.state import HistoryEntry, Retry, ToolAction
+
+T = TypeVar("T")
 
 FOLDED_LINES = 24
 """The most folded calls the summary lists one by one. Past it, every full block of this many is
@@ -65,72 +65,151 @@ def folded_count(steps: int, policy: Policy) -> int:
 
 
 def build_messages(
-    state: State, system: str, policy: Policy, replay: Any, known: Known | None = None
+    messages: Sequence[BaseMessage],
+    at: int,
+    system: str,
+    policy: Policy,
+    replay: Any,
+    *,
+    retry: Retry | None = None,
+    last_step: bool = False,
 ) -> list[BaseMessage]:
-    """The model input for the next decision. With what the run has read (``known``) the
-    summary and each step's messages are built once and reused by the next decisions while
-    their entries are the same: between two folds a decision builds only its newest step."""
-    built = known if known is not None else Known()
-    shown = state.history[state.history_from :]  # earlier runs on the thread are the chat's
-    starts = step_starts(shown)
-    folded = folded_count(len(starts), policy)
-    goal = state.goal
+    """The model input for the next decision of the run whose question is ``messages[at]``.
+    Each step is built once and reused by the next decisions (``_BUILT``): between two folds a
+    decision builds only its newest step."""
+    question = messages[at]
+    steps = run_steps(messages, at)
+    folded = folded_count(len(steps), policy)
+    goal = question.text.strip()
     if folded:
-        older = shown[: starts[folded]]
-        goal = f"{goal}\n\n{built.derived(summary, older, partial(summary, older))}"
-    at = _turn_at(state)
-    before = state.messages[: at + 1]  # the same all run long: read once a run, not a decision
-    earlier, instructions, media = built.derived(
-        (_BEFORE, at, replay, id(policy)), before, partial(_before_run, before, at, policy, replay)
+        older = [entry for step in steps[:folded] for entry in step]
+        goal = f"{goal}\n\n{_built(('summary', id(older[0]), len(older)), lambda: summary(older), older)}"
+    before = messages[: at + 1]
+    earlier, instructions = _built(
+        (_BEFORE, question.id, at, id(replay), id(policy)),
+        partial(_before_run, before, at, policy, replay),
     )
-    system += instructions
-    question = state.messages[at] if at < len(state.messages) else None
-    messages: list[BaseMessage] = [SystemMessage(system), *earlier, asked(goal, question)]
-    media = media | results_in_blocks(state.messages[at + 1 :])
-    for start, end in pairwise([*starts[folded:], len(shown)]):
-        step = with_blocks(shown[start:end], media)
-        messages.extend(built.derived(replay, step, partial(_replayed, replay, step)))
-    note = _note(state, policy)
-    return _with_note(messages, note) if note else messages
+    out: list[BaseMessage] = [SystemMessage(system + instructions), *earlier, asked(goal, question)]
+    for step in steps[folded:]:
+        key = (id(replay), id(step[0]), len(step))
+        out.extend(_built(key, partial(_replayed, replay, step), step))
+    note = _note(retry, last_step)
+    return _with_note(out, note) if note else out
 
 
 _BEFORE = "before the run"
+_KEPT = 2048
+_BUILT_CACHE: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _built(key: Hashable, build: Callable[[], T], keep: Any = None) -> T:
+    """What ``build()`` makes, once while kept: parts of a request a run's next decisions
+    send again unchanged (its earlier turns, its steps). The entries they are built of are
+    kept alive with them, so an id is never reused for another while its key is kept."""
+    with _LOCK:
+        found = _BUILT_CACHE.get(key)
+        if found is not None:
+            _BUILT_CACHE.move_to_end(key)
+            return cast(T, found[0])
+    made = build()
+    with _LOCK:
+        _BUILT_CACHE[key] = (made, keep)
+        while len(_BUILT_CACHE) > _KEPT:
+            _BUILT_CACHE.popitem(last=False)
+    return made
 
 
 def _before_run(
     before: Sequence[BaseMessage], at: int, policy: Policy, replay: Any
-) -> tuple[list[BaseMessage], str, dict[str, list[Any]]]:
+) -> tuple[list[BaseMessage], str]:
     """What the conversation up to the run's question gives every request of the run: the
-    earlier turns, the app's instructions, the results shown as content blocks."""
-    earlier = earlier_turns(before[:at], policy, replay)
-    return earlier, given_instructions(before), results_in_blocks(before)
+    earlier turns and the instructions that came with the conversation."""
+    return earlier_turns(before[:at], policy, replay), given_instructions(before)
 
 
 def _replayed(replay: Any, step: Sequence[HistoryEntry]) -> list[BaseMessage]:
-    return list(replay([as_shown(entry) for entry in step]))
+    return list(replay(list(step)))
 
 
-def as_shown(entry: HistoryEntry) -> HistoryEntry:
-    """A step as the model is shown it. A call a human edited is the model's own call, its
-    result after a note saying what ran instead: what ``messages`` keeps, so a later turn
-    replays it exactly as this run showed it."""
-    if entry.proposed is None:
-        return entry
-    action = entry.action.model_copy(update={"args": entry.proposed})
-    said = edited(shown(entry.observation), entry.action.name, entry.action.args)
-    return entry.model_copy(update={"action": action, "observation": said, "proposed": None})
+def run_loop_keys(messages: Sequence[BaseMessage], at: int) -> list[str]:
+    """The loop keys of the run's calls on this branch (``run_steps``'), each made once."""
+    found = _read(messages, at)
+    for step in found.steps[len(found.keyed) :]:
+        found.keyed.append([loop_key(e.action.name, e.action.args) for e in step])
+    return [key for keys in found.keyed for key in keys]
 
 
-def step_starts(entries: Sequence[HistoryEntry]) -> list[int]:
-    """Where each step's entries start (a reply with several calls has an entry per call, one
-    after another): found without a Python loop over the entries, which a long run has many of."""
-    if not entries:
-        return []
-    steps = list(map(_STEP, entries))
-    return [0, *compress(count(1), map(operator.ne, steps[1:], steps[:-1]))]
+def run_steps(messages: Sequence[BaseMessage], at: int) -> list[list[HistoryEntry]]:
+    """The run's steps on this branch of the conversation, oldest first: each AI message
+    after the run's question with its answered calls, as the model saw them (a result's blocks
+    as blocks, an edited call as the model made it with the note its result carries). Read
+    incrementally: a run's conversation only grows between its decisions."""
+    return _read(messages, at).steps
 
 
-_STEP = operator.attrgetter("step")
+def _read(messages: Sequence[BaseMessage], at: int) -> _Steps:
+    key = (messages[at].id, at)
+    with _LOCK:
+        found = _STEPS.get(key)
+    if found is None or found.seen > len(messages) or (
+        found.seen and messages[found.seen - 1] is not found.last
+    ):
+        found = _Steps()
+    found.read(messages, at)
+    with _LOCK:
+        _STEPS[key] = found
+        _STEPS.move_to_end(key)
+        while len(_STEPS) > _KEPT:
+            _STEPS.popitem(last=False)
+    return found
+
+
+class _Steps:
+    """A run's steps as read so far, and where the reading stopped."""
+
+    def __init__(self) -> None:
+        self.steps: list[list[HistoryEntry]] = []
+        self.keyed: list[list[str]] = []
+        """The loop keys of the steps, as far as they were asked for."""
+        self.seen = 0
+        self.last: BaseMessage | None = None
+        self.open: list[tuple[int, dict[str, Any]]] = []
+        """The calls of the last AI message read, not answered yet."""
+        self.results: dict[str, ToolMessage] = {}
+
+    def read(self, messages: Sequence[BaseMessage], at: int) -> None:
+        start = max(self.seen, at + 1)
+        for message in messages[start:]:
+            if isinstance(message, AIMessage) and message.tool_calls:
+                self._close()
+                self.open = [(len(self.steps) + 1, dict(call)) for call in message.tool_calls]
+            elif isinstance(message, ToolMessage):
+                self.results[message.tool_call_id] = message
+        self._close(partial=True)
+        self.seen, self.last = len(messages), messages[-1] if messages else None
+
+    def _close(self, partial: bool = False) -> None:
+        """The open AI message's calls, if all are answered (or, at the end, those that are)."""
+        if not self.open:
+            return
+        answered = [(n, c) for n, c in self.open if c.get("id") in self.results]
+        if len(answered) < len(self.open) and partial:
+            return
+        if answered:
+            self.steps.append([_entry(n, c, self.results[str(c.get("id"))]) for n, c in answered])
+        self.open = []
+
+
+_STEPS: OrderedDict[Hashable, _Steps] = OrderedDict()
+
+
+def _entry(step: int, call: dict[str, Any], result: ToolMessage) -> HistoryEntry:
+    action = ToolAction(name=str(call.get("name")), args=call.get("args") or {}, id=call.get("id"))
+    return HistoryEntry(step=step, action=action, observation=_result(result),
+                        ok=result.status != "error")  # fmt: skip
+
+
 _TOOL = operator.attrgetter("action.name")
 
 
@@ -150,18 +229,6 @@ def asked(text: str, message: BaseMessage | None = None) -> HumanMessage:
     if not media or not isinstance(content, list):
         return HumanMessage(text)
     return HumanMessage([{"type": "text", "text": text}, *media])
-
-
-def _turn_at(state: State) -> int:
-    """Where this run's question is in ``messages``: what comes before it are earlier turns."""
-    messages, turn = state.messages, state.turn
-    # looked for from the end, where a run's question is, not from a long thread's start
-    ats = range(len(messages) - 1, -1, -1) if turn is not None else range(len(messages))
-    at = next((i for i in ats if messages[i].id == turn), None)
-    if at is not None:
-        return at
-    last = len(messages) - 1
-    return last if last >= 0 and isinstance(state.messages[last], HumanMessage) else last + 1
 
 
 Item = BaseMessage | list[HistoryEntry]
@@ -259,15 +326,15 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _note(state: State, policy: Policy) -> str:
+def _note(retry: Retry | None, last_step: bool) -> str:
     """What is true for this request only."""
     notes = []
-    if state.retry is not None:
+    if retry is not None:
         notes.append(
-            f"Your last reply was rejected ({state.retry.why}: {state.retry.message}). "
+            f"Your last reply was rejected ({retry.why}: {retry.message}). "
             "Reply again, exactly in the required format."
         )
-    if limits_of(policy, state.extensions).max_steps - state.usage.steps == 1:
+    if last_step:
         notes.append("This is your last step: give your final answer now.")
     return " ".join(notes)
 

@@ -1,356 +1,254 @@
 """decide: ask the model once for the next action.
 
-A failing model call ends the run with a stop reason, never with an exception.
+The run's budgets are checked first, against its record (a spent one stops the run, or asks a
+human for more); the model call is recorded before it is made and when it returns, so every
+paid call counts. A reply that calls tools joins the conversation here, as ``create_agent``'s
+model node writes it; a final answer waits for ``finish``. A failing model call ends the run
+with a stop reason, never with an exception.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Overwrite
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
-from gated_react._engine.budget_checks import (
-    Limits,
-    enforce_before_step,
-    held_to_spend,
-    limits_of,
-)
-from gated_react._engine.chat import metadata_of, said
+from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.paying import BudgetSpent, Meter, reported_tokens
+from gated_react._engine.budget_checks import Limits, check_before_step, enforce
+from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
-from gated_react._engine.pricing import Tokens, add_cost
-from gated_react._engine.reads import RUNS, read
-from gated_react._engine.storable import Unstorable, clean_text, plain
-from gated_react._engine.streaming import model_config
+from gated_react._engine.steps import ended, ending, joined, stale
+from gated_react._engine.streaming import model_config, stream_calls
 from gated_react._engine.transcript import build_messages
-from gated_react._engine.turns import opening
+from gated_react._engine.turns import Opened, cut_short, opening
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
-from gated_react.state import Reply, State, Usage, dump
+from gated_react.state import Step, dump
 from gated_react.stops import Stop, StopReason
 
 
-class Channels(TypedDict, total=False):
-    """The channels decide reads, as stored: the graph hands it these alone (never the audit
-    log, ``trace``, whose validation cost more with every step; nor the ones only other nodes
-    read), and ``state_of`` validates them into a ``State`` that has no other field."""
+class DecideChannels(TypedDict, total=False):
+    """The channels decide reads, as stored."""
 
-    goal: str
-    action: dict[str, Any] | None
-    calls: list[dict[str, Any]]
-    retry: dict[str, Any] | None
-    usage: dict[str, Any]
-    extensions: list[dict[str, Any]]
-    seen: list[str]
-    seen_from: int
-    spend: list[float | None]
-    spend_from: int
-    history_from: int
-    turn: str | None
+    messages: list[Any]
+    goal: str | None
+    step: dict[str, Any] | None
     status: str | None
     stop_reason: str | None
-    history: list[dict[str, Any]]
-    messages: list[Any]
-    traceparent: str | None
+    message: str | None
 
 
-def state_of(channels: State | Mapping[str, Any], config: RunnableConfig | None = None) -> State:
-    """The state decide works from, validated as LangGraph would (``trace`` stays empty), each
-    value once (``reads``); a ``State`` built by hand (the unit tests) is taken as it is."""
-    return read(State, channels, Channels, config)
+class Planned:
+    """A decision before its model call: the run, its budgets, the request, the writes so far."""
+
+    def __init__(self, opened: Opened, place: Place, deps: NodeDeps, held: Limits) -> None:
+        self.opened, self.place, self.deps, self.held = opened, place, deps, held
+        self.update: dict[str, Any] = dict(opened.update)
+        self.records: list[Record] = []
+        self.stale: dict[str, Any] = {}
+        """Clears the previous run's end when this decision writes a message."""
+        self.done: dict[str, Any] | None = None
+        """The update when the decision ends before any model call (a spent budget)."""
+        self.messages: list[BaseMessage] = []
+        self.left = 0.0
+        self.meter = Meter(place, opened.run, deps, held)
 
 
-def decide(state: State | Channels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
-    """Sync body: call the bound model with the bounded prompt, for at most the active
-    seconds left in the budget (the call runs on a worker thread that is abandoned then)."""
-    state, opened = opened_run(state_of(state, config), config, deps)
-    if opened.get("stop_reason"):
-        return opened
-    replay, known = deps.protocol.replay, RUNS.of(config)
-    messages = build_messages(state, deps.system, deps.policy, replay, known)
-    started, left = time.monotonic(), seconds_left(state, deps)
-    if left <= 0:
-        return opened | out_of_time(state, started, deps)
+def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
+    """Sync body: the model is called for at most the active seconds left in the budget (on a
+    worker thread that is abandoned then)."""
+    place = Place.of(config)
+    opened = _opened(state, place)
+    book = place.ledger.book(place.thread, opened.run)
+    started = _started(place.ledger.about(_keys(state, opened)))
+    plan = _plan(state, opened, place, book, started, config, deps)
+    place.ledger.append(plan.records)
+    if plan.done is not None:
+        return plan.done
+    asked = model_config(config, deps.answer_streams, deps.secrets)
     with tracing.chat(deps.spans, config) as span:
+        began = time.monotonic()
         try:
-            asked = model_config(config, deps.answer_streams, deps.secrets)
             if deps.middleware is None:
-                message = paid = call_within(lambda: deps.bound.invoke(messages, asked), left)
+                call = lambda: plan.meter.call(lambda: deps.bound.invoke(plan.messages, asked),
+                                               plan.messages)  # noqa: E731 fmt: skip
+                message = paid = call_within(call, plan.left)
             else:
                 hooks = deps.middleware
                 message, paid = call_within(
-                    lambda: hooks.call_model(deps, messages, config, asked), left
+                    lambda: hooks.call_model(deps, plan.messages, config, asked, plan.meter),
+                    plan.left,
                 )
-        except DeadlinePassed:
-            return opened | ended(deps, span, out_of_time(state, started, deps))
-        except Exception as exc:  # any model failure becomes a stop reason, never a traceback
-            return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
-        return joined(
-            opened, decided(state, messages, message, started, deps, span=span, paid=paid)
-        )
+        except Exception as exc:
+            return ended(_failed(plan, exc, began), deps, span)
+        return _decided(plan, message, paid, config, span)
 
 
 async def adecide(
-    state: State | Channels, config: RunnableConfig, *, deps: NodeDeps
+    state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
-    state, opened = opened_run(state_of(state, config), config, deps)
-    if opened.get("stop_reason"):
-        return opened
-    replay, known = deps.protocol.replay, RUNS.of(config)
-    messages = build_messages(state, deps.system, deps.policy, replay, known)
-    started, left = time.monotonic(), seconds_left(state, deps)
-    if left <= 0:
-        return opened | out_of_time(state, started, deps)
+    place = Place.of(config)
+    opened = _opened(state, place)
+    book = await place.ledger.abook(place.thread, opened.run)
+    started = _started(await place.ledger.aabout(_keys(state, opened)))
+    plan = _plan(state, opened, place, book, started, config, deps)
+    await place.ledger.aappend(plan.records)
+    if plan.done is not None:
+        return plan.done
+    asked = model_config(config, deps.answer_streams, deps.secrets)
     with tracing.chat(deps.spans, config) as span:
+        began = time.monotonic()
         try:
-            asked = model_config(config, deps.answer_streams, deps.secrets)
             if deps.middleware is None:
-                message = paid = await await_within(deps.bound.ainvoke(messages, asked), left)
+                call = plan.meter.acall(lambda: deps.bound.ainvoke(plan.messages, asked),
+                                        plan.messages)  # fmt: skip
+                message = paid = await await_within(call, plan.left)
             else:
-                calling = deps.middleware.acall_model(deps, messages, config, asked)
-                message, paid = await await_within(calling, left)
-        except DeadlinePassed:
-            return opened | ended(deps, span, out_of_time(state, started, deps))
+                hooks = deps.middleware
+                calling = hooks.acall_model(deps, plan.messages, config, asked, plan.meter)
+                message, paid = await await_within(calling, plan.left)
         except Exception as exc:
-            return opened | ended(deps, span, failed(state, exc, started, deps.secrets))
-        return joined(
-            opened, decided(state, messages, message, started, deps, span=span, paid=paid)
-        )
+            return ended(_failed(plan, exc, began), deps, span)
+        return _decided(plan, message, paid, config, span)
 
 
-def opened_run(
-    state: State, config: RunnableConfig, deps: NodeDeps
-) -> tuple[State, dict[str, Any]]:
-    """The state this decision works from and the update that opens its run (``opening``),
-    with the trace carried on; when the run goes on after a cut-in, its budgets checked first
-    (no node did), so a state that only looks like a waiting step buys no model call."""
-    state, opened, unchecked = opening(state, deps.context)
-    opened |= tracing.carry(deps.spans, state.traceparent, config)
-    if not unchecked:
-        return state, opened
-    held = Limits(deps.policy, state.extensions)
-    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
-    over = enforce_before_step(held, usage, config)
-    opened |= held.update()
-    if held.granted:
-        opened["trace"] = [*opened.get("trace", []), *held.entries()]
-    return state, opened | over.update() if over is not None else opened
+def _opened(state: DecideChannels, place: Place) -> Opened:
+    return opening(
+        state.get("messages") or [], state.get("goal"), state.get("step"), place.thread,
+        place.saved,
+    )  # fmt: skip
 
 
-def joined(opened: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """The run's opening and the reply, both of which may write messages: one write."""
-    if "messages" not in opened or "messages" not in update:
-        return opened | update
-    before, new = opened["messages"], update["messages"]
-    if isinstance(before, Overwrite):
-        return opened | update | {"messages": Overwrite([*before.value, *new])}
-    return opened | update | {"messages": [*before, *new]}
+def _keys(state: DecideChannels, opened: Opened) -> list[str]:
+    """The keys of the calls an unfinished run left waiting, which this decision cuts short:
+    the record says whether any of them started."""
+    if not opened.waiting or not state.get("step"):
+        return []
+    waiting = {call.get("id") for call in opened.waiting}
+    return [c.key for c in Step.model_validate(state["step"]).calls if c.key and c.id in waiting]
 
 
-def ended(deps: NodeDeps, span: Span, update: dict[str, Any]) -> dict[str, Any]:
-    """A stop the model call caused, recorded on its span too."""
-    tracing.chat_failed(deps.spans, span, update["stop_reason"], update["message"])
-    return update
+def _started(records: list[Record]) -> dict[str, str | None]:
+    """The calls the record says started, by id: what the model was shown of those that
+    finished, None for those whose outcome is unknown."""
+    found: dict[str, str | None] = {}
+    for record in records:
+        call = str(record.body.get("call"))
+        if record.kind is Kind.DONE:
+            found[call] = str(record.body.get("shown") or "")
+        elif record.kind is Kind.STARTED:
+            found.setdefault(call, None)
+    return found
 
 
-def seconds_left(state: State, deps: NodeDeps) -> float:
-    """The active seconds the budget still allows: a model call gets no more than these."""
-    return limits_of(deps.policy, state.extensions).max_seconds - state.usage.seconds
-
-
-def out_of_time(state: State, started: float, deps: NodeDeps) -> dict[str, Any]:
-    """The update when the budget ran out while the model was still thinking."""
-    usage = spent(state, started)
-    budget = limits_of(deps.policy, state.extensions).max_seconds
-    stop = Stop(
-        StopReason.MAX_SECONDS,
-        message=f"max_seconds {budget:g} reached while waiting for the model "
-        f"({usage.seconds:.2f} active seconds spent)",
-    )
-    return {**stop.update(), "usage": dump(usage), "reply": None}
-
-
-def spent(state: State, started: float) -> Usage:
-    """Usage after one more model call that took the time since ``started``; its cost never
-    below the run's record of spend (``held_to_spend``)."""
-    usage = held_to_spend(state.usage, state.spend[state.spend_from :])
-    return usage.model_copy(
-        update={
-            "steps": usage.steps + 1,
-            "seconds": state.usage.seconds + (time.monotonic() - started),
-        }
-    )
-
-
-def decided(
-    state: State,
-    messages: list[BaseMessage],
-    message: BaseMessage,
-    started: float,
+def _plan(
+    state: DecideChannels,
+    opened: Opened,
+    place: Place,
+    book: Book,
+    started: dict[str, str | None],
+    config: RunnableConfig,
     deps: NodeDeps,
-    *,
-    span: Span | None = None,
-    paid: BaseMessage | None = None,
-) -> dict[str, Any]:
-    """The update after a reply: the raw reply and the budget it used, priced (and recorded on
-    the call's span); a reply whose text streams joins the conversation here. ``paid`` carries
-    what the model calls cost when middleware made the reply (it may have called the model more
-    than once, or rewritten what it said)."""
-    usage = spent(state, started)
-    paid = message if paid is None else paid
-    reported = reported_tokens(paid)
-    cost = deps.pricer.cost(reported) if reported is not None else None
-    if span is not None:
-        tracing.replied(deps.spans, span, (messages, message), reported, cost)
-    tokens, estimated = _tokens(messages, paid, reported)
-    usage.tokens = _added(usage.tokens, tokens)
-    if estimated:
-        usage.estimated_tokens = _added(usage.estimated_tokens, tokens)
-    if reported is None:  # an estimate counts for max_tokens, never for money
-        usage.cost, usage.unpriced = None, f"a reply of {deps.pricer.model} {NO_USAGE}"
-    else:
-        usage.cached_tokens = _added(usage.cached_tokens, reported.cached)
-        usage.input_tokens = _added(usage.input_tokens, reported.input)
-        usage.output_tokens = _added(usage.output_tokens, reported.output)
-        usage.cost = add_cost(usage.cost, cost)
-        usage.unpriced = usage.unpriced or deps.pricer.unpriced
-    reply = reply_of(message, deps.secrets)
-    spend = [cost if reported else None]
-    update: dict[str, Any] = {"reply": dump(reply), "usage": dump(usage), "spend": spend}
-    if deps.answer_streams and reply.text.strip():
-        # Its text may have streamed: in the conversation from this step on, under the id it
-        # streamed with, so no values event a chat client reads drops it (validate adds the
-        # calls under the same id, finish the answer).
-        update["messages"] = [said(reply.text, reply.id, reply)]
-    return update
+) -> Planned:
+    """The decision up to its model call: the run opened (an unfinished one cut short), the
+    budgets checked (a spent one may ask a human), the request built."""
+    plan = Planned(opened, place, deps, Limits(deps.policy, book.tally.extensions))
+    plan.stale = stale(state)
+    if opened.new and book.tally.opened is None:
+        context = deps.context.model_dump(mode="json")
+        plan.records.append(place.record(opened.run, Kind.OPENED, opened.run, **context))
+    if opened.waiting:
+        _cut_in(plan, state, started)
+    usage = book.tally.usage()
+    over = enforce(
+        lambda budget: check_before_step(usage, budget), plan.held, usage, config, usage.steps
+    )
+    plan.records += plan.held.records(place.thread, opened.run)
+    if over is not None:
+        plan.done = plan.update | ending(opened.step, over)
+        return plan
+    plan.left = plan.held.budget.max_seconds - usage.seconds
+    if plan.left <= 0:
+        plan.done = plan.update | ending(opened.step, out_of_time(plan, usage.seconds))
+        return plan
+    last = plan.held.budget.max_steps - usage.steps == 1
+    plan.messages = build_messages(
+        opened.messages, opened.at, deps.system, deps.policy, deps.protocol.replay,
+        retry=opened.step.retry, last_step=last,
+    )  # fmt: skip
+    return plan
 
 
-NO_USAGE = (
-    "reported no usable token counts (a client that streams sends them only when asked: "
-    "create the chat model with stream_usage=True)"
-)
-"""Why a reply is unpriced when it said nothing of its tokens, with the usual fix: ``ChatOpenAI``
-with a ``base_url`` streams without usage unless ``stream_usage=True``."""
+def _cut_in(plan: Planned, state: DecideChannels, started: dict[str, str | None]) -> None:
+    """End the unfinished run this decision's new message cut short: its waiting calls
+    answered in the conversation, its end recorded."""
+    opened = plan.opened
+    rewritten, at = cut_short(opened.messages, opened.at, opened.waiting, started)
+    plan.update["messages"] = rewritten
+    opened.messages, opened.at = list(rewritten.value), at
+    old = Step.model_validate(state["step"]).run if state.get("step") else None
+    if old is not None:
+        unknown = any(started.get(str(c.get("id")), "") is None for c in opened.waiting
+                      if str(c.get("id")) in started)  # fmt: skip
+        reason = StopReason.TOOL_OUTCOME_UNKNOWN if unknown else StopReason.TOOL_REJECTED
+        said = "a new message came before its calls were settled"
+        plan.records.append(plan.place.record(old, Kind.ENDED, old, reason=str(reason),
+                                              message=said))  # fmt: skip
 
 
-def reply_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> Reply:
-    """The reply as state stores it: text cleaned (and the client's key masked, should a server
-    echo it), and a tool call whose arguments no store could hold moved to
-    ``invalid_tool_calls`` with the reason (the contract says bad_json)."""
-    calls, invalid = [], []
-    for c in getattr(message, "tool_calls", []):
-        name = plain(c["name"], secrets=secrets)
-        try:
-            args = plain(c["args"], secrets=secrets)
-            calls.append({"name": name, "args": args, "id": plain(c.get("id"), secrets=secrets)})
-        except Unstorable as exc:
-            invalid.append({"name": name, "args": None, "error": str(exc)})
-    invalid += [
-        {key: plain(c.get(key), secrets=secrets) for key in ("name", "args", "error")}
-        for c in getattr(message, "invalid_tool_calls", [])
-    ]
-    text = message.text if isinstance(message.text, str) else str(message.content)
-    return Reply(
-        id=message.id,
-        text=clean_text(text, secrets),
-        tool_calls=calls,
-        invalid_tool_calls=invalid,
-        **metadata_of(message, secrets),
+def out_of_time(plan: Planned, seconds: float) -> Stop:
+    budget = plan.held.budget.max_seconds
+    return Stop(
+        StopReason.MAX_SECONDS,
+        message=f"max_seconds {budget:g} reached ({seconds:.2f} active seconds spent)",
     )
 
 
-def failed(
-    state: State, exc: Exception, started: float, secrets: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """The update after a failed call: the step and seconds still count."""
-    usage = spent(state, started)
-    if isinstance(exc, MiddlewareFailed):
+def _failed(plan: Planned, exc: Exception, began: float) -> dict[str, Any]:
+    """The update after a failed model call (what it cost is in the record already)."""
+    secrets = plan.deps.secrets
+    if isinstance(exc, DeadlinePassed):
+        budget = plan.held.budget.max_seconds
+        stop = Stop(
+            StopReason.MAX_SECONDS,
+            message=f"max_seconds {budget:g} reached while waiting for the model "
+            f"({time.monotonic() - began:.2f} seconds into the call)",
+        )
+    elif isinstance(exc, BudgetSpent):
+        stop = exc.stop
+    elif isinstance(exc, MiddlewareFailed):
         stop = Stop(StopReason.MIDDLEWARE_ERROR, exc.name, redact(str(exc), *secrets))
     else:
         stop = classify(exc, *secrets)
-    return {**stop.update(), "usage": dump(usage), "reply": None}
+    return plan.update | ending(plan.opened.step, stop)
 
 
-TOKEN_CAP = 10**15
-"""The most one token count holds. A larger report is capped here, not refused, so it still
-ends a run under ``max_tokens``; no store holds more than 64 bits, JSON clients 53 exactly."""
-
-
-def reported_count(value: Any) -> int | None:
-    """A count as a provider reported it, if it is one: a non-negative integer, capped at
-    ``TOKEN_CAP``; None for anything else (missing, negative, a float, a string, a bool), which
-    must never lower what a run has spent."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return min(value, TOKEN_CAP)
-
-
-def _added(total: int, more: int) -> int:
-    return min(total + more, TOKEN_CAP)
-
-
-def reported_tokens(message: BaseMessage) -> Tokens | None:
-    """The reply's tokens by class, as the provider reported them; None when it reported none,
-    a count that is not one, or 0 input and 0 output tokens (no model call costs nothing):
-    such a reply is estimated for ``max_tokens`` and unpriced for ``max_cost``, never cheap."""
-    reported = message.usage_metadata if isinstance(message, AIMessage) else None
-    if not reported:
-        return None
-    found = (
-        reported_count(reported.get("input_tokens")),
-        reported_count(reported.get("output_tokens")),
-    )
-    inputs = _details(reported.get("input_token_details"), _INPUT_CLASSES)
-    outputs = _details(reported.get("output_token_details"), _OUTPUT_CLASSES)
-    if found[0] is None or found[1] is None or inputs is None or outputs is None:
-        return None
-    if not found[0] and not found[1]:
-        return None
-    read, written, heard = inputs
-    written = min(written, found[0] - min(read, found[0]))
-    return Tokens(
-        input=found[0],
-        cached=min(read, found[0]),
-        output=found[1],
-        cache_write=written,
-        input_audio=min(heard, found[0]),
-        output_audio=min(outputs[0], found[1]),
-        reasoning=min(outputs[1], found[1]),
-    )
-
-
-_INPUT_CLASSES = ("cache_read", "cache_creation", "audio")
-_OUTPUT_CLASSES = ("audio", "reasoning")
-
-
-def _details(details: Any, keys: tuple[str, ...]) -> tuple[int, ...] | None:
-    """The counts of one ``*_token_details`` mapping (absent ones 0); None if one is no count."""
-    if details is None:
-        return (0,) * len(keys)
-    if not isinstance(details, Mapping):
-        return None
-    counts = tuple(reported_count(details.get(key, 0)) for key in keys)
-    return None if None in counts else tuple(c for c in counts if c is not None)
-
-
-def _tokens(
-    messages: list[BaseMessage], message: BaseMessage, reported: Tokens | None
-) -> tuple[int, bool]:
-    """The reply's tokens and whether they are an estimate: the reported total (never less
-    than its input and output), else an estimate, so ``max_tokens`` binds whatever the reply
-    says about itself."""
-    usage = message.usage_metadata if isinstance(message, AIMessage) else None
-    total = reported_count(usage.get("total_tokens")) if usage else None
-    if total:
-        parts = reported.input + reported.output if reported is not None else 0
-        return max(total, min(parts, TOKEN_CAP)), False
-    return count_tokens_approximately([*messages, message]), True
+def _decided(
+    plan: Planned, message: BaseMessage, paid: BaseMessage, config: RunnableConfig, span: Span
+) -> dict[str, Any]:
+    """The update after a reply: the reply handed to validate; its tool calls, if it makes
+    any, in the conversation (``create_agent``'s model node writes them so)."""
+    deps = plan.deps
+    reported = reported_tokens(paid)
+    cost = deps.pricer.cost(reported) if reported is not None else None
+    tracing.replied(deps.spans, span, (plan.messages, message), reported, cost)
+    reply = reply_of(message, deps.secrets)
+    step = plan.opened.step.model_copy(update={"reply": reply, "ending": None})
+    update = plan.update | {"step": dump(step)}
+    actions = proposal(deps, reply)
+    if not actions:
+        return update
+    named, message_id = with_ids(actions, reply)
+    text = reply.text if deps.protocol.answer_is_text else ""
+    ai = proposed(named, text, message_id, reply)
+    stream_calls(config, ai)
+    return joined(update | plan.stale, [ai])

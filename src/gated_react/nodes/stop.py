@@ -1,4 +1,7 @@
-"""stop: the one exit for every end that is not a final answer."""
+"""stop: the one exit for every end that is not an answer. The node that decided the stop named
+it in the step; here it is written: the run's end, each call of the last step that has no
+result answered as not run, and a closing message that says, as the agent would, why it
+stopped."""
 
 from __future__ import annotations
 
@@ -6,41 +9,67 @@ from typing import Any, Optional, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.reads import RUNS, read
-from gated_react._engine.turns import closing
+from gated_react._engine.authority.ledger import Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.call_keys import args_hash
+from gated_react._engine.chat import not_run
+from gated_react._engine.steps import step_of
+from gated_react._engine.turns import closing, unanswered
 from gated_react.errors import MisroutedStep
-from gated_react.state import CoreState
-from gated_react.stops import has_ended
+from gated_react.state import Step
+from gated_react.stops import said
 
 
 class StopChannels(TypedDict, total=False):
-    """The channels stop reads, as stored: the graph hands it these alone, and ``read``
-    validates them into a ``CoreState`` that has no other field."""
+    """The channels stop reads, as stored."""
 
-    stop_reason: str | None
-    message: str | None
-    status: str | None
+    messages: list[Any]
+    step: dict[str, Any] | None
 
 
 def stop(
-    state: CoreState | StopChannels,
+    state: StopChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
 ) -> dict[str, Any]:
-    """Write the stopped end (and tell the conversation why). The node that detected the stop
-    already named its reason. A run that has ended keeps its end: only an edit of an ended
-    thread reaches this node again, and its answer and status stand."""
-    state = read(CoreState, state, StopChannels, config)
-    RUNS.end(config)  # the run's last read: what it kept goes
-    if has_ended(state.status, state.stop_reason):
-        return {}
-    if not state.stop_reason:
+    """Write the stopped end (and tell the conversation why)."""
+    step = step_of(state, "stop")
+    update = stopped(state, step)
+    if config is not None:
+        place = Place.of(config)
+        place.ledger.append([_ended(place, step)])
+    return update
+
+
+async def astop(state: StopChannels, config: RunnableConfig) -> dict[str, Any]:
+    """Async twin of ``stop``."""
+    step = step_of(state, "stop")
+    update = stopped(state, step)
+    place = Place.of(config)
+    await place.ledger.aappend([_ended(place, step)])
+    return update
+
+
+def stopped(state: StopChannels, step: Step) -> dict[str, Any]:
+    ending = step.ending
+    if ending is None:
         raise MisroutedStep("stop", "with no stop reason recorded")
-    message = state.message or state.stop_reason
-    said = f"I stopped before finishing ({state.stop_reason}): {message}"
+    waiting = unanswered(state.get("messages") or [])
+    answers = not_run(waiting, f"not run: the run stopped ({ending.reason}): {ending.message}")
+    end = closing(said(ending.reason, ending.message))
     return {
         "status": "stopped",
-        "answer": None,
+        "stop_reason": ending.reason,
+        "message": ending.message,
         "structured_response": None,
-        "message": message,
-        **closing(said),
+        "messages": [*answers, *end["messages"]],
     }
+
+
+def _ended(place: Place, step: Step) -> Record:
+    ending = step.ending
+    assert ending is not None  # stopped() checked it
+    body: dict[str, Any] = {"reason": ending.reason, "message": ending.message}
+    stopper = next((c for c in step.calls if c.id == ending.call), None)
+    if stopper is not None:
+        body |= {"call": stopper.id, "tool": stopper.tool, "args_hash": args_hash(stopper.args)}
+    return place.record(step.run, Kind.ENDED, step.run, **body)

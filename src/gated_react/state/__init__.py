@@ -5,9 +5,9 @@ LangGraph server and Studio can store and show them without importing this packa
 holds LangChain messages, the convention chat clients read.
 
 One module per concept, every name imported from here: ``actions`` (the model's reply and the
-action made of it), ``calls`` (a gated call, the history and the trace), ``usage`` (budgets
-spent and extended), ``run`` (a run's input, context and result), ``channels`` (``CoreState``,
-``State``), ``views`` (the same shapes as TypedDicts).
+action made of it), ``calls`` (a call in hand, and the history and trace derived of calls),
+``step`` (what one node hands the next), ``usage`` (budgets spent and extended), ``run`` (a
+run's input, context and result), ``channels`` (``State``), ``views`` (shapes as TypedDicts).
 
 A model LangGraph stores as itself (an input given as ``RunInput(...)``) is named in the store
 by its ``__module__`` and class; the serializer revives only the models named
@@ -26,8 +26,10 @@ from gated_react.state.actions import (
     ToolCalls,
     tool_actions,
 )
-from gated_react.state.calls import Call, HistoryEntry, Outcome, TraceEntry
-from gated_react.state.channels import CoreState, State, dump
+from gated_react.state.base import dump
+from gated_react.state.calls import Call, HistoryEntry, Outcome, Shown, TraceEntry
+from gated_react.state.channels import PUBLIC, State
+from gated_react.state.step import Answer, Ending, Step
 from gated_react.state.run import (
     RESULT_KEYS,
     SUMMARY_KEYS,
@@ -48,13 +50,15 @@ from gated_react.state.views import (
 )
 
 __all__ = [
+    "PUBLIC",
     "RESULT_KEYS",
     "SECONDS_CAP",
     "SUMMARY_KEYS",
     "Action",
     "ActionRequest",
+    "Answer",
     "Call",
-    "CoreState",
+    "Ending",
     "Extension",
     "FinalAction",
     "HistoryEntry",
@@ -67,8 +71,10 @@ __all__ = [
     "RunInput",
     "RunInputDict",
     "RunResult",
+    "Shown",
     "State",
     "Status",
+    "Step",
     "ThreadResult",
     "ToolAction",
     "ToolCalls",

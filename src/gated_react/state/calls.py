@@ -1,7 +1,9 @@
-"""The calls the gate let through and what came of them, and the two logs they leave: the
-history the model sees again, the trace that audits every call."""
+"""A call on its way through the gate, and the two views of calls a run derives from its
+record and conversation: the history the model saw (``HistoryEntry``) and the trace that audits
+every call that reached the gate (``TraceEntry``)."""
 
-from typing import Any
+import json
+from typing import Any, cast
 
 from pydantic import Field
 
@@ -9,71 +11,80 @@ from gated_react.state.actions import ToolAction
 from gated_react.state.base import StrictModel
 
 
+def canonical(value: Any) -> str:
+    """JSON with keys sorted at every depth and no extra whitespace: how a permit names a
+    call's arguments (non-JSON values become strings)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
+class Shown(StrictModel):
+    """What the model is shown in place of a call's result: the gate refused it, reminded the
+    model of a repeat, or a human answered in place of the tool. The call does not run."""
+
+    text: str
+    """The words the model reads."""
+    error: str | None = None
+    """The stop-reason string of a refusal (``tool_denied:pay``), None for a human's answer."""
+    by_human: bool = False
+    """True when a human answered in place of the tool (a ``respond`` decision)."""
+
+
 class Outcome(StrictModel):
-    """What came of an approved call."""
+    """How a call that ran went: what observe needs to route the run."""
 
     ok: bool
-    """True when the tool ran and returned."""
-    observation: Any = None
-    """The tool's result (JSON), or the error text the model is shown."""
-    error: str | None = None
-    """A stop-reason string when the call failed or was refused, e.g. ``tool_timeout:search``."""
-    by_human: bool = False
-    """True when a human answered in place of the tool (a ``respond`` decision): it did not run."""
-    content: list[Any] | None = None
-    """The content blocks the model is shown (text and an image, say), when the tool returned
-    blocks; ``observation`` is then their text, what the history keeps."""
-    artifact: Any = None
-    """What the tool returned beside its content (``ToolMessage.artifact``) as plain JSON: the
-    conversation keeps it, the model never sees it."""
+    """True when the tool ran and returned (and said nothing of an error)."""
+    text: str = ""
+    """What the model was shown (the answer, when the call returns directly)."""
 
 
 class Call(StrictModel):
-    """A call the gate let through, recorded before it runs so a crash cannot repeat it blindly."""
+    """One call of a step, as it passes validate, the gate and execute. This is a proposal and
+    its progress, never an authority: whether it runs is the gate's permit in the run's record."""
 
-    step: int
-    """The step that proposed it."""
+    id: str
+    """The tool call's id in ``messages``; its ``ToolMessage`` answers it."""
     tool: str
     """The tool's name."""
-    args: dict[str, Any]
-    """The arguments it runs with (a human may have edited them)."""
-    key: str
-    """Idempotency key: stable for this thread, step, tool and arguments."""
-    id: str | None = None
-    """The tool call id in ``messages``: its ``ToolMessage`` answers it."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments it runs with (the model's, or a human's edit of them)."""
+    key: str = ""
+    """The call's key: the same for the same call of the same run wherever it is replayed
+    (a fork, a copy, an answer sent twice); the tool's idempotency key. Set by the gate."""
+    proposed: dict[str, Any] | None = None
+    """The model's own arguments, when a human edited them before the call ran."""
+    shown: Shown | None = None
+    """What the model is shown instead of a result: the call does not run."""
     outcome: Outcome | None = None
-    """Filled in by ``execute`` (or by the gate for a refusal the model is shown)."""
+    """Set by execute once the call ran."""
 
-    @property
-    def tool_call_id(self) -> str:
-        """The id a tool is given (``ToolRuntime.tool_call_id``, ``InjectedToolCallId``, a
-        ``wrap_tool_call`` request): the model's, which its ``ToolMessage`` answers, as
-        ``create_agent`` gives it; a call recorded before calls had ids has only its key."""
-        return self.id or self.key
+    def frozen(self) -> dict[str, Any]:
+        """A fresh deep copy of the arguments, as the permit names them: what a tool (and a
+        tool hook) is given, so nothing it does to them changes the call that was checked."""
+        return cast(dict[str, Any], json.loads(canonical(self.args)))
 
 
 class HistoryEntry(StrictModel):
-    """One completed tool step, as the model will see it again."""
+    """One completed tool call, as the conversation holds it."""
 
     step: int
-    """The step number (1-based)."""
+    """The step number in its run (1-based)."""
     action: ToolAction
-    """The call that ran."""
+    """The call as the model made it."""
     observation: Any
-    """What it returned, cut to ``Policy.max_observation_chars``."""
-    proposed: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
-    """The arguments the model proposed, when a human edited them before the call ran
-    (``action.args`` are the ones it ran with); the model is shown its own call and a note.
-    Left out of the stored entry when None, so other entries are stored as before."""
+    """What the model was shown of its result."""
+    ok: bool = True
+    """False when the call failed or was refused."""
 
 
 class TraceEntry(StrictModel):
-    """One tool call that reached the gate: the audit log."""
+    """One call that reached the gate, or a budget a human extended: the audit log, read from
+    the run's record."""
 
     step: int
     """The step number (1-based)."""
     tool: str
-    """The tool's name."""
+    """The tool's name (the budget's, for an extension)."""
     args_hash: str
     """Short stable hash of the arguments' canonical JSON."""
     ok: bool
@@ -85,5 +96,4 @@ class TraceEntry(StrictModel):
     by_human: bool | None = None
     """True when a human answered in place of the tool (``respond``): the tool did not run."""
     extended: str | None = None
-    """Set on the entry of a budget a human extended (``tool`` names the budget then), e.g.
-    ``max_steps 8 -> 12 (approve)``."""
+    """Set on the entry of a budget a human extended, e.g. ``max_steps 8 -> 12 (approve)``."""

@@ -10,6 +10,7 @@ returned are kept instead (``_KNOWN``), for as long as something else still hold
 import operator
 import sys
 import threading
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from langchain_core.messages import (
     BaseMessage,
     BaseMessageChunk,
     RemoveMessage,
+    convert_to_messages,
     messages_from_dict,
 )
 from langgraph.graph.message import add_messages
@@ -29,9 +31,39 @@ def add_messages_fast(current: list[Any] | None, writes: Sequence[Any]) -> list[
     dict) goes through ``add_messages``. The lists given are never changed in place."""
     out: list[Any] = current if current is not None else []
     for batch in writes:
-        revived = _revived(batch)
+        revived = _named(len(out), _revived(batch))
         out = _appended(out, revived) or list(add_messages(out, revived))
     return out if out is not current else list(out)
+
+
+_IDS = uuid.UUID("0c5e3f86-6f0e-4d0b-9a43-37c1e0b0f4a1")
+
+
+def _named(start: int, batch: Any) -> Any:
+    """``batch`` with an id on every message that came without one (a chat input such as
+    ``("user", "hi")``), made of its place and content. A DeltaChannel stores the write as it
+    came and replays it through this reducer whenever a checkpoint is read: ``add_messages``
+    would give such a message a new random id at every read, and a run is named by its
+    question's id (``_engine/turns.py``)."""
+    items = batch if isinstance(batch, list) else [batch]
+    if all(isinstance(item, BaseMessage) and item.id for item in items):
+        return batch
+    named = []
+    for offset, item in enumerate(items):
+        if isinstance(item, BaseMessage) and item.id or isinstance(item, dict) and item.get("id"):
+            named.append(item)
+            continue
+        try:
+            (message,) = convert_to_messages([item])
+        except (TypeError, ValueError, NotImplementedError):
+            named.append(item)  # add_messages says what is wrong with it
+            continue
+        if message.id:
+            named.append(message)
+            continue
+        seed = f"{start + offset}:{message.type}:{message.content!r}"
+        named.append(message.model_copy(update={"id": str(uuid.uuid5(_IDS, seed))}))
+    return named
 
 
 def _revived(batch: Any) -> Any:

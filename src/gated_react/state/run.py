@@ -8,8 +8,6 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gated_react.state.base import StrictModel
-from gated_react.state.calls import HistoryEntry, TraceEntry
-from gated_react.state.usage import Usage
 
 Status = Literal["ok", "stopped"]
 
@@ -62,36 +60,25 @@ def last_human_text(messages: Sequence[Any]) -> str | None:
 
 
 class RunResult(BaseModel):
-    """The shape ``invoke`` returns."""
+    """The shape ``invoke`` returns: ``create_agent``'s keys and the run's end."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
+    messages: list[AnyMessage] = Field(default_factory=list)
+    """The conversation as a chat client shows it, as ``create_agent`` stores it: every tool
+    call id is answered by exactly one ``ToolMessage``."""
+    structured_response: Any = None
+    """The final answer as ``response_format`` describes it; None without a schema or before
+    a final answer."""
     status: Status | None = None
     """``ok`` after a final answer, ``stopped`` after any other end, None while unfinished."""
     stop_reason: str | None = None
     """Why the run ended, e.g. ``success`` or ``tool_denied:refund``."""
     message: str | None = None
-    """A human sentence about the end, with numbers."""
-    answer: str | None = None
-    """The final answer; None unless status is ``ok``."""
-    messages: list[AnyMessage] = Field(default_factory=list)
-    """The conversation as a chat client shows it, as ``create_agent`` stores it: each run's
-    goal (human), an AI message with the tool calls of each step, one ``ToolMessage`` per call
-    (``status="error"`` with the reason for a call that did not run), then the answer (or why
-    the run stopped) as an AI message. Every tool call id is answered."""
-    history: list[HistoryEntry] = Field(default_factory=list)
-    """Completed tool steps."""
-    trace: list[TraceEntry] = Field(default_factory=list)
-    """Every call that reached the gate."""
-    usage: Usage = Field(default_factory=Usage)
-    """Budget consumption."""
-    structured_response: dict[str, Any] | None = None
-    """The final answer as the data ``response_format`` (``Policy.answer_schema``) describes,
-    as plain JSON: ``Schema.model_validate(result["structured_response"])`` is the object
-    ``create_agent`` returns; None without a schema or before a final answer."""
+    """A sentence about the end, with numbers."""
 
 
 RESULT_KEYS = tuple(RunResult.model_fields)
-"""The keys of every run's result, in order."""
+"""The keys of every ``invoke`` result, in order."""
 SUMMARY_KEYS = ("status", "stop_reason", "message", "answer")
 """The keys that say how a run ended (status, stop_reason, message, answer), without its logs."""

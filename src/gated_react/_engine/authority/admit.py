@@ -1,0 +1,236 @@
+"""The gate's checks, in one place: budgets, the allowlist, loop detection and a human's
+approval, in that order. ``gate`` runs them on every call the model proposes; ``execute`` runs
+them again on a call that has no valid permit (an edit, a fork under another policy, a resume
+in a process that cannot check the permit's signature), as if the model had just proposed it.
+
+Each call admitted leaves a permit in the run's record (exactly this tool, with exactly these
+arguments, under this policy, by this rule, with the human's answer where one was asked); a
+call the model is shown refused leaves a ``refused`` record. Both count against the budgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine.approval import answered_text, ask, question
+from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
+from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, canonical_json, loop_key
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.langgraph_internals import can_pause
+from gated_react._engine.tool_runner import check_args
+from gated_react._engine.transcript import run_loop_keys
+from gated_react._engine.turns import question_at
+from gated_react.state import Call, Shown, Step, Usage
+from gated_react.stops import Stop, StopReason
+
+
+@dataclass
+class Gatekeeper:
+    """One pass of the gate's checks over calls of one run, counting as it admits."""
+
+    deps: NodeDeps
+    config: RunnableConfig
+    thread: str
+    run: str
+    usage: Usage
+    """The run's spend from its record, with the calls admitted in this pass."""
+    held: Limits
+    seen: LoopIndex
+    """This branch's calls in this run (from its conversation), with those admitted now."""
+    counted: set[str]
+    """Call ids the record already counts."""
+    records: list[Record] = field(default_factory=list)
+
+    def admit(self, call: Call, *, ask_here: bool = True) -> Call | Stop:
+        """``call`` admitted (with its key, and edited arguments if a human edited them), or
+        settled with what the model is shown instead (``shown``), or the stop it causes.
+        ``ask_here=False``: a call under approval is left to a question asked after (about
+        a call that may already have run)."""
+        deps, name = self.deps, call.tool
+        if call.id not in self.counted:
+            over = enforce(
+                lambda budget: check_before_tool(self.usage, budget, name),
+                self.held, self.usage, self.config, self.usage.steps,
+            )  # fmt: skip
+            if over is not None:
+                return over
+        refusal = refuse(deps, name)
+        if refusal is not None:
+            return self._refused(call, refusal)
+        earlier = self.seen.repeats(name, call.args, deps.policy.loop_detection)
+        if earlier:
+            if earlier > deps.policy.repeat_reminders:
+                return loop(name)
+            return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
+        answer: dict[str, Any] | None = None
+        if name in deps.policy.require_approval and ask_here:
+            if not can_pause(self.config):
+                return unavailable(name)
+            decided = self._approve(call)
+            if not isinstance(decided, tuple):
+                return decided
+            call, answer = decided
+        return self._permit(call, "approval" if answer else "allow", answer)
+
+    def _approve(self, call: Call) -> tuple[Call, dict[str, Any]] | Call | Stop:
+        """Ask a human about ``call``: it as approved (maybe edited), the call they answered in
+        place of the tool, or the stop their answer causes."""
+        deps, name = self.deps, call.tool
+        why = f"policy requires a human to approve every {name} call"
+        asked = question("approval", name, call.args, self.usage.steps, why,
+                         allowed=deps.policy.decisions_for(name))  # fmt: skip
+        decision = ask(asked, partial(check_args, deps.tools[name]))
+        if decision.response is not None:
+            text = answered_text(decision.response, deps.policy.max_observation_chars, deps.secrets)
+            return self._shown(call, Shown(text=text, by_human=True))
+        if not decision.approved:
+            reason = decision.reason or "no reason given"
+            return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {reason}")
+        answer = {"decision": "approve", "question": asked["why"]}
+        if decision.args is None or decision.args == call.args:
+            return call, answer
+        if self.seen.repeats(name, decision.args, deps.policy.loop_detection):
+            return loop(name)
+        edited = call.model_copy(update={"args": decision.args, "proposed": call.args})
+        return edited, answer | {"decision": "edit"}
+
+    def _permit(self, call: Call, rule: str, answer: dict[str, Any] | None) -> Call:
+        keyed = self._keyed(call)
+        body = {
+            "call": call.id, "tool": call.tool, "args": canonical_json(call.args),
+            "policy": self.deps.context.policy_hash, "rule": rule, "step": self.usage.steps,
+        }  # fmt: skip
+        if answer is not None:
+            body["answer"] = answer
+        self.records.append(Record(self.thread, self.run, Kind.PERMIT, keyed.key, body))
+        return keyed
+
+    def _shown(self, call: Call, shown: Shown) -> Call:
+        keyed = self._keyed(call).model_copy(update={"shown": shown})
+        body = {
+            "call": call.id, "tool": call.tool, "args_hash": args_hash(call.args),
+            "error": shown.error, "by_human": shown.by_human, "step": self.usage.steps,
+        }  # fmt: skip
+        self.records.append(Record(self.thread, self.run, Kind.REFUSED, keyed.key, body))
+        return keyed
+
+    def _refused(self, call: Call, why: Stop) -> Call | Stop:
+        """Stop; or, with ``on_tool_error="observe"``, show the model the refusal and its tools.
+        A refusal shown to the model still counts as a call, and repeating it is a loop."""
+        deps = self.deps
+        if deps.policy.on_tool_error == "stop":
+            return why
+        if self.seen.repeats(call.tool, call.args, deps.policy.loop_detection):
+            return loop(call.tool)
+        shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
+        return self._shown(call, Shown(text=shown, error=str(why)))
+
+    def key_for(self, call: Call, seen: LoopIndex | None = None) -> str:
+        """The call's key: the run's n-th call of this tool with these arguments (compared as
+        loop detection compares them) on this branch has the same key wherever it is replayed."""
+        normalized = self.deps.policy.loop_detection == "normalized"
+        earlier = (seen or self.seen).repeats(
+            call.tool, call.args, "normalized" if normalized else "exact"
+        )
+        where = f"{self.thread}\n{self.run}"
+        return call_key(where, call.tool, call.args, earlier, normalized=normalized)
+
+    def _keyed(self, call: Call) -> Call:
+        """The call with its key, counted."""
+        key = self.key_for(call)
+        if call.id not in self.counted:
+            per_tool = dict(self.usage.per_tool)
+            per_tool[call.tool] = per_tool.get(call.tool, 0) + 1
+            self.usage = self.usage.model_copy(
+                update={"tool_calls": self.usage.tool_calls + 1, "per_tool": per_tool}
+            )
+            self.counted.add(call.id)
+        self.seen.add(loop_key(call.tool, call.args))
+        return call.model_copy(update={"key": key})
+
+
+_LOOP = str(StopReason.LOOP_DETECTED)
+_REMIND = (
+    "You already called {} with these arguments, and its result is above in this "
+    "conversation: use it, call something else, or give your final answer. Calling it again "
+    "ends the run."
+)
+
+
+def refuse(deps: NodeDeps, name: str) -> Stop | None:
+    """Deny by default: unknown names and names outside the allowlist."""
+    if name not in deps.tools:
+        return Stop(StopReason.TOOL_MISSING, name, f"there is no tool named {name!r}")
+    if name not in deps.allowed:
+        return Stop(StopReason.TOOL_DENIED, name, f"the policy does not allow {name!r}")
+    return None
+
+
+def loop(name: str) -> Stop:
+    return Stop(
+        StopReason.LOOP_DETECTED,
+        message=f"{name} was already called with the same arguments in this run",
+    )
+
+
+def unavailable(name: str) -> Stop:
+    """A call that needs approval in a graph with no checkpointer: nothing could ever answer."""
+    return Stop(
+        StopReason.APPROVAL_UNAVAILABLE,
+        name,
+        f"{name} needs a human's approval, but the graph has no checkpointer to pause on; "
+        "build it with one (build_graph(..., checkpointer=...)) or serve it with langgraph.json",
+    )
+
+
+def permitted(record: Record | None, call: Call, deps: NodeDeps) -> bool:
+    """Whether ``record`` is a valid permit for exactly ``call`` under this graph's policy:
+    its signature verifies, and it names this tool with these arguments."""
+    if record is None or not record.verified or record.kind is not Kind.PERMIT:
+        return False
+    body = record.body
+    return (
+        body.get("call") == call.id
+        and body.get("tool") == call.tool
+        and body.get("args") == canonical_json(call.args)
+        and body.get("policy") == deps.context.policy_hash
+        and record.key == call.key
+    )
+
+
+def gatekeeper(
+    step: Step,
+    messages: Sequence[BaseMessage],
+    book: Book,
+    place: Place,
+    deps: NodeDeps,
+    config: RunnableConfig,
+) -> Gatekeeper:
+    """The gate's checks for ``step``'s run: counts from its record, loops from this branch."""
+    tally = book.tally
+    return Gatekeeper(
+        deps=deps,
+        config=config,
+        thread=place.thread,
+        run=step.run,
+        usage=tally.usage(),
+        held=Limits(deps.policy, tally.extensions),
+        seen=branch_calls(messages),
+        counted=set(tally.calls),
+    )
+
+
+def branch_calls(messages: Sequence[BaseMessage]) -> LoopIndex:
+    """The calls of this run on this branch that reached a result (ran, or were refused and
+    shown): what loop detection compares a new call against."""
+    at = question_at(messages)
+    return LoopIndex(run_loop_keys(messages, at) if at is not None else ())

@@ -1,0 +1,111 @@
+"""What a run's record and conversation say when read back: the trace (every call that reached
+the gate, in order, how it went, and the call that ended the run), the history of calls and
+results, the usage, the answer. Derived each time they are read, never stored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.budget_checks import entry
+from gated_react._engine.call_keys import args_hash
+from gated_react._engine.tool_results import is_blocks, record
+from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
+from gated_react.stops import has_ended
+
+
+def trace(records: Sequence[Record]) -> list[TraceEntry]:
+    """The audit log of a run, from its record."""
+    entries: dict[str, TraceEntry] = {}
+    order: list[str] = []
+    for rec in records:
+        body, call = rec.body, str(rec.body.get("call") or rec.key)
+        if rec.kind in (Kind.PERMIT, Kind.REFUSED) and call not in entries:
+            refused = rec.kind is Kind.REFUSED
+            entries[call] = TraceEntry(
+                step=_step(body), tool=str(body.get("tool")),
+                args_hash=str(body.get("args_hash") or _hash_of(body.get("args"))),
+                ok=not refused, error=body.get("error") if refused else None,
+                by_human=True if body.get("by_human") else None,
+            )  # fmt: skip
+            order.append(call)
+        elif rec.kind is Kind.DONE and call in entries:
+            ok = bool(body.get("ok"))
+            entries[call] = entries[call].model_copy(update={"ok": ok, "error": _error(body, ok)})
+        elif rec.kind is Kind.EXTENDED and rec.verified:
+            key = f"extended:{rec.seq}"
+            entries[key] = entry(Extension.model_validate(body))
+            order.append(key)
+        elif rec.kind is Kind.ENDED:
+            _ended(rec, entries, order)
+    return [entries[key] for key in order]
+
+
+def _ended(rec: Record, entries: dict[str, TraceEntry], order: list[str]) -> None:
+    """The end of the run marks the call that caused it (added, when the gate stopped the
+    run before letting it through)."""
+    body = rec.body
+    call = body.get("call")
+    if not call or body.get("reason") == "success":
+        return
+    found = entries.get(str(call))
+    if found is None:
+        found = TraceEntry(step=_step(body), tool=str(body.get("tool")),
+                           args_hash=str(body.get("args_hash") or ""), ok=False)  # fmt: skip
+        order.append(str(call))
+    entries[str(call)] = found.model_copy(update={"stop_reason": body.get("reason"), "ok": False,
+                                                  "error": None})  # fmt: skip
+
+
+def _step(body: Mapping[str, Any]) -> int:
+    found = body.get("step")
+    return found + 1 if isinstance(found, int) and found >= 0 else 0
+
+
+def _hash_of(args: Any) -> str:
+    import json
+
+    try:
+        return args_hash(json.loads(args)) if isinstance(args, str) else args_hash(args)
+    except ValueError:
+        return args_hash(None)
+
+
+def _error(body: Mapping[str, Any], ok: bool) -> str | None:
+    return None if ok else (str(body["error"]) if body.get("error") else None)
+
+
+def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
+    """Every call in the conversation that has a result, with it, oldest first."""
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    out, step = [], 0
+    for message in messages:
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            if message.type == "human":
+                step = 0
+            continue
+        step += 1
+        for call in message.tool_calls:
+            found = results.get(str(call.get("id")))
+            if found is None:
+                continue
+            shown = found.content
+            observation = record(shown) if is_blocks(shown) else found.text
+            action = ToolAction(name=call["name"], args=call.get("args") or {}, id=call.get("id"))
+            out.append(HistoryEntry(step=step, action=action, observation=observation,
+                                    ok=found.status != "error"))  # fmt: skip
+    return out
+
+
+def answer(values: Mapping[str, Any]) -> str | None:
+    """The run's answer: the last AI message's text, once the run ended with one."""
+    if not has_ended(values.get("status"), values.get("stop_reason")) or values["status"] != "ok":
+        return None
+    messages = values.get("messages") or []
+    last = messages[-1] if messages else None
+    if isinstance(last, AIMessage):
+        return last.text
+    return last.text if isinstance(last, ToolMessage) else None  # a return_direct result

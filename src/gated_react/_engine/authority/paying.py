@@ -1,0 +1,192 @@
+"""Model calls, paid for in the record: each call is checked against the run's budgets and
+recorded (``model``, at an estimate) before it is made, and recorded again with what it cost
+(``paid``) when it returns. A call whose process died in between still counts, at its
+estimate; a middleware that calls the model again pays again, under the same budgets.
+
+What a reply says about its own usage is taken only when it is a count: a token count that is
+not a non-negative integer is estimated, never trusted lower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from gated_react._engine.authority.ledger import Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.budget_checks import Limits, check_before_step
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.pricing import Tokens
+from gated_react.errors import GatedReactError
+from gated_react.stops import Stop
+
+TOKEN_CAP = 10**15
+"""The most one token count holds. A larger report is capped here, not refused, so it still
+ends a run under ``max_tokens``; no store holds more than 64 bits, JSON clients 53 exactly."""
+
+NO_USAGE = (
+    "reported no usable token counts (a client that streams sends them only when asked: "
+    "create the chat model with stream_usage=True)"
+)
+"""Why a reply is unpriced when it said nothing of its tokens, with the usual fix."""
+
+
+class BudgetSpent(GatedReactError):
+    """A model call a budget no longer allows (a middleware calling the model again)."""
+
+    def __init__(self, stop: Stop) -> None:
+        super().__init__(stop.message)
+        self.stop = stop
+
+
+@dataclass
+class Meter:
+    """The model calls of one decision, checked and recorded."""
+
+    place: Place
+    run: str
+    deps: NodeDeps
+    held: Limits
+
+    def call(self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]) -> BaseMessage:
+        """``invoke()`` (one model call with ``messages``), checked and recorded."""
+        ledger = self.place.ledger
+        opened = self.before(messages)
+        ledger.append([opened])
+        started = time.monotonic()
+        try:
+            reply = invoke()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the store may be what failed
+                ledger.append([self.failed(opened, started)])
+            raise
+        ledger.append([self.paid(opened, messages, reply, started)])
+        return reply
+
+    async def acall(
+        self, invoke: Callable[[], Awaitable[BaseMessage]], messages: Sequence[BaseMessage]
+    ) -> BaseMessage:
+        """Async twin of ``call``."""
+        ledger = self.place.ledger
+        opened = await self.abefore(messages)
+        await ledger.aappend([opened])
+        started = time.monotonic()
+        try:
+            reply = await invoke()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await ledger.aappend([self.failed(opened, started)])
+            raise
+        await ledger.aappend([self.paid(opened, messages, reply, started)])
+        return reply
+
+    def before(self, messages: Sequence[BaseMessage]) -> Record:
+        """The record of a call about to be made; ``BudgetSpent`` if the budgets say no."""
+        book = self.place.ledger.book(self.place.thread, self.run)
+        return self._opened(book.tally.usage(), messages)
+
+    async def abefore(self, messages: Sequence[BaseMessage]) -> Record:
+        book = await self.place.ledger.abook(self.place.thread, self.run)
+        return self._opened(book.tally.usage(), messages)
+
+    def _opened(self, usage: Any, messages: Sequence[BaseMessage]) -> Record:
+        over = check_before_step(usage, self.held.budget)
+        if over is not None:
+            raise BudgetSpent(over)
+        estimate = min(count_tokens_approximately(list(messages)), TOKEN_CAP)
+        cost = self.deps.pricer.cost(Tokens(input=estimate, cached=0, output=0))
+        body = {"tokens": estimate, "estimated": estimate, "input": estimate, "cost": cost,
+                "unpriced": None if cost is not None else self.deps.pricer.unpriced}  # fmt: skip
+        return self.place.record(self.run, Kind.MODEL, str(uuid.uuid4()), **body)
+
+    def paid(self, opened: Record, messages: Sequence[BaseMessage], reply: BaseMessage,
+             started: float) -> Record:  # fmt: skip
+        """The record of what a call that returned cost."""
+        seconds = time.monotonic() - started
+        return Record(opened.thread, opened.run, Kind.PAID, opened.key,
+                      spent(self.deps, messages, reply) | {"seconds": seconds})  # fmt: skip
+
+    def failed(self, opened: Record, started: float) -> Record:
+        """The record of a call that raised: its time counts; whether it was paid is unknown,
+        so it keeps its estimate."""
+        body = dict(opened.body, seconds=time.monotonic() - started)
+        return Record(opened.thread, opened.run, Kind.PAID, opened.key, body)
+
+
+def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -> dict[str, Any]:
+    """What a reply cost: its tokens by class (reported, else estimated: an estimate counts for
+    ``max_tokens``, never for money) and its price."""
+    reported = reported_tokens(reply)
+    usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
+    total = reported_count(usage.get("total_tokens")) if usage else None
+    if total and reported is not None:
+        tokens = max(total, min(reported.input + reported.output, TOKEN_CAP))
+    else:
+        tokens = min(count_tokens_approximately([*messages, reply]), TOKEN_CAP)
+    if reported is None:
+        unpriced = f"a reply of {deps.pricer.model} {NO_USAGE}"
+        return {"tokens": tokens, "estimated": tokens, "cost": None, "unpriced": unpriced}
+    cost = deps.pricer.cost(reported)
+    return {
+        "tokens": tokens, "input": reported.input, "output": reported.output,
+        "cached": reported.cached, "cost": cost,
+        "unpriced": None if cost is not None else deps.pricer.unpriced,
+    }  # fmt: skip
+
+
+def reported_count(value: Any) -> int | None:
+    """A count as a provider reported it, if it is one: a non-negative integer, capped at
+    ``TOKEN_CAP``; None for anything else (missing, negative, a float, a string, a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return min(value, TOKEN_CAP)
+
+
+def reported_tokens(message: BaseMessage) -> Tokens | None:
+    """The reply's tokens by class, as the provider reported them; None when it reported none,
+    a count that is not one, or 0 input and 0 output tokens (no model call costs nothing)."""
+    reported = message.usage_metadata if isinstance(message, AIMessage) else None
+    if not reported:
+        return None
+    found = (
+        reported_count(reported.get("input_tokens")),
+        reported_count(reported.get("output_tokens")),
+    )
+    inputs = _details(reported.get("input_token_details"), _INPUT_CLASSES)
+    outputs = _details(reported.get("output_token_details"), _OUTPUT_CLASSES)
+    if found[0] is None or found[1] is None or inputs is None or outputs is None:
+        return None
+    if not found[0] and not found[1]:
+        return None
+    read, written, heard = inputs
+    written = min(written, found[0] - min(read, found[0]))
+    return Tokens(
+        input=found[0],
+        cached=min(read, found[0]),
+        output=found[1],
+        cache_write=written,
+        input_audio=min(heard, found[0]),
+        output_audio=min(outputs[0], found[1]),
+        reasoning=min(outputs[1], found[1]),
+    )
+
+
+_INPUT_CLASSES = ("cache_read", "cache_creation", "audio")
+_OUTPUT_CLASSES = ("audio", "reasoning")
+
+
+def _details(details: Any, keys: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The counts of one ``*_token_details`` mapping (absent ones 0); None if one is no count."""
+    if details is None:
+        return (0,) * len(keys)
+    if not isinstance(details, Mapping):
+        return None
+    counts = tuple(reported_count(details.get(key, 0)) for key in keys)
+    return None if None in counts else tuple(c for c in counts if c is not None)

@@ -1,0 +1,83 @@
+"""The records a run leaves beside its checkpoints, and their signatures.
+
+A record says one thing that happened, once: a run opened, a model call started or was paid,
+the gate let a call through (a permit) or refused one the model is shown, a call that is not
+idempotent started or finished, a human extended a budget, the run ended. Each is bound to its
+thread and run and signed with HMAC-SHA256: with the store key when the store has one, else
+with a key only this process holds (``process_key``). A record whose signature does not verify
+never lets anything run (a permit must verify), but still holds a run back (a ``started``
+record of any signature means the call may have run; spend of any signature counts).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cache
+from typing import Any
+
+from gated_react.store.key import StoreKey, framed_digest
+
+
+class Kind(StrEnum):
+    """What a record says happened."""
+
+    OPENED = "opened"
+    """A run opened; its body is what it runs under (``RunContext``)."""
+    MODEL = "model"
+    """A model call is about to be made (counted as a step, at its estimate, until paid)."""
+    PAID = "paid"
+    """A model call returned: its tokens, cost and seconds."""
+    PERMIT = "permit"
+    """The gate let a call through: exactly this tool with exactly these arguments."""
+    REFUSED = "refused"
+    """The gate refused a call and shows the model why (it counts as a call)."""
+    STARTED = "started"
+    """A call that is not idempotent was claimed to run (at most once per call key)."""
+    DONE = "done"
+    """A call finished: whether it worked, how long it took, what the model was shown."""
+    EXTENDED = "extended"
+    """A human extended a spent budget."""
+    ENDED = "ended"
+    """The run ended: its stop reason and message."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record. ``seq`` and ``verified`` are the ledger's: the order it was stored in and
+    whether its signature holds under the key the reader has."""
+
+    thread: str
+    """The thread (and graph namespace, for a graph run as a subgraph) it belongs to."""
+    run: str
+    """The run it belongs to: the id of the human message the run answers."""
+    kind: Kind
+    key: str
+    """What it is about: a call's key, a model call's id, a budget, the run."""
+    body: dict[str, Any] = field(default_factory=dict)
+    """Plain JSON."""
+    at: float = field(default_factory=time.time)
+    mac: str = ""
+    seq: int = 0
+    verified: bool = False
+
+    def digest(self) -> bytes:
+        body = json.dumps(self.body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return framed_digest("record/1", self.thread, self.run, self.kind, self.key, body,
+                             repr(float(self.at)))  # fmt: skip
+
+    def signed(self, key: StoreKey) -> Record:
+        return replace(self, mac=key.sign(self.digest()), verified=True)
+
+    def checked(self, key: StoreKey) -> Record:
+        return replace(self, verified=key.holds(self.digest(), self.mac))
+
+
+@cache
+def process_key() -> StoreKey:
+    """The key records are signed with when the store has none: made when first needed and
+    never stored, so no other process (and nothing written into the store) can forge one."""
+    return StoreKey(secrets.token_bytes(32))

@@ -1,0 +1,278 @@
+"""A step's calls from permit to result: what ``execute`` runs, and what it answers without
+running. Each call must hold a valid permit (or earn one, through the gate's checks again); a
+call that is not idempotent must also be claimed in the record (``started``) before it runs,
+once per key, and is closed (``done``) when it returns. Found ``done``, a call is answered with
+what it returned then; found ``started`` without ``done`` (a crash, a replay, a fork, a copy,
+an answer sent twice, while it ran), its outcome is unknown: a human is asked where the policy
+puts the tool under approval, else the run stops ``tool_outcome_unknown:<tool>``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+from gated_react._engine import tool_results, tool_runner
+from gated_react._engine.approval import answered_text, ask, question
+from gated_react._engine.call_keys import loop_key
+from gated_react._engine.authority.admit import (
+    Gatekeeper,
+    branch_calls,
+    gatekeeper,
+    permitted,
+    refuse,
+)
+from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.chat import edited, result
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.steps import ending
+from gated_react._engine.storable import error_text
+from gated_react.state import Call, Outcome, Shown, Step, dump
+from gated_react.stops import Stop, StopReason
+
+_SEQ = operator.attrgetter("seq")
+_SHOWN_CHARS = 20_000
+"""The most of a result a ``done`` record keeps, to answer the same call found done again."""
+
+
+@dataclass
+class Plan:
+    """One execute of a step: each call's way (shown, answered from the record, run), the
+    records it leaves, and how the step ends."""
+
+    step: Step
+    place: Place
+    deps: NodeDeps
+    keeper: Gatekeeper
+    book: Book
+    calls: list[Call]
+    answers: dict[int, ToolMessage] = field(default_factory=dict)
+    """The calls answered without running, by place."""
+    records: list[Record] = field(default_factory=list)
+    runs: list[int] = field(default_factory=list)
+    once: list[int] = field(default_factory=list)
+    """Of ``runs``, the calls to claim first (not idempotent, not run again by a human)."""
+    about: dict[str, list[Record]] = field(default_factory=dict)
+    again: set[int] = field(default_factory=set)
+    """Calls a human said to run again though they may have run: not claimed, just run."""
+    stop: tuple[Stop, str] | None = None
+
+    @classmethod
+    def of(cls, step: Step, messages: Sequence[BaseMessage], book: Book, place: Place,
+           deps: NodeDeps, config: RunnableConfig) -> Plan:  # fmt: skip
+        """The calls with the keys the gate gives them on this branch (whatever the state says)."""
+        keeper = gatekeeper(step, messages, book, place, deps, config)
+        seen, calls = branch_calls(messages), []
+        for call in step.calls:
+            calls.append(call.model_copy(update={"key": keeper.key_for(call, seen)}))
+            seen.add(loop_key(call.tool, call.args))
+        return cls(step, place, deps, keeper, book, calls)
+
+    def once_keys(self) -> list[str]:
+        """The keys and ids of the calls that may run only once: what the record is asked
+        about (by id too: a copied thread keeps its calls' ids, not its keys)."""
+        deps = self.deps
+        once = [c for c in self.calls if c.shown is None and not deps.idempotent(c.tool)]
+        return [*(c.key for c in once), *(c.id for c in once)]
+
+    def found(self, records: Sequence[Record]) -> None:
+        """What the record says of the calls, by key and by call id."""
+        for record in records:
+            self.about.setdefault(record.key, []).append(record)
+            call = record.body.get("call")
+            if isinstance(call, str) and call != record.key:
+                self.about.setdefault(call, []).append(record)
+
+    def claims(self) -> list[Record]:
+        run = self.step.run
+        return [
+            self.place.record(run, Kind.STARTED, self.calls[i].key, call=self.calls[i].id,
+                              tool=self.calls[i].tool)  # fmt: skip
+            for i in self.once
+        ]
+
+    def claimed(self, won: list[bool]) -> None:
+        """A call another process claimed between the check and the claim: outcome unknown."""
+        for index, ok in zip(list(self.once), won, strict=True):
+            if not ok and self.stop is None:
+                self.runs.remove(index)
+                self.stop = (_unknown(self.deps, self.calls[index]), self.calls[index].id)
+
+    def to_run(self) -> list[int]:
+        return [] if self.stop is not None else list(self.runs)
+
+    def completed(self, ran: Sequence[tuple[int, Any, Exception | None, float]]) -> dict[str, Any]:
+        """The step's results in the conversation (one per call, in the reply's order), the
+        ``done`` records, and how the step ends: on a failure, as ``on_tool_error`` says; on a
+        call a tool hook tried to change, always."""
+        self.records = []
+        failures: list[tuple[Stop, str]] = []
+        for index, value, error, seconds in sorted(ran, key=lambda item: item[0]):
+            message, why = self._result(self.calls[index], value, error, seconds)
+            self.answers[index] = message
+            if why is not None:
+                failures.append((why, self.calls[index].id))
+        if self.deps.policy.on_tool_error == "observe":
+            failures = [f for f in failures if f[0].reason is StopReason.TOOL_DENIED]
+        stop = self.stop or (failures[0] if failures else None)
+        messages = [self.answers[i] for i in sorted(self.answers)]
+        step = self.step.model_copy(update={"calls": self.calls})
+        update: dict[str, Any] = {"messages": messages, "step": dump(step)}
+        return update | ending(step, *stop) if stop is not None else update
+
+    def _result(
+        self, call: Call, value: Any, error: Exception | None, seconds: float
+    ) -> tuple[ToolMessage, Stop | None]:
+        deps, why = self.deps, None
+        if error is None and not tool_results.failed(value):
+            shown = tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets)
+            content, artifact, ok = shown.content, shown.artifact, True
+        elif error is None:  # the tool handled its own error (a ToolMessage, status "error")
+            shown = tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets)
+            content, artifact, ok = shown.content, shown.artifact, False
+            why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {shown.text[:500]}")
+        else:
+            why = _failure(deps, call, error)
+            content, artifact, ok = why.message, None, False
+        text = content if isinstance(content, str) else tool_results.record(content)
+        self.records.append(self.place.record(
+            self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool, ok=ok,
+            error=None if why is None else str(why), seconds=seconds, shown=text[:_SHOWN_CHARS],
+        ))  # fmt: skip
+        outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if ok else "")
+        self.calls[self.calls.index(call)] = call.model_copy(update={"outcome": outcome})
+        if call.proposed is not None:  # the message shows the model's call: say what ran
+            content = edited(text, call.tool, call.args)
+        return result(call.tool, call.id, content, ok=ok, artifact=artifact), why
+
+
+def planned(plan: Plan) -> None:
+    """Each call's way, in the reply's order: shown, answered from the record, or run (its
+    permit checked, or earned again); the first stop settles the rest as not run."""
+    for index, call in enumerate(list(plan.calls)):
+        if plan.stop is not None:
+            break
+        way = _way(plan, index, call)
+        if isinstance(way, Stop):
+            plan.stop = (way, call.id)
+        elif isinstance(way, ToolMessage):
+            plan.answers[index] = way
+            settled = Outcome(ok=way.status != "error", text=way.text)
+            plan.calls[index] = call.model_copy(update={"outcome": settled})
+        else:
+            plan.calls[index] = way
+            plan.runs.append(index)
+            if not plan.deps.idempotent(way.tool) and index not in plan.again:
+                plan.once.append(index)
+    plan.records = [*plan.keeper.held.records(plan.place.thread, plan.step.run),
+                    *plan.keeper.records]  # fmt: skip
+
+
+def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
+    deps = plan.deps
+    if call.shown is not None:
+        return _shown_result(call, call.shown)
+    denied = refuse(deps, call.tool)  # the allowlist holds whatever wrote the state
+    if denied is not None:
+        return _edited(denied)
+    record = plan.book.tally.permits.get(call.id)
+    once = not deps.idempotent(call.tool)
+    known = [*plan.about.get(call.key, ()), *plan.about.get(call.id, ())]
+    known = sorted({r.seq: r for r in known}.values(), key=_SEQ)
+    started, done = _progress(known) if once else (False, None)
+    if not permitted(record, call, deps):
+        admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)
+        if isinstance(admitted, Stop):
+            return _edited(admitted)
+        if admitted.shown is not None:
+            return _shown_result(admitted, admitted.shown)
+        call = admitted
+    if done is not None:
+        return done.model_copy(update={"tool_call_id": call.id})
+    if started:
+        asked = _asked(plan, call)
+        if isinstance(asked, Call):
+            plan.again.add(index)
+        return asked
+    problem = tool_runner.check_args(deps.tools[call.tool], call.args)
+    if problem is not None:
+        why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
+        return why if deps.policy.on_tool_error == "stop" else result(
+            call.tool, call.id, problem, ok=False
+        )
+    return call
+
+
+def _progress(records: Sequence[Record]) -> tuple[bool, ToolMessage | None]:
+    """Whether the record says the call started, and its result if it finished."""
+    started = any(r.kind in (Kind.STARTED, Kind.DONE) for r in records)
+    done = next((r for r in reversed(records) if r.kind is Kind.DONE), None)
+    if done is None:
+        return started, None
+    body = done.body
+    answer = result(str(body.get("tool")), str(body.get("call")), str(body.get("shown") or ""),
+                    ok=bool(body.get("ok")))  # fmt: skip
+    return True, answer
+
+
+
+
+def _asked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
+    """A call that may have run already: a human decides under approval (run it again, or say
+    what came of it), else the run stops ``tool_outcome_unknown``."""
+    deps = plan.deps
+    if call.tool not in deps.policy.require_approval:
+        return _unknown(deps, call)
+    why = f"{call.tool} {_MAY_HAVE_RUN}"
+    asked = question("outcome_unknown", call.tool, call.args, plan.keeper.usage.steps, why,
+                     allowed=("approve", "reject", "respond"))  # fmt: skip
+    asked["why"] = why + ". Approve to run it again, or respond with what came of it."
+    decision = ask(asked)
+    if decision.response is not None:
+        text = answered_text(decision.response, deps.policy.max_observation_chars, deps.secrets)
+        return _shown_result(call, Shown(text=text, by_human=True))
+    if not decision.approved:
+        return _unknown(deps, call)
+    return call
+
+
+_MAY_HAVE_RUN = (
+    "may already have run: the run's record holds its start but not its end (a crash while "
+    "it ran, or this step replayed, forked, copied or answered twice)"
+)
+
+
+def _unknown(deps: NodeDeps, call: Call) -> Stop:
+    if call.tool in deps.keyed:
+        check = f"look up idempotency key {call.key} in the system {call.tool} talks to"
+    else:
+        check = (
+            f"check with the system {call.tool} talks to whether the call happened "
+            "(gated-react show THREAD lists it with its arguments)"
+        )
+    said = f"{call.tool} {_MAY_HAVE_RUN}: {check}, then say what you found in a new message"
+    return Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, said)
+
+
+def _edited(stop: Stop) -> Stop:
+    said = f"{stop.message}; the state held this call, but the gate did not let it through"
+    return Stop(stop.reason, stop.detail, said)
+
+
+def _shown_result(call: Call, shown: Shown) -> ToolMessage:
+    return result(call.tool, call.id, shown.text, ok=shown.by_human)
+
+
+def _failure(deps: NodeDeps, call: Call, error: Exception) -> Stop:
+    if isinstance(error, tool_runner.ToolTimeout):
+        return Stop(StopReason.TOOL_TIMEOUT, call.tool, str(error))
+    if isinstance(error, tool_runner.CallChanged):
+        return Stop(StopReason.TOOL_DENIED, call.tool, f"{call.tool} did not run: {error}")
+    text = f"{type(error).__name__}: {error_text(error, *deps.secrets)}"[:500]
+    return Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {text}")

@@ -1,0 +1,121 @@
+"""What a run has spent, summed from its records as they are read: model calls (a call made
+and not yet paid counts at its estimate, so one paid before a crash is never free), tokens,
+dollars, active seconds, tool calls by tool; the permits that verify, the budgets a human
+extended, and how the run ended. Nothing here is read from the run's state.
+
+Sums are kept as records arrive, so reading a run's spend costs the same at any length."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from gated_react._engine.authority.records import Kind, Record
+from gated_react.state import Extension, Usage
+
+_SUMMED = ("tokens", "estimated", "cached", "input", "output")
+
+
+@dataclass
+class Tally:
+    """A run's records, summed as they arrive (``add``)."""
+
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What each model call counts for, by its id: its estimate until paid, then what it cost."""
+    sums: dict[str, float] = field(default_factory=dict)
+    unpriced: dict[str, str] = field(default_factory=dict)
+    """The model calls that could not be priced, by id, and why."""
+    seconds: float = 0.0
+    calls: dict[str, str] = field(default_factory=dict)
+    """Calls let through or shown to the model as refused, by call id: their tool."""
+    per_tool: dict[str, int] = field(default_factory=dict)
+    permits: dict[str, Record] = field(default_factory=dict)
+    """The latest permit that verifies, by call id."""
+    extensions: list[Extension] = field(default_factory=list)
+    """Budgets a human extended (only records that verify: they raise a limit)."""
+    opened: Record | None = None
+    ended: Record | None = None
+
+    def add(self, record: Record) -> None:
+        kind = record.kind
+        if kind is Kind.MODEL or kind is Kind.PAID:
+            self._model(record)
+        elif kind is Kind.PERMIT or kind is Kind.REFUSED:
+            self._call(record)
+        elif kind is Kind.DONE:
+            self.seconds += _amount(record.body.get("seconds")) or 0.0
+        elif kind is Kind.EXTENDED and record.verified:
+            try:
+                self.extensions.append(Extension.model_validate(record.body))
+            except ValidationError:
+                pass  # a record this version cannot read extends nothing
+        elif kind is Kind.OPENED:
+            self.opened = record
+        elif kind is Kind.ENDED:
+            self.ended = record
+
+    def _model(self, record: Record) -> None:
+        before = self.models.get(record.key)
+        if before is not None and (record.kind is Kind.MODEL or before.get("paid")):
+            return  # counted once: an estimate is replaced by what was paid, never twice
+        self._count(record.key, before, -1)
+        body = dict(record.body, paid=record.kind is Kind.PAID)
+        self.models[record.key] = body
+        self._count(record.key, body, 1)
+
+    def _count(self, key: str, body: dict[str, Any] | None, sign: int) -> None:
+        if body is None:
+            return
+        for name in _SUMMED:
+            self.sums[name] = self.sums.get(name, 0) + sign * _whole(body.get(name))
+        self.seconds += sign * (_amount(body.get("seconds")) or 0.0)
+        cost = _amount(body.get("cost"))
+        if cost is None:
+            why = str(body.get("unpriced") or "a model call's cost is not known")
+            if sign > 0:
+                self.unpriced[key] = why
+            else:
+                self.unpriced.pop(key, None)
+        else:
+            self.sums["cost"] = self.sums.get("cost", 0.0) + sign * cost
+
+    def _call(self, record: Record) -> None:
+        call, tool = str(record.body.get("call") or record.key), str(record.body.get("tool"))
+        if call not in self.calls:
+            self.calls[call] = tool
+            self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
+        if record.kind is Kind.PERMIT and record.verified:
+            self.permits[call] = record
+
+    def usage(self) -> Usage:
+        """The run's usage, as the budgets count it."""
+        sums = self.sums
+        unpriced = next(iter(self.unpriced.values()), None)
+        cost = None if unpriced is not None else round(max(sums.get("cost", 0.0), 0.0), 12)
+        return Usage(
+            steps=len(self.models),
+            tool_calls=len(self.calls),
+            per_tool=dict(self.per_tool),
+            tokens=int(sums.get("tokens", 0)),
+            estimated_tokens=int(sums.get("estimated", 0)),
+            cached_tokens=int(sums.get("cached", 0)),
+            input_tokens=int(sums.get("input", 0)),
+            output_tokens=int(sums.get("output", 0)),
+            cost=cost,
+            unpriced=unpriced,
+            seconds=max(self.seconds, 0.0),
+        )
+
+
+def _whole(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _amount(value: Any) -> float | None:
+    """A non-negative finite number, else None (a record that says no amount)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None

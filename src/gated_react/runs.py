@@ -99,6 +99,13 @@ def shape(
     )
 
 
+def result_of(graph: Graph, output: dict[str, Any], config: RunnableConfig | None = None) -> ThreadResult:
+    """What ``graph.invoke(..., config)`` returned, as ``run`` returns it: with the run's
+    answer, history, trace and usage, read from its conversation and record."""
+    thread = str((config or {}).get("configurable", {}).get("thread_id"))
+    return _from_output(graph, output, thread)
+
+
 def run_book(saver: Any, thread_id: str) -> Book:
     """The record of the thread's latest run (an empty one when it has none)."""
     ledger = ledger_for(saver)
@@ -114,9 +121,7 @@ def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
     ]
 
 
-def from_snapshot(
-    snapshot: StateSnapshot, thread_id: str, saver: Any = None
-) -> ThreadResult:
+def from_snapshot(snapshot: StateSnapshot, thread_id: str, saver: Any = None) -> ThreadResult:
     """The result shape of a stored thread."""
     pending = questions(snapshot.interrupts)
     return shape(snapshot.values, thread_id, pending, saver, unfinished=bool(snapshot.next))

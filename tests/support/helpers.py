@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
 from gated_react import Policy, build_graph
-from gated_react._engine.admissions import ADMITTED
-from gated_react._engine.call_keys import args_hash, loop_key
+from gated_react._engine.authority import ledger as ledgers
+from gated_react._engine.authority import records
 from gated_react._engine.deps import NodeDeps
 from gated_react.protocols import PROTOCOLS
-from gated_react.state import State
+from gated_react.runs import result_of
+from gated_react.state import Step, dump
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -28,6 +29,8 @@ REFUND_42 = [
     "Yes. Anna's Pro monthly plan was first paid 10 days ago, within the 14-day window: "
     "a refund of USD 49.00 goes back to the original payment method.",
 ]
+QUESTION_ID = "q-1"
+"""The id of the question ``state`` puts in the conversation: the run's name."""
 
 
 def policy(**fields: Any) -> Policy:
@@ -46,16 +49,12 @@ def deps(
     return node_deps(ScriptedChatModel(replies=list(replies)), tools, policy(**fields))
 
 
-def state(**fields: Any) -> State:
-    """A hand-built state; goal defaults to the refund goal."""
-    return State.model_validate({"goal": REFUND_GOAL, **fields})
-
-
-def admitted(parts: NodeDeps, current: State, config: Any = None) -> State:
-    """A hand-built state as if the gate of ``parts`` had just let its calls through: the
-    proof ``execute`` takes before it runs them unchecked (``_engine/admissions.py``)."""
-    ADMITTED.grant(parts.admission_scope, config or {}, current.calls)
-    return current
+def state(goal: str = REFUND_GOAL, messages: Sequence[Any] = (), **step: Any) -> dict[str, Any]:
+    """A hand-built graph state: the question (then ``messages``) and a step of its run with
+    ``step``'s fields, as a node reads its channels (plain JSON)."""
+    question = HumanMessage(goal, id=QUESTION_ID)
+    held = Step.model_validate({"run": QUESTION_ID, **step})
+    return {"messages": [question, *messages], "step": dump(held)}
 
 
 def run(
@@ -64,36 +63,16 @@ def run(
     goal: str = REFUND_GOAL,
     **fields: Any,
 ) -> dict[str, Any]:
-    """Run a whole graph with a scripted model and return invoke's result."""
+    """Run a whole graph with a scripted model; its result as ``gated_react.run`` gives it
+    (invoke's, with the answer, history, trace and usage)."""
     graph = build_graph(ScriptedChatModel(replies=list(replies)), tools, policy=policy(**fields))
-    return graph.invoke({"goal": goal})
-
-
-def logs(history: list[dict[str, Any]], steps: int | None = None) -> dict[str, Any]:
-    """History with the matching trace, usage and loop keys, as a live run has them."""
-    actions = [h["action"] for h in history]
-    trace = [
-        {"step": h["step"], "tool": a["name"], "args_hash": args_hash(a["args"]), "ok": True}
-        for h, a in zip(history, actions, strict=True)
-    ]
-    usage = {
-        "steps": len(history) if steps is None else steps,
-        "tool_calls": len(history),
-        "per_tool": dict(Counter(a["name"] for a in actions)),
-    }
-    seen = [loop_key(a["name"], a["args"]) for a in actions]
-    return {"history": history, "trace": trace, "usage": usage, "seen": seen}
-
-
-def history_entry(step: int, tool: str, observation: Any = "ok", **args: Any) -> dict[str, Any]:
-    return {
-        "step": step,
-        "action": {"kind": "tool", "name": tool, "args": args, "id": None},
-        "observation": observation,
-    }
+    return dict(result_of(graph, graph.invoke({"goal": goal})))
 
 
 def as_another_process() -> None:
-    """Forget every step this process's gates admitted, as a process that continues a thread
-    another one left (after a crash) knows none of them."""
-    ADMITTED._held.clear()
+    """Forget what this process knows, as a process that continues a thread another one left
+    (after a crash) knows nothing of it: its key (records signed with the old one no longer
+    verify), the ledgers it had open, and the records kept in its memory."""
+    records.process_key.cache_clear()
+    ledgers._LEDGERS.clear()
+    ledgers._UNSAVED = ledgers.Ledger(ledgers.MemoryBackend(ledgers.UNSAVED_RUNS))

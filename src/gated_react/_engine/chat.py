@@ -14,6 +14,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -34,17 +35,21 @@ def call_id(message_id: str, index: int) -> str:
     return "call_" + hashlib.sha256(f"{message_id}:{index}".encode()).hexdigest()[:24]
 
 
-def with_ids(actions: list[ToolAction], reply: Reply) -> tuple[list[ToolAction], str]:
+def with_ids(
+    actions: list[ToolAction], reply: Reply, used: AbstractSet[str] = frozenset()
+) -> tuple[list[ToolAction], str]:
     """The calls with an id each (the model's, else a stable one made from the reply's id and
-    the call's place), and the id of the message that holds them (the reply's)."""
+    the call's place), and the id of the message that holds them (the reply's). An id the
+    run has used already, or that the reply gives twice, is replaced the same way: a result
+    answers one call, so no two calls of a run share an id."""
     message_id = reply.id or str(uuid.uuid4())
     given = [call.get("id") for call in reply.tool_calls]
-    named = [
-        a.model_copy(
-            update={"id": (given[i] if i < len(given) else None) or call_id(message_id, i)}
-        )
-        for i, a in enumerate(actions)
-    ]
+    named, taken = [], set(used)
+    for i, action in enumerate(actions):
+        found = given[i] if i < len(given) else None
+        chosen = found if found and found not in taken else call_id(message_id, i)
+        taken.add(chosen)
+        named.append(action.model_copy(update={"id": chosen}))
     return named, message_id
 
 
@@ -119,9 +124,24 @@ def edited(content: str, tool: str, args: dict[str, Any]) -> str:
     return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n{content}"
 
 
+NOT_RUN = "not_run"
+"""The mark (``response_metadata``) of a result that says its call never ran."""
+
+
 def not_run(calls: Iterable[dict[str, Any]], why: str) -> list[ToolMessage]:
-    """Error results for tool calls (as an AI message holds them) that never ran."""
-    return [result(str(c.get("name")), str(c.get("id")), why, ok=False) for c in calls]
+    """Error results for tool calls (as an AI message holds them) that never ran, marked so:
+    no view of the run's calls takes them for results."""
+    return [
+        result(str(c.get("name")), str(c.get("id")), why, ok=False).model_copy(
+            update={"response_metadata": {NOT_RUN: True}}
+        )
+        for c in calls
+    ]
+
+
+def ran(message: ToolMessage) -> bool:
+    """Whether a result is one (its call ran, or the gate answered it), not a not-run note."""
+    return not message.response_metadata.get(NOT_RUN)
 
 
 def proposal(deps: NodeDeps, reply: Reply) -> list[ToolAction]:
@@ -135,9 +155,10 @@ def proposal(deps: NodeDeps, reply: Reply) -> list[ToolAction]:
     found = found if isinstance(found, list) else [found]
     actions = []
     for candidate in found:
-        name = candidate.get("name") if isinstance(candidate, dict) else None
-        args = candidate.get("args") if isinstance(candidate, dict) else None
-        if candidate.get("kind") != "tool" or not isinstance(name, str) or not isinstance(args, dict):
+        if not isinstance(candidate, dict) or candidate.get("kind") != "tool":
+            return []
+        name, args = candidate.get("name"), candidate.get("args")
+        if not isinstance(name, str) or not isinstance(args, dict):
             return []
         actions.append(ToolAction(name=name, args=args))
     return actions

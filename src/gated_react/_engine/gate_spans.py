@@ -78,20 +78,20 @@ def decided(
             span, "stopped", _RULES.get(checked.reason, str(checked.reason)), reason, str(checked)
         )
         return
-    outcome = checked.outcome
+    shown = checked.shown
     approval = checked.tool in require_approval
-    if outcome is None:
+    if shown is None:
         _verdict(span, "allowed", "require_approval" if approval else "allow")
-    elif outcome.by_human:
+    elif shown.by_human:
         _verdict(span, "answered", "require_approval")
     else:
-        reason, _ = parse_stop_reason(outcome.error or "invalid_action")
+        reason, _ = parse_stop_reason(shown.error or "invalid_action")
         result = "reminded" if reason is StopReason.LOOP_DETECTED else "refused"
         rule = "repeat_reminders" if result == "reminded" else _RULES.get(reason, str(reason))
-        shown = str(outcome.observation or "")
+        said = shown.text
         if reason in _QUOTES and not content:
-            shown = str(outcome.error)
-        _verdict(span, result, rule, shown[:300])
+            said = str(shown.error)
+        _verdict(span, result, rule, said[:300])
 
 
 _QUOTES = frozenset({StopReason.TOOL_BAD_ARGS, StopReason.INVALID_ACTION})

@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from gated_react._engine.authority.paying import Meter
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.middleware_admission import admitted
@@ -78,10 +79,16 @@ class Middleware:
         return bool(self.before or self.after or self.wraps)
 
     def call_model(
-        self, deps: NodeDeps, messages: list[BaseMessage], config: RunnableConfig, asked: Any
+        self,
+        deps: NodeDeps,
+        messages: list[BaseMessage],
+        config: RunnableConfig,
+        asked: Any,
+        meter: Meter,
     ) -> tuple[BaseMessage, BaseMessage]:
-        """Sync: the reply the hooks made, and a message carrying what the model calls cost."""
-        call = ModelCall(deps, messages, config, asked)
+        """Sync: the reply the hooks made, and a message carrying what the model calls cost
+        (each call the hooks make is checked and recorded by ``meter``)."""
+        call = ModelCall(deps, messages, config, asked, meter)
         for m in self.before:
             call.view = call.applied(m, "before_model", call.hook(m, "before_model")(*call.args()))
         request = call.request()
@@ -97,10 +104,15 @@ class Middleware:
         return call.result()
 
     async def acall_model(
-        self, deps: NodeDeps, messages: list[BaseMessage], config: RunnableConfig, asked: Any
+        self,
+        deps: NodeDeps,
+        messages: list[BaseMessage],
+        config: RunnableConfig,
+        asked: Any,
+        meter: Meter,
     ) -> tuple[BaseMessage, BaseMessage]:
         """Async twin of ``call_model``."""
-        call = ModelCall(deps, messages, config, asked)
+        call = ModelCall(deps, messages, config, asked, meter)
         for m in self.before:
             update = await call.ahook(m, "before_model")(*call.args())
             call.view = call.applied(m, "before_model", update)

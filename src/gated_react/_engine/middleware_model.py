@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import add_messages
 
+from gated_react._engine.authority.paying import Meter
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.prompt import app_section
@@ -37,9 +38,14 @@ class ModelCall:
     """One decision's model call under the hooks: what the sync and async bodies share."""
 
     def __init__(
-        self, deps: NodeDeps, messages: list[BaseMessage], config: RunnableConfig, asked: Any
+        self,
+        deps: NodeDeps,
+        messages: list[BaseMessage],
+        config: RunnableConfig,
+        asked: Any,
+        meter: Meter,
     ) -> None:
-        self.deps, self.asked, self.runtime = deps, asked, runtime_of(config)
+        self.deps, self.asked, self.runtime, self.meter = deps, asked, runtime_of(config), meter
         # What follows the app's prompt in the system message (the conversation's own system
         # messages, which the transcript appends): kept whatever a hook makes of the prompt.
         self.given = messages[0].text.removeprefix(deps.system)
@@ -201,18 +207,20 @@ class ModelCall:
         return [SystemMessage(self.deps.rules + shown), *request.messages]
 
     def invoke(self, request: Any) -> Any:
-        bound = self.bound(request)
+        """One model call a hook asked for: checked against the budgets and recorded, so a
+        hook that calls the model again pays again."""
+        bound, sent = self.bound(request), self.sent(request)
         try:
-            reply = bound.invoke(self.sent(request), self.asked)
+            reply = self.meter.call(lambda: bound.invoke(sent, self.asked), sent)
         except Exception as exc:
             self.raised.append(exc)
             raise
         return self.response(reply)
 
     async def ainvoke(self, request: Any) -> Any:
-        bound = self.bound(request)
+        bound, sent = self.bound(request), self.sent(request)
         try:
-            reply = await bound.ainvoke(self.sent(request), self.asked)
+            reply = await self.meter.acall(lambda: bound.ainvoke(sent, self.asked), sent)
         except Exception as exc:
             self.raised.append(exc)
             raise

@@ -44,9 +44,7 @@ class ToolRun:
 
     def request(self) -> ToolCallRequest:
         call = self.call
-        tool_call = ToolCall(
-            name=call.tool, args=dict(call.args), id=call.tool_call_id, type="tool_call"
-        )
+        tool_call = ToolCall(name=call.tool, args=call.frozen(), id=call.id, type="tool_call")
         injector = self.deps.injector
         runtime = tool_runtime(injector.node if injector else None, tool_call, self.config)
         state: dict[str, Any] = runtime.state
@@ -103,7 +101,7 @@ class ToolRun:
             except Exception:  # circular or unencodable: to_observation shows it later
                 content = repr(value)[:1000]
         message = ToolMessage(
-            content=content, artifact=artifact, tool_call_id=call.tool_call_id, name=call.tool
+            content=content, artifact=artifact, tool_call_id=call.id, name=call.tool
         )
         self.ran = (message, value)
         return message

@@ -43,9 +43,12 @@ def stale(state: Mapping[str, Any]) -> dict[str, Any]:
     return dict.fromkeys(_ENDS) if any(state.get(key) is not None for key in _ENDS) else {}
 
 
-def ending(step: Step, stop: Stop, call: str | None = None) -> dict[str, Any]:
-    """The write that hands ``stop`` to the ``stop`` node."""
-    held = Ending(reason=str(stop), message=stop.message or str(stop), call=call)
+def ending(
+    step: Step, stop: Stop, call: str | None = None, at: int | None = None
+) -> dict[str, Any]:
+    """The write that hands ``stop`` to the ``stop`` node (``call``: the call that caused
+    it; ``at``: the decisions made by then)."""
+    held = Ending(reason=str(stop), message=stop.message or str(stop), call=call, step=at)
     return {"step": dump(step.model_copy(update={"ending": held}))}
 
 

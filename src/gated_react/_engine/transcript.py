@@ -37,6 +37,7 @@ from langchain_core.messages import (
 )
 
 from gated_react._engine.call_keys import loop_key
+from gated_react._engine.chat import ran
 from gated_react._engine.tool_results import is_blocks, record
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Retry, ToolAction
@@ -140,6 +141,11 @@ def run_loop_keys(messages: Sequence[BaseMessage], at: int) -> list[str]:
     return [key for keys in found.keyed for key in keys]
 
 
+def run_call_ids(messages: Sequence[BaseMessage], at: int) -> frozenset[str]:
+    """The ids of every call the run has made on this branch (answered or not)."""
+    return frozenset(_read(messages, at).ids)
+
+
 def run_steps(messages: Sequence[BaseMessage], at: int) -> list[list[HistoryEntry]]:
     """The run's steps on this branch of the conversation, oldest first: each AI message
     after the run's question with its answered calls, as the model saw them (a result's blocks
@@ -152,8 +158,10 @@ def _read(messages: Sequence[BaseMessage], at: int) -> _Steps:
     key = (messages[at].id, at)
     with _LOCK:
         found = _STEPS.get(key)
-    if found is None or found.seen > len(messages) or (
-        found.seen and messages[found.seen - 1] is not found.last
+    if (
+        found is None
+        or found.seen > len(messages)
+        or (found.seen and messages[found.seen - 1] is not found.last)
     ):
         found = _Steps()
     found.read(messages, at)
@@ -177,6 +185,7 @@ class _Steps:
         self.open: list[tuple[int, dict[str, Any]]] = []
         """The calls of the last AI message read, not answered yet."""
         self.results: dict[str, ToolMessage] = {}
+        self.ids: set[str] = set()
 
     def read(self, messages: Sequence[BaseMessage], at: int) -> None:
         start = max(self.seen, at + 1)
@@ -184,8 +193,9 @@ class _Steps:
             if isinstance(message, AIMessage) and message.tool_calls:
                 self._close()
                 self.open = [(len(self.steps) + 1, dict(call)) for call in message.tool_calls]
-            elif isinstance(message, ToolMessage):
-                self.results[message.tool_call_id] = message
+                self.ids.update(str(call.get("id")) for call in message.tool_calls)
+            elif isinstance(message, ToolMessage) and ran(message):
+                self.results.setdefault(message.tool_call_id, message)
         self._close(partial=True)
         self.seen, self.last = len(messages), messages[-1] if messages else None
 

@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Overwrite
 
-from gated_react._engine.chat import result, said
+from gated_react._engine.chat import not_run, result, said
 from gated_react.state import RunInput, Step, dump
 from gated_react.stops import StopReason
 
@@ -58,10 +58,15 @@ def goal_message_id(thread: str, position: int, goal: str, saved: bool) -> str:
 
 
 def opening(
-    messages: Sequence[BaseMessage], goal: Any, step: dict[str, Any] | None, thread: str, saved: bool
+    messages: Sequence[BaseMessage],
+    goal: Any,
+    step: dict[str, Any] | None,
+    thread: str,
+    saved: bool,
 ) -> Opened:
     """The run this decision belongs to, and what opens it."""
-    shown, update = list(messages), {}
+    shown: list[BaseMessage] = list(messages)
+    update: dict[str, Any] = {}
     if goal is not None:
         # LangGraph maps input keys to channels without the input schema's checks: apply them
         # here, so {"goal": ""} is the same clear ValidationError as a wrong type.
@@ -114,21 +119,26 @@ def unanswered(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         if isinstance(message, ToolMessage):
             answered.add(message.tool_call_id)
         elif isinstance(message, AIMessage):
-            return [c for c in message.tool_calls if c.get("id") not in answered]
+            return [dict(c) for c in message.tool_calls if c.get("id") not in answered]
     return []
 
 
 def cut_short(
-    messages: list[BaseMessage], at: int, waiting: list[dict[str, Any]], started: set[str]
-) -> Overwrite:
+    messages: list[BaseMessage],
+    at: int,
+    waiting: list[dict[str, Any]],
+    started: dict[str, str | None],
+) -> tuple[Overwrite, int]:
     """The conversation with the calls an unfinished run left waiting answered where they
-    belong (right after their AI message, before the new question), and a note that the run
-    ended there. ``started``: the calls the record says may have run."""
-    answers = [_answer(call, call.get("id") in started) for call in waiting]
+    belong (right after their AI message, before the new question), a note that the run ended
+    there, and where the question now is. ``started``: the calls the record says ran (what they
+    returned) or may have run (None)."""
+    answers = [_answer(call, started) for call in waiting]
     end = _after_calls(messages, at)
     names = ", ".join(dict.fromkeys(str(c.get("name")) for c in waiting))
     note = said(f"I did not finish: a new message came before {names} could be settled.")
-    return Overwrite([*messages[:end], *answers, note, *messages[end:]])
+    added = [*answers, note]
+    return Overwrite([*messages[:end], *added, *messages[end:]]), at + len(added)
 
 
 def _after_calls(messages: list[BaseMessage], at: int) -> int:
@@ -139,17 +149,20 @@ def _after_calls(messages: list[BaseMessage], at: int) -> int:
     return end
 
 
-def _answer(call: dict[str, Any], started: bool) -> ToolMessage:
-    name = str(call.get("name"))
-    if started:
+def _answer(call: dict[str, Any], started: dict[str, str | None]) -> ToolMessage:
+    name, call_id = str(call.get("name")), str(call.get("id"))
+    done = started.get(call_id)
+    if done is not None:  # it ran; its result was recorded, not yet shown
+        return result(name, call_id, done, ok=True)
+    if call_id in started:
         why = (
             f"outcome unknown ({StopReason.TOOL_OUTCOME_UNKNOWN}:{name}): {name} may have run, "
             "but the run ended before its result was recorded; a new message came instead. "
             "Find out whether it did before calling it again."
         )
-    else:
-        why = f"not run ({StopReason.TOOL_REJECTED}:{name}): a new message came instead"
-    return result(name, call.get("id"), why, ok=False)
+        return result(name, call_id, why, ok=False)
+    why = f"not run ({StopReason.TOOL_REJECTED}:{name}): a new message came instead"
+    return not_run([call], why)[0]
 
 
 def closing(text: str, message_id: str | None = None, reply: Any = None) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
 from gated_react._engine.authority.ledger import Book, Place
-from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.paying import BudgetSpent, Meter, reported_tokens
+from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.budget_checks import Limits, check_before_step, enforce
 from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
@@ -27,7 +27,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model_errors import classify
 from gated_react._engine.steps import ended, ending, joined, stale
 from gated_react._engine.streaming import model_config, stream_calls
-from gated_react._engine.transcript import build_messages
+from gated_react._engine.transcript import build_messages, run_call_ids
 from gated_react._engine.turns import Opened, cut_short, opening
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
@@ -78,8 +78,9 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
         began = time.monotonic()
         try:
             if deps.middleware is None:
-                call = lambda: plan.meter.call(lambda: deps.bound.invoke(plan.messages, asked),
-                                               plan.messages)  # noqa: E731 fmt: skip
+                call = lambda: plan.meter.call(
+                    lambda: deps.bound.invoke(plan.messages, asked), plan.messages
+                )
                 message = paid = call_within(call, plan.left)
             else:
                 hooks = deps.middleware
@@ -242,12 +243,16 @@ def _decided(
     cost = deps.pricer.cost(reported) if reported is not None else None
     tracing.replied(deps.spans, span, (plan.messages, message), reported, cost)
     reply = reply_of(message, deps.secrets)
-    step = plan.opened.step.model_copy(update={"reply": reply, "ending": None})
-    update = plan.update | {"step": dump(step)}
     actions = proposal(deps, reply)
+    opened = plan.opened
+    named, message_id = with_ids(actions, reply, run_call_ids(opened.messages, opened.at))
+    if reply.tool_calls and len(named) == len(reply.tool_calls):  # validate names them alike
+        calls = [dict(c, id=a.id) for c, a in zip(reply.tool_calls, named, strict=True)]
+        reply = reply.model_copy(update={"tool_calls": calls})
+    step = opened.step.model_copy(update={"reply": reply, "ending": None})
+    update = plan.update | {"step": dump(step)}
     if not actions:
         return update
-    named, message_id = with_ids(actions, reply)
     text = reply.text if deps.protocol.answer_is_text else ""
     ai = proposed(named, text, message_id, reply)
     stream_calls(config, ai)

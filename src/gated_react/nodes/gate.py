@@ -73,7 +73,7 @@ def gated(
             gate_spans.decided(deps.spans, span, checked, deps.policy.require_approval)
         if isinstance(checked, Stop):
             extended = keeper.held.records(place.thread, step.run)
-            return ending(step, checked, call.id), extended
+            return ending(step, checked, call.id, keeper.usage.steps), extended
         calls.append(checked)
     records = [*keeper.held.records(place.thread, step.run), *keeper.records]
     linked = tracing.carry(deps.spans, step.traceparent, config)

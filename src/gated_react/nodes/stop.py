@@ -72,4 +72,6 @@ def _ended(place: Place, step: Step) -> Record:
     stopper = next((c for c in step.calls if c.id == ending.call), None)
     if stopper is not None:
         body |= {"call": stopper.id, "tool": stopper.tool, "args_hash": args_hash(stopper.args)}
+    if ending.step is not None:
+        body["step"] = ending.step
     return place.record(step.run, Kind.ENDED, step.run, **body)

@@ -34,7 +34,6 @@ VALIDATE_WORDS: dict[routing.AfterValidate, str] = {
 """The decision shown for each branch of ``routing.after_validate``."""
 GATE_WORDS: dict[routing.AfterGate, str] = {
     "allowed": "allowed",
-    "refused": "refused",
     "stop": "stopped",
 }
 """The decision shown for each branch of ``routing.after_gate``."""
@@ -213,9 +212,6 @@ def _gate(update: dict[str, Any]) -> Described:
         return {"tool": trace[-1].get("tool")}, decision, None
     calls = update.get("calls") or [{}]
     action = _calls(calls)
-    if branch == "refused":
-        errors = [(c.get("outcome") or {}).get("error") for c in calls]
-        return action, decision, clip(errors[0] if len(errors) == 1 else errors)
     return action, decision, None
 
 

@@ -29,7 +29,6 @@ from gated_react.state.actions import (
 from gated_react.state.base import dump
 from gated_react.state.calls import Call, HistoryEntry, Outcome, Shown, TraceEntry
 from gated_react.state.channels import PUBLIC, State
-from gated_react.state.step import Answer, Ending, Step
 from gated_react.state.run import (
     RESULT_KEYS,
     SUMMARY_KEYS,
@@ -39,6 +38,7 @@ from gated_react.state.run import (
     Status,
     last_human_text,
 )
+from gated_react.state.step import Answer, Ending, Step
 from gated_react.state.usage import SECONDS_CAP, Extension, Usage
 from gated_react.state.views import (
     ActionRequest,

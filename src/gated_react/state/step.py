@@ -18,6 +18,8 @@ class Ending(StrictModel):
     """A human sentence with numbers."""
     call: str | None = None
     """The id of the call that stopped the run, if one did."""
+    step: int | None = None
+    """The model decisions made when it was decided (the step the stopping call belongs to)."""
 
 
 class Answer(StrictModel):

@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_text, ask, question

@@ -4,6 +4,7 @@ results, the usage, the answer. Derived each time they are read, never stored.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.budget_checks import entry
+from gated_react._engine.chat import ran
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.tool_results import is_blocks, record
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
@@ -66,8 +68,6 @@ def _step(body: Mapping[str, Any]) -> int:
 
 
 def _hash_of(args: Any) -> str:
-    import json
-
     try:
         return args_hash(json.loads(args)) if isinstance(args, str) else args_hash(args)
     except ValueError:
@@ -80,7 +80,7 @@ def _error(body: Mapping[str, Any], ok: bool) -> str | None:
 
 def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
     """Every call in the conversation that has a result, with it, oldest first."""
-    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage) and ran(m)}
     out, step = [], 0
     for message in messages:
         if not isinstance(message, AIMessage) or not message.tool_calls:
@@ -92,12 +92,23 @@ def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
             found = results.get(str(call.get("id")))
             if found is None:
                 continue
-            shown = found.content
-            observation = record(shown) if is_blocks(shown) else found.text
+            shown: Any = found.content
+            observation = record(shown) if is_blocks(shown) else _data(found.text)
             action = ToolAction(name=call["name"], args=call.get("args") or {}, id=call.get("id"))
             out.append(HistoryEntry(step=step, action=action, observation=observation,
                                     ok=found.status != "error"))  # fmt: skip
     return out
+
+
+def _data(text: str) -> Any:
+    """A result as the tool returned it: JSON data as data (a result is stored as the text the
+    model read), anything else as that text."""
+    if text[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
 
 
 def answer(values: Mapping[str, Any]) -> str | None:

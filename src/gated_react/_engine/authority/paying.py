@@ -55,7 +55,9 @@ class Meter:
     deps: NodeDeps
     held: Limits
 
-    def call(self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]) -> BaseMessage:
+    def call(
+        self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
+    ) -> BaseMessage:
         """``invoke()`` (one model call with ``messages``), checked and recorded."""
         ledger = self.place.ledger
         opened = self.before(messages)

@@ -19,7 +19,6 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import tool_results, tool_runner
 from gated_react._engine.approval import answered_text, ask, question
-from gated_react._engine.call_keys import loop_key
 from gated_react._engine.authority.admit import (
     Gatekeeper,
     branch_calls,
@@ -29,6 +28,7 @@ from gated_react._engine.authority.admit import (
 )
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.call_keys import loop_key
 from gated_react._engine.chat import edited, result
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.steps import ending
@@ -92,8 +92,9 @@ class Plan:
     def claims(self) -> list[Record]:
         run = self.step.run
         return [
-            self.place.record(run, Kind.STARTED, self.calls[i].key, call=self.calls[i].id,
-                              tool=self.calls[i].tool)  # fmt: skip
+            self.place.record(
+                run, Kind.STARTED, self.calls[i].key, call=self.calls[i].id, tool=self.calls[i].tool
+            )  # fmt: skip
             for i in self.once
         ]
 
@@ -124,7 +125,9 @@ class Plan:
         messages = [self.answers[i] for i in sorted(self.answers)]
         step = self.step.model_copy(update={"calls": self.calls})
         update: dict[str, Any] = {"messages": messages, "step": dump(step)}
-        return update | ending(step, *stop) if stop is not None else update
+        if stop is None:
+            return update
+        return update | ending(step, stop[0], stop[1], self.keeper.usage.steps)
 
     def _result(
         self, call: Call, value: Any, error: Exception | None, seconds: float
@@ -203,8 +206,10 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     problem = tool_runner.check_args(deps.tools[call.tool], call.args)
     if problem is not None:
         why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
-        return why if deps.policy.on_tool_error == "stop" else result(
-            call.tool, call.id, problem, ok=False
+        return (
+            why
+            if deps.policy.on_tool_error == "stop"
+            else result(call.tool, call.id, problem, ok=False)
         )
     return call
 
@@ -219,8 +224,6 @@ def _progress(records: Sequence[Record]) -> tuple[bool, ToolMessage | None]:
     answer = result(str(body.get("tool")), str(body.get("call")), str(body.get("shown") or ""),
                     ok=bool(body.get("ok")))  # fmt: skip
     return True, answer
-
-
 
 
 def _asked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     )
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
+    from gated_react.models import UnsupportedModel
     from gated_react.policy import Budget, Policy, Price, UnknownToolName, UnpricedModel
     from gated_react.runs import (
         NotWaiting,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         aresume,
         arun,
         read,
+        result_of,
         resume,
         run,
     )
@@ -61,6 +63,7 @@ _HOMES = {
     "UnknownToolName": "policy",
     "UnpricedModel": "policy",
     "UnsafeCheckpoint": "store.serializer",
+    "UnsupportedModel": "models",
     "aopen_checkpointer": "store.checkpointer",
     "aresume": "runs",
     "arun": "runs",
@@ -68,6 +71,7 @@ _HOMES = {
     "build_graph": "graph",
     "open_checkpointer": "store.checkpointer",
     "read": "runs",
+    "result_of": "runs",
     "resume": "runs",
     "run": "runs",
 }
@@ -96,6 +100,7 @@ __all__ = [
     "UnknownToolName",
     "UnpricedModel",
     "UnsafeCheckpoint",
+    "UnsupportedModel",
     "aopen_checkpointer",
     "aresume",
     "arun",
@@ -103,6 +108,7 @@ __all__ = [
     "build_graph",
     "open_checkpointer",
     "read",
+    "result_of",
     "resume",
     "run",
 ]

@@ -54,14 +54,31 @@ def init_model(model: BaseChatModel | str) -> BaseChatModel:
     as ``create_agent`` takes it; the ``langchain`` extra and the provider's package); either
     way asked for its token usage when it streams (``with_stream_usage``)."""
     if not isinstance(model, str):
+        if not isinstance(model, BaseChatModel):
+            raise UnsupportedModel(f"expected a LangChain chat model, got {type(model).__name__}")
         return with_stream_usage(model)
+    if not model.strip():
+        raise UnsupportedModel(
+            "the model is an empty string: name one as 'provider:model' (e.g. "
+            "'openai:gpt-4.1-mini') or pass a LangChain chat model"
+        )
     from gated_react.interop import LANGCHAIN_EXTRA, LangChainMissing
 
     try:
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise LangChainMissing(LANGCHAIN_EXTRA) from None
-    return with_stream_usage(init_chat_model(model))
+    made = init_chat_model(model)
+    if not isinstance(made, BaseChatModel):  # a configurable model, chosen per call
+        raise UnsupportedModel(
+            f"{model!r} gives a model chosen at each call (LangChain's configurable model); "
+            "the gate prices and binds one model: name it as 'provider:model'"
+        )
+    return with_stream_usage(made)
+
+
+class UnsupportedModel(GatedReactError, TypeError):
+    """``build_graph`` was given something it cannot call as one chat model."""
 
 
 def with_stream_usage(model: BaseChatModel) -> BaseChatModel:

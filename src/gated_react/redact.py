@@ -58,3 +58,15 @@ def secrets_of(model: Any) -> tuple[str, ...]:
     fields = getattr(model, "__dict__", {}).values()
     found = {value.get_secret_value() for value in fields if isinstance(value, SecretStr)}
     return tuple(sorted(secret for secret in found if len(secret) >= 4))
+
+
+def masked_in(value: Any, secrets: tuple[str | None, ...]) -> Any:
+    """``value`` with each known secret masked in every string it holds (lists, tuples and
+    dicts are copied; anything else is passed as it is)."""
+    if isinstance(value, str):
+        return mask_secrets(value, secrets)
+    if isinstance(value, dict):
+        return {key: masked_in(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_in(item, secrets) for item in value]
+    return value

@@ -21,7 +21,7 @@ from gated_react._engine.authority import audit
 from gated_react._engine.authority.ledger import Book, ledger_for
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.errors import GatedReactError, one_line
-from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult
+from gated_react.state import CHANNELS, RESULT_KEYS, Question, RunResult, ThreadResult
 from gated_react.stops import ended_status
 from gated_react.store.locks import athread_lock, thread_lock
 
@@ -175,7 +175,10 @@ def _advance(
         output: dict[str, Any] = graph.invoke(value, config, context=context)
         return output
     watch = _Watch(on_update)
-    for mode, chunk in graph.stream(value, config, stream_mode=_MODES, context=context):
+    streamed = graph.stream(
+        value, config, stream_mode=_MODES, context=context, output_keys=list(CHANNELS)
+    )
+    for mode, chunk in streamed:
         watch.take(mode, chunk)
     return watch.output()
 
@@ -192,7 +195,10 @@ async def _aadvance(
         output: dict[str, Any] = await graph.ainvoke(value, config, context=context)
         return output
     watch = _Watch(on_update)
-    async for mode, chunk in graph.astream(value, config, stream_mode=_MODES, context=context):
+    streamed = graph.astream(
+        value, config, stream_mode=_MODES, context=context, output_keys=list(CHANNELS)
+    )
+    async for mode, chunk in streamed:
         watch.take(mode, chunk)
     return watch.output()
 

@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import Command
 
-from gated_react._engine.injection import Injector
+from gated_react._engine.injection import Injector, Shown
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import app_section, rules
 from gated_react._engine.protocol import ActionProtocol, BoundModel
@@ -67,6 +67,12 @@ class NodeDeps:
     """The application's prompt (``build_graph(system_prompt=)``): what model hooks see as
     ``request.system_message`` and may replace."""
 
+    @property
+    def shown(self) -> Shown:
+        """What a tool is shown of the agent (``ToolRuntime.tools``, a masking writer)."""
+        visible = tuple(tool for name, tool in self.tools.items() if name in self.allowed)
+        return Shown(visible, self.secrets)
+
     @classmethod
     def build(
         cls,
@@ -119,7 +125,7 @@ class NodeDeps:
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets, context, capture)),
             middleware=hooks,
-            injector=Injector.of(registry, KEY_PARAM),
+            injector=Injector.of(registry, KEY_PARAM, Shown(tuple(visible), secrets)),
         )
 
     def idempotent(self, tool: str) -> bool:

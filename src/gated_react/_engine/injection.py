@@ -11,7 +11,7 @@ before the call runs. Tools without any never come here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from gated_react._engine.langgraph_internals import (
     runtime_of,
     tool_state,
 )
+from gated_react.redact import masked_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +37,14 @@ class Injector:
     takes: frozenset[str]
     """The tools to invoke with a full ``ToolCall``: those with an injected argument other
     than the ``idempotency_key`` execute passes itself."""
+    shown: Shown
 
     @classmethod
-    def of(cls, tools: Mapping[str, BaseTool], own: str) -> Injector | None:
+    def of(cls, tools: Mapping[str, BaseTool], own: str, shown: Shown) -> Injector | None:
         """None when no tool takes an injected argument (execute then pays nothing)."""
         node = ToolNode(list(tools.values()))
         takes = frozenset(name for name in tools if injected_keys(node, name) - {own})
-        return cls(node, takes) if takes else None
+        return cls(node, takes, shown) if takes else None
 
     def tool_call(
         self, name: str, args: dict[str, Any], call_id: str, config: RunnableConfig
@@ -51,24 +53,59 @@ class Injector:
         injected ones, under ``call_id``, the model's id for the call (stored with it, so
         the same after a resume)."""
         call = ToolCall(name=name, args=args, id=call_id, type="tool_call")
-        given = tool_runtime(self.node, call, config)
+        given = tool_runtime(self.node, call, config, self.shown)
         filled: ToolCall = injected_tool_call(self.node, call, given)
         return filled
 
 
-def tool_runtime(node: ToolNode | None, call: ToolCall, config: RunnableConfig) -> ToolRuntime:
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a tool is shown of the agent besides its call: the tools the policy allows (the
+    others are no concern of a tool), and the keys its stream writer masks."""
+
+    tools: tuple[BaseTool, ...] = ()
+    secrets: tuple[str, ...] = ()
+
+
+def tool_runtime(
+    node: ToolNode | None, call: ToolCall, config: RunnableConfig, shown: Shown
+) -> ToolRuntime:
     """The ``ToolRuntime`` ``create_agent`` gives a tool (and a ``wrap_tool_call`` hook) for
-    ``call``: the graph's state as ToolNode reads it (none without a ToolNode), context, store,
-    stream writer, the call's id and config."""
+    ``call``: the graph's state as ToolNode reads it (a copy: a tool that changes it changes
+    nothing the graph holds; none without a ToolNode), context, store, a stream writer that
+    masks the model's keys, the tools the policy allows, the call's id and config."""
     runtime = runtime_of(config)
+    state = tool_state(node, call, config) if node is not None else {"messages": []}
     return ToolRuntime(
-        state=tool_state(node, call, config) if node is not None else {"messages": []},
+        state=_copied(state),
         tool_call_id=call["id"],
         config=config,
         context=runtime.context,
         store=runtime.store,
-        stream_writer=runtime.stream_writer,
-        tools=list(node.tools_by_name.values()) if node is not None else [],
+        stream_writer=_masking(runtime.stream_writer, shown.secrets),
+        tools=list(shown.tools),
         execution_info=runtime.execution_info,
         server_info=runtime.server_info,
     )
+
+
+def _copied(state: Any) -> Any:
+    """The state with each list and dict channel copied (its items are the channel's)."""
+    if not isinstance(state, dict):
+        return state
+    return {
+        key: list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict)
+        else value
+        for key, value in state.items()
+    }  # fmt: skip
+
+
+def _masking(writer: Callable[[Any], None], secrets: tuple[str, ...]) -> Callable[[Any], None]:
+    """``writer``, masking the model's keys in whatever a tool streams (``custom`` mode)."""
+    if not secrets:
+        return writer
+
+    def write(chunk: Any) -> None:
+        writer(masked_in(chunk, secrets))
+
+    return write

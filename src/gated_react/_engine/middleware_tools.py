@@ -46,7 +46,8 @@ class ToolRun:
         call = self.call
         tool_call = ToolCall(name=call.tool, args=call.frozen(), id=call.id, type="tool_call")
         injector = self.deps.injector
-        runtime = tool_runtime(injector.node if injector else None, tool_call, self.config)
+        node = injector.node if injector else None
+        runtime = tool_runtime(node, tool_call, self.config, self.deps.shown)
         state: dict[str, Any] = runtime.state
         tool = self.deps.tools[call.tool]
         return ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime)

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.types import Overwrite
 from opentelemetry.trace import Span
+from pydantic import ValidationError
 
 from gated_react._engine import tracing
 from gated_react._engine.deps import NodeDeps
@@ -24,8 +25,15 @@ def step_of(state: Mapping[str, Any], node: str) -> Step:
     the graph never sends it, or the thread was written before the step existed)."""
     found = state.get("step")
     if not found:
-        raise MisroutedStep(node, "with no step in hand (a new message starts a run)")
-    return Step.model_validate(found)
+        raise MisroutedStep(
+            node,
+            "with no step in hand (the thread was written by gated-react before 0.1.0, or "
+            "edited)",
+        )
+    try:
+        return Step.model_validate(found)
+    except ValidationError:
+        raise MisroutedStep(node, "with a step that is not one (edited or damaged)") from None
 
 
 def run_step(state: Mapping[str, Any], node: str, saved: bool) -> Step:

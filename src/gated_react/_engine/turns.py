@@ -21,6 +21,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Overwrite
+from pydantic import ValidationError
 
 from gated_react._engine.chat import not_run, result, said
 from gated_react.state import RunInput, Step, dump
@@ -79,13 +80,21 @@ def opening(
         RunInput.model_validate({"messages": shown or None})  # raises: a run needs a goal
         raise AssertionError("unreachable: RunInput refuses a conversation without a question")
     question = str(shown[at].id)
-    held = Step.model_validate(step) if step else None
+    held = _held(step)
     if held is not None and of_run(held.run, question, saved):
         return Opened(held.run, shown, at, held, new=False, update=update)
     run = question if saved else f"{question}#{uuid.uuid4().hex[:16]}"
     fresh = Step(run=run, traceparent=held.traceparent if held else None)
     update["step"] = dump(fresh)
     return Opened(run, shown, at, fresh, new=True, waiting=unanswered(shown[:at]), update=update)
+
+
+def _held(step: Any) -> Step | None:
+    """The step in hand, if it is one (a damaged or edited one is dropped: a new one opens)."""
+    try:
+        return Step.model_validate(step) if step else None
+    except ValidationError:
+        return None
 
 
 def of_run(run: str, question: str, saved: bool) -> bool:

@@ -28,7 +28,7 @@ from gated_react.state.actions import (
 )
 from gated_react.state.base import dump
 from gated_react.state.calls import Call, HistoryEntry, Outcome, Shown, TraceEntry
-from gated_react.state.channels import PUBLIC, State
+from gated_react.state.channels import CHANNELS, PUBLIC, State
 from gated_react.state.run import (
     RESULT_KEYS,
     SUMMARY_KEYS,
@@ -50,6 +50,7 @@ from gated_react.state.views import (
 )
 
 __all__ = [
+    "CHANNELS",
     "PUBLIC",
     "RESULT_KEYS",
     "SECONDS_CAP",

@@ -43,3 +43,8 @@ class State(TypedDict, total=False):
     conversation's human message and clears it."""
     step: dict[str, Any] | None
     """The step in hand (``Step`` as plain JSON): what one node hands the next."""
+
+
+CHANNELS = tuple(State.__annotations__)
+"""Every channel, in order: what a caller that needs the private writes streams
+(``graph.stream(..., output_keys=list(CHANNELS))``; the CLI's live view does)."""

@@ -17,20 +17,16 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph._internal._constants import (
-    CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_READ,
-    CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
-    CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     INTERRUPT,
     NS_END,
     NS_SEP,
-    PUSH,
 )
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.config import get_config
@@ -48,24 +44,19 @@ __all__ = [
     "StreamMessagesHandler",
     "StreamingCallbackHandler",
     "ask_human",
-    "beside_a_question",
     "can_pause",
-    "channels_now",
     "earlier_interrupt_ids",
     "emit",
     "injected_keys",
     "injected_tool_call",
-    "is_resuming",
     "messages_stream",
     "narrow_routes",
     "node",
-    "node_name",
     "route",
     "run_key",
     "runtime_of",
     "saver_of",
     "tool_state",
-    "was_sent",
 ]
 
 StreamingCallbackHandler = _StreamingCallbackHandler
@@ -142,12 +133,6 @@ def _fresh_read(
     return mapper(values) if mapper else values
 
 
-def channels_now(config: RunnableConfig, names: Sequence[str]) -> dict[str, Any]:
-    """The named channels as this task's superstep began, those that hold a value (LangGraph's
-    own read for the task): for a node that needs a channel only on a rare path, so its input
-    schema, read every step, stays small. Empty outside a graph (a node called by hand)."""
-    read = config.get("configurable", {}).get(CONFIG_KEY_READ)
-    return dict(read(list(names), False)) if read is not None else {}
 
 
 def run_key(config: RunnableConfig) -> tuple[Any, str]:
@@ -159,36 +144,12 @@ def run_key(config: RunnableConfig) -> tuple[Any, str]:
     return conf.get("thread_id"), own.rpartition(NS_SEP)[0]
 
 
-def is_resuming(config: RunnableConfig) -> bool:
-    """True in the first node of an invocation that continues a saved checkpoint."""
-    return bool(config.get("configurable", {}).get(CONFIG_KEY_RESUMING))
 
 
-def is_time_travel(config: RunnableConfig) -> bool:
-    """True in every node of an invocation that replays or forks from a checkpoint the client
-    addressed (``checkpoint_id``), but for a resume of that checkpoint's question: what the
-    thread recorded after that checkpoint is not in the state this invocation sees."""
-    return config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE) is not None
 
 
-def replayed_from(config: RunnableConfig) -> str | None:
-    """The checkpoint a time-travelling invocation replays or forks from (for a new input
-    sent with a ``checkpoint_id``, the new input's own checkpoint); None otherwise."""
-    replay = config.get("configurable", {}).get(CONFIG_KEY_REPLAY_STATE)
-    found = getattr(replay, "checkpoint_id", None)
-    return str(found) if found else None
 
 
-def saved_at(config: RunnableConfig) -> tuple[Any, RunnableConfig, str] | None:
-    """The checkpointer of a node's graph, the config that lists its thread's checkpoints (in
-    the graph's namespace), and the id of the checkpoint the node's superstep started from;
-    None without a checkpointer."""
-    conf = config.get("configurable", {})
-    saver, (thread, namespace) = conf.get(CONFIG_KEY_CHECKPOINTER), run_key(config)
-    current = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(namespace)
-    if saver is None or thread is None or not current:
-        return None
-    return saver, {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}, current
 
 
 def saver_of(config: RunnableConfig) -> Any:
@@ -231,12 +192,6 @@ def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
     return handler.metadata.get(run_id) if run_id is not None else None
 
 
-def was_sent(config: RunnableConfig) -> bool:
-    """True when this task was started by a ``Send`` (LangGraph's push tasks), whose input is
-    the Send's own argument rather than the graph's channels. LangGraph sets the task's path
-    in its metadata after a caller's metadata, so a caller cannot claim another."""
-    path: Any = config.get("metadata", {}).get("langgraph_path")
-    return bool(path) and path[0] == PUSH
 
 
 def earlier_interrupt_ids(count: int) -> list[str]:
@@ -305,23 +260,8 @@ def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any
     return interrupt(question)
 
 
-def node_name(config: RunnableConfig) -> str:
-    """The graph node this task runs (``"node"`` outside a graph)."""
-    return str(config.get("metadata", {}).get("langgraph_node", "node"))
 
 
-def beside_a_question(config: RunnableConfig) -> bool:
-    """True when another task of this superstep raised a question that waits on this
-    checkpoint. The graph runs one node a step; only a caller's ``Command(goto=...)`` can
-    schedule a node beside one that waits (the gate, paused on a human), and the two would
-    then write the same channels in one step, which LangGraph refuses after both ran (the
-    tool a node beside the gate ran is then in no record)."""
-    conf = config.get("configurable", {})
-    scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
-    if scratchpad is None:
-        return False
-    asked = [task for task, channel, _ in _pending(scratchpad) if channel == INTERRUPT]
-    return bool(asked) and any(task != _task_id(conf) for task in asked)
 
 
 def _ns(conf: dict[str, Any]) -> str:

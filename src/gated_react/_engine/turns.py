@@ -80,7 +80,7 @@ def opening(
         RunInput.model_validate({"messages": shown or None})  # raises: a run needs a goal
         raise AssertionError("unreachable: RunInput refuses a conversation without a question")
     question = str(shown[at].id)
-    held = _held(step)
+    held = held_step(step)
     if held is not None and of_run(held.run, question, saved):
         return Opened(held.run, shown, at, held, new=False, update=update)
     run = question if saved else f"{question}#{uuid.uuid4().hex[:16]}"
@@ -89,7 +89,7 @@ def opening(
     return Opened(run, shown, at, fresh, new=True, waiting=unanswered(shown[:at]), update=update)
 
 
-def _held(step: Any) -> Step | None:
+def held_step(step: Any) -> Step | None:
     """The step in hand, if it is one (a damaged or edited one is dropped: a new one opens)."""
     try:
         return Step.model_validate(step) if step else None

@@ -28,7 +28,7 @@ from gated_react._engine.model_errors import classify
 from gated_react._engine.steps import ended, ending, joined, stale
 from gated_react._engine.streaming import model_config, stream_calls
 from gated_react._engine.transcript import build_messages, run_call_ids
-from gated_react._engine.turns import Opened, cut_short, opening
+from gated_react._engine.turns import Opened, cut_short, held_step, opening
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
 from gated_react.state import Step, dump
@@ -132,10 +132,11 @@ def _opened(state: DecideChannels, place: Place) -> Opened:
 def _keys(state: DecideChannels, opened: Opened) -> list[str]:
     """The keys of the calls an unfinished run left waiting, which this decision cuts short:
     the record says whether any of them started."""
-    if not opened.waiting or not state.get("step"):
+    old = held_step(state.get("step"))
+    if not opened.waiting or old is None:
         return []
     waiting = {call.get("id") for call in opened.waiting}
-    return [c.key for c in Step.model_validate(state["step"]).calls if c.key and c.id in waiting]
+    return [c.key for c in old.calls if c.key and c.id in waiting]
 
 
 def _started(records: list[Record]) -> dict[str, str | None]:
@@ -196,7 +197,8 @@ def _cut_in(plan: Planned, state: DecideChannels, started: dict[str, str | None]
     rewritten, at = cut_short(opened.messages, opened.at, opened.waiting, started)
     plan.update["messages"] = rewritten
     opened.messages, opened.at = list(rewritten.value), at
-    old = Step.model_validate(state["step"]).run if state.get("step") else None
+    held = held_step(state.get("step"))
+    old = held.run if held is not None else None
     if old is not None:
         unknown = any(started.get(str(c.get("id")), "") is None for c in opened.waiting
                       if str(c.get("id")) in started)  # fmt: skip

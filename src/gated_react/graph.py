@@ -39,7 +39,7 @@ from gated_react.nodes.validate import ValidateChannels, validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
-from gated_react.state import PUBLIC, RunInput, RunInputDict, RunResult, State
+from gated_react.state import PUBLIC, RunInput, RunInputDict, RunReply, RunResult, State
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
@@ -100,7 +100,8 @@ def build_graph(
         protocol=PROTOCOLS[policy.protocol],
         capture=capture_content(),
     )
-    graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=RunResult)
+    output = RunResult if response_format is not None else RunReply
+    graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=output)
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=DecideChannels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=ValidateChannels)
     graph.add_node("gate", node(gate, agate, deps=deps), input_schema=GateChannels)

@@ -60,13 +60,18 @@ def secrets_of(model: Any) -> tuple[str, ...]:
     return tuple(sorted(secret for secret in found if len(secret) >= 4))
 
 
-def masked_in(value: Any, secrets: tuple[str | None, ...]) -> Any:
+def masked_in(value: Any, secrets: tuple[str | None, ...], *, documents: bool = False) -> Any:
     """``value`` with each known secret masked in every string it holds (lists, tuples and
-    dicts are copied; anything else is passed as it is)."""
+    dicts are copied; with ``documents``, LangChain ``Document``s too: their text and metadata;
+    anything else is passed as it is)."""
     if isinstance(value, str):
         return mask_secrets(value, secrets)
     if isinstance(value, dict):
-        return {key: masked_in(item, secrets) for key, item in value.items()}
+        return {key: masked_in(item, secrets, documents=documents) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [masked_in(item, secrets) for item in value]
+        return [masked_in(item, secrets, documents=documents) for item in value]
+    if documents and hasattr(value, "page_content") and hasattr(value, "model_copy"):
+        text = mask_secrets(value.page_content, secrets)
+        return value.model_copy(update={"page_content": text,
+                                        "metadata": masked_in(value.metadata, secrets)})  # fmt: skip
     return value

@@ -90,9 +90,14 @@ def _messages(where: str, theirs: list[Any], mine: list[Any]) -> list[str]:
     return []
 
 
+THE_STOP = frozenset({"status", "stop_reason", "message"})
+"""The keys gated-react's result adds on purpose: how the run ended (its stop reason)."""
+
+
 def _result(where: str, theirs: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     found = []
-    added, lost = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))
+    added = sorted(set(mine) - set(theirs) - THE_STOP)
+    lost = sorted(set(theirs) - set(mine))
     if added or lost:
         found.append(f"{where} keys: gated_react adds {added}, lacks {lost}")
     structured = theirs.get("structured_response"), mine.get("structured_response")

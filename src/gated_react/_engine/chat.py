@@ -80,7 +80,15 @@ def metadata_of(message: BaseMessage, secrets: tuple[str, ...] = ()) -> dict[str
     except ValidationError:  # a hook or a client wrote something else: counts are optional
         usage = None
     response = json_data(getattr(message, "response_metadata", None), secrets)
-    return {"usage_metadata": usage, "response_metadata": response or None}
+    extra = json_data(getattr(message, "additional_kwargs", None), secrets)
+    if isinstance(extra, dict):
+        extra = {k: v for k, v in extra.items() if k not in _CALLS} or None
+    return {"usage_metadata": usage, "response_metadata": response or None,
+            "additional_kwargs": extra if isinstance(extra, dict) else None}  # fmt: skip
+
+
+_CALLS = ("tool_calls", "function_call")
+"""The provider's own copy of the calls, which the message holds as its ``tool_calls``."""
 
 
 def kept(reply: Reply | None) -> dict[str, Any]:
@@ -92,6 +100,8 @@ def kept(reply: Reply | None) -> dict[str, Any]:
         out["usage_metadata"] = reply.usage_metadata
     if reply.response_metadata:
         out["response_metadata"] = reply.response_metadata
+    if reply.additional_kwargs:
+        out["additional_kwargs"] = reply.additional_kwargs
     return out
 
 

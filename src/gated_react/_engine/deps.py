@@ -114,7 +114,7 @@ class NodeDeps:
             direct=frozenset(name for name, tool in registry.items() if tool.return_direct),
             policy=policy,
             protocol=protocol,
-            system=fixed + app_section(instructions),
+            system=fixed + app_section(instructions, fixed),
             rules=fixed,
             app_prompt=instructions if instructions and instructions.strip() else None,
             pricer=pricer,

@@ -34,7 +34,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.authority.paying import Meter
+from gated_react._engine.authority.paying import Called, Meter
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.middleware_admission import admitted
@@ -85,9 +85,9 @@ class Middleware:
         config: RunnableConfig,
         asked: Any,
         meter: Meter,
-    ) -> tuple[BaseMessage, BaseMessage]:
-        """Sync: the reply the hooks made, and a message carrying what the model calls cost
-        (each call the hooks make is checked and recorded by ``meter``)."""
+    ) -> Called:
+        """Sync: the reply the hooks made, a message carrying what the model calls cost (each
+        call the hooks make is checked and recorded by ``meter``), the messages they rewrote."""
         call = ModelCall(deps, messages, config, asked, meter)
         for m in self.before:
             call.view = call.applied(m, "before_model", call.hook(m, "before_model")(*call.args()))
@@ -110,7 +110,7 @@ class Middleware:
         config: RunnableConfig,
         asked: Any,
         meter: Meter,
-    ) -> tuple[BaseMessage, BaseMessage]:
+    ) -> Called:
         """Async twin of ``call_model``."""
         call = ModelCall(deps, messages, config, asked, meter)
         for m in self.before:

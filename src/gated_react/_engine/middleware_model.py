@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import add_messages
 
-from gated_react._engine.authority.paying import Meter
+from gated_react._engine.authority.paying import Called, Meter
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.prompt import app_section
@@ -48,8 +48,12 @@ class ModelCall:
         self.deps, self.asked, self.runtime, self.meter = deps, asked, runtime_of(config), meter
         # What follows the app's prompt in the system message (the conversation's own system
         # messages, which the transcript appends): kept whatever a hook makes of the prompt.
-        self.given = messages[0].text.removeprefix(deps.system)
-        self.view: list[Any] = _merged([], messages[1:])  # with ids, so hooks can replace
+        head = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+        self.given = head.text.removeprefix(deps.system) if head is not None else ""
+        rest = messages[1:] if head is not None else messages
+        self.view: list[Any] = _merged([], rest)  # with ids, so hooks can replace
+        self.shown = {m.id: m.content for m in self.view if m.id}
+        """What each message the model is shown held before the hooks, by id."""
         self.replies: list[BaseMessage] = []
         """Every reply the model gave: all of them are paid for, whatever a hook kept."""
         self.raised: list[BaseException] = []
@@ -203,8 +207,9 @@ class ModelCall:
         """The request as the model gets it: the gate's rules first, whatever the hooks made
         of the app's prompt after them (they cannot remove the rules), then the rest."""
         app = request.system_message
-        shown = app_section(None if app is None else _text(app)) + self.given
-        return [SystemMessage(self.deps.rules + shown), *request.messages]
+        shown = app_section(None if app is None else _text(app), self.deps.rules) + self.given
+        system = self.deps.rules + shown
+        return [SystemMessage(system), *request.messages] if system else list(request.messages)
 
     def invoke(self, request: Any) -> Any:
         """One model call a hook asked for: checked against the budgets and recorded, so a
@@ -237,10 +242,16 @@ class ModelCall:
             raise MiddlewareFailed(name, "wrap_model_call returned no AI message")
         return found[-1]
 
-    def result(self) -> tuple[BaseMessage, BaseMessage]:
-        """The reply after the hooks, and the message whose usage the budgets count."""
+    def result(self) -> Called:
+        """The reply after the hooks, the message whose usage the spans show, and the messages
+        a hook rewrote (``before_model``: what ``create_agent`` stores of them)."""
         reply = self.view[-1]  # an AI message: applied() holds the hooks to that
-        return reply, paid(self.replies, reply)
+        rewritten = {
+            m.id: (self.shown[m.id], m)
+            for m in self.view[:-1]
+            if m.id in self.shown and m.content != self.shown[m.id]
+        }
+        return Called(reply, paid(self.replies, reply), rewritten)
 
 
 def _text(message: SystemMessage) -> str:

@@ -31,21 +31,30 @@ Instructions for this agent:
 
 
 def rules(
-    instructions: str, answer_schema: type[BaseModel] | None = None, max_calls: int = 1
+    instructions: str | None,
+    answer_schema: type[BaseModel] | None = None,
+    max_calls: int = 1,
 ) -> str:
-    """The gate's part of the system prompt, what no middleware may replace; it shows the
-    answer's JSON schema when there is one, and how many calls a reply may make
-    (``Policy.max_parallel_calls``). The application's prompt (``app_section``) comes after
-    it, so graphs with different prompts share the prefix a server caches."""
-    text = _SYSTEM.format(what=_actions(max_calls), instructions=instructions)
+    """The protocol's part of the system prompt, what no middleware may replace: only what the
+    protocol needs the model to be told. Native tool calling needs nothing (the tools are bound
+    and the gate checks what the model proposes, whatever it was told), so the app's prompt is
+    the whole system prompt, as under ``create_agent``; a JSON or text protocol needs its reply
+    format (``instructions``), an answer schema its JSON schema. The application's prompt
+    (``app_section``) comes after it, so graphs with different prompts share the prefix a
+    server caches."""
+    text = _SYSTEM.format(what=_actions(max_calls), instructions=instructions) if instructions else ""
     if answer_schema is not None:
-        text += _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
+        schema = _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
+        text = f"{text}{schema}" if text else schema.lstrip()
     return text
 
 
-def app_section(app: str | None) -> str:
-    """The application's part, after the rules (empty without one)."""
-    return _APP.format(text=app.strip()) if app and app.strip() else ""
+def app_section(app: str | None, rules: str = "") -> str:
+    """The application's part, after the rules (empty without one; the whole prompt, as the
+    app wrote it, when there are no rules)."""
+    if not app or not app.strip():
+        return ""
+    return _APP.format(text=app.strip()) if rules else app
 
 
 def _actions(max_calls: int) -> str:

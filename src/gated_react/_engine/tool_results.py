@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 
 from gated_react._engine.storable import Unstorable, plain
+from gated_react.redact import masked_in
 from gated_react._engine.tool_runner import cut, storable, to_observation
 from gated_react.state import HistoryEntry
 
@@ -43,8 +45,21 @@ def outcome(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> ToolOutput
         value, artifact = value.content, value.artifact
     blocks = content_blocks(value, limit, secrets)
     content = blocks if blocks else as_text(to_observation(value, limit, secrets))
-    kept = None if artifact is None else storable(artifact, secrets)
+    kept = None if artifact is None else _artifact(artifact, secrets)
     return ToolOutput(content, kept)
+
+
+def _artifact(artifact: Any, secrets: tuple[str, ...]) -> Any:
+    """An artifact as the conversation keeps it: LangChain ``Document``s as themselves (every
+    checkpointer stores and revives them: a retriever's ``docs`` are docs again, as under
+    ``create_agent``), anything else as bounded JSON."""
+    if isinstance(artifact, Document) or (
+        isinstance(artifact, list | tuple)
+        and artifact
+        and all(isinstance(item, Document) for item in artifact)
+    ):
+        return artifact if not secrets else masked_in(artifact, secrets, documents=True)
+    return storable(artifact, secrets)
 
 
 def as_text(observation: Any) -> str:

@@ -90,7 +90,9 @@ def build_messages(
         (_BEFORE, question.id, at, id(replay), id(policy)),
         partial(_before_run, before, at, policy, replay),
     )
-    out: list[BaseMessage] = [SystemMessage(system + instructions), *earlier, asked(goal, question)]
+    head = [SystemMessage(system + instructions)] if system + instructions else []
+    shown = asked(goal, question, question.id if not folded else None)
+    out: list[BaseMessage] = [*head, *earlier, shown]
     for step in steps[folded:]:
         key = (id(replay), id(step[0]), len(step))
         out.extend(_built(key, partial(_replayed, replay, step), step))
@@ -217,20 +219,25 @@ _STEPS: OrderedDict[Hashable, _Steps] = OrderedDict()
 def _entry(step: int, call: dict[str, Any], result: ToolMessage) -> HistoryEntry:
     action = ToolAction(name=str(call.get("name")), args=call.get("args") or {}, id=call.get("id"))
     return HistoryEntry(step=step, action=action, observation=_result(result),
-                        ok=result.status != "error")  # fmt: skip
+                        ok=result.status != "error", message_id=result.id)  # fmt: skip
 
 
 _TOOL = operator.attrgetter("action.name")
 
 
-def asked(text: str, message: BaseMessage | None = None) -> HumanMessage:
+def asked(
+    text: str, message: BaseMessage | None = None, message_id: str | None = None
+) -> HumanMessage:
     """A question as the model is shown it: ``text``, then what else the user sent with it
-    (an image, audio, a file: its content blocks that are not text), as they sent it."""
+    (an image, audio, a file: its content blocks that are not text), as they sent it; under
+    ``message_id`` (the stored message's, when it is shown as stored)."""
     content = message.content if isinstance(message, HumanMessage) else None
     media = [b for b in content or () if isinstance(b, dict) and b.get("type") != "text"]
     if not media or not isinstance(content, list):
-        return HumanMessage(text)
-    return HumanMessage([{"type": "text", "text": text}, *media])
+        if message_id is not None and isinstance(content, str) and content.strip() == text:
+            return HumanMessage(content, id=message_id)  # as stored, so a rewrite maps back
+        return HumanMessage(text, id=message_id)
+    return HumanMessage([{"type": "text", "text": text}, *media], id=message_id)
 
 
 Item = BaseMessage | list[HistoryEntry]
@@ -271,6 +278,7 @@ def _items(messages: Sequence[BaseMessage], chars: int | None) -> list[Item]:
                     step=0,
                     action=ToolAction(name=c["name"], args=c["args"], id=c["id"]),
                     observation=_result(results[str(c["id"])]),
+                    message_id=results[str(c["id"])].id,
                 )
                 for c in message.tool_calls
                 if c.get("id") in results
@@ -280,9 +288,12 @@ def _items(messages: Sequence[BaseMessage], chars: int | None) -> list[Item]:
             items.append(HumanMessage(f"{CLIENT_SYSTEM}\n{message.text.strip()}"))
         elif isinstance(message, HumanMessage | AIMessage) and message.text.strip():
             text = message.text.strip()
-            text = text if chars is None else clip(text, chars)
+            clipped = text if chars is None else clip(text, chars)
+            same = message.id if clipped == text else None  # shown as stored: rewritable
             items.append(
-                asked(text, message) if isinstance(message, HumanMessage) else AIMessage(text)
+                asked(clipped, message, same)
+                if isinstance(message, HumanMessage)
+                else AIMessage(clipped, id=same)
             )
     return items
 

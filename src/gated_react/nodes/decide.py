@@ -18,7 +18,7 @@ from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
 from gated_react._engine.authority.ledger import Book, Place
-from gated_react._engine.authority.paying import BudgetSpent, Meter, reported_tokens
+from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.budget_checks import Limits, check_before_step, enforce
 from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
@@ -78,19 +78,16 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
         began = time.monotonic()
         try:
             if deps.middleware is None:
-                call = lambda: plan.meter.call(
-                    lambda: deps.bound.invoke(plan.messages, asked), plan.messages
-                )
-                message = paid = call_within(call, plan.left)
+                called = call_within(lambda: _plain(plan, asked), plan.left)
             else:
                 hooks = deps.middleware
-                message, paid = call_within(
+                called = call_within(
                     lambda: hooks.call_model(deps, plan.messages, config, asked, plan.meter),
                     plan.left,
                 )
         except Exception as exc:
             return ended(_failed(plan, exc, began), deps, span)
-        return _decided(plan, message, paid, config, span)
+        return _decided(plan, called, config, span)
 
 
 async def adecide(
@@ -110,16 +107,40 @@ async def adecide(
         began = time.monotonic()
         try:
             if deps.middleware is None:
-                call = plan.meter.acall(lambda: deps.bound.ainvoke(plan.messages, asked),
-                                        plan.messages)  # fmt: skip
-                message = paid = await await_within(call, plan.left)
+                called = await await_within(_aplain(plan, asked), plan.left)
             else:
                 hooks = deps.middleware
                 calling = hooks.acall_model(deps, plan.messages, config, asked, plan.meter)
-                message, paid = await await_within(calling, plan.left)
+                called = await await_within(calling, plan.left)
         except Exception as exc:
             return ended(_failed(plan, exc, began), deps, span)
-        return _decided(plan, message, paid, config, span)
+        return _decided(plan, called, config, span)
+
+
+def _plain(plan: Planned, asked: Any) -> Called:
+    """One model call, with no hooks around it."""
+    messages, bound = plan.messages, plan.deps.bound
+    reply = plan.meter.call(lambda: bound.invoke(messages, asked), messages)
+    return Called(reply, reply, {})
+
+
+async def _aplain(plan: Planned, asked: Any) -> Called:
+    messages, bound = plan.messages, plan.deps.bound
+    reply = await plan.meter.acall(lambda: bound.ainvoke(messages, asked), messages)
+    return Called(reply, reply, {})
+
+
+def _rewritten(
+    stored: list[BaseMessage], rewritten: dict[str, tuple[Any, BaseMessage]]
+) -> list[BaseMessage]:
+    """The stored messages a hook rewrote, with what it made of their content; only those
+    the model was shown as stored (not a question with earlier steps folded into it)."""
+    out = []
+    for message in stored:
+        found = rewritten.get(message.id or "")
+        if found is not None and found[0] == message.content:
+            out.append(message.model_copy(update={"content": found[1].content}))
+    return out
 
 
 def _opened(state: DecideChannels, place: Place) -> Opened:
@@ -235,12 +256,12 @@ def _failed(plan: Planned, exc: Exception, began: float) -> dict[str, Any]:
     return plan.update | ending(plan.opened.step, stop)
 
 
-def _decided(
-    plan: Planned, message: BaseMessage, paid: BaseMessage, config: RunnableConfig, span: Span
-) -> dict[str, Any]:
+def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) -> dict[str, Any]:
     """The update after a reply: the reply handed to validate; its tool calls, if it makes
-    any, in the conversation (``create_agent``'s model node writes them so)."""
-    deps = plan.deps
+    any, in the conversation (``create_agent``'s model node writes them so), after the
+    messages a hook rewrote (a redaction: stored as the model saw it, as ``create_agent``
+    stores it)."""
+    deps, message, paid = plan.deps, called.reply, called.paid
     reported = reported_tokens(paid)
     cost = deps.pricer.cost(reported) if reported is not None else None
     tracing.replied(deps.spans, span, (plan.messages, message), reported, cost)
@@ -253,6 +274,9 @@ def _decided(
         reply = reply.model_copy(update={"tool_calls": calls})
     step = opened.step.model_copy(update={"reply": reply, "ending": None})
     update = plan.update | {"step": dump(step)}
+    rewritten = _rewritten(opened.messages, called.rewritten)
+    if rewritten:
+        update = joined(update | plan.stale, rewritten)
     if not actions:
         return update
     text = reply.text if deps.protocol.answer_is_text else ""

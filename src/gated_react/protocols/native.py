@@ -16,15 +16,6 @@ from gated_react._engine.transcript import content_of
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Reply
 
-_INSTRUCTIONS = """\
-Reply in one of two ways:
-- {calls}, or
-- when the facts suffice, reply with your final answer as plain text and no tool call."""
-_ONE = "call exactly one of the provided tools (one tool call per reply, never several)"
-_SEVERAL = (
-    "call the provided tools: one, or up to {n} in one reply when the calls do not depend on "
-    "each other's results (they run at once)"
-)
 
 
 def one_call_per_reply(model: BaseChatModel) -> dict[str, Any]:
@@ -58,8 +49,9 @@ class ToolsProtocol:
             return model
 
     def instructions(self, tools: Sequence[BaseTool], max_calls: int = 1) -> str:
-        calls = _ONE if max_calls == 1 else _SEVERAL.format(n=max_calls)
-        return _INSTRUCTIONS.format(calls=calls)
+        """Nothing: the tools are bound, so the model needs no reply format (a reply with
+        more calls than ``max_calls`` is refused by the contract, and asked again)."""
+        return ""
 
     def candidate(self, reply: Reply, tools: Mapping[str, BaseTool], max_calls: int = 1) -> Any:
         check_count(len(reply.tool_calls) + len(reply.invalid_tool_calls), max_calls)
@@ -86,7 +78,12 @@ class ToolsProtocol:
             for entry, id_ in zip(entries, ids, strict=True)
         ]
         results = [
-            ToolMessage(content_of(entry.observation), tool_call_id=id_, name=entry.action.name)
+            ToolMessage(
+                content_of(entry.observation),
+                tool_call_id=id_,
+                name=entry.action.name,
+                id=entry.message_id,
+            )
             for entry, id_ in zip(entries, ids, strict=True)
         ]
         return [AIMessage("", tool_calls=calls), *results]

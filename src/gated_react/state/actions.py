@@ -30,6 +30,10 @@ class Reply(StrictModel):
     response_metadata: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
     """What the provider said of the reply (finish reason, model name, id), as plain JSON:
     kept on the AI messages stored of it."""
+    additional_kwargs: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
+    """The provider's extra fields on the reply (e.g. OpenAI's ``refusal``), as plain JSON: kept
+    on the AI messages stored of it, as ``create_agent`` keeps them (tool calls excepted: the
+    message holds them as its own)."""
 
 
 class ToolAction(StrictModel):

@@ -75,6 +75,9 @@ class HistoryEntry(StrictModel):
     """What the model was shown of its result."""
     ok: bool = True
     """False when the call failed or was refused."""
+    message_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The id of the ``ToolMessage`` that holds the result (what a hook that rewrites what
+    the model is shown names it by)."""
 
 
 class TraceEntry(StrictModel):

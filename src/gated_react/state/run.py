@@ -78,6 +78,22 @@ class RunResult(BaseModel):
     """A sentence about the end, with numbers."""
 
 
+class RunReply(BaseModel):
+    """The shape ``invoke`` returns without a ``response_format``: ``create_agent``'s keys (it
+    has no ``structured_response`` then either) and the run's end."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    messages: list[AnyMessage] = Field(default_factory=list)
+    """The conversation as a chat client shows it, as ``create_agent`` stores it."""
+    status: Status | None = None
+    """``ok`` after a final answer, ``stopped`` after any other end, None while unfinished."""
+    stop_reason: str | None = None
+    """Why the run ended, e.g. ``success`` or ``tool_denied:refund``."""
+    message: str | None = None
+    """A sentence about the end, with numbers."""
+
+
 RESULT_KEYS = tuple(RunResult.model_fields)
 """The keys of every ``invoke`` result, in order."""
 SUMMARY_KEYS = ("status", "stop_reason", "message", "answer")

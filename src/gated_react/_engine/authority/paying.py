@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -36,6 +36,16 @@ NO_USAGE = (
     "create the chat model with stream_usage=True)"
 )
 """Why a reply is unpriced when it said nothing of its tokens, with the usual fix."""
+
+
+class Called(NamedTuple):
+    """What one decision's model call under the hooks gave."""
+
+    reply: BaseMessage
+    paid: BaseMessage
+    rewritten: dict[str, tuple[Any, BaseMessage]]
+    """By id, each message of the conversation a hook rewrote: what it held when shown to the
+    hooks, and what they made of it."""
 
 
 class BudgetSpent(GatedReactError):

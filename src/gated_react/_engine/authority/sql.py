@@ -414,8 +414,9 @@ _SAVERS: tuple[tuple[str, str, type[SqlBackend]], ...] = (
 
 def backend_for(saver: Any) -> SqlBackend | None:
     """The backend that stores records beside ``saver``'s checkpoints (a LangGraph SQLite or
-    Postgres saver, or a subclass), or None: any other saver keeps them in memory. A saver's
-    class is looked up only in modules already loaded (a saver of it exists, so its is)."""
+    Postgres saver, or a subclass), or None: any other saver keeps them in memory. The savers'
+    classes are looked up only in modules already imported: no saver of a class whose module
+    was never imported can exist, and nothing is imported for one that is not used."""
     for module, name, backend in _SAVERS:
         kind = getattr(sys.modules.get(module), name, None)
         if isinstance(kind, type) and isinstance(saver, kind):

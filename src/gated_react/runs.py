@@ -75,18 +75,19 @@ def shape(
     values: dict[str, Any],
     thread_id: str,
     pending: list[Question],
-    saver: Any = None,
+    book: Book | None = None,
     unfinished: bool = False,
 ) -> ThreadResult:
     """The result shape from a state's values and its open interrupts, with what the run's
-    record and conversation say of it (its answer, history, trace and usage). ``unfinished``:
-    the thread has nodes left to run, so the end its values show is an earlier run's."""
+    record (``book``) and conversation say of it (its answer, history, trace and usage).
+    ``unfinished``: the thread has nodes left to run, so the end its values show is an
+    earlier run's."""
     empty = RunResult().model_dump(mode="json")
     out = {key: values.get(key, empty[key]) for key in RESULT_KEYS}
     if unfinished or pending:
         out |= {"status": None, "stop_reason": None, "message": None}
     status = ended_status(out) or ("paused" if pending else None)
-    book = run_book(saver, thread_id)
+    book = book or Book()
     derived = {
         "answer": audit.answer(out),
         "history": [e.model_dump(mode="json") for e in audit.history(out["messages"])],
@@ -99,18 +100,31 @@ def shape(
     )
 
 
-def result_of(graph: Graph, output: dict[str, Any], config: RunnableConfig | None = None) -> ThreadResult:
+def result_of(
+    graph: Graph, output: dict[str, Any], config: RunnableConfig | None = None
+) -> ThreadResult:
     """What ``graph.invoke(..., config)`` returned, as ``run`` returns it: with the run's
     answer, history, trace and usage, read from its conversation and record."""
     thread = str((config or {}).get("configurable", {}).get("thread_id"))
     return _from_output(graph, output, thread)
 
 
+async def aresult_of(
+    graph: Graph, output: dict[str, Any], config: RunnableConfig | None = None
+) -> ThreadResult:
+    """Async twin of ``result_of`` (for a graph whose checkpointer is async)."""
+    thread = str((config or {}).get("configurable", {}).get("thread_id"))
+    return await _afrom_output(graph, output, thread)
+
+
 def run_book(saver: Any, thread_id: str) -> Book:
     """The record of the thread's latest run (an empty one when it has none)."""
-    ledger = ledger_for(saver)
-    run = ledger.backend.last_run(thread_id)
-    return ledger.book(thread_id, run) if run is not None else Book()
+    return ledger_for(saver).last(thread_id)
+
+
+async def arun_book(saver: Any, thread_id: str) -> Book:
+    """Async twin of ``run_book`` (an async saver's records are read with await)."""
+    return await ledger_for(saver).alast(thread_id)
 
 
 def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
@@ -121,15 +135,22 @@ def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
     ]
 
 
-def from_snapshot(snapshot: StateSnapshot, thread_id: str, saver: Any = None) -> ThreadResult:
-    """The result shape of a stored thread."""
+def from_snapshot(
+    snapshot: StateSnapshot, thread_id: str, book: Book | None = None
+) -> ThreadResult:
+    """The result shape of a stored thread (``book``: its latest run's record)."""
     pending = questions(snapshot.interrupts)
-    return shape(snapshot.values, thread_id, pending, saver, unfinished=bool(snapshot.next))
+    return shape(snapshot.values, thread_id, pending, book, unfinished=bool(snapshot.next))
 
 
 def _from_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
     pending = questions(output.get("__interrupt__", ()))
-    return shape(output, thread_id, pending, saver_of(graph))
+    return shape(output, thread_id, pending, run_book(saver_of(graph), thread_id))
+
+
+async def _afrom_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
+    pending = questions(output.get("__interrupt__", ()))
+    return shape(output, thread_id, pending, await arun_book(saver_of(graph), thread_id))
 
 
 def has_ended(snapshot: StateSnapshot) -> bool:
@@ -221,25 +242,24 @@ def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
     return Command(resume=answer)
 
 
-def _settled(
-    snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None, saver: Any = None
-) -> ThreadResult | None:
-    """The result when resuming would run nothing: the run ended, or it waits for an answer."""
+def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None) -> bool:
+    """Whether resuming would run nothing: the run ended, or it waits for an answer (and none
+    is given)."""
     if not snapshot.values:
         raise UnknownThread(thread_id)
     if has_ended(snapshot) and answer is not NO_ANSWER:
         raise NotWaiting(thread_id, question, ended=True)
     if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
-        return from_snapshot(snapshot, thread_id, saver)
+        return True
     if answer is NO_ANSWER:
-        return None
+        return False
     # LangGraph would keep an answer for the next question the run asks, e.g. whether to
     # repeat a payment after a crash: a stale or repeated approval must not answer that.
     if not snapshot.interrupts:
         raise NotWaiting(thread_id)
     if question is not None and question not in _asked_as(snapshot.interrupts):
         raise NotWaiting(thread_id, question)
-    return None
+    return False
 
 
 def _asked_as(interrupts: Sequence[Interrupt]) -> set[str]:
@@ -292,9 +312,9 @@ def resume(
     ``context`` as for ``run`` (LangGraph keeps none between invocations: pass it again)."""
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
-        settled = _settled(graph.get_state(config), thread_id, answer, question, saver_of(graph))
-        if settled is not None:
-            return settled
+        snapshot = graph.get_state(config)
+        if _settled(snapshot, thread_id, answer, question):
+            return from_snapshot(snapshot, thread_id, run_book(saver_of(graph), thread_id))
         output = _advance(graph, _resume_input(graph, answer), config, on_update, context)
         return _from_output(graph, output, thread_id)
 
@@ -314,7 +334,7 @@ async def arun(
         snapshot = await graph.aget_state(config) if saver_of(graph) else None
         _check_new(graph, snapshot, thread_id)
         output = await _aadvance(graph, {"goal": goal}, config, on_update, context)
-        return _from_output(graph, output, thread_id)
+        return await _afrom_output(graph, output, thread_id)
 
 
 async def aresume(
@@ -329,13 +349,12 @@ async def aresume(
     """Async ``resume``."""
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
-        settled = _settled(
-            await graph.aget_state(config), thread_id, answer, question, saver_of(graph)
-        )
-        if settled is not None:
-            return settled
+        snapshot = await graph.aget_state(config)
+        if _settled(snapshot, thread_id, answer, question):
+            book = await arun_book(saver_of(graph), thread_id)
+            return from_snapshot(snapshot, thread_id, book)
         output = await _aadvance(graph, _resume_input(graph, answer), config, on_update, context)
-        return _from_output(graph, output, thread_id)
+        return await _afrom_output(graph, output, thread_id)
 
 
 def read(graph: Graph, thread_id: str) -> ThreadResult:
@@ -343,4 +362,4 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
     snapshot = graph.get_state(config_for(thread_id))
     if not snapshot.values:
         raise UnknownThread(thread_id)
-    return from_snapshot(snapshot, thread_id, saver_of(graph))
+    return from_snapshot(snapshot, thread_id, run_book(saver_of(graph), thread_id))

@@ -133,8 +133,6 @@ def _fresh_read(
     return mapper(values) if mapper else values
 
 
-
-
 def run_key(config: RunnableConfig) -> tuple[Any, str]:
     """Which run a node's task belongs to: its thread and the namespace of the graph it runs
     in. A task's own namespace ends with the task (``node:task_id``), which every task has
@@ -142,14 +140,6 @@ def run_key(config: RunnableConfig) -> tuple[Any, str]:
     conf = config.get("configurable") or {}
     own = str(conf.get(CONFIG_KEY_CHECKPOINT_NS) or "")
     return conf.get("thread_id"), own.rpartition(NS_SEP)[0]
-
-
-
-
-
-
-
-
 
 
 def saver_of(config: RunnableConfig) -> Any:
@@ -190,8 +180,6 @@ def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
     None when it streams none; the node's callbacks name its run as their parent."""
     run_id = getattr(config.get("callbacks"), "parent_run_id", None)
     return handler.metadata.get(run_id) if run_id is not None else None
-
-
 
 
 def earlier_interrupt_ids(count: int) -> list[str]:
@@ -258,10 +246,6 @@ def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any
     if fresh and not same(_raised(conf, scratchpad).get(_interrupt_id(_ns(conf), slot)), question):
         raise GraphInterrupt((Interrupt(value=question, id=_interrupt_id(_ns(conf), slot)),))
     return interrupt(question)
-
-
-
-
 
 
 def _ns(conf: dict[str, Any]) -> str:

@@ -42,7 +42,9 @@ def rules(
     format (``instructions``), an answer schema its JSON schema. The application's prompt
     (``app_section``) comes after it, so graphs with different prompts share the prefix a
     server caches."""
-    text = _SYSTEM.format(what=_actions(max_calls), instructions=instructions) if instructions else ""
+    text = (
+        _SYSTEM.format(what=_actions(max_calls), instructions=instructions) if instructions else ""
+    )
     if answer_schema is not None:
         schema = _ANSWER.format(schema=json.dumps(answer_schema.model_json_schema()))
         text = f"{text}{schema}" if text else schema.lstrip()

@@ -27,8 +27,7 @@ def step_of(state: Mapping[str, Any], node: str) -> Step:
     if not found:
         raise MisroutedStep(
             node,
-            "with no step in hand (the thread was written by gated-react before 0.1.0, or "
-            "edited)",
+            "with no step in hand (the thread was written by gated-react before 0.1.0, or edited)",
         )
     try:
         return Step.model_validate(found)

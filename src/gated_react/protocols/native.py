@@ -17,7 +17,6 @@ from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Reply
 
 
-
 def one_call_per_reply(model: BaseChatModel) -> dict[str, Any]:
     """Ask the provider for one tool call per reply wherever its ``bind_tools`` takes
     ``parallel_tool_calls`` (OpenAI and Anthropic do; OpenAI's models call tools in parallel

@@ -50,7 +50,9 @@ def _named(start: int, batch: Any) -> Any:
         return batch
     named = []
     for offset, item in enumerate(items):
-        if (isinstance(item, BaseMessage) and item.id) or (isinstance(item, dict) and item.get("id")):
+        if (isinstance(item, BaseMessage) and item.id) or (
+            isinstance(item, dict) and item.get("id")
+        ):
             named.append(item)
             continue
         try:

@@ -49,6 +49,10 @@ class Backend(Protocol):
         """The run of the thread's newest record (what a reader of the thread shows)."""
         ...
 
+    def forget(self, thread: str) -> int:
+        """Delete the thread's records (a thread deleted everywhere it is written)."""
+        ...
+
     def about(self, keys: Sequence[str]) -> list[Record]:
         """Every record whose key, or whose call id (``body["call"]``), is one of ``keys``, in
         any thread, in order (a copied thread keeps its calls' ids)."""
@@ -63,6 +67,8 @@ class Backend(Protocol):
     async def aabout(self, keys: Sequence[str]) -> list[Record]: ...
 
     async def alast_run(self, thread: str) -> str | None: ...
+
+    async def aforget(self, thread: str) -> int: ...
 
 
 class MemoryBackend:
@@ -110,6 +116,9 @@ class MemoryBackend:
         """Drop a thread's records (a deleted thread)."""
         with self._lock:
             return self._drop([k for k in self._runs if k[0] == thread])
+
+    async def aforget(self, thread: str) -> int:
+        return self.forget(thread)
 
     def _drop(self, runs: list[tuple[str, str]]) -> int:
         """Drop runs' records (the lock held)."""
@@ -171,10 +180,14 @@ class Book:
     """The run's spend, permits and extensions, summed as records arrive."""
 
     def extend(self, more: Iterable[Record]) -> None:
+        """Add what was read since; a record read already (two readers of one run at once)
+        is skipped, so nothing is counted twice."""
         for record in more:
+            if record.seq <= self.seq:
+                continue
             self.records.append(record)
             self.tally.add(record)
-            self.seq = max(self.seq, record.seq)
+            self.seq = record.seq
 
 
 BOOKS = 256
@@ -208,7 +221,9 @@ class Ledger:
         return await self.backend.aclaim(record.signed(self.key)) is not None
 
     def book(self, thread: str, run: str) -> Book:
-        """The run's records, read up to now."""
+        """The run's records, read up to now. (Each run's records become visible in the
+        order of their ``seq``: the backends see to it, so reading from the last one seen
+        misses nothing.)"""
         book = self._book(thread, run)
         book.extend(self._checked(self.backend.after(thread, run, book.seq)))
         return book
@@ -217,6 +232,15 @@ class Ledger:
         book = self._book(thread, run)
         book.extend(self._checked(await self.backend.aafter(thread, run, book.seq)))
         return book
+
+    def last(self, thread: str) -> Book:
+        """The record of the thread's newest run (an empty book when it has none)."""
+        run = self.backend.last_run(thread)
+        return self.book(thread, run) if run is not None else Book()
+
+    async def alast(self, thread: str) -> Book:
+        run = await self.backend.alast_run(thread)
+        return await self.abook(thread, run) if run is not None else Book()
 
     def about(self, keys: Sequence[str]) -> list[Record]:
         """Every record about these call keys or call ids, in any thread."""

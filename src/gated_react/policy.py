@@ -24,6 +24,7 @@ LoopMode = Literal["exact", "normalized", "off"]
 OnError = Literal["stop", "observe"]
 OnInvalid = Literal["stop", "retry"]
 OnBudget = Literal["stop", "ask"]
+OnReject = Literal["stop", "observe"]
 ApprovalDecision = Literal["approve", "edit", "reject", "respond"]
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("approve", "edit", "reject", "respond")
 """What a human may answer an approval question with, in the order a reviewer is shown them."""
@@ -151,6 +152,10 @@ class Policy(BaseModel):
     list is the allowlist: any other name is refused, ``tool_missing``)."""
     require_approval: ToolNames = frozenset()
     """Tools whose calls pause for a human decision before they run."""
+    on_reject: OnReject = "stop"
+    """What a human's rejection of a call does: end the run (``tool_rejected:<tool>``), or
+    show the model the rejection and its reason as the call's result, so it can answer the
+    user (``HumanInTheLoopMiddleware``'s way; a graph built with one takes it)."""
     approval_decisions: dict[str, tuple[ApprovalDecision, ...]] = Field(default_factory=dict)
     """Per tool under approval, the decisions its question takes (``HumanInTheLoopMiddleware``'s
     ``allowed_decisions``), e.g. ``{"issue_refund": ("approve", "reject")}``: a human may not

@@ -16,6 +16,7 @@ from gated_react._engine.injection import Injector, Shown
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import app_section, rules
 from gated_react._engine.protocol import ActionProtocol, BoundModel
+from gated_react._engine.reviews import Review, reviews_of, with_reviews
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
 from gated_react._engine.tool_runner import KEY_PARAM, accepts_key, build_schemas
@@ -63,6 +64,9 @@ class NodeDeps:
     injector: Injector | None = None
     """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
     how to fill them; None when no tool does."""
+    reviews: Mapping[str, Review] = field(default_factory=dict)
+    """How calls under approval are described and when they are asked about
+    (``HumanInTheLoopMiddleware``'s configuration, ``_engine/reviews.py``)."""
     app_prompt: str | None = None
     """The application's prompt (``build_graph(system_prompt=)``): what model hooks see as
     ``request.system_message`` and may replace."""
@@ -90,6 +94,8 @@ class NodeDeps:
         ``policy.protocol`` from ``protocols.PROTOCOLS``); ``capture``: whether spans may
         carry content (``build_graph`` reads the opt-in from the environment)."""
         hooks = _middleware(middleware)
+        reviews = reviews_of(middleware)
+        policy = with_reviews(policy, reviews)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
             registry = _registry([*registry.values(), *hooks.tools])
@@ -126,6 +132,7 @@ class NodeDeps:
             spans=AgentSpans(Labels.of(model, secrets, context, capture)),
             middleware=hooks,
             injector=Injector.of(registry, KEY_PARAM, Shown(tuple(visible), secrets)),
+            reviews=reviews,
         )
 
     def idempotent(self, tool: str) -> bool:

@@ -44,6 +44,9 @@ from gated_react.state import Call
 
 __all__ = ["Middleware"]
 
+_REVIEW = "HumanInTheLoopMiddleware"
+"""Taken as policy (``_engine/reviews.py``), never run as a hook."""
+
 
 def _having(stack: Sequence[AgentMiddleware[Any, Any]], hook: str) -> tuple[Any, ...]:
     return tuple(m for m in stack if overrides(m, hook) or overrides(m, f"a{hook}"))
@@ -63,7 +66,7 @@ class Middleware:
     @classmethod
     def of(cls, stack: Sequence[Any]) -> Middleware:
         """The middleware, each admitted (``middleware_admission``) or refused in one line."""
-        checked = admitted(stack)
+        checked = tuple(m for m in admitted(stack) if type(m).__name__ != _REVIEW)
         return cls(
             before=_having(checked, "before_model"),
             after=_having(checked, "after_model"),
@@ -152,6 +155,9 @@ class Middleware:
 
         async def execute(req: Any) -> Any:
             tool_run.check(req)
+            refused = tool_run.refused_args()
+            if refused is not None:
+                return refused
             try:
                 value = await run()
             except Exception as exc:

@@ -17,24 +17,8 @@ from langchain.agents import middleware as shipped
 from langchain.agents.middleware import AgentMiddleware, AgentState
 
 from gated_react.errors import MiddlewareRefused
-from gated_react.policy import APPROVAL_DECISIONS
 
 Equivalent = Callable[[Any], str]
-
-
-def _approval(m: Any) -> str:
-    names = sorted(name for name, on in m.interrupt_on.items() if on)
-    configs = {name: on for name, on in m.interrupt_on.items() if isinstance(on, dict)}
-    decisions = {
-        name: tuple(d for d in APPROVAL_DECISIONS if d in on["allowed_decisions"])
-        for name, on in configs.items()
-        if set(on.get("allowed_decisions") or APPROVAL_DECISIONS) != set(APPROVAL_DECISIONS)
-    }
-    given = f", approval_decisions={decisions}" if decisions else ""
-    said = f"the gate asks a human: Policy(require_approval={set(names) or {'<tool>'}}{given})"
-    if any(on.get("description") for on in configs.values()):
-        said += "; a description has no equivalent (the question says the policy asks)"
-    return said
 
 
 def _tool_calls(m: Any) -> str:
@@ -64,7 +48,6 @@ def _limits_differ(m: Any) -> str:
 
 _OWN_MODEL = "calls a model of its own, which no budget counts"
 REFUSED: dict[str, str | Equivalent] = {
-    "HumanInTheLoopMiddleware": _approval,
     "ToolCallLimitMiddleware": _tool_calls,
     "ModelCallLimitMiddleware": _model_calls,
     "SummarizationMiddleware": (
@@ -98,6 +81,7 @@ REFUSED: dict[str, str | Equivalent] = {
 
 SAME = frozenset(
     {
+        "HumanInTheLoopMiddleware",
         "PIIMiddleware",
         "ModelFallbackMiddleware",
         "ModelRetryMiddleware",
@@ -133,6 +117,8 @@ def admitted(stack: Sequence[Any]) -> tuple[AgentMiddleware[Any, Any], ...]:
 
 def refusal(m: AgentMiddleware[Any, Any]) -> str | None:
     """Why ``m`` is refused, naming the equivalent; None when it is taken."""
+    if type(m).__name__ == "HumanInTheLoopMiddleware":
+        return None  # taken as policy (``_engine/reviews.py``): none of its hooks runs
     for cls in type(m).__mro__:
         if cls.__module__.startswith("langchain.agents.middleware") and cls.__name__ in REFUSED:
             why = REFUSED[cls.__name__]

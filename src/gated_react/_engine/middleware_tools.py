@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.injection import tool_runtime
 from gated_react._engine.tool_results import is_blocks
-from gated_react._engine.tool_runner import CallChanged
+from gated_react._engine.tool_runner import CallChanged, invocation_error
 from gated_react.errors import GatedReactError
 from gated_react.state import Call
 
@@ -72,8 +72,20 @@ class ToolRun:
             )
         self.runs += 1
 
+    def refused_args(self) -> ToolMessage | None:
+        """The error result a call with arguments its tool's schema refuses gets, as
+        ``ToolNode`` gives it to the hooks (they decide what the model is shown), or None."""
+        call = self.call
+        problem = invocation_error(self.deps.tools[call.tool], call.args)
+        if problem is None:
+            return None
+        return ToolMessage(problem, tool_call_id=call.id, name=call.tool, status="error")
+
     def execute(self, request: Any, run: Any) -> ToolMessage:
         self.check(request)
+        refused = self.refused_args()
+        if refused is not None:
+            return refused
         try:
             value = run()
         except Exception as exc:

@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphInterrupt
+from langgraph.prebuilt.tool_node import ToolInvocationError
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
@@ -99,6 +100,21 @@ def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
             problems = validation_line(errors, root="args", limit=3)
             return f"invalid arguments for {tool.name}: {problems}"
     return None
+
+
+def invocation_error(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the tool, worded as LangGraph's ``ToolNode`` words it for the
+    model (what ``create_agent`` shows), else as ``check_args`` does; None when they fit."""
+    visible, full = tool.tool_call_schema, tool.args_schema
+    if isinstance(visible, type) and issubclass(visible, BaseModel) and isinstance(full, type):
+        try:
+            full.model_validate(args)  # type: ignore[union-attr]
+        except ValidationError as exc:
+            known = set(visible.model_fields)
+            errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] in known]
+            if errors:
+                return ToolInvocationError(tool.name, exc, args, errors).message
+    return check_args(tool, args)
 
 
 def check_json_args(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str | None:

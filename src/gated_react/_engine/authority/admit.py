@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_text, ask, question
@@ -24,7 +24,7 @@ from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
 from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, canonical_json, loop_key
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import can_pause
+from gated_react._engine.langgraph_internals import can_pause, runtime_of
 from gated_react._engine.tool_runner import check_args
 from gated_react._engine.transcript import run_loop_keys
 from gated_react._engine.turns import question_at
@@ -47,6 +47,8 @@ class Gatekeeper:
     """This branch's calls in this run (from its conversation), with those admitted now."""
     counted: set[str]
     """Call ids the record already counts."""
+    messages: Sequence[BaseMessage] = ()
+    """This branch's conversation (what a reviewer's ``when`` and description read)."""
     records: list[Record] = field(default_factory=list)
 
     def admit(self, call: Call, *, ask_here: bool = True) -> Call | Stop:
@@ -71,7 +73,7 @@ class Gatekeeper:
                 return loop(name)
             return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
         answer: dict[str, Any] | None = None
-        if name in deps.policy.require_approval and ask_here:
+        if name in deps.policy.require_approval and ask_here and self._asks(call):
             if not can_pause(self.config):
                 return unavailable(name)
             decided = self._approve(call)
@@ -84,16 +86,14 @@ class Gatekeeper:
         """Ask a human about ``call``: it as approved (maybe edited), the call they answered in
         place of the tool, or the stop their answer causes."""
         deps, name = self.deps, call.tool
-        why = f"policy requires a human to approve every {name} call"
-        asked = question("approval", name, call.args, self.usage.steps, why,
+        asked = question("approval", name, call.args, self.usage.steps, self._why(call),
                          allowed=deps.policy.decisions_for(name))  # fmt: skip
         decision = ask(asked, partial(check_args, deps.tools[name]))
         if decision.response is not None:
             text = answered_text(decision.response, deps.policy.max_observation_chars, deps.secrets)
             return self._shown(call, Shown(text=text, by_human=True))
         if not decision.approved:
-            reason = decision.reason or "no reason given"
-            return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {reason}")
+            return self._rejected(call, decision.reason)
         answer = {"decision": "approve", "question": asked["why"]}
         if decision.args is None or decision.args == call.args:
             return call, answer
@@ -101,6 +101,50 @@ class Gatekeeper:
             return loop(name)
         edited = call.model_copy(update={"args": decision.args, "proposed": call.args})
         return edited, answer | {"decision": "edit"}
+
+    def _asks(self, call: Call) -> bool:
+        """Whether a call under approval is asked about: always, unless its review's ``when``
+        says this one needs no human."""
+        review = self.deps.reviews.get(call.tool)
+        if review is None or review.when is None:
+            return True
+        return bool(review.when(self._request(call)))
+
+    def _why(self, call: Call) -> str:
+        review = self.deps.reviews.get(call.tool)
+        if review is None:
+            return f"policy requires a human to approve every {call.tool} call"
+        tool_call = {"name": call.tool, "args": call.args, "id": call.id, "type": "tool_call"}
+        state = {"messages": list(self.messages)}
+        return review.describe(tool_call, state, runtime_of(self.config))
+
+    def _request(self, call: Call) -> Any:
+        """The call as a reviewer's ``when`` predicate reads it (LangChain's ToolCallRequest)."""
+        from langgraph.prebuilt.tool_node import ToolCallRequest
+
+        from gated_react._engine.injection import tool_runtime
+
+        tool_call = ToolCall(name=call.tool, args=call.frozen(), id=call.id, type="tool_call")
+        runtime = tool_runtime(None, tool_call, self.config, self.deps.shown)
+        state = {"messages": list(self.messages)}
+        tool = self.deps.tools.get(call.tool)
+        return ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime)
+
+    def _rejected(self, call: Call, reason: str) -> Call | Stop:
+        """A human's rejection: the run's end (``tool_rejected``), or, under
+        ``on_reject="observe"``, what the model reads in place of a result."""
+        name = call.tool
+        if self.deps.policy.on_reject == "stop":
+            why = reason or "no reason given"
+            return Stop(StopReason.TOOL_REJECTED, name, f"a human rejected {name}: {why}")
+        if reason:
+            text = f"User rejected the tool call for `{name}` with reason: {reason}"
+        else:
+            text = (
+                f"User rejected the tool call for `{name}` with id {call.id}. The tool was not "
+                "executed. Do not retry this tool call unless the user explicitly requests it."
+            )
+        return self._shown(call, Shown(text=text, error=f"{StopReason.TOOL_REJECTED}:{name}"))
 
     def _permit(self, call: Call, rule: str, answer: dict[str, Any] | None) -> Call:
         keyed = self._keyed(call)
@@ -225,6 +269,7 @@ def gatekeeper(
         held=Limits(deps.policy, tally.extensions),
         seen=branch_calls(messages),
         counted=set(tally.calls),
+        messages=messages,
     )
 
 

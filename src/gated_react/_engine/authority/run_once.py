@@ -136,10 +136,12 @@ class Plan:
         if error is None and not tool_results.failed(value):
             shown = tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets)
             content, artifact, ok = shown.content, shown.artifact, True
-        elif error is None:  # the tool handled its own error (a ToolMessage, status "error")
+        elif error is None:
+            # an error handled where the app handles errors (the tool's handle_tool_error, a
+            # tool hook): a result with status "error", shown to the model as create_agent
+            # shows it; on_tool_error is for the failures nobody handled
             shown = tool_results.outcome(value, deps.policy.max_observation_chars, deps.secrets)
             content, artifact, ok = shown.content, shown.artifact, False
-            why = Stop(StopReason.TOOL_ERROR, call.tool, f"{call.tool} failed: {shown.text[:500]}")
         else:
             why = _failure(deps, call, error)
             content, artifact, ok = why.message, None, False
@@ -203,8 +205,9 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
         if isinstance(asked, Call):
             plan.again.add(index)
         return asked
-    problem = tool_runner.check_args(deps.tools[call.tool], call.args)
-    if problem is not None:
+    hooked = deps.middleware is not None and bool(deps.middleware.tool_wraps)
+    problem = None if hooked else tool_runner.check_args(deps.tools[call.tool], call.args)
+    if problem is not None:  # with tool hooks, they are given the error (``ToolNode``'s way)
         why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
         return (
             why

@@ -1,0 +1,72 @@
+"""``HumanInTheLoopMiddleware``, taken as what it says: which tools a human reviews, with which
+decisions, asked with which description, and when. The gate asks (``authority/admit.py``): the
+middleware never runs as a hook, so no hook stands between a call and its permit.
+
+A graph built with one rejects as ``create_agent`` does: the model reads the rejection and its
+reason as the call's result, and answers the user (``Policy.on_reject="observe"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gated_react.errors import MiddlewareRefused
+from gated_react.policy import APPROVAL_DECISIONS, Policy
+
+_PREFIX = "Tool execution requires approval"
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """How one tool's calls are reviewed."""
+
+    decisions: tuple[str, ...]
+    description: str | Callable[..., str] | None = None
+    prefix: str = _PREFIX
+    when: Callable[[Any], bool] | None = None
+
+    def describe(self, call: Mapping[str, Any], state: Any, runtime: Any) -> str:
+        """The question's description, as the middleware would write it."""
+        if callable(self.description):
+            return str(self.description(call, state, runtime))
+        if self.description is not None:
+            return self.description
+        return f"{self.prefix}\n\nTool: {call['name']}\nArgs: {call['args']}"
+
+
+def reviews_of(stack: Sequence[Any]) -> dict[str, Review]:
+    """The reviews the ``HumanInTheLoopMiddleware`` instances in ``stack`` configure."""
+    found: dict[str, Review] = {}
+    for m in stack:
+        if type(m).__name__ != "HumanInTheLoopMiddleware":
+            continue
+        prefix = str(getattr(m, "description_prefix", _PREFIX))
+        for tool, config in (getattr(m, "interrupt_on", None) or {}).items():
+            if not config:
+                continue
+            given = config if isinstance(config, Mapping) else {}
+            decisions = tuple(given.get("allowed_decisions") or APPROVAL_DECISIONS)
+            if not {"approve", "reject"} <= set(decisions):
+                why = f"{tool} must allow approve and reject (the gate always offers both)"
+                raise MiddlewareRefused(f"HumanInTheLoopMiddleware is not taken: {why}")
+            found[tool] = Review(decisions, given.get("description"), prefix, given.get("when"))
+    return found
+
+
+def with_reviews(policy: Policy, reviews: Mapping[str, Review]) -> Policy:
+    """The policy with the reviewed tools under approval, each with its decisions, and
+    rejections shown to the model."""
+    if not reviews:
+        return policy
+    decisions = {
+        tool: r.decisions
+        for tool, r in reviews.items()
+        if set(r.decisions) != set(APPROVAL_DECISIONS)
+    }
+    return policy.replace(
+        require_approval=policy.require_approval | set(reviews),
+        approval_decisions={**policy.approval_decisions, **decisions},
+        on_reject="observe",
+    )

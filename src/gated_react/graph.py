@@ -39,7 +39,9 @@ from gated_react.nodes.validate import ValidateChannels, validate
 from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
-from gated_react.state import PUBLIC, RunInput, RunInputDict, RunReply, RunResult, State
+from gated_react.state import RunInput, RunInputDict, RunResult, State
+from gated_react.state.schemas import Schemas, app_fields
+from gated_react.state.revived import reviver
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
@@ -63,6 +65,7 @@ def build_graph(
     middleware: Sequence[AgentMiddleware[Any, Any]] = (),
     response_format: type[BaseModel] | ToolStrategy[Any] | ProviderStrategy[Any] | None = None,
     context_schema: type[ContextT] | None = None,
+    state_schema: type[Any] | None = None,
     policy: Policy | None = None,
     checkpointer: BaseCheckpointSaver[str] | None = None,
     store: BaseStore | None = None,
@@ -77,8 +80,10 @@ def build_graph(
     (after the gate's fixed rules); ``response_format`` a pydantic model the answer must fit
     (``Policy.answer_schema``), its data in the result's ``structured_response``;
     ``context_schema`` types ``invoke(..., context=...)``, which tools read as
-    ``ToolRuntime.context``; ``store`` is given to tools (``ToolRuntime.store``,
-    ``InjectedStore``); ``name`` names the graph.
+    ``ToolRuntime.context``; ``state_schema`` (an ``AgentState`` subclass) adds the app's own
+    fields to the state: passed with the input, read by tools (``ToolRuntime.state``),
+    returned; ``store`` is given to tools (``ToolRuntime.store``, ``InjectedStore``);
+    ``name`` names the graph.
 
     ``middleware`` runs LangChain's ``AgentMiddleware`` under the gate: model hooks around
     decide's model call, tool hooks around the calls the gate let through. One whose job the
@@ -86,11 +91,14 @@ def build_graph(
     equivalent); see the create_agent guide.
 
     Without a checkpointer the graph has none (LangGraph Studio and the server bring their own).
-    ``create_agent``'s other arguments (``state_schema``, ``interrupt_before``, ...) are refused
+    ``create_agent``'s other arguments (``interrupt_before``, ...) are refused
     with ``ArgumentRefused``, naming what does their job here.
     """
     refuse_args(create_agent_only)
-    policy = with_response_format(policy or Policy(), response_format)
+    policy = policy or Policy()
+    native = response_format is not None and policy.protocol == "tools" and _has_langchain()
+    if response_format is not None and not native:
+        policy = with_response_format(policy, response_format)
     deps = NodeDeps.build(
         init_model(model),
         () if tools is None else tools,
@@ -99,9 +107,13 @@ def build_graph(
         _text(system_prompt),
         protocol=PROTOCOLS[policy.protocol],
         capture=capture_content(),
+        response_format=response_format if native else None,
     )
-    output = RunResult if response_format is not None else RunReply
-    graph = StateGraph(State, context_schema, input_schema=RunInput, output_schema=output)
+    answer = deps.structured.schema if deps.structured else deps.policy.answer_schema
+    schemas = Schemas(app_fields(state_schema), reviver(answer) if answer is not None else None)
+    graph = StateGraph(
+        schemas.state, context_schema, input_schema=schemas.input, output_schema=schemas.output
+    )
     graph.add_node("decide", node(decide, adecide, deps=deps), input_schema=DecideChannels)
     graph.add_node("validate", node(validate, deps=deps), input_schema=ValidateChannels)
     graph.add_node("gate", node(gate, agate, deps=deps), input_schema=GateChannels)
@@ -119,7 +131,7 @@ def build_graph(
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, store=store, name=name or "gated-react")
     narrow_routes(compiled)  # each router reads the step, not a copy of every channel
-    compiled.stream_channels = list(PUBLIC)
+    compiled.stream_channels = schemas.public
     # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
     config = RunnableConfig(callbacks=[deps.spans])
     if policy.on_budget == "stop":
@@ -134,6 +146,16 @@ def idle_graph(
     """The same nodes and edges with no tools and a model that is never called: for drawing
     the graph and reading stored runs, which never run a node."""
     return build_graph(NoModel(), [], checkpointer=checkpointer)
+
+
+def _has_langchain() -> bool:
+    """Whether LangChain's agents (the ``langchain`` extra) are installed: its structured output
+    strategies are then used as ``create_agent`` uses them."""
+    try:
+        import langchain.agents.structured_output  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _text(prompt: str | SystemMessage | None) -> str | None:

@@ -158,6 +158,10 @@ def proposal(deps: NodeDeps, reply: Reply) -> list[ToolAction]:
     """The tool calls a reply makes, as the protocol reads them (none when it reads none, or
     reads something the contract could never take): what joins the conversation before the
     contract is applied to them."""
+    if deps.structured is not None and any(
+        call.get("name") in deps.structured.outputs for call in reply.tool_calls
+    ):
+        return []  # the answer (finish writes it), not an action
     try:
         found = deps.protocol.candidate(reply, deps.tools, len(reply.tool_calls) + 64)
     except ActionError:

@@ -10,10 +10,6 @@ from gated_react.errors import ArgumentRefused
 
 _PAUSES = "where a run pauses is policy: Policy(require_approval=...) and on_budget='ask'"
 _INSTEAD = {
-    "state_schema": (
-        "the state is the gate's own; give tools your data through context_schema "
-        "(ToolRuntime.context) or store (ToolRuntime.store)"
-    ),
     "interrupt_before": _PAUSES,
     "interrupt_after": _PAUSES,
     "debug": "pass it per call: graph.invoke(..., debug=True)",

@@ -27,6 +27,7 @@ from gated_react.state import RunContext
 
 if TYPE_CHECKING:
     from gated_react._engine.middleware import Middleware
+    from gated_react._engine.structured import Structured
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,9 @@ class NodeDeps:
     injector: Injector | None = None
     """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
     how to fill them; None when no tool does."""
+    structured: Structured | None = None
+    """How the answer is asked for and read under a ``response_format`` (native tool calling;
+    the JSON and text protocols use ``Policy.answer_schema``)."""
     reviews: Mapping[str, Review] = field(default_factory=dict)
     """How calls under approval are described and when they are asked about
     (``HumanInTheLoopMiddleware``'s configuration, ``_engine/reviews.py``)."""
@@ -88,6 +92,7 @@ class NodeDeps:
         *,
         protocol: ActionProtocol,
         capture: bool = False,
+        response_format: Any = None,
     ) -> NodeDeps:
         """``instructions``: the application's system prompt, after the fixed rules;
         ``protocol``: how the model states its action (``build_graph`` picks it by
@@ -110,10 +115,11 @@ class NodeDeps:
         secrets, context = secrets_of(model), run_context(model, policy, pricer)
         build_schemas(registry.values())
         calls = policy.max_parallel_calls
+        structured = _structured(response_format, model, visible)
         fixed = rules(protocol.instructions(visible, calls), policy.answer_schema, calls)
         return cls(
             model=model,
-            bound=protocol.bind(model, visible, policy),
+            bound=_bound(protocol, model, visible, policy, structured),
             tools=registry,
             allowed=allowed,
             keyed=frozenset(name for name, tool in registry.items() if accepts_key(tool)),
@@ -126,7 +132,9 @@ class NodeDeps:
             pricer=pricer,
             answer_streams=protocol.answer_is_text
             and policy.answer_schema is None
+            and structured is None
             and not (hooks and hooks.on_model),
+            structured=structured,
             context=context,
             secrets=secrets,
             spans=AgentSpans(Labels.of(model, secrets, context, capture)),
@@ -139,6 +147,35 @@ class NodeDeps:
         """Whether a tool declared itself safe to run twice (``metadata={"idempotent": True}``)."""
         found = self.tools.get(tool)
         return bool(found is not None and (found.metadata or {}).get("idempotent") is True)
+
+
+def _structured(
+    response_format: Any, model: BaseChatModel, visible: Sequence[BaseTool]
+) -> Structured | None:
+    """How a ``response_format`` is asked for (LangChain's strategies: the ``langchain`` extra,
+    imported only then)."""
+    if response_format is None:
+        return None
+    from gated_react._engine.structured import structured_of
+
+    return structured_of(response_format, model, visible)
+
+
+def _bound(
+    protocol: ActionProtocol,
+    model: BaseChatModel,
+    visible: Sequence[BaseTool],
+    policy: Policy,
+    structured: Structured | None,
+) -> BoundModel:
+    """The model as every decision calls it: the protocol's binding, or, under a
+    ``response_format``, the tools with its output tools or its provider setting."""
+    if structured is None:
+        return protocol.bind(model, visible, policy)
+    try:
+        return model.bind_tools([*visible, *structured.tools], **structured.bind_kwargs(model))
+    except NotImplementedError:  # LangChain's fake chat models bind nothing
+        return model
 
 
 def _middleware(middleware: Sequence[Any]) -> Middleware | None:

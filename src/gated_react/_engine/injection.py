@@ -90,13 +90,16 @@ def tool_runtime(
 
 
 def _copied(state: Any) -> Any:
-    """The state with each list and dict channel copied (its items are the channel's)."""
+    """The state as a tool is shown it, as ``create_agent``'s: the conversation, the run's
+    end and the app's fields, each list and dict copied (its items are the channel's); the
+    gate's step in hand and the raw input are no tool's concern."""
     if not isinstance(state, dict):
         return state
     return {
         key: list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict)
         else value
         for key, value in state.items()
+        if key not in ("step", "goal")
     }  # fmt: skip
 
 

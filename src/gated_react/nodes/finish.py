@@ -15,7 +15,10 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.steps import step_of
 from gated_react._engine.turns import closing
 from gated_react.errors import MisroutedStep
-from gated_react.state import Step
+from langchain_core.messages import BaseMessage
+
+from gated_react._engine.chat import proposed, result
+from gated_react.state import Answer, Reply, Step, ToolAction
 from gated_react.stops import StopReason
 
 
@@ -73,6 +76,9 @@ def finished(step: Step, steps: int) -> dict[str, Any]:
         said = f"{names} returned directly (return_direct) after {_steps(steps)}"
         return update | {"message": said}
     reply = step.reply
+    if answer.call is not None and reply is not None:  # an output tool's call: create_agent's way
+        update["message"] = f"final answer after {_steps(steps)}"
+        return update | {"messages": _output_call(answer, reply)}
     streamed = reply is not None and not reply.tool_calls and reply.text.strip() == answer.text
     text = reply.text if streamed and reply is not None else answer.text
     update["message"] = f"final answer after {_steps(steps)}"
@@ -81,3 +87,12 @@ def finished(step: Step, steps: int) -> dict[str, Any]:
 
 def _steps(count: int) -> str:
     return f"{count} step{'s' if count != 1 else ''}"
+
+
+def _output_call(answer: Answer, reply: Reply) -> list[BaseMessage]:
+    """The model's call of the output tool and its result, as ``create_agent`` stores them."""
+    call = answer.call or {}
+    name, call_id = str(call.get("name")), str(call.get("id"))
+    action = ToolAction(name=name, args=call.get("args") or {}, id=call_id)
+    ai = proposed([action], reply.text, reply.id or call_id, reply)
+    return [ai, result(name, call_id, answer.said or "", ok=True)]

@@ -11,11 +11,23 @@ from typing import Any, Optional, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.chat import not_run, proposal, with_ids
+from langchain_core.messages import AIMessage
+
+from gated_react._engine.chat import not_run, proposal, proposed, result, with_ids
 from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.steps import ending, step_of
-from gated_react.state import Answer, Call, FinalAction, Retry, Step, dump, tool_actions
+from gated_react.state import (
+    Answer,
+    Call,
+    FinalAction,
+    Retry,
+    Step,
+    ToolAction,
+    dump,
+    tool_actions,
+)
+from gated_react.state.revived import data_of
 from gated_react.stops import Stop, StopReason
 
 
@@ -37,6 +49,10 @@ def validate(
     reply = step.reply
     if reply is None:
         return rejected(step, ActionError("bad_json", "there is no model reply to validate"), deps)
+    if deps.structured is not None:
+        answered = structured_answer(step, deps)
+        if answered is not None:
+            return answered
     try:
         limit = deps.policy.max_parallel_calls
         candidate = deps.protocol.candidate(reply, deps.tools, limit)
@@ -78,3 +94,54 @@ def rejected(step: Step, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
         calls = [{"name": a.name, "id": a.id} for a in named]
         update["messages"] = not_run(calls, f"not run (invalid_action:{err.why}): {err}")
     return update
+
+
+def structured_answer(step: Step, deps: NodeDeps) -> dict[str, Any] | None:
+    """The final answer under a ``response_format`` (``_engine/structured.py``): a call of an
+    output tool, or the provider's JSON text; None for a reply that is neither (the contract
+    then applies as to any other)."""
+    structured, reply = deps.structured, step.reply
+    assert structured is not None and reply is not None
+    outputs = [c for c in reply.tool_calls if c.get("name") in structured.outputs]
+    if structured.kind == "tool" and not outputs:
+        return None
+    if structured.kind == "provider" and (reply.tool_calls or not reply.text.strip()):
+        return None
+    try:
+        if len(outputs) > 1:
+            names = ", ".join(str(c.get("name")) for c in outputs)
+            raise ValueError(f"the reply gives {len(outputs)} answers ({names}); give one")
+        if outputs:
+            answer = structured.from_call(str(outputs[0]["name"]), outputs[0].get("args") or {})
+        else:
+            answer = structured.from_text(reply.text, AIMessage(reply.text))
+    except Exception as exc:
+        return _unfit(step, deps, exc, outputs)
+    data = data_of(answer)
+    text = json.dumps(data, ensure_ascii=False) if outputs else reply.text
+    call = dict(outputs[0]) if outputs else None
+    said = structured.said(answer) if outputs else None
+    answered = Answer(text=text, data=data, call=call, said=said)
+    return {"step": dump(step.model_copy(update={"answer": answered, "retry": None}))}
+
+
+def _unfit(
+    step: Step, deps: NodeDeps, exc: Exception, outputs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An answer that does not fit the schema: the model told why and asked again, as the
+    strategy's ``handle_errors`` says (its calls answered with it), or the run stops."""
+    assert deps.structured is not None and step.reply is not None
+    told = deps.structured.retry_with(exc)
+    err = ActionError("answer_schema", f"the answer does not fit the schema: {exc}"[:500])
+    if told is None or not outputs:
+        return rejected(step, err, deps)
+    retry = Retry(why=err.why, message=told, count=(step.retry.count if step.retry else 0) + 1)
+    if retry.count > max(deps.policy.max_invalid_retries, 1):
+        return rejected(step, err, deps)
+    named, message_id = with_ids(
+        [ToolAction(name=str(c.get("name")), args=c.get("args") or {}) for c in outputs],
+        step.reply,
+    )
+    ai = proposed(named, step.reply.text, message_id, step.reply)
+    answers = [result(a.name, a.id, told, ok=False) for a in named]
+    return {"step": dump(step.model_copy(update={"retry": retry})), "messages": [ai, *answers]}

@@ -31,6 +31,10 @@ class Answer(StrictModel):
     """The answer as ``response_format``'s data (plain JSON), under a schema."""
     direct: bool = False
     """True when it is a ``return_direct`` tool's result, not the model's."""
+    call: dict[str, object] | None = None
+    """The output tool call that gave it (``ToolStrategy``): its name, id and arguments."""
+    said: str | None = None
+    """That call's result, as the conversation shows it."""
 
 
 class Step(StrictModel):

@@ -19,6 +19,7 @@ the system prompt.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.authority.paying import Called, Meter
+from gated_react._engine.authority.paying import METER, Called, Meter, Metered
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.middleware_admission import admitted
@@ -46,6 +47,17 @@ __all__ = ["Middleware"]
 
 _REVIEW = "HumanInTheLoopMiddleware"
 """Taken as policy (``_engine/reviews.py``), never run as a hook."""
+
+
+def _metered(m: AgentMiddleware[Any, Any]) -> AgentMiddleware[Any, Any]:
+    """A middleware that calls a model of its own (``SummarizationMiddleware``'s summarizer),
+    as a copy whose model pays under the run's budgets (``paying.Metered``); others as given."""
+    own = getattr(m, "_summary_model", None)
+    if own is None or isinstance(own, Metered):
+        return m
+    made = copy.copy(m)
+    made._summary_model = Metered(own)  # type: ignore[attr-defined]
+    return made
 
 
 def _having(stack: Sequence[AgentMiddleware[Any, Any]], hook: str) -> tuple[Any, ...]:
@@ -66,7 +78,7 @@ class Middleware:
     @classmethod
     def of(cls, stack: Sequence[Any]) -> Middleware:
         """The middleware, each admitted (``middleware_admission``) or refused in one line."""
-        checked = tuple(m for m in admitted(stack) if type(m).__name__ != _REVIEW)
+        checked = tuple(_metered(m) for m in admitted(stack) if type(m).__name__ != _REVIEW)
         return cls(
             before=_having(checked, "before_model"),
             after=_having(checked, "after_model"),
@@ -92,6 +104,13 @@ class Middleware:
         """Sync: the reply the hooks made, a message carrying what the model calls cost (each
         call the hooks make is checked and recorded by ``meter``), the messages they rewrote."""
         call = ModelCall(deps, messages, config, asked, meter)
+        token = METER.set(meter)  # a hook's own model pays under the run's budgets
+        try:
+            return self._call_model(call)
+        finally:
+            METER.reset(token)
+
+    def _call_model(self, call: ModelCall) -> Called:
         for m in self.before:
             call.view = call.applied(m, "before_model", call.hook(m, "before_model")(*call.args()))
         request = call.request()
@@ -116,6 +135,13 @@ class Middleware:
     ) -> Called:
         """Async twin of ``call_model``."""
         call = ModelCall(deps, messages, config, asked, meter)
+        token = METER.set(meter)
+        try:
+            return await self._acall_model(call)
+        finally:
+            METER.reset(token)
+
+    async def _acall_model(self, call: ModelCall) -> Called:
         for m in self.before:
             update = await call.ahook(m, "before_model")(*call.args())
             call.view = call.applied(m, "before_model", update)

@@ -50,9 +50,6 @@ _OWN_MODEL = "calls a model of its own, which no budget counts"
 REFUSED: dict[str, str | Equivalent] = {
     "ToolCallLimitMiddleware": _tool_calls,
     "ModelCallLimitMiddleware": _model_calls,
-    "SummarizationMiddleware": (
-        f"{_OWN_MODEL}; the transcript folds old steps: Policy(context_steps=12, context_keep=1)"
-    ),
     "LLMToolSelectorMiddleware": (
         f"{_OWN_MODEL}; choose the model's tools with Policy(allow={{...}})"
     ),
@@ -82,6 +79,7 @@ REFUSED: dict[str, str | Equivalent] = {
 SAME = frozenset(
     {
         "HumanInTheLoopMiddleware",
+        "SummarizationMiddleware",
         "PIIMiddleware",
         "ModelFallbackMiddleware",
         "ModelRetryMiddleware",

@@ -252,10 +252,11 @@ def earlier_turns(
     said = [i for i, item in enumerate(items) if isinstance(item, BaseMessage)]
     most = policy.context_messages
     start = said[-most] if most is not None and len(said) > most else 0
+    earlier = [item for item in items[:start] if isinstance(item, BaseMessage)]
     items = items[start:]
     steps = sum(1 for item in items if isinstance(item, list))
     drop = folded_count(steps, policy)
-    out: list[BaseMessage] = []
+    out: list[BaseMessage] = [recalled(earlier)] if earlier else []
     for item in items:
         if isinstance(item, BaseMessage):
             out.append(item)
@@ -264,6 +265,24 @@ def earlier_turns(
         else:
             out.extend(replay(item))
     return out
+
+
+RECALLED_LINES = 24
+"""Of the questions and answers older than ``context_messages``, the first and the last this
+many are recalled one line each (the rest are counted): what was said stays said."""
+_RECALLED_CHARS = 200
+
+
+def recalled(said: Sequence[BaseMessage]) -> HumanMessage:
+    """The questions and answers older than what the model is shown in full, one short line
+    each, oldest first: a name or a fact given early in a long chat is still there."""
+    lines = [f"- {'user' if m.type == 'human' else 'assistant'}: {clip(m.text, _RECALLED_CHARS)}"
+             for m in said]  # fmt: skip
+    if len(lines) > 2 * RECALLED_LINES:
+        left = len(lines) - 2 * RECALLED_LINES
+        lines = [*lines[:RECALLED_LINES], f"- ({left} more)", *lines[-RECALLED_LINES:]]
+    head = "Earlier in this conversation (shortened, oldest first):"
+    return HumanMessage("\n".join([head, *lines]))
 
 
 def _items(messages: Sequence[BaseMessage], chars: int | None) -> list[Item]:

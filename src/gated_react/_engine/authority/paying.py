@@ -10,13 +10,15 @@ not a non-negative integer is estimated, never trusted lower.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.messages.utils import count_tokens_approximately
 
 from gated_react._engine.authority.ledger import Place
@@ -202,3 +204,42 @@ def _details(details: Any, keys: tuple[str, ...]) -> tuple[int, ...] | None:
         return None
     counts = tuple(reported_count(details.get(key, 0)) for key in keys)
     return None if None in counts else tuple(c for c in counts if c is not None)
+
+
+METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "gated_react_meter", default=None
+)
+"""The meter of the decision running on this thread or task: what a middleware's own model
+calls are checked and recorded by (``Metered``)."""
+
+
+class Metered(Runnable[Any, Any]):
+    """A middleware's own model (``SummarizationMiddleware``'s summarizer): each call it makes
+    inside a decision is checked against the run's budgets and recorded, as the decision's own
+    call is. Outside a decision it is the model itself."""
+
+    def __init__(self, inner: Runnable[Any, Any]) -> None:
+        self.inner = inner
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        meter = METER.get()
+        if meter is None:
+            return self.inner.invoke(input, config, **kwargs)
+        shown = _messages(input)
+        return meter.call(lambda: self.inner.invoke(input, config, **kwargs), shown)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        meter = METER.get()
+        if meter is None:
+            return await self.inner.ainvoke(input, config, **kwargs)
+        shown = _messages(input)
+        return await meter.acall(lambda: self.inner.ainvoke(input, config, **kwargs), shown)
+
+
+def _messages(input: Any) -> list[BaseMessage]:
+    """What a model call is given, as messages (to estimate its tokens before it is paid)."""
+    if isinstance(input, str):
+        return [HumanMessage(input)]
+    if isinstance(input, list):
+        return [m if isinstance(m, BaseMessage) else HumanMessage(str(m)) for m in input]
+    return [HumanMessage(str(input))]

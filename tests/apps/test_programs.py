@@ -38,55 +38,15 @@ def _xfail(difference: str) -> pytest.MarkDecorator:
 
 
 BEFORE: dict[str, pytest.MarkDecorator] = {
-    "quickstart": _xfail(
-        "ToolStrategy(ResponseFormat) with a @dataclass schema is refused at build "
-        "(UnsupportedResponseFormat): exit 1, neither structured_response is printed"
-    ),
-    "sql_agent": _xfail(
-        "the stream_mode='values' loop prints 167 lines against 80 (the question twice, each "
-        "tool call and the answer three times: 24 values events against 10); AI messages lack "
-        "additional_kwargs['refusal']; the system prompt gains 680 characters"
-    ),
     "sql_agent_review": _xfail(
-        "HumanInTheLoopMiddleware is refused at build (MiddlewareRefused naming "
-        "Policy(require_approval={'sql_db_query'})): exit 1 before the review; the page's "
-        "first loop (sql_agent) prints its duplicates first"
-    ),
-    "rag_agent": _xfail(
-        "the values loop prints 79 lines against 36; the retriever's Document artifacts are "
-        "stored as plain dicts; AI messages lack 'refusal'; the system prompt gains 682 characters"
-    ),
-    "long_term_memory": _xfail(
-        "each result has 8 more keys (answer, history, message, status, stop_reason, "
-        "structured_response, trace, usage); AI messages lack 'refusal'; the system prompt "
-        "gains 651 characters"
-    ),
-    "guardrails": _xfail(
-        "the result's human message keeps the raw e-mail address and card number that "
-        "PIIMiddleware kept from the model (create_agent keeps the redacted text); 8 more "
-        "result keys; the system prompt gains 651 characters"
+        "on resume, create_agent's HumanInTheLoopMiddleware node writes the reviewed AI "
+        "message again, so its values loop prints that tool call twice (162 lines against "
+        "156, 4 values events against 3); gated-react prints each message once"
     ),
     "stream_modes": _xfail(
-        "the first 'updates' loop raises KeyError: 'messages' on a node that writes none: "
-        "exit 1 after 1 line of 60"
-    ),
-    "summarizing_chat": _xfail(
-        "SummarizationMiddleware is refused at build (MiddlewareRefused naming "
-        "Policy(context_steps=12, context_keep=1)): exit 1, nothing printed"
-    ),
-    "tool_errors": _xfail(
-        "the model's call with a wrong argument name stops the run (tool_bad_args:get_weather, "
-        "no answer, 1 model request of 3) where create_agent shows the model the error and it "
-        "calls again; 8 more result keys"
-    ),
-    "structured_output": _xfail(
-        "structured_response is a plain dict, not ContactInfo (print shows a dict); the stored "
-        "answer is re-serialized JSON; 7 more result keys; the system prompt gains 1181 "
-        "characters"
-    ),
-    "custom_state": _xfail(
-        "state_schema= is refused at build (ArgumentRefused): exit 1, the custom fields "
-        "never reach the tool"
+        "its 'updates' loop reads data['messages'] from every node's update; validate, gate "
+        "and observe write no messages (their update is None): TypeError after 3 lines of 60 "
+        "(docs/guides: a loop skips updates without messages)"
     ),
 }
 """What each program shows differently on gated-react today (issue 44)."""
@@ -109,7 +69,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], R
 
 
 def test_every_program_has_an_origin_and_an_expected_answer() -> None:
-    assert set(NAMES) == set(ANSWERS) == set(BEFORE)
+    assert set(NAMES) == set(ANSWERS) >= set(BEFORE)
     for name in NAMES:
         header = (PROGRAMS / f"{name}.py").read_text().split("\n\n", 1)[0]
         assert header.startswith("# Origin: "), name
@@ -131,7 +91,9 @@ def test_create_agent_runs_the_program(name: str, observed: Callable[[str, str],
     assert ANSWERS[name] in shown
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=BEFORE[n]) for n in NAMES])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=BEFORE[n]) if n in BEFORE else n for n in NAMES]
+)
 def test_gated_react_shows_what_create_agent_shows(
     name: str, observed: Callable[[str, str], Run]
 ) -> None:

@@ -268,8 +268,10 @@ def test_a_streamed_answer_is_masked_like_the_stored_one(size: int, asynchronous
 
 def test_release_holds_back_what_may_begin_a_key_and_never_cuts_inside_one() -> None:
     keys = ("abcdefgh", "wxyz")
-    assert release("hello abc", keys) == ("he", "llo abc")  # 7: the longest key's length - 1
-    assert release("hello", keys) == ("", "hello")
-    assert release("abcdefgh and more", keys) == ("*** a", "nd more")
-    assert release("say wxyzabcdefgh", keys) == ("say ***", "abcdefgh")  # whole keys wait
+    assert release("hello abc", keys) == ("hello ", "abc")  # the end that begins a key waits
+    assert release("hello", keys) == ("hello", "")  # nothing begins a key: it streams as it came
+    assert release("hello w", keys) == ("hello ", "w")
+    assert release("abcdefgh and more", keys) == ("*** and more", "")
+    assert release("say wxyzabcdefgh", keys) == ("say ******", "")
+    assert release("say wxyzabcdefg", keys) == ("say ***", "abcdefg")
     assert release("", keys) == ("", "")

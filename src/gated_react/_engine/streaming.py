@@ -14,8 +14,9 @@ contract (``stream_calls``), so no call streams that no stored message holds. Wi
 run stopped) arrives whole from ``finish`` (``stop``) under its stored id.
 
 What streams is masked as the stored answer is: the model's own keys become ``***``. A key can
-arrive split over chunks, so the last characters of the text (the longest key's length minus
-one) are held back until the next chunk or the reply's end shows whether they begin a key.
+arrive split over chunks, so a chunk's text that ends with the beginning of a key keeps that
+end back until the next chunk or the reply's end shows whether a key follows; any other chunk
+streams as it came.
 """
 
 from __future__ import annotations
@@ -136,10 +137,11 @@ def _text_of(chunk: AIMessageChunk) -> AIMessageChunk:
 
 
 def release(text: str, secrets: tuple[str, ...]) -> tuple[str, str]:
-    """What of ``text`` may stream now, masked, and the raw tail held back: as long as the
-    longest secret minus one, so a secret still arriving cannot begin in what streams, and
-    never from inside a secret that arrived whole (the cut moves back to its start)."""
-    cut = max(len(text) - max(map(len, secrets)) + 1, 0)
+    """What of ``text`` may stream now, masked, and the raw tail held back: the longest end of
+    it that begins a secret (so a secret still arriving cannot begin in what streams), and
+    never from inside a secret that arrived whole (the cut moves back to its start). A chunk
+    that ends with no beginning of a secret streams whole, as it came."""
+    cut = len(text) - _begun(text, secrets)
     moved = True
     while moved:
         moved = False
@@ -148,6 +150,17 @@ def release(text: str, secrets: tuple[str, ...]) -> tuple[str, str]:
             if 0 <= at < cut:
                 cut, moved = at, True
     return mask_secrets(text[:cut], secrets), text[cut:]
+
+
+def _begun(text: str, secrets: tuple[str, ...]) -> int:
+    """How long the end of ``text`` is that is the beginning of a secret (0: none is)."""
+    longest = 0
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, len(text)), longest, -1):
+            if text.endswith(secret[:size]):
+                longest = size
+                break
+    return longest
 
 
 def model_config(

@@ -1,4 +1,5 @@
-"""Routers as tables: every branch, and path maps that match the routers' Literal types."""
+"""Routers as tables: every branch, read from the step in hand, and path maps that match the
+routers' Literal types."""
 
 from __future__ import annotations
 
@@ -11,35 +12,34 @@ from gated_react import routing
 from .support.helpers import state
 from .test_graph import STEP_NODES
 
-TOOL = {"kind": "tool", "name": "t", "args": {}}
-FINAL = {"kind": "final", "answer": "a"}
-CALL = {"step": 1, "tool": "t", "args": {}, "key": "k"}
+CALL = {"id": "c1", "tool": "t", "args": {}, "key": "k"}
+ENDING = {"reason": "tool_denied:t", "message": "m"}
 
 
 @pytest.mark.parametrize(
     ("router", "fields", "branch"),
     [
         (routing.after_decide, {"reply": {"text": "x"}}, "reply"),
-        (routing.after_decide, {"stop_reason": "llm_timeout"}, "stop"),
-        (routing.after_validate, {"action": TOOL}, "tool"),
-        (routing.after_validate, {"action": FINAL}, "final"),
+        (routing.after_decide, {"ending": {"reason": "llm_timeout", "message": "m"}}, "stop"),
+        (routing.after_validate, {"calls": [CALL]}, "tool"),
+        (routing.after_validate, {"answer": {"text": "a"}}, "final"),
         (
             routing.after_validate,
             {"retry": {"why": "no_action", "message": "m", "count": 1}},
             "retry",
         ),
-        (routing.after_validate, {"stop_reason": "invalid_action:bad_json"}, "stop"),
+        (routing.after_validate, {"ending": {**ENDING, "reason": "invalid_action:x"}}, "stop"),
         (routing.after_gate, {"calls": [CALL]}, "allowed"),
-        (routing.after_gate, {"calls": [{**CALL, "outcome": {"ok": False}}]}, "refused"),
-        (routing.after_gate, {"stop_reason": "tool_denied:t"}, "stop"),
-        (routing.after_observe, {}, "next"),
-        (routing.after_observe, {"stop_reason": "max_steps"}, "stop"),
-        (routing.after_observe, {"stop_reason": "success"}, "direct"),
+        (routing.after_gate, {"calls": [{**CALL, "shown": {"text": "no"}}]}, "allowed"),
+        (routing.after_gate, {"calls": [CALL], "ending": ENDING}, "stop"),
+        (routing.after_observe, {"calls": [{**CALL, "outcome": {"ok": True}}]}, "next"),
+        (routing.after_observe, {"ending": {"reason": "max_steps", "message": "m"}}, "stop"),
+        (routing.after_observe, {"answer": {"text": "a", "direct": True}}, "direct"),
     ],
 )
 def test_branches(router: Any, fields: dict[str, Any], branch: str) -> None:
-    assert router(state(**fields).model_dump(mode="json")) == branch
-    assert router(fields) == branch
+    assert router(state(**fields)) == branch
+    assert router({"step": fields}) == branch
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,9 @@ def test_every_branch_the_router_can_return_has_a_target(
     branches = set(get_args(get_type_hints(router)["return"]))
     assert branches == set(path_map)
     assert set(path_map.values()) <= STEP_NODES
+
+
+def test_a_gate_stop_has_no_refused_branch() -> None:
+    """Calls the gate settled (refused and shown, answered by a human) go to execute, which
+    answers them; only a stop leaves the step."""
+    assert set(routing.AFTER_GATE) == {"allowed", "stop"}

@@ -1,4 +1,6 @@
-"""State survives the checkpointer's serializer and a real SQLite checkpointer, unchanged."""
+"""State survives the checkpointer's serializer and a real SQLite checkpointer, unchanged; it is
+small (``create_agent``'s keys, the run's end, the input goal and the step in hand) and what a
+client reads of it is the public part."""
 
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from gated_react import build_graph
 from gated_react.state import (
+    CHANNELS,
+    PUBLIC,
     RESULT_KEYS,
     SUMMARY_KEYS,
-    CoreState,
     RunInput,
     RunInputDict,
     RunResult,
@@ -43,18 +46,43 @@ from .support.helpers import REFUND_42, REFUND_GOAL
 
 def test_every_channel_round_trips_through_the_serializer(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "runs.sqlite", check_same_thread=False)
-    graph = build_graph(
-        ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS, checkpointer=SqliteSaver(conn)
-    )
+    saver = SqliteSaver(conn)
+    graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS, checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "serde"}}
     graph.invoke({"goal": REFUND_GOAL}, config)
-    values = graph.get_state(config).values
+    stored = saver.get_tuple(config)
+    assert stored is not None
+    values = stored.checkpoint["channel_values"]
+    assert set(values) <= set(CHANNELS)
     serde = JsonPlusSerializer()
     for name, value in values.items():
         assert serde.loads_typed(serde.dumps_typed(value)) == value, name
-        assert isinstance(value, dict | list | str | int | float | bool | type(None)), name
-    assert State.model_validate(values).stop_reason == "success"
+        if name != "messages":
+            assert isinstance(value, dict | list | str | int | float | bool | type(None)), name
+    assert values["stop_reason"] == "success"
+    assert graph.get_state(config).values["stop_reason"] == "success"
     conn.close()
+
+
+def test_the_state_is_small_and_a_client_reads_its_public_part(tmp_path: Path) -> None:
+    """Issue 43: at most 8 channels (23 before); ``get_state`` shows and ``invoke`` returns
+    ``create_agent``'s keys and the run's end, not the step in hand; a goal is the
+    conversation's question, not a channel a reader sees."""
+    assert len(CHANNELS) <= 8
+    assert set(PUBLIC) <= set(CHANNELS)
+    assert set(CHANNELS) - set(PUBLIC) == {"goal", "step"}
+    with sqlite3.connect(tmp_path / "runs.sqlite", check_same_thread=False) as conn:
+        graph = build_graph(
+            ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS, checkpointer=SqliteSaver(conn)
+        )
+        config: Any = {"configurable": {"thread_id": "t"}}
+        out = graph.invoke({"goal": REFUND_GOAL}, config)
+        shown = graph.get_state(config).values
+    assert set(out) <= set(PUBLIC)
+    assert {"messages", "status", "stop_reason", "message"} <= set(out)
+    assert set(shown) <= set(PUBLIC)
+    assert out["messages"][0].type == "human"
+    assert out["messages"][0].content == REFUND_GOAL
 
 
 def test_state_read_back_in_a_new_saver_equals_the_result(tmp_path: Path) -> None:
@@ -115,31 +143,29 @@ def test_usage_dict_is_usage_field_by_field() -> None:
 
 
 def test_the_results_share_their_keys_with_the_state() -> None:
-    """``ThreadResult`` is ``RunResult``'s keys plus the thread and its questions; the keys that
-    say how a run ended have one type in ``RunResult``, ``CoreState`` and ``ThreadResult``
-    (which adds ``paused``, a status no state holds)."""
+    """``ThreadResult`` is ``RunResult``'s keys, what the run's conversation and record say of
+    it (its answer, history, trace, usage), the thread and its questions; the keys that say
+    how a run ended have one type in ``RunResult`` and ``ThreadResult`` (which adds
+    ``paused``, a status no state holds)."""
     thread = get_type_hints(ThreadResult)
     run = get_type_hints(RunResult)
-    core = get_type_hints(CoreState)
-    assert set(thread) == {*RESULT_KEYS, "thread_id", "pending"}
+    derived = {"answer", "history", "trace", "usage"}
+    assert set(thread) == {*RESULT_KEYS, *derived, "thread_id", "pending"}
     assert list(RESULT_KEYS) == list(RunResult.model_fields)
     assert thread["usage"] is UsageDict
-    assert run["usage"] is Usage
-    assert core["usage"] is Usage
-    for key in SUMMARY_KEYS:
-        assert run[key] == core[key], key
-        if key != "status":
-            assert thread[key] == run[key], key
+    for key in set(SUMMARY_KEYS) - {"status", "answer"}:
+        assert thread[key] == run[key], key
     statuses = {arg for part in get_args(thread["status"]) for arg in get_args(part)}
     assert statuses == {*get_args(Status), "paused"}
     assert type(None) in get_args(thread["status"])
 
 
-def test_run_result_is_the_states_result_channels_with_their_types() -> None:
-    """``RunResult`` declares ``status``, ``history``, ``usage``... again for ``invoke``'s
-    return: each key is a channel of ``State``, of the same type (its reducer aside)."""
+def test_run_result_is_the_states_public_channels_with_their_types() -> None:
+    """``RunResult`` declares what ``invoke`` returns: each key a public channel of ``State``,
+    of the same type (its reducer aside)."""
     run = get_type_hints(RunResult)
     state = get_type_hints(State)
+    assert set(RESULT_KEYS) == set(PUBLIC)
     assert {key: state.get(key) for key in RESULT_KEYS} == run
 
 
@@ -162,7 +188,8 @@ def _shape(messages: list[Any]) -> list[tuple[str, Any, Any]]:
     ]
 
 
-_MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_MADE_UP = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[45][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+"""An id made up for a message that came without one (uuid4 by add_messages, uuid5 here)."""
 
 
 @pytest.mark.parametrize(
@@ -190,6 +217,18 @@ def test_the_conversations_reducer_is_add_messages(writes: list[Any]) -> None:
     mine, theirs = _add_messages(list(current), writes), _fold(list(current), writes)
     assert _shape(mine) == _shape(theirs)
     assert all(type(a) is type(b) for a, b in zip(mine, theirs, strict=True))
+
+
+def test_a_message_without_an_id_gets_the_same_id_each_time_its_write_is_replayed() -> None:
+    """A DeltaChannel folds a checkpoint's writes again at every read: a chat input without
+    an id (a tuple, a dict, a message) must come back under the same id each time, since a
+    run is named by its question's id."""
+    current = [HumanMessage("goal", id="1")]
+    writes = [[("user", "a tuple"), {"role": "user", "content": "a dict"}, HumanMessage("m")]]
+    first, again = _add_messages(list(current), writes), _add_messages(list(current), writes)
+    assert [m.id for m in first] == [m.id for m in again]
+    assert all(_MADE_UP.fullmatch(str(m.id)) for m in first[1:])
+    assert len({m.id for m in first}) == 4
 
 
 def test_a_message_written_back_as_its_dump_is_revived_whole() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from gated_react.errors import GatedReactError
-from gated_react.runs import Graph
+from gated_react.runs import Graph, aresult_of, result_of
 from gated_react.state import SUMMARY_KEYS
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -52,14 +52,15 @@ class AgentTool(BaseTool):
     def _run(
         self, goal: str, run_manager: CallbackManagerForToolRun | None = None, **_: Any
     ) -> dict[str, Any]:
-        child = run_manager.get_child() if run_manager else None
-        return outcome(self.graph.invoke({"goal": goal}, _own_run(child)))
+        config = _own_run(run_manager.get_child() if run_manager else None)
+        return outcome(result_of(self.graph, self.graph.invoke({"goal": goal}, config), config))
 
     async def _arun(
         self, goal: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **_: Any
     ) -> dict[str, Any]:
-        child = run_manager.get_child() if run_manager else None
-        return outcome(await self.graph.ainvoke({"goal": goal}, _own_run(child)))
+        config = _own_run(run_manager.get_child() if run_manager else None)
+        output = await self.graph.ainvoke({"goal": goal}, config)
+        return outcome(await aresult_of(self.graph, output, config))
 
 
 def as_tool(graph: Graph, name: str, description: str, *, idempotent: bool = False) -> BaseTool:
@@ -96,9 +97,9 @@ def create_agent(
     return langchain_create_agent(model, tools, **options)
 
 
-def outcome(result: dict[str, Any]) -> dict[str, Any]:
-    """The part of a run's result the calling agent needs."""
-    pending = [getattr(item, "value", item) for item in result.get("__interrupt__", ())]
+def outcome(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a run's result (``runs.result_of``'s) the calling agent needs."""
+    pending = list(result.get("pending") or ())
     if pending:
         return {
             "status": "paused",

@@ -140,7 +140,10 @@ def from_snapshot(
 ) -> ThreadResult:
     """The result shape of a stored thread (``book``: its latest run's record)."""
     pending = questions(snapshot.interrupts)
-    return shape(snapshot.values, thread_id, pending, book, unfinished=bool(snapshot.next))
+    ended = book is not None and book.tally.ended is not None
+    return shape(
+        snapshot.values, thread_id, pending, book, unfinished=bool(snapshot.next) and not ended
+    )
 
 
 def _from_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:

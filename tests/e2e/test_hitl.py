@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import TypeAdapter
 
 from gated_react import Policy, build_graph, resume, run
+from gated_react._engine.call_keys import args_hash
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -94,7 +95,11 @@ def test_edit_runs_the_edited_arguments_and_may_not_change_the_tool() -> None:
     edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
     out = resume(graph, "t", _answer(edit))
     assert out["stop_reason"] == "success"
-    assert out["history"][0]["action"]["args"] == {"user_id": 7}
+    (entry,) = out["history"]
+    assert entry["action"]["args"] == {"user_id": 42}  # the model's call, as it made it
+    assert 'get_user_billing was called with {"user_id": 7}' in entry["observation"]
+    (traced,) = out["trace"]
+    assert traced["args_hash"] == args_hash({"user_id": 7})  # what ran, under its permit
 
 
 def test_reject_stops_the_run_with_the_message() -> None:
@@ -109,12 +114,18 @@ def test_respond_answers_in_place_of_the_tool_and_counts_as_a_call() -> None:
     message = "Billing is down; the customer paid USD 49 ten days ago."
     out = resume(graph, "t", _answer({"type": "respond", "message": message}))
     first, second = out["history"][:2]
-    assert first["observation"] == message
+    assert (first["observation"], first["ok"]) == (message, True)
     assert second["observation"].startswith("You already called")  # its loop key was kept
     assert out["trace"][0]["by_human"] is True
-    assert out["trace"][0]["ok"] is True
     assert out["usage"]["per_tool"] == {"get_user_billing": 2}
     assert out["stop_reason"] == "success"
+
+
+def test_a_human_answer_in_place_of_the_tool_is_traced_as_a_result() -> None:
+    graph, _ = _paused([BILLING, "USD 49"])
+    out = resume(graph, "t", _answer({"type": "respond", "message": "USD 49"}))
+    assert (out["trace"][0]["by_human"], out["trace"][0]["ok"]) == (True, True)
+    assert out["trace"][0]["ok"] == out["history"][0]["ok"]
 
 
 def test_a_long_respond_message_is_cut_like_an_observation() -> None:

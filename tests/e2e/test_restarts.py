@@ -14,7 +14,7 @@ from gated_react import open_checkpointer, run
 
 from ..support.helpers import REFUND_GOAL
 from ..support.procs import children, wait_until
-from ..support.scenarios import comparable, graph_for
+from ..support.scenarios import comparable, graph_for, without_ids
 
 APPROVE_BILLING = {"require_approval": ["get_user_billing"]}
 
@@ -81,8 +81,11 @@ def _tokens_after_two_steps() -> int:
 def test_budgets_carry_across_a_crash(
     store_url: str, tmp_path: Path, script: str, budget: dict[str, Any], stop_reason: str
 ) -> None:
-    """The first process does step 1 and dies inside step 2; the budget, which only the sum
-    of both processes' spending reaches, still stops the run where an uninterrupted run stops."""
+    """The first process does step 1 and dies inside step 2, after the model answered (its
+    reply paid, not stored); the budget, which only the sum of both processes' spending
+    reaches, still stops the run where an uninterrupted run stops. What the dead process paid
+    counts: the resumed run may stop a call sooner, never later (issue 43: before, the lost
+    reply was left out of the spend)."""
     if budget.get("max_tokens"):
         budget = {"max_tokens": _tokens_after_two_steps()}
     spec = {"script": script, "policy": {"budget": budget}}
@@ -96,7 +99,13 @@ def test_budgets_carry_across_a_crash(
         first.wait_for(kids.path("in"))
         first.kill()
         out = kids.start(store_url, "b", "resume", **spec).result()
-    assert comparable(out) == comparable(expected)
+    assert out["stop_reason"] == stop_reason
+    spent, reference = out["usage"], expected["usage"]
+    assert reference["steps"] <= spent["steps"] <= reference["steps"] + 1
+    assert spent["tokens"] >= budget.get("max_tokens", 0)
+    assert spent["steps"] <= budget.get("max_steps", spent["steps"])
+    assert len(out["history"]) <= len(expected["history"])
+    assert without_ids(out["history"]) == without_ids(expected["history"])[: len(out["history"])]
 
 
 def test_paused_and_crashed_time_is_not_active_time(store_url: str, tmp_path: Path) -> None:

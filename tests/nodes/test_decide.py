@@ -1,4 +1,5 @@
-"""decide on hand-built state: bounded prompt, usage, and model failures as stop reasons."""
+"""decide on hand-built state: bounded prompt, every model call paid in the run's record, and
+model failures as stop reasons."""
 
 from __future__ import annotations
 
@@ -10,39 +11,84 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
+from gated_react._engine.chat import call_id
 from gated_react._engine.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
 from gated_react.testing import ScriptedChatModel
 
 from ..support.fakes import HangingChatModel
-from ..support.helpers import deps, history_entry, logs, node_deps, policy, state
+from ..support.helpers import deps, node_deps, policy, state
+from .hand import ending, kinds, paid_steps, saved, step_messages, usage
 
 
-def test_the_model_gets_the_transcript_and_the_update_counts_the_step() -> None:
-    parts = deps(["ok"], context_steps=4, context_keep=1)
-    history = [history_entry(i, "search_policy", f"obs {i}", query=f"q{i}") for i in range(1, 11)]
-    hand_built = state(**logs(history))
-    update = decide(hand_built, {}, deps=parts)
+def test_the_model_gets_the_transcript_and_the_record_counts_the_step() -> None:
+    parts = deps(["ok"], context_steps=4, context_keep=1, max_steps=20)
+    earlier = [
+        m
+        for i in range(1, 11)
+        for m in step_messages("search_policy", {"query": f"q{i}"}, f"obs {i}", call=f"e{i}")
+    ]
+    hand_built = state(messages=earlier)
+    config = saved()
+    paid_steps(config, 10)
+    update = decide(hand_built, config, deps=parts)
     sent = parts.model.requests[0]  # type: ignore[attr-defined]
-    assert sent == build_messages(hand_built, parts.system, parts.policy, parts.protocol.replay)
-    assert sent[1].content.startswith("User 42")
-    assert "Earlier steps" in sent[1].content  # 10 steps, at most 4 in full: folded
-    assert update["usage"]["steps"] == 11
-    assert update["usage"]["tokens"] > 0
-    assert update["reply"]["text"] == "ok"
+    assert sent == build_messages(
+        hand_built["messages"], 0, parts.system, parts.policy, parts.protocol.replay
+    )
+    (asked,) = [m for m in sent if m.type == "human"]
+    assert asked.content.startswith("User 42")
+    assert "Earlier steps" in asked.content  # 10 steps, at most 4 in full: folded
+    assert kinds(config)[-2:] == ["model", "paid"]  # recorded before the call, paid after
+    assert usage(config).steps == 11
+    assert usage(config).tokens > 100
+    assert update["step"]["reply"]["text"] == "ok"
+    assert "messages" not in update  # a final answer is finish's to write
 
 
-def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
+def test_reply_keeps_tool_calls_and_joins_the_conversation_with_them() -> None:
     message = AIMessage(
         "",
         tool_calls=[{"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}],
         usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
     )
     parts = deps([lambda _: message])
-    update = decide(state(), {}, deps=parts)
-    assert update["reply"]["tool_calls"] == [
+    update = decide(state(), saved(), deps=parts)
+    assert update["step"]["reply"]["tool_calls"] == [
         {"name": "get_user_profile", "args": {"user_id": 42}, "id": "1"}  # the model's id, kept
     ]
+    (said,) = update["messages"]
+    assert [c["id"] for c in said.tool_calls] == ["1"]
+    assert said.id == update["step"]["reply"]["id"]
+
+
+def test_tool_calls_join_the_conversation_under_their_ids() -> None:
+    """The AI message of the step holds every call, with the text the model wrote with them
+    and the model's own ids (made up, stable, where it gave none), as create_agent's model node
+    writes it: a call the gate pauses on is the last message, so a chat client draws its
+    approval panel in any turn."""
+    message = AIMessage(
+        "Let me look that up.",
+        id="reply-1",
+        tool_calls=[
+            {"name": "get_user_profile", "args": {"user_id": 42}, "id": "call_abc"},
+            {"name": "get_user_billing", "args": {"user_id": 42}, "id": None},
+        ],
+    )
+    update = decide(state(), saved(), deps=deps([lambda _: message], max_parallel_calls=2))
+    (said,) = update["messages"]
+    assert (said.type, said.id, said.text) == ("ai", "reply-1", "Let me look that up.")
+    ids = [c["id"] for c in said.tool_calls]
+    assert ids == ["call_abc", call_id("reply-1", 1)]
+    assert len(ids[1]) <= 40  # OpenAI's limit on a tool call id
+
+
+def test_a_json_reply_is_a_call_with_no_protocol_text_in_the_conversation() -> None:
+    text = '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 1}}'
+    message = AIMessage(text, id="r")
+    (said,) = decide(state(), saved(), deps=deps([lambda _: message], protocol="json"))["messages"]
+    assert said.text == ""
+    assert said.tool_calls[0]["id"] == call_id("r", 0)
 
 
 @pytest.mark.parametrize(
@@ -54,25 +100,26 @@ def test_reply_keeps_tool_calls_and_reported_tokens() -> None:
     ],
 )
 def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reason: str) -> None:
-    update = decide(state(usage={"steps": 2, "seconds": 1.0}), {}, deps=deps([error]))
-    assert update["stop_reason"] == reason
-    assert update["message"]
-    assert update["usage"]["steps"] == 3
-    assert update["usage"]["seconds"] >= 1.0
+    config = saved()
+    paid_steps(config, 2, seconds=1.0)
+    update = decide(state(), config, deps=deps([error]))
+    assert ending(update)["reason"] == reason
+    assert ending(update)["message"]
+    assert usage(config).steps == 3  # the failed call counts, at its estimate
+    assert usage(config).seconds >= 1.0
 
 
 def test_async_body_gives_the_same_update() -> None:
-    sync = decide(state(), {}, deps=deps(["same"]))
-    async_ = asyncio.run(adecide(state(), {}, deps=deps(["same"])))
+    sync = decide(state(), saved(), deps=deps(["same"]))["step"]
+    async_ = asyncio.run(adecide(state(), saved(), deps=deps(["same"])))["step"]
     assert sync["reply"].pop("id") != async_["reply"].pop("id")  # each call's own message id
-    assert sync["reply"] == async_["reply"]
-    assert sync["usage"]["tokens"] == async_["usage"]["tokens"]
+    assert sync == async_
 
 
 def test_retry_adds_a_format_reminder() -> None:
     parts = deps(["again"], protocol="text")
     retry = {"why": "no_action", "message": "no Action line", "count": 1}
-    decide(state(retry=retry), {}, deps=parts)
+    decide(state(retry=retry), saved(), deps=parts)
     last = parts.model.requests[0][-1]  # type: ignore[attr-defined]
     assert "no_action" in last.content
     assert "format" in last.content
@@ -86,28 +133,31 @@ def test_a_hung_model_ends_the_run_when_the_time_budget_runs_out(body: str, retr
     model = HangingChatModel()
     retry = [ModelRetryMiddleware(max_retries=5, initial_delay=0.0)] if retried else []
     parts = node_deps(model, [], policy(max_seconds=5.0), retry)  # retries share the budget
-    hand_built = state(usage={"steps": 1, "seconds": 4.5})
+    config = saved()
+    paid_steps(config, 1, seconds=4.5)
     started = time.monotonic()
     try:
         if body == "sync":
-            update = decide(hand_built, {}, deps=parts)
+            update = decide(state(), config, deps=parts)
         else:
-            update = asyncio.run(adecide(hand_built, {}, deps=parts))
+            update = asyncio.run(adecide(state(), config, deps=parts))
     finally:
         model.release.set()
     assert time.monotonic() - started < 10  # a guard: the model would hang for 60 s
-    assert update["stop_reason"] == "max_seconds"
-    assert "while waiting for the model" in update["message"]
-    assert update["usage"]["steps"] == 2
-    assert 5.0 <= update["usage"]["seconds"] < 9.5
-    assert update["reply"] is None
+    assert ending(update)["reason"] == "max_seconds"
+    assert "while waiting for the model" in ending(update)["message"]
+    assert usage(config).steps == 2
+    assert "reply" not in update["step"]
 
 
 def test_a_run_with_no_seconds_left_does_not_call_the_model() -> None:
     parts = deps(["never"], max_seconds=5.0)
-    update = decide(state(usage={"seconds": 5.0}), {}, deps=parts)
-    assert update["stop_reason"] == "max_seconds"
+    config = saved()
+    paid_steps(config, 1, seconds=5.0)
+    update = decide(state(), config, deps=parts)
+    assert ending(update)["reason"] == "max_seconds"
     assert parts.model.requests == []  # type: ignore[attr-defined]
+    assert kinds(config) == ["paid"]  # nothing recorded: no call was made
 
 
 def test_a_reply_middleware_made_is_the_reply_the_model_spent_counted() -> None:
@@ -121,8 +171,10 @@ def test_a_reply_middleware_made_is_the_reply_the_model_spent_counted() -> None:
     counts: list[tuple[int, int]] = []
     for middleware in ([], [shout]):
         parts = node_deps(ScriptedChatModel(replies=["quiet"]), [], policy(), middleware)
-        update = decide(state(), {}, deps=parts)
-        counts.append((update["usage"]["input_tokens"], update["usage"]["output_tokens"]))
-    assert update["reply"]["text"] == "QUIET"
+        config = saved()
+        update = decide(state(), config, deps=parts)
+        spent = usage(config)
+        counts.append((spent.input_tokens, spent.output_tokens))
+    assert update["step"]["reply"]["text"] == "QUIET"
     assert counts[0] == counts[1]  # what the model reported, not the rewritten message
     assert counts[1][0] > 0

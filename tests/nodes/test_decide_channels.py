@@ -1,44 +1,45 @@
-"""decide reads the channels it works from and no other: never the audit log (validating
-``trace`` grew with every step), nor the ones only other nodes read. The graph hands decide its
-channels as stored; ``state_of`` validates them into the ``State`` decide works from."""
+"""Each node reads the channels it works from and no other: the graph hands a node only what
+its input schema names, as stored (plain JSON). None reads ``structured_response`` (only
+written); only decide reads the input ``goal`` and the end (``status``, ``stop_reason``,
+``message``), which it clears when a run's first message is written."""
 
 from __future__ import annotations
 
 from typing import get_type_hints
 
 import pytest
-from pydantic import ValidationError
 
-from gated_react.nodes.decide import Channels, state_of
+from gated_react.nodes.decide import DecideChannels
+from gated_react.nodes.execute import ExecuteChannels
+from gated_react.nodes.finish import FinishChannels
+from gated_react.nodes.gate import GateChannels
+from gated_react.nodes.observe import ObserveChannels
+from gated_react.nodes.stop import StopChannels
+from gated_react.nodes.validate import ValidateChannels
 from gated_react.state import State
 
 from ..test_graph import _graph
 
+READS = {
+    "decide": (DecideChannels, {"messages", "goal", "step", "status", "stop_reason", "message"}),
+    "validate": (ValidateChannels, {"step"}),
+    "gate": (GateChannels, {"messages", "step"}),
+    "execute": (ExecuteChannels, {"messages", "step"}),
+    "observe": (ObserveChannels, {"step"}),
+    "finish": (FinishChannels, {"step"}),
+    "stop": (StopChannels, {"messages", "step"}),
+}
 
-def test_decide_reads_its_channels_and_not_the_trace() -> None:
-    """Nor ``structured_response`` (no node reads it), nor what decide only writes (the reply,
-    the run context) or other nodes read (how a run ended, but for the stop reason: with the
-    status, it tells a run that ended from an edit of ``status``). It reads where the run's
-    loop keys start: a message cutting into a waiting step asks whether the gate counted its
-    calls."""
-    assert set(get_type_hints(Channels)) == set(State.model_fields) - {
-        "trace",
-        "structured_response",
-        "reply",
-        "run_context",
-        "message",
-        "answer",
-    }
+
+@pytest.mark.parametrize("node", sorted(READS))
+def test_a_node_reads_only_its_channels(node: str) -> None:
+    schema, channels = READS[node]
+    assert set(get_type_hints(schema)) == channels
+    assert channels <= set(get_type_hints(State))
     builder = _graph().builder
-    assert builder.nodes["decide"].input_schema is Channels
-    assert "trace" not in builder.schemas[Channels]
+    assert builder.nodes[node].input_schema is schema
 
 
-def test_the_state_from_the_channels_is_validated_as_before() -> None:
-    entry = {"step": 1, "action": {"name": "t", "args": {"a": 1}}, "observation": "x"}
-    channels = {"goal": "g", "history": [entry], "usage": {"steps": 1}, "history_from": 0}
-    read, validated = state_of(channels), State(**channels)  # type: ignore[arg-type]
-    assert {name: getattr(validated, name) for name in get_type_hints(Channels)} == vars(read)
-    assert state_of(channels).history[0].action.args == {"a": 1}
-    with pytest.raises(ValidationError):
-        state_of({**channels, "history": [{"step": "one"}]})
+def test_no_node_reads_the_structured_response() -> None:
+    read = set().union(*(channels for _, channels in READS.values()))
+    assert read == set(get_type_hints(State)) - {"structured_response"}

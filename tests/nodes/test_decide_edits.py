@@ -1,10 +1,11 @@
-"""One-channel edits of how a run opens buy no budget (a real SqliteSaver; found by an outside
-tester, December 2026). ``turn`` moved *forward*, to the id of the newest message (the step's
-own tool result), left no message after it, and the goal differed from that message's text:
-the next decision took it as a new message and opened a run with fresh budgets at every step
-(13 tool calls under 2, 31 replies under ``max_steps=2``, 0.0433 USD under 0.01). A turn now
-names a human message or nothing. ``status`` written alone as ``finish`` or ``stop`` ended the
-thread with no stop reason; a status without one is now no end.
+"""One-channel edits of how a run opens and ends buy no budget (a real SqliteSaver; found by an
+outside tester, December 2026, against the ``turn`` channel: moved forward at every step, it
+opened a run with fresh budgets each time, 13 tool calls under 2, 31 replies under
+``max_steps=2``, 0.0433 USD under 0.01). A run is its question's now (the id of the thread's last
+human message), its spend is its record's, and no channel but ``messages`` names a run; so each
+of the state's other channels is written at every step here, and the run stops where an
+unedited run stops. ``status`` written alone as ``finish`` or ``stop`` ended the thread with no
+stop reason; a status without one is no end.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from ..support.fakes import RAN, lookup
 
 CFG: Any = {"configurable": {"thread_id": "t"}}
 PRICES = {"scripted": Price(input=2, output=2)}
+EDITS = [
+    pytest.param({"status": "ok"}, id="status"),
+    pytest.param({"status": "ok", "stop_reason": "success", "message": "done"}, id="end"),
+    pytest.param({"step": None}, id="step"),
+    pytest.param({"structured_response": {"answer": 1}}, id="structured_response"),
+    pytest.param({"goal": "g"}, id="the same goal"),
+]
 
 
 def _graph(saver: Any, policy: Policy) -> GatedGraph:
@@ -33,54 +41,45 @@ def _graph(saver: Any, policy: Policy) -> GatedGraph:
     )
 
 
-def _newest(values: dict[str, Any]) -> str:
-    """The id of the thread's newest message: the tool result of the step just observed."""
-    return str(values["messages"][-1].id)
-
-
-def _turn_moved_forward_each_step(
-    graph: GatedGraph, edit: Callable[[str], None], rounds: int = 12
-) -> dict[str, Any]:
+def _edited_each_step(graph: GatedGraph, edit: Callable[[], None], rounds: int = 12) -> Any:
     graph.invoke({"goal": "g"}, CFG, interrupt_after=["observe"])
     for _ in range(rounds):
-        snapshot = graph.get_state(CFG)
-        if not snapshot.next:
+        if not graph.get_state(CFG).next:
             break
-        edit(_newest(snapshot.values))
-    return dict(graph.get_state(CFG).values)
+        edit()
+    return read(graph, "t")
 
 
-def test_an_edit_of_turn_to_the_newest_message_buys_tool_calls(store: Any) -> None:
-    """``update_state({"turn": <id of the newest message>}, as_node="observe")`` at every step,
-    one channel: 13 tool calls ran under ``max_tool_calls=2`` (each step opened a run with
-    fresh budgets), and the thread never reached a stop reason."""
+@pytest.mark.parametrize("written", EDITS)
+def test_an_edit_at_every_step_buys_no_tool_calls(store: Any, written: dict[str, Any]) -> None:
     policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
     graph = _graph(store, policy)
 
-    def edit(newest: str) -> None:
-        graph.update_state(CFG, {"turn": newest}, as_node="observe")
+    def edit() -> None:
+        graph.update_state(CFG, written, as_node="observe")
         graph.invoke(None, CFG, interrupt_after=["observe"])
 
-    state = _turn_moved_forward_each_step(graph, edit)
+    result = _edited_each_step(graph, edit)
     assert len(RAN) == 2, f"{len(RAN)} tool calls ran under max_tool_calls=2"
-    assert state["stop_reason"] == "max_tool_calls"
+    assert result["stop_reason"] == "max_tool_calls"
 
 
-def test_a_command_that_moves_turn_forward_buys_tool_calls(store: Any) -> None:
-    """``Command(update={"turn": <id of the newest message>}, goto="decide")`` at every step:
-    13 tool calls ran under ``max_tool_calls=2``."""
+@pytest.mark.parametrize("written", EDITS)
+def test_a_command_that_writes_and_goes_to_decide_buys_no_tool_calls(
+    store: Any, written: dict[str, Any]
+) -> None:
     policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
     graph = _graph(store, policy)
 
-    def edit(newest: str) -> None:
-        command = Command(update={"turn": newest}, goto="decide")
-        graph.invoke(command, CFG, interrupt_after=["observe"])
+    def edit() -> None:
+        graph.invoke(Command(update=written, goto="decide"), CFG, interrupt_after=["observe"])
 
-    state = _turn_moved_forward_each_step(graph, edit)
+    result = _edited_each_step(graph, edit)
     assert len(RAN) == 2, f"{len(RAN)} tool calls ran under max_tool_calls=2"
-    assert state["stop_reason"] == "max_tool_calls"
+    assert result["stop_reason"] == "max_tool_calls"
 
 
+@pytest.mark.parametrize("written", EDITS)
 @pytest.mark.parametrize(
     ("budget", "stop"),
     [
@@ -89,39 +88,38 @@ def test_a_command_that_moves_turn_forward_buys_tool_calls(store: Any) -> None:
     ],
     ids=["max_steps", "max_cost"],
 )
-def test_an_edit_of_turn_to_the_newest_message_buys_steps_and_cost(
-    store: Any, budget: Budget, stop: str
+def test_an_edit_at_every_step_buys_no_steps_or_cost(
+    store: Any, budget: Budget, stop: str, written: dict[str, Any]
 ) -> None:
-    """The same one-channel ``turn`` edit: 31 model calls under ``max_steps=2``; and 31 priced
-    replies, 0.0433 USD in all, under ``max_cost=0.01`` (the same run unedited stops with
-    ``max_cost`` after 13 replies, 0.0113 USD: the limit once reached, one reply over)."""
+    """Before: 31 model calls under ``max_steps=2``; and 31 priced replies, 0.0433 USD in
+    all, under ``max_cost=0.01`` (the same run unedited stops with ``max_cost`` after 13
+    replies, 0.0113 USD: the limit once reached, one reply over)."""
     policy = Policy(budget=budget, loop_detection="off", prices=PRICES)
     graph = _graph(store, policy)
 
-    def edit(newest: str) -> None:
-        graph.update_state(CFG, {"turn": newest}, as_node="observe")
+    def edit() -> None:
+        graph.update_state(CFG, written, as_node="observe")
         graph.invoke(None, CFG, interrupt_after=["observe"])
 
-    state = _turn_moved_forward_each_step(graph, edit, rounds=30)
-    spent = [c for c in state["spend"] if c is not None]
-    assert budget.max_cost is None or sum(spent) < budget.max_cost + max(spent), (
-        f"{len(spent)} replies costing {sum(spent):.4f} USD under max_cost={budget.max_cost}"
+    result = _edited_each_step(graph, edit, rounds=30)
+    spent = result["usage"]
+    assert budget.max_cost is None or spent["cost"] < budget.max_cost + 0.001, (
+        f"{spent['steps']} replies costing {spent['cost']:.4f} USD under max_cost={budget.max_cost}"
     )
-    assert len(state["spend"]) <= budget.max_steps, (
-        f"{len(state['spend'])} model calls under max_steps={budget.max_steps}"
+    assert spent["steps"] <= budget.max_steps, (
+        f"{spent['steps']} model calls under max_steps={budget.max_steps}"
     )
-    assert state["stop_reason"] == stop
+    assert result["stop_reason"] == stop
 
 
 @pytest.mark.parametrize("as_node", ["finish", "stop"])
-def test_an_edit_of_status_as_the_last_node_ends_the_run_with_no_stop_reason(
+def test_an_edit_of_status_as_the_last_node_does_not_end_the_run_without_a_stop_reason(
     store: Any, as_node: str
 ) -> None:
     """One channel, ``update_state({"status": ...}, as_node="finish")`` (or ``"stop"``) in the
     middle of a run (1 tool call of ``max_tool_calls=2`` made): the thread has nothing next,
-    ``invoke(None)`` runs nothing, and ``read`` returns ``status`` "ok" (or "stopped") with
-    ``stop_reason`` None and no message: a run that ended without a stop reason, which the
-    README says never happens, and no ``MisroutedStep`` as for a goto to those nodes."""
+    and it must not read as a run that ended without a stop reason, which the README says
+    never happens."""
     policy = Policy(budget=Budget(max_steps=20, max_tool_calls=2), loop_detection="off")
     graph = _graph(store, policy)
     graph.invoke({"goal": "g"}, CFG, interrupt_after=["observe"])

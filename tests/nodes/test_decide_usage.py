@@ -1,6 +1,7 @@
 """What a reply reports about its own usage cannot break budgets or runs: a count that is not a
 non-negative integer is ignored and estimated (and the figures say so), a huge one is capped,
-and none ever lowers what the run has spent."""
+and none ever lowers what the run has spent. The figures are the run's record (what each model
+call was paid), read back as the budgets read it."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from gated_react import Budget, Policy, build_graph, open_checkpointer
+from gated_react import Budget, Policy, build_graph, open_checkpointer, read, result_of
+from gated_react._engine.authority.paying import TOKEN_CAP
 from gated_react._engine.pricing import Pricer
-from gated_react.nodes.decide import TOKEN_CAP, decide
+from gated_react.nodes.decide import decide
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import deps, state
+from .hand import saved, usage
 
 GOOD = {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
 
@@ -33,9 +36,12 @@ def _reply(usage: dict[str, Any], tool: bool = True) -> AIMessage:
 
 
 def _decided(message: AIMessage) -> dict[str, Any]:
+    """The run's usage, as its record holds it, after one decision that got ``message``."""
     parts = deps([lambda _: message])
     object.__setattr__(parts, "bound", GenericFakeChatModel(messages=iter([message])))
-    return decide(state(), {}, deps=parts)["usage"]  # type: ignore[no-any-return]
+    config = saved()
+    decide(state(), config, deps=parts)
+    return usage(config).model_dump(mode="json")
 
 
 @pytest.mark.parametrize(
@@ -65,6 +71,12 @@ def test_a_bad_input_or_output_count_never_lowers_counts_or_cost(field: str) -> 
     assert (spent["input_tokens"], spent["output_tokens"], spent["cached_tokens"]) == (0, 0, 0)
     assert spent["cost"] is None
     assert "reported no usable token counts" in spent["unpriced"]
+    assert spent["tokens"] >= 10  # never below the total the reply reported
+
+
+def test_a_total_that_is_a_count_is_taken_beside_a_bad_part() -> None:
+    usage: dict[str, Any] = {**GOOD, "input_tokens": -(10**9)}
+    spent = _decided(_reply(usage))
     assert spent["tokens"] == 10  # the total itself was a count
 
 
@@ -98,10 +110,10 @@ def test_negative_totals_no_longer_run_past_max_tokens() -> None:
     with tokens = -999998010."""
     lying = {"input_tokens": 5, "output_tokens": 5, "total_tokens": -(10**9)}
     replies = itertools.cycle([_reply(lying)])
-    out = _graph(replies, max_tokens=300).invoke({"goal": "refund?"})
+    graph = _graph(replies, max_tokens=300)
+    out = result_of(graph, graph.invoke({"goal": "refund?"}))
     assert out["stop_reason"] == "max_tokens"
     assert out["usage"]["tokens"] >= 300
-    assert out["usage"]["estimated_tokens"] == out["usage"]["tokens"]
     assert len(out["history"]) < 25
 
 
@@ -109,16 +121,18 @@ def test_negative_totals_no_longer_run_past_max_tokens() -> None:
 def test_an_absurd_total_ends_with_a_stop_reason_not_an_exception(
     tmp_path: Path, max_tokens: int | None
 ) -> None:
-    """10**30 made the serializer raise ``Integer exceeds 64-bit range`` from invoke."""
+    """10**30 made the serializer raise ``Integer exceeds 64-bit range`` from invoke. Each
+    reply's count is capped in its record: what the run spent is their sum."""
     huge = {"input_tokens": 10**30, "output_tokens": 10**30, "total_tokens": 10**30}
     replies = iter([_reply(huge), _reply(huge), _reply(huge, tool=False)])
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
         graph = _graph(replies, saver, max_tokens=max_tokens)
         out = graph.invoke({"goal": "refund?"}, {"configurable": {"thread_id": "t"}})
-        stored = graph.get_state({"configurable": {"thread_id": "t"}}).values["usage"]
+        stored = read(graph, "t")["usage"]
     assert out["stop_reason"] == ("max_tokens" if max_tokens else "success")
-    assert out["usage"]["tokens"] == stored["tokens"] == TOKEN_CAP
-    assert out["usage"]["input_tokens"] == TOKEN_CAP
+    replies = stored["steps"]
+    assert replies == (1 if max_tokens else 3)
+    assert stored["tokens"] == stored["input_tokens"] == replies * TOKEN_CAP
 
 
 def _priced(message: AIMessage, model: str) -> dict[str, Any]:
@@ -126,7 +140,9 @@ def _priced(message: AIMessage, model: str) -> dict[str, Any]:
     parts = deps([lambda _: message])
     object.__setattr__(parts, "bound", GenericFakeChatModel(messages=iter([message])))
     object.__setattr__(parts, "pricer", Pricer(model=model, price=None))
-    return decide(state(), {}, deps=parts)["usage"]  # type: ignore[no-any-return]
+    config = saved()
+    decide(state(), config, deps=parts)
+    return usage(config).model_dump(mode="json")
 
 
 def test_a_reply_reporting_zero_tokens_is_unusable_for_max_tokens_and_max_cost_alike() -> None:

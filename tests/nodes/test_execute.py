@@ -1,4 +1,5 @@
-"""execute on hand-built state: argument checks, timeouts, errors, retries, keys, resume safety."""
+"""execute on hand-built state, each call under the gate's permit: argument checks, timeouts,
+errors, retries, keys, and what the run-once record says after a crash."""
 
 from __future__ import annotations
 
@@ -7,39 +8,63 @@ import time
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.tools import InjectedToolArg, ToolException, tool
+from langchain_core.tools import BaseTool, InjectedToolArg, ToolException, tool
 from pydantic import BaseModel, field_validator
 
-from gated_react._engine.call_keys import loop_key
-from gated_react._engine.langgraph_internals import CONFIG_KEY_RESUMING
+from gated_react._engine.authority.ledger import ledger_for
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.execute import aexecute, execute
-from gated_react.state import State
+from gated_react.nodes.gate import gate
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import FLAKY, SENT, broken, flaky, send_email, slow
-from ..support.helpers import admitted, deps, state
+from ..support.helpers import QUESTION_ID, as_another_process, deps, state
+from .hand import THREAD, applied, ending, kinds, proposal, records, saved, usage
 
 TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
 
 
-def _run(tool_name: str, args: dict[str, Any], config: Any = None, **fields: Any) -> dict[str, Any]:
-    call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
-    parts = deps(tools=TOOLS, **fields)
-    return execute(admitted(parts, state(calls=[call]), config), config or {}, deps=parts)
+def _gated(
+    tool_name: str,
+    args: dict[str, Any],
+    tools: list[BaseTool] = TOOLS,
+    saver: Any = None,
+    **fields: Any,
+) -> tuple[dict[str, Any], Any, Any]:
+    """The state after the gate let ``tool_name(args)`` through, its config and deps."""
+    parts, config = deps(tools=tools, **fields), saved(saver)
+    asked = proposal((tool_name, args))
+    current = state(messages=[asked["message"]], calls=asked["calls"])
+    after = applied(current, gate(current, config, deps=parts))
+    assert ending(after) is None, after
+    return after, config, parts
 
 
-def test_success_records_a_json_observation_and_time() -> None:
-    update = _run("get_user_profile", {"user_id": 42})
-    assert update["calls"][0]["outcome"] == {
-        "ok": True,
-        "observation": {"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}},
-        "error": None,
-        "by_human": False,
-        "content": None,
-        "artifact": None,
-    }
-    assert update["usage"]["seconds"] >= 0
-    assert "stop_reason" not in update
+def _run(
+    tool_name: str, args: dict[str, Any], tools: list[BaseTool] = TOOLS, **fields: Any
+) -> dict[str, Any]:
+    """execute's update for a call the gate let through."""
+    after, config, parts = _gated(tool_name, args, tools, **fields)
+    return execute(after, config, deps=parts)
+
+
+def _outcome(update: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = update["step"]["calls"][0]["outcome"]
+    return found
+
+
+def test_success_answers_the_call_and_records_what_it_returned_and_its_time() -> None:
+    after, config, parts = _gated("get_user_profile", {"user_id": 42})
+    update = execute(after, config, deps=parts)
+    shown = '{"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}}'
+    assert _outcome(update) == {"ok": True, "text": shown}
+    (message,) = update["messages"]
+    assert (message.tool_call_id, message.status, message.text) == ("c1", "success", shown)
+    assert ending(update) is None
+    done = records(config)[-1]
+    assert (done.kind, done.body["ok"], done.body["shown"]) == ("done", True, shown)
+    assert usage(config).seconds == done.body["seconds"] >= 0
 
 
 @pytest.mark.parametrize(
@@ -48,8 +73,8 @@ def test_success_records_a_json_observation_and_time() -> None:
 )
 def test_bad_args_stop_before_the_tool_runs(args: dict[str, Any]) -> None:
     update = _run("get_user_profile", args)
-    assert update["stop_reason"] == "tool_bad_args:get_user_profile"
-    assert update["calls"][0]["outcome"]["ok"] is False
+    assert ending(update)["reason"] == "tool_bad_args:get_user_profile"
+    assert update["messages"] == []
 
 
 def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
@@ -69,25 +94,20 @@ def test_field_validators_of_the_argument_model_count_as_bad_args() -> None:
         """Refund an amount."""
         return f"refunded {cents}"
 
-    call = {"step": 1, "tool": "refund", "args": {"cents": -5}, "key": "k"}
-    parts = deps(tools=[refund])
-    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
-    assert update["stop_reason"] == "tool_bad_args:refund"
-    assert "must be positive" in update["message"]
-    call = {"step": 1, "tool": "refund", "args": {"cents": 5}, "key": "k"}
-    assert execute(admitted(parts, state(calls=[call])), {}, deps=parts)["calls"][0]["outcome"][
-        "ok"
-    ]
+    update = _run("refund", {"cents": -5}, [refund])
+    assert ending(update)["reason"] == "tool_bad_args:refund"
+    assert "must be positive" in ending(update)["message"]
+    assert _outcome(_run("refund", {"cents": 5}, [refund]))["ok"]
 
 
 def test_timeout_and_error() -> None:
     started = time.monotonic()
     timed_out = _run("slow", {"seconds": 5}, tool_timeouts={"slow": 0.2})
     assert time.monotonic() - started < 3
-    assert timed_out["stop_reason"] == "tool_timeout:slow"
+    assert ending(timed_out)["reason"] == "tool_timeout:slow"
     failed = _run("broken", {})
-    assert failed["stop_reason"] == "tool_error:broken"
-    assert "disk on fire" in failed["message"]
+    assert ending(failed)["reason"] == "tool_error:broken"
+    assert "disk on fire" in ending(failed)["message"]
 
 
 class Unprintable(Exception):
@@ -108,82 +128,94 @@ def unprintable() -> str:
 
 
 def test_tool_errors_are_one_line_without_secrets() -> None:
-    leaked = execute(
-        admitted(
-            parts := deps(tools=[leaky]),
-            state(calls=[{"step": 1, "tool": "leaky", "args": {}, "key": "k"}]),
-        ),
-        {},
-        deps=parts,
-    )
-    assert leaked["stop_reason"] == "tool_error:leaky"
-    assert "hunter2" not in leaked["message"]
-    assert "hunter2" not in str(leaked["calls"][0]["outcome"])
-    shown = execute(
-        admitted(
-            parts := deps(tools=[unprintable]),
-            state(calls=[{"step": 1, "tool": "unprintable", "args": {}, "key": "k"}]),
-        ),
-        {},
-        deps=parts,
-    )
-    assert shown["message"] == "unprintable failed: Unprintable: (message cannot be shown)"
+    after, config, parts = _gated("leaky", {}, [leaky])
+    leaked = execute(after, config, deps=parts)
+    assert ending(leaked)["reason"] == "tool_error:leaky"
+    assert "hunter2" not in ending(leaked)["message"]
+    assert "hunter2" not in str(leaked["messages"]) + str(records(config))
+    shown = _run("unprintable", {}, [unprintable])
+    assert ending(shown)["message"] == "unprintable failed: Unprintable: (message cannot be shown)"
 
 
-def test_observe_mode_keeps_going_with_the_error_as_observation() -> None:
+def test_observe_mode_keeps_going_with_the_error_shown_to_the_model() -> None:
     update = _run("broken", {}, on_tool_error="observe")
-    assert "stop_reason" not in update
-    outcome = update["calls"][0]["outcome"]
-    assert outcome["error"] == "tool_error:broken"
-    assert "disk on fire" in outcome["observation"]
+    assert ending(update) is None
+    assert _outcome(update)["ok"] is False
+    (message,) = update["messages"]
+    assert message.status == "error"
+    assert "disk on fire" in message.text
 
 
 def test_idempotent_tools_are_retried_and_others_are_not() -> None:
     FLAKY.clear()
-    assert _run("flaky", {}, tool_retries=2)["calls"][0]["outcome"]["observation"] == "finally"
+    assert _run("flaky", {}, tool_retries=2)["messages"][0].text == "finally"
     FLAKY.clear()
-    assert _run("flaky", {}, tool_retries=1)["stop_reason"] == "tool_error:flaky"
+    assert ending(_run("flaky", {}, tool_retries=1))["reason"] == "tool_error:flaky"
 
 
 def test_the_idempotency_key_reaches_tools_that_declare_it() -> None:
-    SENT.clear()
-    _run("send_email", {"to": "anna@example.com"})
-    assert SENT == [{"to": "anna@example.com", "key": "k" * 24}]
+    after, config, parts = _gated("send_email", {"to": "anna@example.com"})
+    execute(after, config, deps=parts)
+    assert [{"to": "anna@example.com", "key": after["step"]["calls"][0]["key"]}] == SENT
+    assert kinds(config) == ["permit", "started", "done"]  # claimed before it ran, closed after
 
 
-def _crashed(tool_name: str, args: dict[str, Any]) -> State:
-    """The state a process left when it died in execute: the gate had counted the reply's call
-    (its id in ``action``, its loop key in ``seen``) and nothing observed it."""
-    call = {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24, "id": "c1"}
-    return state(
-        action={"kind": "tool", "name": tool_name, "args": args, "id": "c1"},
-        calls=[call],
-        seen=[loop_key(tool_name, args)],
-        usage={"steps": 1, "tool_calls": 1, "per_tool": {tool_name: 1}},
-    )
+def _claimed(config: Any, call: dict[str, Any]) -> None:
+    """The ``started`` record a process writes just before it runs a call that is not
+    idempotent (and then dies, before its ``done``)."""
+    ledger = ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER])
+    body = {"call": call["id"], "tool": call["tool"]}
+    assert ledger.claim(Record(THREAD, QUESTION_ID, Kind.STARTED, call["key"], body))
 
 
-def test_on_resume_a_non_idempotent_call_is_not_run_again() -> None:
-    SENT.clear()
-    resumed = {"configurable": {CONFIG_KEY_RESUMING: True}}
-    parts = deps(tools=TOOLS)
-    update = execute(_crashed("send_email", {"to": "anna@example.com"}), resumed, deps=parts)
-    assert update["stop_reason"] == "tool_outcome_unknown:send_email"
+def test_after_a_crash_inside_a_call_a_non_idempotent_one_is_not_run_again() -> None:
+    after, config, parts = _gated("send_email", {"to": "anna@example.com"})
+    _claimed(config, after["step"]["calls"][0])
+    update = execute(after, config, deps=parts)
+    assert ending(update)["reason"] == "tool_outcome_unknown:send_email"
+    assert "may already have run" in ending(update)["message"]
     assert SENT == []
-    again = execute(_crashed("get_user_profile", {"user_id": 42}), resumed, deps=parts)
-    assert again["calls"][0]["outcome"]["ok"] is True
-    assert "seen" not in again  # counted by the gate already: not recorded twice
+    again, config, parts = _gated("get_user_profile", {"user_id": 42})
+    _claimed(config, again["step"]["calls"][0])  # a tool that is idempotent is run again
+    assert _outcome(execute(again, config, deps=parts))["ok"] is True
 
 
-def test_a_step_the_gate_just_admitted_has_not_run_whoever_continues_it() -> None:
-    """Held before execute (interrupt_before) and continued in the same process: the gate's
-    admission proves nothing ran yet, so the call runs, once, unasked again."""
-    SENT.clear()
-    update = _run(
-        "send_email", {"to": "anna@example.com"}, {"configurable": {CONFIG_KEY_RESUMING: True}}
-    )
-    assert "stop_reason" not in update
-    assert SENT == [{"to": "anna@example.com", "key": "k" * 24}]
+def test_a_crash_inside_a_call_is_found_by_another_process(store: Any) -> None:
+    """The record is in the run's own database: a process that continues the thread finds the
+    call started (its permit, signed with the dead process's key, no longer verifies: the
+    gate's checks run again, and the record still holds the call back)."""
+    after, config, parts = _gated("send_email", {"to": "anna@example.com"}, saver=store)
+    _claimed(config, after["step"]["calls"][0])
+    as_another_process()
+    update = execute(after, config, deps=parts)
+    assert SENT == []
+    assert ending(update)["reason"] == "tool_outcome_unknown:send_email"
+
+
+def test_a_call_found_done_is_answered_from_the_record_not_run_again() -> None:
+    """The step replayed after its call finished (a crash before its checkpoint, a replay, a
+    fork): the model is shown what the call returned, and it does not run again."""
+    after, config, parts = _gated("send_email", {"to": "anna@example.com"})
+    first = execute(after, config, deps=parts)
+    again = execute(after, config, deps=parts)
+    assert len(SENT) == 1
+    assert again["messages"][0].text == first["messages"][0].text == "sent to anna@example.com"
+    assert ending(again) is None
+
+
+@pytest.mark.parametrize("another_process", [False, True])
+def test_a_step_the_gate_just_admitted_has_not_run_whoever_continues_it(
+    store: Any, another_process: bool
+) -> None:
+    """Held before execute (interrupt_before) and continued, here or in a process that cannot
+    check the permit's signature (which goes through the gate's checks again): the record says
+    nothing started, so the call runs, once, unasked."""
+    after, config, parts = _gated("send_email", {"to": "anna@example.com"}, saver=store)
+    if another_process:
+        as_another_process()
+    update = execute(after, config, deps=parts)
+    assert ending(update) is None
+    assert [{"to": "anna@example.com", "key": after["step"]["calls"][0]["key"]}] == SENT
 
 
 def test_long_output_is_cut_with_a_marker() -> None:
@@ -192,12 +224,9 @@ def test_long_output_is_cut_with_a_marker() -> None:
         """Returns a lot."""
         return "x" * 50_000
 
-    call = {"step": 1, "tool": "big", "args": {}, "key": "k"}
-    parts = deps(tools=[big], max_observation_chars=1000)
-    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
-    observation = update["calls"][0]["outcome"]["observation"]
-    assert observation.startswith("x" * 1000)
-    assert "[cut: 50000 chars, first 1000 shown]" in observation
+    shown = _run("big", {}, [big], max_observation_chars=1000)["messages"][0].text
+    assert shown.startswith("x" * 1000)
+    assert "[cut: 50000 chars, first 1000 shown]" in shown
 
 
 def test_async_body_times_out_sync_and_async_tools() -> None:
@@ -207,15 +236,14 @@ def test_async_body_times_out_sync_and_async_tools() -> None:
         await asyncio.sleep(seconds)
         return "woke"
 
-    parts = deps(tools=[slow, slow_async], tool_timeout_seconds=0.2)
     for name in ("slow", "slow_async"):
-        call = {"step": 1, "tool": name, "args": {"seconds": 5}, "key": "k"}
-        update = asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))
-        assert update["stop_reason"] == f"tool_timeout:{name}"
-    call = {"step": 1, "tool": "slow_async", "args": {"seconds": 0}, "key": "k"}
-    assert asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))["calls"][0][
-        "outcome"
-    ]["ok"]
+        after, config, parts = _gated(
+            name, {"seconds": 5}, [slow, slow_async], tool_timeout_seconds=0.2
+        )
+        update = asyncio.run(aexecute(after, config, deps=parts))
+        assert ending(update)["reason"] == f"tool_timeout:{name}"
+    after, config, parts = _gated("slow_async", {"seconds": 0}, [slow, slow_async])
+    assert _outcome(asyncio.run(aexecute(after, config, deps=parts)))["ok"]
 
 
 def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
@@ -229,18 +257,16 @@ def test_a_tool_that_exits_fails_the_call_not_the_process() -> None:
         """Calls sys.exit, asynchronously."""
         raise SystemExit(4)
 
-    parts = deps(tools=[quitter, aquitter])
     for name in ("quitter", "aquitter"):
-        call = {"step": 1, "tool": name, "args": {}, "key": "k"}
-        sync = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
-        assert sync["stop_reason"] == f"tool_error:{name}"
-        assert "SystemExit" in sync["message"]
+        sync = _run(name, {}, [quitter, aquitter])
+        assert ending(sync)["reason"] == f"tool_error:{name}"
+        assert "SystemExit" in ending(sync)["message"]
     # Under ainvoke a sync tool runs on a thread, where its exit is contained too. (An async
     # tool's SystemExit leaves the event loop from LangChain's own task: asyncio's rule.)
-    call = {"step": 1, "tool": "quitter", "args": {}, "key": "k"}
-    assert asyncio.run(aexecute(admitted(parts, state(calls=[call])), {}, deps=parts))[
-        "stop_reason"
-    ] == ("tool_error:quitter")
+    after, config, parts = _gated("quitter", {}, [quitter, aquitter])
+    assert ending(asyncio.run(aexecute(after, config, deps=parts)))["reason"] == (
+        "tool_error:quitter"
+    )
 
 
 def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
@@ -249,11 +275,9 @@ def test_a_returned_exception_object_is_a_value_not_an_error() -> None:
         """Returns an exception object as data."""
         return ValueError("just data")
 
-    call = {"step": 1, "tool": "describe", "args": {}, "key": "k"}
-    parts = deps(tools=[describe])
-    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
-    assert update["calls"][0]["outcome"]["ok"] is True
-    assert "just data" in str(update["calls"][0]["outcome"]["observation"])
+    update = _run("describe", {}, [describe])
+    assert _outcome(update)["ok"] is True
+    assert "just data" in update["messages"][0].text
 
 
 @tool
@@ -266,14 +290,13 @@ handled.handle_tool_error = True
 
 
 @pytest.mark.parametrize("mode", ["stop", "observe"])
-def test_an_error_the_tool_handled_is_an_error(mode: str) -> None:
+def test_an_error_the_tool_handled_is_an_error_result(mode: str) -> None:
     """Before: a ``ToolException`` under ``handle_tool_error`` (a ToolMessage with status
-    "error") was recorded as a success, and never stopped a run under ``on_tool_error="stop"``
-    (found by a tester moving a create_agent app). The model is shown the tool's own words."""
-    call = {"step": 1, "tool": "handled", "args": {"x": 3}, "key": "k" * 24}
-    parts = deps(tools=[handled], on_tool_error=mode)
-    update = execute(admitted(parts, state(calls=[call])), {}, deps=parts)
-    outcome = update["calls"][0]["outcome"]
-    assert (outcome["ok"], outcome["observation"]) == (False, "no record 3")
-    assert outcome["error"] == "tool_error:handled"
-    assert update.get("stop_reason") == ("tool_error:handled" if mode == "stop" else None)
+    "error") was recorded as a success (found by a tester moving a create_agent app). It is
+    an error result, the tool's own words, shown to the model as ``create_agent`` shows it;
+    ``on_tool_error`` is for the failures nobody handled, so the run goes on either way."""
+    update = _run("handled", {"x": 3}, [handled], on_tool_error=mode)
+    assert _outcome(update)["ok"] is False
+    (message,) = update["messages"]
+    assert (message.status, message.text) == ("error", "no record 3")
+    assert ending(update) is None

@@ -1,11 +1,12 @@
 """A step re-run on a branch of its thread, which LangGraph does not mark as time travel, does
-not run a tool that is not idempotent again unasked (found by an outside tester, December 2026;
-each test failed before, through a real SqliteSaver). LangGraph marks a replay as time travel
-only when a run addresses a ``checkpoint_id`` and its input is not a ``Command(resume=...)``;
-a resume sent to an old checkpoint (an approval sent twice, a replay
-sent as a resume) and a fork that ``update_state`` writes on an old checkpoint, continued with
-``invoke(None)``, re-ran the paid step and the payment ran again. ``_engine/branches.py`` now
-finds the thread's other branch in its saver.
+not run a tool that is not idempotent again (found by an outside tester, December 2026; each
+test failed before, through a real SqliteSaver). LangGraph marks a replay as time travel only
+when a run addresses a ``checkpoint_id`` and its input is not a ``Command(resume=...)``; a
+resume sent to an old checkpoint (an approval sent twice, a replay sent as a resume) and a fork
+that ``update_state`` writes on an old checkpoint, continued with ``invoke(None)``, re-ran the
+paid step and the payment ran again. The call's run-once record, keyed by the call (thread,
+run, tool, arguments, occurrence on its branch), now says it finished, on every branch: the
+model is shown what it returned, and it does not run again.
 
 Also: ``status`` written alone just before the gate refused a call made the stop node take
 the run for ended, and the policy stop read as ``ok`` (exit code 0): a status that does not
@@ -41,18 +42,21 @@ def _before(graph: GatedGraph, node: str) -> Any:
     return next(s for s in graph.get_state_history(CFG) if s.next == (node,)).config
 
 
+def _shown(out: dict[str, Any]) -> list[str]:
+    """What the model was shown of the branch's tool calls."""
+    return [m.text for m in out["messages"] if m.type == "tool"]
+
+
 def test_a_replay_sent_as_a_resume_pays_again_unasked(store: Any) -> None:
-    """A run paid once and ended ``success``. The same replay from before the gate that
-    ``invoke(None, old)`` stops with ``tool_outcome_unknown``, sent as
-    ``Command(resume=<anything>)`` with the old checkpoint_id, is not seen as time travel: the
-    payment ran 2 times, no human was asked (no approval policy), and the run reads
-    ``success``."""
+    """A run paid once and ended ``success``. The replay from before the gate sent as
+    ``Command(resume=<anything>)`` with the old checkpoint_id is not seen as time travel: the
+    payment ran 2 times, no human was asked (no approval policy). Now the record answers it."""
     graph = _graph(store, Policy())
     assert graph.invoke({"goal": "pay a"}, CFG)["stop_reason"] == "success"
     old = _before(graph, "gate")
     out = graph.invoke(Command(resume="anything"), old)
     assert RAN == ["pay a"], f"the payment ran {len(RAN)} times, unasked"
-    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+    assert (out["stop_reason"], _shown(out)) == ("success", ["paid a"])
 
 
 def test_a_replay_sent_as_a_resume_pays_again_unasked_under_ainvoke_and_astream(
@@ -89,7 +93,8 @@ def test_an_approval_sent_twice_with_the_questions_checkpoint_pays_twice(store: 
     assert graph.invoke(approve, asked)["stop_reason"] == "success"
     out = graph.invoke(approve, asked)
     assert RAN == ["pay a"], f"the payment ran {len(RAN)} times for one question"
-    assert out.get("__interrupt__"), "a replayed paid call must ask what came of it"
+    assert "__interrupt__" not in out  # the record says what came of it: nobody need be asked
+    assert (out["stop_reason"], _shown(out)) == ("success", ["paid a"])
 
 
 def test_a_fork_of_an_old_checkpoint_continued_on_the_thread_pays_again_unasked(
@@ -99,14 +104,14 @@ def test_a_fork_of_an_old_checkpoint_continued_on_the_thread_pays_again_unasked(
     at all, forks the checkpoint before the gate of a step that had paid; the fork is now the
     thread's head, so ``invoke(None, {"thread_id": "t"})`` names no checkpoint_id and is not
     seen as time travel: the payment ran 2 times, unasked, and the run reads ``success``
-    (``invoke(None, fork_config)`` stops ``tool_outcome_unknown`` as documented)."""
+    (``invoke(None, fork_config)`` stopped ``tool_outcome_unknown`` as documented)."""
     graph = _graph(store, Policy())
     graph.invoke({"goal": "pay a"}, CFG)
     graph.update_state(_before(graph, "gate"), None, as_node="validate")
     assert graph.get_state(CFG).next == ("gate",)
     out = graph.invoke(None, CFG)
     assert RAN == ["pay a"], f"the payment ran {len(RAN)} times, unasked"
-    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+    assert (out["stop_reason"], _shown(out)) == ("success", ["paid a"])
 
 
 @tool
@@ -141,3 +146,24 @@ def test_a_status_written_alone_makes_a_denied_tool_read_as_success(store: Any) 
     assert (result["status"], int(exit_code(result))) == ("stopped", 2), (
         f"status {result['status']!r}, exit code {int(exit_code(result))}"
     )
+
+
+def test_a_copied_thread_does_not_pay_again(tmp_path: Path) -> None:
+    """A thread held before execute, its rows copied under another thread id (what a server's
+    thread copy does), and the original then paid: the copy's run has no permit of its own,
+    so its call goes through the gate again; the run-once record knows the call by its id in
+    any thread, and says it is done."""
+    from gated_react import open_checkpointer
+
+    from ..support.tamper import copy_rows
+
+    db = str(tmp_path / "runs.sqlite")
+    with open_checkpointer(db) as saver:
+        graph = _graph(saver, Policy())
+        graph.invoke({"goal": "pay a"}, CFG, interrupt_before=["execute"])
+        upto = graph.get_state(CFG).config["configurable"]["checkpoint_id"]
+        assert graph.invoke(None, CFG)["stop_reason"] == "success"
+        assert copy_rows(db, "t", "copy", upto=upto, writes_before=False) > 0
+        out = graph.invoke(None, {"configurable": {"thread_id": "copy"}})
+    assert RAN == ["pay a"], f"the payment ran {len(RAN)} times"
+    assert (out["stop_reason"], _shown(out)) == ("success", ["paid a"])

@@ -1,25 +1,32 @@
-"""A call runs only if the policy admits it, whatever the state says: the three attacks of
-issue 21 through a real SqliteSaver (an edit of ``calls`` to a denied tool, to a tool under
-approval, and a fork whose counters were edited down), execute on hand-built edited state, and
-the honest paths, which must not ask a human twice."""
+"""A call runs only under its permit, whatever the state says: the three attacks of issue 21
+through a real SqliteSaver (an edit of the step's calls to a denied tool, to a tool under
+approval, and a fork that rewinds the step), execute on hand-built edited steps, and the honest
+paths, which must not ask a human twice."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, read, resume, run
-from gated_react._engine.call_keys import loop_key
-from gated_react.nodes.execute import prepare
+from gated_react._engine.authority.ledger import ledger_for
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
+from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate
+from gated_react.state import Extension
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 
 from ..support.fakes import RAN
-from ..support.helpers import deps, state
+from ..support.helpers import QUESTION_ID, as_another_process, deps, state
+from .hand import THREAD, applied, ending, kinds, proposal, ran, saved, step_messages, usage
 
 
 @idempotent
@@ -48,10 +55,18 @@ def lookup(n: int) -> str:
 
 TOOLS = [read_secrets, refund, lookup]
 POLICY = Policy(allow=frozenset({"refund", "lookup"}), require_approval=frozenset({"refund"}))
+CFG: Any = {"configurable": {"thread_id": "t"}}
 
 
-def _edit(tool_name: str, **args: Any) -> dict[str, Any]:
-    return {"calls": [{"step": 1, "tool": tool_name, "args": args, "key": "k", "outcome": None}]}
+def _question(graph: Any) -> str:
+    messages = graph.get_state(CFG).values["messages"]
+    return str(next(m.id for m in reversed(messages) if isinstance(m, HumanMessage)))
+
+
+def _edit(graph: Any, tool_name: str, **args: Any) -> dict[str, Any]:
+    """The step's calls replaced by ``tool_name(args)``, under a key the gate never gave."""
+    edited = {"id": "edited", "tool": tool_name, "args": args, "key": "k" * 24}
+    return {"step": {"run": _question(graph), "calls": [edited]}}
 
 
 def _paused(db: Path, replies: list[Any], policy: Policy = POLICY) -> Any:
@@ -67,13 +82,10 @@ def _paused(db: Path, replies: list[Any], policy: Policy = POLICY) -> Any:
     return store, graph
 
 
-CFG: Any = {"configurable": {"thread_id": "t"}}
-
-
 def test_an_edited_call_to_a_denied_tool_never_runs(tmp_path: Path) -> None:
     store, graph = _paused(tmp_path / "runs.sqlite", [call("refund", user_id=7), "done"])
     try:
-        graph.update_state(CFG, _edit("read_secrets"), as_node="gate")
+        graph.update_state(CFG, _edit(graph, "read_secrets"), as_node="gate")
         out = resume(graph, "t")
     finally:
         store.__exit__(None, None, None)
@@ -88,7 +100,7 @@ def test_an_edited_call_to_a_tool_under_approval_waits_for_a_human(tmp_path: Pat
     replies = [call("lookup", n=1), call("lookup", n=2), "done"]
     store, graph = _paused(tmp_path / "runs.sqlite", [call("refund", user_id=7), *replies])
     try:
-        graph.update_state(CFG, _edit("refund", user_id=666), as_node="gate")
+        graph.update_state(CFG, _edit(graph, "refund", user_id=666), as_node="gate")
         asked = resume(graph, "t")
         assert RAN == []
         assert asked["status"] == "paused"
@@ -108,7 +120,7 @@ def test_an_edited_call_to_a_tool_under_approval_waits_for_a_human(tmp_path: Pat
 def test_an_approved_edited_call_runs_once_and_is_counted(tmp_path: Path) -> None:
     store, graph = _paused(tmp_path / "runs.sqlite", [call("refund", user_id=7), "done"])
     try:
-        graph.update_state(CFG, _edit("refund", user_id=8), as_node="gate")
+        graph.update_state(CFG, _edit(graph, "refund", user_id=8), as_node="gate")
         assert resume(graph, "t")["status"] == "paused"
         out = resume(graph, "t", {"approved": True})
     finally:
@@ -118,8 +130,10 @@ def test_an_approved_edited_call_runs_once_and_is_counted(tmp_path: Path) -> Non
     assert out["usage"]["tool_calls"] == 1
 
 
-def test_a_fork_with_its_counters_edited_down_keeps_max_tool_calls(tmp_path: Path) -> None:
-    """The issue's run: usage.tool_calls = 0 on a forked checkpoint ran 4 calls under 2."""
+def test_a_fork_from_before_the_budget_was_spent_keeps_max_tool_calls(tmp_path: Path) -> None:
+    """The issue's run: a fork whose counters were edited to 0 ran 4 calls under 2. The counts
+    are the run's record now: a fork of any checkpoint of the run, its step cleared, goes on
+    under what the run spent on every branch."""
     policy = Policy(allow=frozenset({"lookup"}), budget=Budget(max_tool_calls=2))
     script = [call("lookup", n=n) for n in range(1, 6)]
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
@@ -127,13 +141,13 @@ def test_a_fork_with_its_counters_edited_down_keeps_max_tool_calls(tmp_path: Pat
         graph = build_graph(model, TOOLS, policy=policy, checkpointer=saver)
         first = run(graph, "look", thread_id="t")
         assert first["stop_reason"] == "max_tool_calls"
-        after_two = next(
+        after_one = next(
             snap
             for snap in graph.get_state_history(CFG)
-            if snap.next == ("decide",) and snap.values["usage"]["tool_calls"] == 2
+            if snap.next == ("decide",)
+            and sum(isinstance(m, ToolMessage) for m in snap.values["messages"]) == 1
         )
-        usage = {**after_two.values["usage"], "tool_calls": 0, "per_tool": {}}
-        fork = graph.update_state(after_two.config, {"usage": usage}, as_node="observe")
+        fork = graph.update_state(after_one.config, {"step": None}, as_node="observe")
         forked = graph.invoke(None, fork)
     assert RAN == ["lookup 1", "lookup 2"]
     assert forked["stop_reason"] == "max_tool_calls"
@@ -144,6 +158,7 @@ def test_the_honest_approval_asks_once_even_resumed_by_another_process(tmp_path:
     db = tmp_path / "runs.sqlite"
     store, _ = _paused(db, [call("refund", user_id=7)])
     store.__exit__(None, None, None)
+    as_another_process()
     with open_checkpointer(str(db)) as saver:  # a fresh graph and store: another process
         model = ScriptedChatModel(replies=["refunded"])
         graph = build_graph(model, TOOLS, policy=POLICY, checkpointer=saver)
@@ -155,63 +170,63 @@ def test_the_honest_approval_asks_once_even_resumed_by_another_process(tmp_path:
     assert asked == 1
 
 
-# execute on hand-built state: ``edited`` is what came_from_an_edit says of the checkpoint
+# execute on hand-built steps: a step no gate handed over (its calls have no permit)
 
 
-def _pending(tool_name: str, **args: Any) -> dict[str, Any]:
-    return {"step": 1, "tool": tool_name, "args": args, "key": "k" * 24}
+def _forged(*calls: tuple[str, dict[str, Any]], before: Any = (), first: int = 1) -> dict[str, Any]:
+    """A state whose step holds ``calls`` (ids from ``c<first>``) under a made-up key, as an
+    editor writes it, after the earlier steps ``before``."""
+    earlier = [m for i, c in enumerate(before) for m in step_messages(*c, call=f"e{i}")]
+    asked = proposal(*calls, first=first)
+    held = [{**c, "key": "k" * 24} for c in asked["calls"]]
+    return state(messages=[*earlier, asked["message"]], calls=held)
 
 
-def test_a_denied_call_is_refused_even_when_the_state_looks_like_the_gates() -> None:
+def test_a_denied_call_is_refused_even_when_the_step_looks_like_the_gates() -> None:
     parts = deps(tools=TOOLS, allow=frozenset({"lookup"}))
-    early = prepare(state(calls=[_pending("read_secrets")]), {}, parts)[2]
-    assert early is not None
-    assert early["stop_reason"] == "tool_denied:read_secrets"
-    assert early["calls"][0]["outcome"]["error"] == "tool_denied:read_secrets"
-    missing = prepare(state(calls=[_pending("nope")]), {}, parts)[2]
+    denied = ending(execute(_forged(("read_secrets", {})), saved(), deps=parts))
+    assert denied is not None
+    assert denied["reason"] == "tool_denied:read_secrets"
+    missing = ending(execute(_forged(("nope", {})), saved(), deps=parts))
     assert missing is not None
-    assert missing["stop_reason"] == "tool_missing:nope"
+    assert missing["reason"] == "tool_missing:nope"
+    assert RAN == []
 
 
 def test_an_edited_call_is_held_to_the_budgets_the_record_keeps() -> None:
+    config = saved()
     parts = deps(tools=TOOLS, max_tool_calls=2, tool_limits={"lookup": 2})
-    record = [loop_key("lookup", {"n": 1}), loop_key("lookup", {"n": 2})]
-    edited = state(calls=[_pending("lookup", n=3)], seen=record, usage={"steps": 3})
-    early = prepare(edited, {}, parts, edited=True)[2]
-    assert early is not None
-    assert early["stop_reason"] == "max_tool_calls"
-    looping = state(calls=[_pending("lookup", n=1)], seen=record, usage={"steps": 3})
-    again = prepare(looping, {}, deps(tools=TOOLS), edited=True)[2]
-    assert again is not None
-    assert again["stop_reason"] == "loop_detected"
+    for n in (1, 2):
+        ran(_forged(("lookup", {"n": n}), first=n), config, parts)  # two calls the run spent
+    over = ending(execute(_forged(("lookup", {"n": 3}), first=3), config, deps=parts))
+    assert over is not None
+    assert over["reason"] == "max_tool_calls"
+    before = [("lookup", {"n": 1})]
+    looping = ending(execute(_forged(("lookup", {"n": 1}), before=before), saved(), deps=parts))
+    assert looping is not None
+    assert looping["reason"] == "loop_detected"
+    assert RAN == ["lookup 1", "lookup 2"]
 
 
 def test_an_edited_call_under_approval_without_a_store_stops() -> None:
     parts = deps(tools=TOOLS, require_approval=frozenset({"refund"}))
-    early = prepare(state(calls=[_pending("refund", user_id=1)]), {}, parts, edited=True)[2]
-    assert early is not None
-    assert early["stop_reason"] == "approval_unavailable:refund"
+    unsaved = _forged(("refund", {"user_id": 1}))
+    unsaved["step"]["run"] = f"{QUESTION_ID}#n"
+    stopped = ending(execute(unsaved, {}, deps=parts))
+    assert stopped is not None
+    assert stopped["reason"] == "approval_unavailable:refund"
+    assert RAN == []
 
 
 def test_an_admitted_edited_call_is_counted_and_keyed_by_the_gate() -> None:
-    parts = deps(tools=TOOLS)
-    hand_built = state(calls=[_pending("lookup", n=1)], usage={"steps": 1})
-    after, calls, early, counted = prepare(hand_built, {}, parts, edited=True)
-    assert early is None
-    assert calls[0].key != "k" * 24
-    assert counted["usage"]["tool_calls"] == after.usage.tool_calls == 1
-    assert counted["seen"] == [loop_key("lookup", {"n": 1})]
-
-
-def test_the_gate_counts_from_the_record_when_usage_was_edited_down() -> None:
-    record = [loop_key("lookup", {"n": 1}), loop_key("lookup", {"n": 2})]
-    edited = state(
-        action={"kind": "tool", "name": "lookup", "args": {"n": 3}},
-        seen=record,
-        usage={"steps": 3, "tool_calls": 0},
-    )
-    update = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=2))
-    assert update["stop_reason"] == "max_tool_calls"
+    config, parts = saved(), deps(tools=TOOLS)
+    hand_built = _forged(("lookup", {"n": 1}))
+    update = execute(hand_built, config, deps=parts)
+    (called,) = update["step"]["calls"]
+    assert called["key"] != "k" * 24  # the key the gate gives it, not the one written
+    assert kinds(config) == ["permit", "done"]
+    assert usage(config).tool_calls == 1
+    assert RAN == ["lookup 1"]
 
 
 def test_the_async_twin_reads_the_same_record(tmp_path: Path) -> None:
@@ -223,38 +238,72 @@ def test_the_async_twin_reads_the_same_record(tmp_path: Path) -> None:
             model = ScriptedChatModel(replies=[call("refund", user_id=7), "done"])
             graph = build_graph(model, TOOLS, policy=POLICY, checkpointer=saver)
             await graph.ainvoke({"goal": "refund user 7"}, CFG)
-            await graph.aupdate_state(CFG, _edit("read_secrets"), as_node="gate")
-            return await aresume(graph, "t")
+            messages = (await graph.aget_state(CFG)).values["messages"]
+            edit = {"step": {"run": str(messages[0].id), "calls": [
+                {"id": "edited", "tool": "read_secrets", "args": {}}
+            ]}}  # fmt: skip
+            await graph.aupdate_state(CFG, edit, as_node="gate")
+            return dict(await aresume(graph, "t"))
 
     out = asyncio.run(attack())
     assert RAN == []
     assert out["stop_reason"] == "tool_denied:read_secrets"
 
 
-def test_an_edited_extension_does_not_raise_the_limits_of_a_policy_that_never_asks() -> None:
-    grant = {
-        "budget": "max_tool_calls",
-        "limit": 100,
-        "was": 1,
-        "spent": 1,
-        "decision": "approve",
-        "step": 1,
-    }
-    edited = state(
-        action={"kind": "tool", "name": "lookup", "args": {"n": 2}},
-        seen=[loop_key("lookup", {"n": 1})],
-        usage={"steps": 2, "tool_calls": 1},
-        extensions=[grant],
+def _extension(config: Any, signed: bool) -> None:
+    """A budget extension in the run's record: as a human's answer writes it (signed), or as
+    someone with the database writes one (a signature that does not verify)."""
+    grant = Extension(
+        budget="max_tool_calls", limit=100, was=1, spent=1, decision="approve", step=1
     )
-    update = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=1))
-    assert update["stop_reason"] == "max_tool_calls"
-    asking = gate(edited, {}, deps=deps(tools=TOOLS, max_tool_calls=1, on_budget="ask"))
-    assert "stop_reason" not in asking  # a human granted it, under a policy that asks
+    record = Record(THREAD, QUESTION_ID, Kind.EXTENDED, grant.budget, grant.model_dump(mode="json"))
+    ledger = ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER])
+    if signed:
+        ledger.append([record])
+    else:
+        ledger.backend.insert([replace(record.signed(ledger.key), mac="0" * 64)])
 
 
-def test_replaying_an_approved_step_from_an_older_checkpoint_asks_again(tmp_path: Path) -> None:
-    """Time travel: LangGraph writes a replay as a fork, so the approved call of the replayed
-    step is a question again, not a second run on the first answer (and not its own repeat)."""
+def test_an_extension_raises_the_limits_only_of_a_policy_that_asks_and_only_signed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: an extension written into the state raised the limits; now it is a record
+    that counts only when its signature verifies, and only under ``on_budget="ask"`` (where
+    a spent budget asks a human: here, who says no)."""
+    from gated_react._engine import budget_checks
+    from gated_react._engine.approval import Decision
+
+    asked: list[str] = []
+
+    def no(question: dict[str, Any], *_: Any) -> Decision:
+        asked.append(question["kind"])
+        return Decision(approved=False)
+
+    monkeypatch.setattr(budget_checks, "ask", no)
+
+    def gated(config: Any, **fields: Any) -> dict[str, Any] | None:
+        asked = proposal(("lookup", {"n": 2}), first=2)
+        current = state(messages=[asked["message"]], calls=asked["calls"])
+        return ending(applied(current, gate(current, config, deps=deps(tools=TOOLS, **fields))))
+
+    for signed, asks, stops in ((True, False, True), (True, True, False), (False, True, True)):
+        config = saved()
+        ran(_forged(("lookup", {"n": 1}), first=1), config, deps(tools=TOOLS))
+        _extension(config, signed)
+        fields: dict[str, Any] = {"max_tool_calls": 1}
+        if asks:
+            fields["on_budget"] = "ask"
+        found = gated(config, **fields)
+        assert (found is not None and found["reason"] == "max_tool_calls") is stops, (signed, asks)
+    assert len(asked) == 1  # the forged extension was no extension: the spent budget asked
+
+
+def test_replaying_an_approved_step_from_an_older_checkpoint_runs_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """Time travel: a replay of the approved step (LangGraph writes it as a fork) finds the
+    call done in the record: it is answered with what it returned then; it never runs a
+    second time on the first answer, and nobody is asked again for a call that will not run."""
     store, graph = _paused(tmp_path / "runs.sqlite", [call("refund", user_id=7), "done", "again"])
     try:
         assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
@@ -263,22 +312,23 @@ def test_replaying_an_approved_step_from_an_older_checkpoint_asks_again(tmp_path
     finally:
         store.__exit__(None, None, None)
     assert RAN == ["refund 7"]
-    (question,) = replay["__interrupt__"]
-    assert (question.value["kind"], question.value["args"]) == ("approval", {"user_id": 7})
+    assert "__interrupt__" not in replay
+    (answered,) = [m for m in replay["messages"] if m.type == "tool"]
+    assert answered.text == "refunded"
 
 
 def test_an_edit_of_another_channel_before_execute_runs_the_gates_call_once(
     tmp_path: Path,
 ) -> None:
     """Studio's debugging flow: paused before execute, a field edited (as the gate, the node
-    that wrote last), then continued: the calls the gate let through are checked again, not
-    taken for their own repeats, and counted once."""
+    that wrote last), then continued: the call runs under its permit, once, counted once."""
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
         model = ScriptedChatModel(replies=[call("lookup", n=1), "done"])
         graph = build_graph(model, TOOLS, policy=POLICY, checkpointer=saver)
         graph.invoke({"goal": "look"}, CFG, interrupt_before=["execute"])
         graph.update_state(CFG, {"message": "looked at in Studio"}, as_node="gate")
-        out = graph.invoke(None, CFG)
+        graph.invoke(None, CFG)
+        out = read(graph, "t")
     assert RAN == ["lookup 1"]
     assert out["stop_reason"] == "success"
     assert out["usage"]["tool_calls"] == 1

@@ -1,4 +1,6 @@
-"""gate on hand-built state: each check in its documented order."""
+"""gate on hand-built state: each check in its documented order, each call it lets through a
+permit in the run's record (counted there, never in a channel), each refusal shown to the model a
+``refused`` record that counts too."""
 
 from __future__ import annotations
 
@@ -6,14 +8,13 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from gated_react._engine.call_keys import args_hash, idempotency_key, loop_key
+from gated_react._engine.call_keys import args_hash
+from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate
-from gated_react.state import ToolAction
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..support.helpers import deps, history_entry, logs, state
-
-CONFIG: Any = {"configurable": {"thread_id": "t1"}}
+from ..support.helpers import deps, state
+from .hand import applied, ending, kinds, proposal, ran, records, saved, step_messages, usage
 
 
 @tool
@@ -23,113 +24,153 @@ def unused(x: int) -> int:
 
 
 def _gate(
-    action: dict[str, Any], history: list[dict[str, Any]] | None = None, **fields: Any
-) -> dict[str, Any]:
+    name: str,
+    args: dict[str, Any] | None = None,
+    before: Any = (),
+    config: Any = None,
+    **fields: Any,
+) -> tuple[dict[str, Any], Any]:
+    """The state after the gate let ``name(args)`` through (or stopped), proposed after the
+    earlier steps ``before`` (each a tuple of step_messages' arguments); and its config."""
+    config = config or saved()
     parts = deps(tools=[*SUPPORT_TOOLS, unused], **fields)
-    current = state(action={"kind": "tool", **action}, **logs(history or [], steps=3))
-    return gate(current, CONFIG, deps=parts)
+    earlier = [m for i, step in enumerate(before) for m in step_messages(*step, call=f"e{i}")]
+    asked = proposal((name, args or {}))
+    current = state(messages=[*earlier, asked["message"]], calls=asked["calls"])
+    return applied(current, gate(current, config, deps=parts)), config
 
 
-def test_allowed_call_is_recorded_with_a_stable_key_before_it_runs() -> None:
-    first = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
-    again = _gate({"name": "get_user_profile", "args": {"user_id": 42}})
-    call = first["calls"][0]
-    assert call["tool"] == "get_user_profile"
-    assert call["step"] == 3
-    assert call["outcome"] is None
-    assert len(call["key"]) == 24
-    assert call["key"] == again["calls"][0]["key"]
-    assert "stop_reason" not in first
+def _spent(config: Any, *calls: tuple[str, dict[str, Any]]) -> Any:
+    """``calls`` let through and run in the run of ``config``, one step each."""
+    parts = deps(tools=[*SUPPORT_TOOLS, unused], loop_detection="off")
+    for i, call in enumerate(calls):
+        asked = proposal(call, first=100 + i)
+        ran(state(messages=[asked["message"]], calls=asked["calls"]), config, parts)
+    return config
+
+
+def test_an_allowed_call_gets_a_permit_and_a_stable_key_before_it_runs() -> None:
+    first, config = _gate("get_user_profile", {"user_id": 42})
+    again, _ = _gate("get_user_profile", {"user_id": 42})  # another thread's record, same run
+    (call,) = first["step"]["calls"]
+    assert (call["tool"], call["args"], len(call["key"])) == (
+        "get_user_profile",
+        {"user_id": 42},
+        24,
+    )
+    assert call["key"] == again["step"]["calls"][0]["key"]
+    assert "outcome" not in call
+    assert ending(first) is None
+    (permit,) = records(config)
+    assert (permit.kind, permit.key, permit.verified) == ("permit", call["key"], True)
+    assert permit.body["tool"] == "get_user_profile"
+    assert permit.body["args"] == '{"user_id":42}'
+    assert permit.body["rule"] == "allow"
+    assert usage(config).tool_calls == 1  # counted from the record
 
 
 def test_budget_is_checked_first() -> None:
-    history = [history_entry(i, "search_policy", query=str(i)) for i in range(1, 3)]
-    update = _gate({"name": "no_such_tool"}, history, max_tool_calls=2)
-    assert update["stop_reason"] == "max_tool_calls"
-    assert update["message"] == "max_tool_calls 2 reached (3 requested)"
-    assert update["trace"][0]["ok"] is False
-    assert update["trace"][0]["stop_reason"] == "max_tool_calls"
+    config = _spent(saved(), ("search_policy", {"query": "1"}), ("search_policy", {"query": "2"}))
+    after, _ = _gate("no_such_tool", config=config, max_tool_calls=2)
+    assert ending(after) == {
+        "reason": "max_tool_calls",
+        "message": "max_tool_calls 2 reached (3 requested)",
+        "call": "c1",
+        "step": 1,  # the branch's first step (its one AI message with calls)
+    }
+    assert kinds(config).count("permit") == 2  # nothing was let through
 
 
 def test_per_tool_limit() -> None:
-    history = [history_entry(1, "search_policy", query="a")]
-    update = _gate(
-        {"name": "search_policy", "args": {"query": "b"}}, history, tool_limits={"search_policy": 1}
+    config = _spent(saved(), ("search_policy", {"query": "a"}))
+    after, _ = _gate(
+        "search_policy", {"query": "b"}, config=config, tool_limits={"search_policy": 1}
     )
-    assert update["stop_reason"] == "tool_limit:search_policy"
+    assert ending(after)["reason"] == "tool_limit:search_policy"
 
 
 def test_missing_before_denied_and_denied_by_default() -> None:
-    assert _gate({"name": "nope"})["stop_reason"] == "tool_missing:nope"
+    assert ending(_gate("nope")[0])["reason"] == "tool_missing:nope"
     narrowed = frozenset({"get_user_profile"})
-    assert _gate({"name": "unused"}, allow=narrowed)["stop_reason"] == "tool_denied:unused"
-    assert (
-        _gate({"name": "search_policy"}, allow=narrowed)["stop_reason"]
-        == "tool_denied:search_policy"
-    )
+    assert ending(_gate("unused", {"x": 1}, allow=narrowed)[0])["reason"] == "tool_denied:unused"
+    denied = _gate("search_policy", {"query": "x"}, allow=narrowed)
+    assert ending(denied[0])["reason"] == "tool_denied:search_policy"
+    assert records(denied[1]) == []  # a stop lets nothing through
 
 
 def test_loop_detected_in_exact_and_normalized_modes() -> None:
-    history = [history_entry(1, "search_policy", query="Refund policy")]
-    same = {"name": "search_policy", "args": {"query": "Refund policy"}}
-    spaced = {"name": "search_policy", "args": {"query": "  refund   POLICY"}}
-    assert _gate(same, history)["stop_reason"] == "loop_detected"
-    assert "stop_reason" not in _gate(spaced, history)
-    assert _gate(spaced, history, loop_detection="normalized")["stop_reason"] == "loop_detected"
-    assert "stop_reason" not in _gate(same, history, loop_detection="off")
+    before = [("search_policy", {"query": "Refund policy"})]
+    same = ("search_policy", {"query": "Refund policy"})
+    spaced = ("search_policy", {"query": "  refund   POLICY"})
+    assert ending(_gate(*same, before)[0])["reason"] == "loop_detected"
+    assert ending(_gate(*spaced, before)[0]) is None
+    assert (
+        ending(_gate(*spaced, before, loop_detection="normalized")[0])["reason"] == "loop_detected"
+    )
+    assert ending(_gate(*same, before, loop_detection="off")[0]) is None
 
 
-def test_observe_mode_turns_refusals_into_observations_naming_allowed_tools() -> None:
-    update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
-    assert "stop_reason" not in update
-    outcome = update["calls"][0]["outcome"]
-    assert outcome["ok"] is False
-    assert outcome["error"] == "tool_missing:nope"
-    assert "get_user_profile" in outcome["observation"]
-    assert "unused" not in outcome["observation"]
+def test_observe_mode_turns_refusals_into_what_the_model_is_shown() -> None:
+    after, config = _gate("nope", on_tool_error="observe", allow=frozenset({"get_user_profile"}))
+    assert ending(after) is None
+    (call,) = after["step"]["calls"]
+    assert call["shown"] == {
+        "text": "there is no tool named 'nope'. Tools you may call: ['get_user_profile']",
+        "error": "tool_missing:nope",
+        "by_human": False,
+    }
+    assert kinds(config) == ["refused"]
+    assert usage(config).tool_calls == 1  # a refusal shown to the model counts as a call
+    answered = execute(after, config, deps=deps(on_tool_error="observe"))
+    (message,) = answered["messages"]
+    assert (message.status, message.text) == ("error", call["shown"]["text"])
+    assert "unused" not in message.text
 
 
 def test_observe_mode_still_stops_on_budgets_and_loops() -> None:
-    history = [history_entry(1, "search_policy", query="x")]
-    loop = _gate(
-        {"name": "search_policy", "args": {"query": "x"}}, history, on_tool_error="observe"
-    )
-    assert loop["stop_reason"] == "loop_detected"
-    over = _gate({"name": "nope"}, history, on_tool_error="observe", max_tool_calls=1)
-    assert over["stop_reason"] == "max_tool_calls"
+    before = [("search_policy", {"query": "x"})]
+    loop = _gate("search_policy", {"query": "x"}, before, on_tool_error="observe")
+    assert ending(loop[0])["reason"] == "loop_detected"
+    config = _spent(saved(), ("search_policy", {"query": "x"}))
+    over = _gate("nope", config=config, on_tool_error="observe", max_tool_calls=1)
+    assert ending(over[0])["reason"] == "max_tool_calls"
 
 
 def test_observe_mode_repeating_a_refused_call_is_a_loop() -> None:
-    first = _gate({"name": "nope", "args": {"a": 1}}, [], on_tool_error="observe")
-    assert "stop_reason" not in first
-    again = state(
-        action={"kind": "tool", "name": "nope", "args": {"a": 1}},
-        seen=first["seen"],
-        usage=first["usage"],
+    parts = deps(on_tool_error="observe")
+    config = saved()
+    asked = proposal(("nope", {"a": 1}))
+    first = ran(state(messages=[asked["message"]], calls=asked["calls"]), config, parts)
+    assert ending(first) is None
+    again = proposal(("nope", {"a": 1}), first=2)
+    repeated = state(messages=[*first["messages"][1:], again["message"]], calls=again["calls"])
+    assert (
+        ending(applied(repeated, gate(repeated, config, deps=parts)))["reason"] == "loop_detected"
     )
-    update = gate(again, {}, deps=deps(on_tool_error="observe"))
-    assert update["stop_reason"] == "loop_detected"
-    other = again.model_copy(update={"action": ToolAction(name="nope", args={"a": 2})})
-    assert "stop_reason" not in gate(other, {}, deps=deps(on_tool_error="observe"))
+    other = proposal(("nope", {"a": 2}), first=2)
+    fresh = state(messages=[*first["messages"][1:], other["message"]], calls=other["calls"])
+    assert ending(applied(fresh, gate(fresh, config, deps=parts))) is None
 
 
 def test_refusals_say_why_in_the_message() -> None:
-    missing = _gate({"name": "nope", "args": {"a": 1}})
+    missing = ending(_gate("nope", {"a": 1})[0])
     assert missing["message"] == "there is no tool named 'nope'"
-    assert missing["trace"][0]["args_hash"] == args_hash({"a": 1})
-    denied = _gate({"name": "unused", "args": {"x": 1}}, allow=frozenset({"get_user_profile"}))
-    assert denied["message"] == "the policy does not allow 'unused'"
+    denied = _gate("unused", {"x": 1}, allow=frozenset({"get_user_profile"}))
+    assert ending(denied[0])["message"] == "the policy does not allow 'unused'"
 
 
 def test_a_loop_stop_names_the_tool_and_traces_the_refused_call() -> None:
-    history = [history_entry(1, "search_policy", query="x")]
-    update = _gate({"name": "search_policy", "args": {"query": "x"}}, history)
-    assert update["message"] == (
+    from gated_react.nodes.stop import stop
+
+    from .hand import trace
+
+    after, config = _gate("search_policy", {"query": "x"}, [("search_policy", {"query": "x"})])
+    assert ending(after)["message"] == (
         "search_policy was already called with the same arguments in this run"
     )
-    assert update["trace"] == [
+    stop(after, config)
+    assert [{k: v for k, v in t.items() if k != "step"} for t in trace(config)] == [
         {
-            "step": 3,
             "tool": "search_policy",
             "args_hash": args_hash({"query": "x"}),
             "ok": False,
@@ -138,85 +179,43 @@ def test_a_loop_stop_names_the_tool_and_traces_the_refused_call() -> None:
     ]
 
 
-def test_a_run_without_a_thread_id_still_gets_a_stable_key() -> None:
-    current = state(action={"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}})
-    update = gate(current, {}, deps=deps())
-    assert update["calls"][0]["key"] == idempotency_key("-", 0, "get_user_profile", {"user_id": 42})
-
-
-def test_observe_mode_shows_the_refusal_without_a_key() -> None:
-    update = _gate({"name": "nope"}, on_tool_error="observe", allow=frozenset({"get_user_profile"}))
-    assert update["calls"][0]["key"] == ""
-    assert update["calls"][0]["outcome"]["observation"] == (
-        "there is no tool named 'nope'. Tools you may call: ['get_user_profile']"
-    )
-    assert update["usage"]["tool_calls"] == 1  # a refusal shown to the model counts
+def test_a_run_without_a_checkpointer_still_gets_a_stable_key() -> None:
+    """Each invocation of a graph without one is a run of its own (``<question>#<nonce>``):
+    its calls are keyed within it."""
+    asked = proposal(("get_user_profile", {"user_id": 42}))
+    current = state(messages=[asked["message"]], calls=asked["calls"], run="q-1#a")
+    keys = [gate(current, {}, deps=deps())["step"]["calls"][0]["key"] for _ in range(2)]
+    other = state(messages=[asked["message"]], calls=asked["calls"], run="q-1#b")
+    assert keys[0] == keys[1] != gate(other, {}, deps=deps())["step"]["calls"][0]["key"]
 
 
 def test_observe_mode_loops_follow_the_policys_loop_mode() -> None:
-    refused = {"name": "nope", "args": {"q": "A"}}
-    first = _gate(refused, on_tool_error="observe")
-    seen = {"seen": first["seen"], "usage": first["usage"]}
-    again = {"name": "nope", "args": {"q": " a "}}
+    before = [("nope", {"q": "A"}, "there is no tool named 'nope'")]
     for mode, reason in (("off", None), ("exact", None), ("normalized", "loop_detected")):
-        update = gate(
-            state(action={"kind": "tool", **again}, **seen),
-            CONFIG,
-            deps=deps(on_tool_error="observe", loop_detection=mode),
-        )
-        assert update.get("stop_reason") == reason, mode
-    looped = gate(
-        state(action={"kind": "tool", **refused}, **seen),
-        CONFIG,
-        deps=deps(on_tool_error="observe"),
+        after, _ = _gate("nope", {"q": " a "}, before, on_tool_error="observe", loop_detection=mode)
+        assert (ending(after) or {}).get("reason") == reason, mode
+    looped, _ = _gate("nope", {"q": "A"}, before, on_tool_error="observe")
+    assert (
+        ending(looped)["message"] == "nope was already called with the same arguments in this run"
     )
-    assert looped["message"] == "nope was already called with the same arguments in this run"
-    assert looped["trace"][0]["args_hash"] == args_hash({"q": "A"})
 
 
 def test_a_repeat_gets_the_reminders_the_policy_allows_then_stops() -> None:
-    call = {"name": "get_user_profile", "args": {"user_id": 42}}
-    once = [history_entry(1, "get_user_profile", "ok", user_id=42)]
-    reminded = _gate(call, once, repeat_reminders=1)
-    (shown,) = reminded["calls"]
-    assert shown["key"] == ""  # nothing runs, so nothing needs a key
-    assert shown["outcome"] == {
-        "ok": False,
-        "observation": "You already called get_user_profile with these arguments, and its "
-        "result is above in this conversation: use it, call something else, or give your final "
-        "answer. Calling it again ends the run.",
+    once = [("get_user_profile", {"user_id": 42})]
+    config = _spent(saved(), ("get_user_profile", {"user_id": 42}))
+    reminded, _ = _gate("get_user_profile", {"user_id": 42}, once, config, repeat_reminders=1)
+    (shown,) = reminded["step"]["calls"]
+    assert shown["shown"] == {
+        "text": "You already called get_user_profile with these arguments, and its result is "
+        "above in this conversation: use it, call something else, or give your final answer. "
+        "Calling it again ends the run.",
         "error": "loop_detected",
         "by_human": False,
-        "content": None,
-        "artifact": None,
     }
-    assert reminded["usage"]["tool_calls"] == 2  # a reminder counts as a call
-    twice = [*once, history_entry(2, "get_user_profile", "ok", user_id=42)]
-    assert _gate(call, twice, repeat_reminders=1)["stop_reason"] == "loop_detected"
-    assert _gate(call, once)["stop_reason"] == "loop_detected"  # the default: no reminder
-
-
-def test_the_gate_passes_over_the_record_a_fixed_number_of_times_whatever_the_calls() -> None:
-    """Loop checks are lookups in the ledger's index, not a scan of the record per call."""
-    from gated_react._engine.budget_checks import Limits
-    from gated_react.nodes.gate import Ledger, check
-    from gated_react.state import Usage
-
-    class Passes(list[str]):
-        count = 0
-
-        def __iter__(self) -> Any:
-            Passes.count += 1
-            return super().__iter__()
-
-    parts = deps(max_parallel_calls=10)
-    record = Passes(loop_key("get_user_profile", {"user_id": n}) for n in range(50))
-    passes = []
-    for calls in (1, 8):
-        Passes.count = 0
-        ledger = Ledger(Usage(steps=1), record, 1, Limits(parts.policy, []))
-        for n in range(calls):
-            action = ToolAction(name="get_user_profile", args={"user_id": 100 + n})
-            assert check(ledger, parts, CONFIG, action, n).outcome is None
-        passes.append(Passes.count)
-    assert passes[0] == passes[1]
+    assert kinds(config) == ["permit", "done", "refused"]  # no permit: nothing runs
+    assert usage(config).tool_calls == 2  # a reminder counts as a call
+    twice = [*once, ("get_user_profile", {"user_id": 42})]
+    assert ending(_gate("get_user_profile", {"user_id": 42}, twice, repeat_reminders=1)[0])[
+        "reason"
+    ] == ("loop_detected")
+    assert ending(_gate("get_user_profile", {"user_id": 42}, once)[0])["reason"] == "loop_detected"

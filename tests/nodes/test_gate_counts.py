@@ -1,5 +1,6 @@
-"""gate's counters: every admitted call counts once, per tool and in total, so a cap of N lets
-exactly N calls through; checked node by node on hand-built state and on whole runs."""
+"""gate's counters: every call it lets through counts once in the run's record, per tool and in
+total, so a cap of N lets exactly N calls through; checked node by node on hand-built state and
+on whole runs. The counts are the record's: nothing in the state is read for them."""
 
 from __future__ import annotations
 
@@ -7,98 +8,86 @@ from typing import Any
 
 import pytest
 
-from gated_react._engine.call_keys import args_hash, idempotency_key, loop_key
+from gated_react._engine.call_keys import args_hash
+from gated_react.errors import MisroutedStep
+from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate
-from gated_react.state import State
-from gated_react.stops import parse_stop_reason
+from gated_react.nodes.observe import observe
 from gated_react.testing import call
 
 from ..support.helpers import deps, run, state
-
-CONFIG: Any = {"configurable": {"thread_id": "t1"}}
-
-
-def _through_gate(current: State, **fields: Any) -> tuple[State, dict[str, Any]]:
-    """One gate step; the next state holds its writes as the graph's channels would."""
-    update = gate(current, CONFIG, deps=deps(**fields))
-    data = current.model_dump(mode="json")
-    data.update({key: update[key] for key in ("usage", "calls") if key in update})
-    data["seen"] = [*data["seen"], *update.get("seen", [])]
-    return State.model_validate(data), update
+from .hand import applied, ending, paid_steps, proposal, ran, records, saved, trace, usage
 
 
-def _search(query: str, current: State | None = None) -> State:
-    """A state whose proposed action is ``search_policy(query)``."""
-    data = (
-        state(usage={"steps": 1}).model_dump(mode="json")
-        if current is None
-        else (current.model_dump(mode="json"))
-    )
-    action = {"kind": "tool", "name": "search_policy", "args": {"query": query}}
-    return State.model_validate({**data, "action": action})
+def _search(query: str, config: Any, n: int = 1, **fields: Any) -> dict[str, Any]:
+    """The state after ``search_policy(query)`` went through the gate (and execute, when the
+    gate let it through) in the run of ``config``."""
+    asked = proposal(("search_policy", {"query": query}), first=n)
+    return ran(state(messages=[asked["message"]], calls=asked["calls"]), config, deps(**fields))
 
 
 def test_an_admitted_call_counts_once_in_total_and_for_its_tool() -> None:
-    current = state(
-        action={"kind": "tool", "name": "search_policy", "args": {"query": "a"}},
-        usage={
-            "steps": 4,
-            "tool_calls": 3,
-            "per_tool": {"search_policy": 1, "get_user_profile": 2},
-        },
-    )
-    update = gate(current, CONFIG, deps=deps())
-    assert update["usage"]["tool_calls"] == 4
-    assert update["usage"]["per_tool"] == {"search_policy": 2, "get_user_profile": 2}
-    assert update["usage"]["steps"] == 4
-    assert update["seen"] == [loop_key("search_policy", {"query": "a"})]
-    assert update["calls"][0] == {
-        "step": 4,
-        "tool": "search_policy",
-        "args": {"query": "a"},
-        "key": idempotency_key("t1", 4, "search_policy", {"query": "a"}),
-        "id": None,
-        "outcome": None,
-    }
+    config = saved()
+    paid_steps(config, 4)
+    _search("earlier", config, 10)
+    for n, user in ((20, 1), (21, 2)):
+        asked = proposal(("get_user_profile", {"user_id": user}), first=n)
+        ran(state(messages=[asked["message"]], calls=asked["calls"]), config, deps())
+    asked = proposal(("search_policy", {"query": "a"}))
+    current = state(messages=[asked["message"]], calls=asked["calls"])
+    after = applied(current, gate(current, config, deps=deps()))
+    spent = usage(config)
+    assert (spent.tool_calls, spent.steps) == (4, 4)
+    assert spent.per_tool == {"search_policy": 2, "get_user_profile": 2}
+    permit = records(config)[-1]
+    assert (permit.kind, permit.key) == ("permit", after["step"]["calls"][0]["key"])
+    assert (permit.body["call"], permit.body["step"]) == ("c1", 1)  # the step on its branch
 
 
 def test_a_tools_first_call_starts_its_count_at_one() -> None:
-    update = gate(_search("a"), CONFIG, deps=deps())
-    assert update["usage"]["per_tool"] == {"search_policy": 1}
-    assert update["usage"]["tool_calls"] == 1
+    config = saved()
+    asked = proposal(("search_policy", {"query": "a"}))
+    gate(state(messages=[asked["message"]], calls=asked["calls"]), config, deps=deps())
+    assert usage(config).per_tool == {"search_policy": 1}
+    assert usage(config).tool_calls == 1
+
+
+def test_a_call_the_gate_sees_twice_counts_once() -> None:
+    """A step gated again (a replay of the gate's checkpoint, a resume after a crash) holds
+    the same call ids: the record counts each call once."""
+    config = saved()
+    asked = proposal(("search_policy", {"query": "a"}))
+    current = state(messages=[asked["message"]], calls=asked["calls"])
+    for _ in range(3):
+        gate(current, config, deps=deps(max_tool_calls=1))
+    assert usage(config).tool_calls == 1
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
 def test_a_cap_of_n_admits_exactly_n_calls_node_by_node(cap: int) -> None:
-    current = _search("q0")
+    config = saved()
     for i in range(cap):
-        current, update = _through_gate(current, tool_limits={"search_policy": cap})
-        assert "stop_reason" not in update, update
-        assert current.usage.per_tool == {"search_policy": i + 1}
-        current = _search(f"q{i + 1}", current)
-    _, update = _through_gate(current, tool_limits={"search_policy": cap})
-    assert update["stop_reason"] == "tool_limit:search_policy"
-    assert update["message"] == f"tool_limit search_policy {cap} reached ({cap + 1} requested)"
-    assert update["trace"] == [
-        {
-            "step": 1,
-            "tool": "search_policy",
-            "args_hash": args_hash({"query": f"q{cap}"}),
-            "ok": False,
-            "stop_reason": "tool_limit:search_policy",
-        }
-    ]
-    assert "usage" not in update  # a refused call is not counted
+        after = _search(f"q{i}", config, 10 * i + 1, tool_limits={"search_policy": cap})
+        assert ending(after) is None, after
+        assert usage(config).per_tool == {"search_policy": i + 1}
+    stopped = _search(f"q{cap}", config, 99, tool_limits={"search_policy": cap})
+    assert ending(stopped)["reason"] == "tool_limit:search_policy"
+    said = f"tool_limit search_policy {cap} reached ({cap + 1} requested)"
+    assert ending(stopped)["message"] == stopped["message"] == said
+    assert {k: v for k, v in trace(config)[-1].items() if k != "step"} == {
+        "tool": "search_policy",
+        "args_hash": args_hash({"query": f"q{cap}"}),
+        "ok": False,
+        "stop_reason": "tool_limit:search_policy",
+    }
+    assert usage(config).per_tool == {"search_policy": cap}  # a refused call is not counted
 
 
 def test_max_tool_calls_of_n_admits_exactly_n_calls_node_by_node() -> None:
-    current = _search("q0")
+    config = saved()
     for i in range(2):
-        current, update = _through_gate(current, max_tool_calls=2)
-        assert "stop_reason" not in update, update
-        current = _search(f"q{i + 1}", current)
-    _, update = _through_gate(current, max_tool_calls=2)
-    assert update["stop_reason"] == "max_tool_calls"
+        assert ending(_search(f"q{i}", config, 10 * i + 1, max_tool_calls=2)) is None
+    assert ending(_search("q2", config, 99, max_tool_calls=2))["reason"] == "max_tool_calls"
 
 
 @pytest.mark.parametrize("cap", [1, 2])
@@ -129,11 +118,22 @@ def test_a_cap_counts_only_its_own_tool_end_to_end() -> None:
     assert out["usage"]["tool_calls"] == 3
 
 
-@pytest.mark.parametrize("action", [None, {"kind": "final", "answer": "x"}])
-def test_gate_without_a_tool_action_stops_with_a_reason(action: Any) -> None:
-    update = gate(state(action=action), CONFIG, deps=deps())
-    assert update == {
-        "stop_reason": "invalid_action:no_action",
-        "message": "the gate was reached without a tool call to check",
-    }
-    parse_stop_reason(update["stop_reason"])  # a documented reason (raises on unknown ones)
+def test_a_gate_reached_without_calls_lets_nothing_through_and_the_run_refuses() -> None:
+    """A step with no calls (an edit sent it there) gets no permit; the next node refuses
+    in one line (``MisroutedStep``), nothing ran."""
+    config = saved()
+    current = state()
+    after = applied(current, gate(current, config, deps=deps()))
+    assert records(config) == []
+    after = applied(after, execute(after, config, deps=deps()))
+    with pytest.raises(MisroutedStep, match=r"^observe was reached with calls that never ran"):
+        observe(after, config, deps=deps())
+
+
+def test_history_and_trace_agree_step_by_step() -> None:
+    from ..support.helpers import REFUND_42
+
+    out = run(REFUND_42)
+    assert out["stop_reason"] == "success"
+    assert [h["step"] for h in out["history"]] == [1, 2, 3]
+    assert [t["step"] for t in out["trace"]] == [h["step"] for h in out["history"]]

@@ -2,51 +2,67 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from gated_react._engine.chat import call_id
 from gated_react.nodes.validate import validate
+from gated_react.testing import ScriptedChatModel
 
 from ..support.helpers import deps, state
 
 
-def test_valid_json_action_is_recorded() -> None:
-    reply = {"text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'}
-    update = validate(state(reply=reply), deps=deps(protocol="json"))
-    called = update["action"]
-    assert called == {"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}} | {
-        "id": call_id(update["messages"][0].id, 0)
+def _step(update: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = update["step"]
+    return found
+
+
+def test_valid_json_action_is_the_steps_call() -> None:
+    reply = {
+        "id": "r",
+        "text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}',
     }
+    update = validate(state(reply=reply), deps=deps(protocol="json"))
+    assert _step(update)["calls"] == [
+        {"id": call_id("r", 0), "tool": "get_user_profile", "args": {"user_id": 42}, "key": ""}
+    ]
     retried = validate(
         state(reply=reply, retry={"why": "bad_json", "message": "m", "count": 1}),
         deps=deps(protocol="json"),
     )
-    assert retried["retry"] is None  # a valid reply ends the reminders
+    assert "retry" not in _step(retried)  # a valid reply ends the reminders
 
 
 def test_invalid_reply_stops_by_default() -> None:
     update = validate(state(reply={"text": '{"kind": "maybe"}'}), deps=deps(protocol="json"))
-    assert update["stop_reason"] == "invalid_action:bad_kind"
-    assert "bad_kind" in update["message"]
+    assert _step(update)["ending"]["reason"] == "invalid_action:bad_kind"
+    assert "bad_kind" in _step(update)["ending"]["message"]
 
 
 def test_retry_mode_gives_reminders_then_stops() -> None:
     parts = deps(protocol="text", on_invalid_action="retry", max_invalid_retries=2)
-    first = validate(state(reply={"text": "hmm"}), deps=parts)
-    assert first["retry"]["why"] == "no_action"
-    assert first["retry"]["count"] == 1
-    assert "stop_reason" not in first
+    first = _step(validate(state(reply={"text": "hmm"}), deps=parts))
+    assert (first["retry"]["why"], first["retry"]["count"]) == ("no_action", 1)
+    assert "ending" not in first
     third = validate(
         state(reply={"text": "hmm"}, retry={"why": "no_action", "message": "m", "count": 2}),
         deps=parts,
     )
-    assert third["stop_reason"] == "invalid_action:no_action"
+    assert _step(third)["ending"]["reason"] == "invalid_action:no_action"
 
 
 def test_a_retry_never_exceeds_max_steps() -> None:
-    parts = deps(protocol="text", on_invalid_action="retry", max_steps=3)
-    update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), deps=parts)
-    assert update["stop_reason"] == "max_steps"
+    """The budgets are decide's to check, before each model call: a retried reply is one."""
+    model = ScriptedChatModel(replies=["hmm"], cycle=True)
+    from gated_react import Policy, build_graph, result_of
+
+    policy = Policy(protocol="text", on_invalid_action="retry", max_invalid_retries=10)
+    graph = build_graph(model, [], policy=policy.replace(max_steps=3))
+    out = result_of(graph, graph.invoke({"goal": "hi"}))
+    assert out["stop_reason"] == "max_steps"
+    assert out["message"] == "max_steps 3 reached (4 requested)"
+    assert len(model.requests) == out["usage"]["steps"] == 3
 
 
 class Refund(BaseModel):
@@ -61,143 +77,124 @@ def test_an_answer_fitting_the_schema_is_stored_as_its_canonical_json() -> None:
     parts = deps(answer_schema=Refund)
     reply = {"text": '```json\n{"amount_usd": 49, "eligible": true}\n```'}
     update = validate(state(reply=reply), deps=parts)
-    assert update["action"] == {"kind": "final", "answer": '{"eligible":true,"amount_usd":49.0}'}
-    assert "retry" not in update  # nothing to clear: no reminder was pending
+    assert _step(update)["answer"] == {
+        "text": '{"eligible":true,"amount_usd":49.0}',
+        "data": {"eligible": True, "amount_usd": 49.0},
+        "direct": False,
+    }
+    assert "retry" not in _step(update)  # nothing to clear: no reminder was pending
 
 
 def test_an_answer_missing_the_schema_gets_one_reminder_with_the_error() -> None:
     parts = deps(answer_schema=Refund)  # on_invalid_action="stop" (the default)
-    first = validate(state(reply={"text": '{"eligible": true}'}), deps=parts)
-    assert "stop_reason" not in first
+    first = _step(validate(state(reply={"text": '{"eligible": true}'}), deps=parts))
+    assert "ending" not in first
     assert first["retry"] == {
         "why": "answer_schema",
         "message": "the answer does not fit Refund: amount_usd: Field required",
         "count": 1,
     }
-    second = validate(
-        state(reply={"text": "Yes, USD 49."}, retry=first["retry"], usage={"steps": 2}),
-        deps=parts,
+    second = _step(
+        validate(state(reply={"text": "Yes, USD 49."}, retry=first["retry"]), deps=parts)
     )
-    assert second["stop_reason"] == "invalid_action:answer_schema"
-    assert "must be one JSON object fitting Refund: not valid JSON" in second["message"]
+    assert second["ending"]["reason"] == "invalid_action:answer_schema"
+    assert "must be one JSON object fitting Refund: not valid JSON" in second["ending"]["message"]
 
 
 def test_retry_mode_may_give_a_schema_miss_more_reminders() -> None:
     parts = deps(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=2)
     missed = {"why": "answer_schema", "message": "m", "count": 1}
-    update = validate(state(reply={"text": "[]"}, retry=missed), deps=parts)
+    update = _step(validate(state(reply={"text": "[]"}, retry=missed), deps=parts))
     assert update["retry"]["count"] == 2
     assert "Input should be a valid dictionary" in update["retry"]["message"]
 
 
 def test_the_schema_leaves_tool_calls_and_other_violations_alone() -> None:
     parts = deps(answer_schema=Refund, protocol="json")
-    call = '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'
-    assert validate(state(reply={"text": call}), deps=parts)["action"]["kind"] == "tool"
-    broken = validate(state(reply={"text": '{"kind": "final"}'}), deps=parts)
-    assert broken["stop_reason"] == "invalid_action:missing_answer"
+    called = '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 42}}'
+    assert _step(validate(state(reply={"text": called}), deps=parts))["calls"][0]["tool"] == (
+        "get_user_profile"
+    )
+    broken = _step(validate(state(reply={"text": '{"kind": "final"}'}), deps=parts))
+    assert broken["ending"]["reason"] == "invalid_action:missing_answer"
 
 
 def test_no_reply_stops_with_a_reason_instead_of_crashing() -> None:
     update = validate(state(reply=None), deps=deps(protocol="json"))
     assert update == {
-        "stop_reason": "invalid_action:bad_json",
-        "message": "invalid action (bad_json): there is no model reply to validate",
-        "action": None,
+        "step": {
+            "run": "q-1",
+            "calls": [],
+            "ending": {
+                "reason": "invalid_action:bad_json",
+                "message": "invalid action (bad_json): there is no model reply to validate",
+            },
+        }
     }
 
 
 def test_no_reply_in_retry_mode_asks_again() -> None:
     parts = deps(on_invalid_action="retry", max_invalid_retries=1)
     update = validate(state(reply=None), deps=parts)
-    assert update == {
-        "retry": {"why": "bad_json", "message": "there is no model reply to validate", "count": 1},
-        "action": None,
+    assert _step(update)["retry"] == {
+        "why": "bad_json",
+        "message": "there is no model reply to validate",
+        "count": 1,
     }
+    assert "ending" not in _step(update)
 
 
 def test_retries_are_only_given_in_retry_mode() -> None:
     parts = deps(protocol="text", on_invalid_action="stop", max_invalid_retries=3)
-    update = validate(state(reply={"text": "hmm"}), deps=parts)
-    assert update["stop_reason"] == "invalid_action:no_action"
-    assert update["action"] is None
+    update = _step(validate(state(reply={"text": "hmm"}), deps=parts))
+    assert update["ending"]["reason"] == "invalid_action:no_action"
     assert "retry" not in update
 
 
 def test_a_reminder_counts_on_from_the_streak() -> None:
     parts = deps(protocol="text", on_invalid_action="retry", max_invalid_retries=3)
     streak = {"why": "no_action", "message": "m", "count": 1}
-    update = validate(state(reply={"text": "hmm"}, retry=streak), deps=parts)
+    update = _step(validate(state(reply={"text": "hmm"}, retry=streak), deps=parts))
     assert update["retry"]["count"] == 2
-    assert update["action"] is None
-
-
-def test_a_retry_at_the_step_limit_stops_and_clears_the_action() -> None:
-    parts = deps(protocol="text", on_invalid_action="retry", max_steps=3)
-    assert validate(state(reply={"text": "hmm"}, usage={"steps": 2}), deps=parts)["retry"]
-    update = validate(state(reply={"text": "hmm"}, usage={"steps": 3}), deps=parts)
-    assert update == {
-        "stop_reason": "max_steps",
-        "message": "max_steps 3 reached (4 requested)",
-        "action": None,
-    }
+    assert update["calls"] == []
 
 
 def test_a_schema_miss_gets_one_reminder_even_with_no_retries() -> None:
     parts = deps(answer_schema=Refund, on_invalid_action="retry", max_invalid_retries=0)
-    first = validate(state(reply={"text": "Yes"}), deps=parts)
+    first = _step(validate(state(reply={"text": "Yes"}), deps=parts))
     assert first["retry"]["count"] == 1
-    second = validate(state(reply={"text": "Yes"}, retry=first["retry"]), deps=parts)
-    assert second["stop_reason"] == "invalid_action:answer_schema"
+    second = _step(validate(state(reply={"text": "Yes"}, retry=first["retry"]), deps=parts))
+    assert second["ending"]["reason"] == "invalid_action:answer_schema"
 
 
 def test_the_protocol_reads_the_reply_against_the_registered_tools() -> None:
     update = validate(
         state(reply={"text": "Action: get_user_profile[42]"}), deps=deps(protocol="text")
     )
-    assert update["action"] | {"id": None} == {
-        "kind": "tool",
-        "name": "get_user_profile",
-        "args": {"user_id": 42},
-        "id": None,
-    }
+    ((called),) = _step(update)["calls"]
+    assert (called["tool"], called["args"]) == ("get_user_profile", {"user_id": 42})
 
 
 def test_every_call_of_a_batch_is_held_to_the_contract() -> None:
     calls = [{"name": "get_user_profile", "args": {"user_id": 42}}, {"name": " ", "args": {}}]
     reply = {"text": "", "tool_calls": calls}
-    update = validate(state(reply=reply), deps=deps(max_parallel_calls=2))
-    assert update["stop_reason"] == "invalid_action:missing_tool_name"
+    update = _step(validate(state(reply=reply), deps=deps(max_parallel_calls=2)))
+    assert update["ending"]["reason"] == "invalid_action:missing_tool_name"
     good = {"text": "", "tool_calls": [calls[0], {"name": "search_policy", "args": {"query": "x"}}]}
-    assert validate(state(reply=good), deps=deps(max_parallel_calls=3))["action"]["kind"] == "tools"
+    assert len(_step(validate(state(reply=good), deps=deps(max_parallel_calls=3)))["calls"]) == 2
 
 
-def test_tool_calls_go_into_the_conversation_before_the_gate_under_their_ids() -> None:
-    """The AI message of the step holds every call, with the text the model wrote with them
-    and the model's own ids (made up, stable, where it gave none): a call the gate pauses on
-    is the last message, so a chat client draws its approval panel in any turn."""
-    reply = {
-        "id": "reply-1",
-        "text": "Let me look that up.",
-        "tool_calls": [
-            {"name": "get_user_profile", "args": {"user_id": 42}, "id": "call_abc"},
-            {"name": "get_user_billing", "args": {"user_id": 42}, "id": None},
-        ],
-    }
-    update = validate(state(reply=reply), deps=deps(max_parallel_calls=2))
-    (message,) = update["messages"]
-    assert (message.type, message.id, message.text) == ("ai", "reply-1", "Let me look that up.")
-    ids = [c["id"] for c in message.tool_calls]
-    assert ids == ["call_abc", call_id("reply-1", 1)]
-    assert [c["id"] for c in update["action"]["calls"]] == ids
-    assert len(ids[1]) <= 40  # OpenAI's limit on a tool call id
-
-
-def test_a_json_reply_is_a_call_with_no_protocol_text_in_the_conversation() -> None:
-    reply = {
-        "id": "r",
-        "text": '{"kind": "tool", "name": "get_user_profile", "args": {"user_id": 1}}',
-    }
-    (message,) = validate(state(reply=reply), deps=deps(protocol="json"))["messages"]
-    assert message.text == ""
-    assert message.tool_calls[0]["id"] == call_id("r", 0)
+def test_a_rejected_reply_answers_each_call_decide_wrote_as_not_run() -> None:
+    """Every call in the conversation keeps its one result: a reply the contract rejects is
+    answered, call by call, with why (marked as not run)."""
+    calls = [
+        {"name": "get_user_profile", "args": {"user_id": 42}, "id": "a"},
+        {"name": "get_user_billing", "args": {"user_id": 42}, "id": "b"},
+    ]
+    reply = {"id": "r", "text": "", "tool_calls": calls}
+    parts = deps(on_invalid_action="retry", max_invalid_retries=1)
+    update = validate(state(reply=reply), deps=parts)
+    answers = update["messages"]
+    assert [m.tool_call_id for m in answers] == ["a", "b"]
+    assert all(m.status == "error" and m.response_metadata == {"not_run": True} for m in answers)
+    assert answers[0].text.startswith("not run (invalid_action:multiple_actions)")

@@ -150,8 +150,12 @@ def not_run(calls: Iterable[dict[str, Any]], why: str) -> list[ToolMessage]:
 
 
 def ran(message: ToolMessage) -> bool:
-    """Whether a result is one (its call ran, or the gate answered it), not a not-run note."""
-    return not message.response_metadata.get(NOT_RUN)
+    """Whether a result is one (its call ran, or the gate answered it), not a not-run note
+    (marked so; a thread written before 0.1.0 wrote them unmarked, as ``not run...`` errors)."""
+    if message.response_metadata.get(NOT_RUN):
+        return False
+    legacy = message.status == "error" and message.text.startswith("not run")
+    return not legacy
 
 
 def proposal(deps: NodeDeps, reply: Reply) -> list[ToolAction]:

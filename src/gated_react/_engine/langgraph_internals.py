@@ -39,11 +39,14 @@ from langgraph.pregel._messages import StreamMessagesHandler
 from langgraph.runtime import Runtime
 from langgraph.types import Interrupt, _interrupt_id, interrupt
 
+from gated_react.errors import MisroutedStep
+
 __all__ = [
     "CONFIG_KEY_DURABILITY",
     "StreamMessagesHandler",
     "StreamingCallbackHandler",
     "ask_human",
+    "beside_a_question",
     "can_pause",
     "earlier_interrupt_ids",
     "emit",
@@ -242,10 +245,29 @@ def ask_human(question: dict[str, Any], same: Callable[[Any, Any], bool]) -> Any
         return interrupt(question)
     slot = conf.get(_ASKED, 0)
     conf[_ASKED] = slot + 1
-    fresh = _fresh_answer(conf, scratchpad, slot)
-    if fresh and not same(_raised(conf, scratchpad).get(_interrupt_id(_ns(conf), slot)), question):
-        raise GraphInterrupt((Interrupt(value=question, id=_interrupt_id(_ns(conf), slot)),))
+    asked_id = _interrupt_id(_ns(conf), slot)
+    raised = _raised(conf, scratchpad).get(asked_id)
+    if raised is not None and not same(raised, question):
+        # the step was edited under the waiting question: asking the new one under the id a
+        # human was shown the old one under would let their answer decide a call never shown
+        node = str(get_config().get("metadata", {}).get("langgraph_node", "node"))
+        raise MisroutedStep(node, "with a step edited under its waiting question")
+    if raised is None and _fresh_answer(conf, scratchpad, slot):
+        raise GraphInterrupt((Interrupt(value=question, id=asked_id),))  # nothing asked here
     return interrupt(question)
+
+
+def beside_a_question(config: RunnableConfig) -> bool:
+    """True when another task of this superstep raised a question that waits on this
+    checkpoint. The graph runs one node a step; only a caller's ``Command(goto=...)`` can
+    schedule a node beside one that waits (the gate, paused on a human), and an answer meant
+    for that question could then be taken for a call it was never shown."""
+    conf = config.get("configurable", {})
+    scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
+    if scratchpad is None:
+        return False
+    asked = [task for task, channel, _ in _pending(scratchpad) if channel == INTERRUPT]
+    return bool(asked) and any(task != _task_id(conf) for task in asked)
 
 
 def _ns(conf: dict[str, Any]) -> str:

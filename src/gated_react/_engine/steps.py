@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.types import Overwrite
+from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 from pydantic import ValidationError
 
 from gated_react._engine import tracing
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.langgraph_internals import beside_a_question
 from gated_react._engine.turns import run_of
 from gated_react.errors import MisroutedStep
 from gated_react.state import Ending, Step, dump
@@ -35,9 +37,15 @@ def step_of(state: Mapping[str, Any], node: str) -> Step:
         raise MisroutedStep(node, "with a step that is not one (edited or damaged)") from None
 
 
-def run_step(state: Mapping[str, Any], node: str, saved: bool) -> Step:
+def run_step(
+    state: Mapping[str, Any], node: str, saved: bool, config: RunnableConfig | None = None
+) -> Step:
     """The step in hand, which must belong to the run the conversation is on: a step an edit
-    moved to another run (or a fresh one, with budgets of its own) is refused."""
+    moved to another run (or a fresh one, with budgets of its own) is refused, and so is a
+    node a ``Command(goto=...)`` scheduled beside another node's waiting question (an answer
+    meant for that question must never be taken for another call)."""
+    if config is not None and beside_a_question(config):
+        raise MisroutedStep(node, "beside another node's waiting question")
     step = step_of(state, node)
     if not run_of(state.get("messages") or [], step.run, saved):
         raise MisroutedStep(node, "with a step of another run than the conversation's")

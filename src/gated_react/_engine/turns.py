@@ -64,10 +64,22 @@ def opening(
     step: dict[str, Any] | None,
     thread: str,
     saved: bool,
+    unfinished: bool = False,
 ) -> Opened:
-    """The run this decision belongs to, and what opens it."""
+    """The run this decision belongs to, and what opens it. ``unfinished``: the run of the
+    step in hand has not ended (its record says so): the same goal sent again while it waits
+    ends the waiting step, not the run (no new question, no fresh budgets)."""
     shown: list[BaseMessage] = list(messages)
     update: dict[str, Any] = {}
+    held = held_step(step)
+    if goal is not None and unfinished and held is not None and _asks(shown, held, goal):
+        RunInput.model_validate({"goal": goal})
+        at = question_at(shown)
+        assert at is not None  # _asks found the question
+        waiting = unanswered(shown)
+        again = held.model_copy(update={"calls": [], "retry": None, "reply": None})
+        update = {"goal": None, "step": dump(again)}
+        return Opened(held.run, shown, at, again, new=False, waiting=waiting, update=update)
     if goal is not None:
         # LangGraph maps input keys to channels without the input schema's checks: apply them
         # here, so {"goal": ""} is the same clear ValidationError as a wrong type.
@@ -80,13 +92,21 @@ def opening(
         RunInput.model_validate({"messages": shown or None})  # raises: a run needs a goal
         raise AssertionError("unreachable: RunInput refuses a conversation without a question")
     question = str(shown[at].id)
-    held = held_step(step)
     if held is not None and of_run(held.run, question, saved):
         return Opened(held.run, shown, at, held, new=False, update=update)
     run = question if saved else f"{question}#{uuid.uuid4().hex[:16]}"
     fresh = Step(run=run, traceparent=held.traceparent if held else None)
     update["step"] = dump(fresh)
     return Opened(run, shown, at, fresh, new=True, waiting=unanswered(shown[:at]), update=update)
+
+
+def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
+    """Whether ``goal`` is the question the step in hand's run answers."""
+    at = question_at(messages)
+    if at is None or not isinstance(goal, str):
+        return False
+    question = messages[at]
+    return str(question.id) == held.run.partition("#")[0] and question.text.strip() == goal.strip()
 
 
 def held_step(step: Any) -> Step | None:
@@ -142,12 +162,17 @@ def cut_short(
     belong (right after their AI message, before the new question), a note that the run ended
     there, and where the question now is. ``started``: the calls the record says ran (what they
     returned) or may have run (None)."""
-    answers = [_answer(call, started) for call in waiting]
+    answers = settled(waiting, started)
     end = _after_calls(messages, at)
     names = ", ".join(dict.fromkeys(str(c.get("name")) for c in waiting))
     note = said(f"I did not finish: a new message came before {names} could be settled.")
     added = [*answers, note]
     return Overwrite([*messages[:end], *added, *messages[end:]]), at + len(added)
+
+
+def settled(waiting: list[dict[str, Any]], started: dict[str, str | None]) -> list[ToolMessage]:
+    """The answers of calls left waiting: what they returned, of unknown outcome, or not run."""
+    return [_answer(call, started) for call in waiting]
 
 
 def _after_calls(messages: list[BaseMessage], at: int) -> int:

@@ -1,9 +1,14 @@
-"""Options shared by several commands (typer ``Annotated`` aliases)."""
+"""Options shared by several commands (typer ``Annotated`` aliases), and the options that shape
+a run (``with_run_options``): ``run`` starts a run with them, ``resume`` and ``answer`` continue
+one with them, given again (a store's record of them is shown, never obeyed)."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -83,3 +88,165 @@ AnswerJson = Annotated[
         show_default=False,
     ),
 ]
+
+
+class ProtocolChoice(StrEnum):
+    tools = "tools"
+    json = "json"
+    text = "text"
+
+
+class OnBudgetChoice(StrEnum):
+    stop = "stop"
+    ask = "ask"
+
+
+Toolkits = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--toolkit",
+        "-t",
+        metavar="NAME",
+        help="Tools to give the model: support, calculator, sql, workspace; repeat for several "
+        "[default: support]",
+        show_default=False,
+    ),
+]
+Allow = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        metavar="TOOL",
+        help="Only these tools may run (repeat) [default: every tool of the toolkits]",
+        show_default=False,
+    ),
+]
+ApproveTool = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--approve-tool",
+        metavar="TOOL",
+        help="Calls to this tool pause for a human (repeat); answer with gated-react resume",
+        show_default=False,
+    ),
+]
+McpConfigs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--mcp",
+        metavar="CONFIG.json",
+        help='Tools of the MCP servers in this config ({"mcpServers": ...}), named '
+        "SERVER__TOOL; repeat for several; alongside or instead of --toolkit",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+Trust = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trust-tool",
+        metavar="TOOL",
+        help="This MCP tool runs without asking although its server marks it destructive (repeat)",
+        show_default=False,
+    ),
+]
+MaxSteps = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="N", help="Model decisions [default: 8]", show_default=False),
+]
+MaxToolCalls = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="N", help="Tool calls [default: 6]", show_default=False),
+]
+MaxSeconds = Annotated[
+    float | None,
+    typer.Option(min=0.001, metavar="S", help="Active seconds [default: 20]", show_default=False),
+]
+MaxTokens = Annotated[
+    int | None, typer.Option(min=1, metavar="N", help="Model tokens [default: unlimited]")
+]
+MaxCost = Annotated[
+    float | None,
+    typer.Option(min=1e-9, metavar="USD", help="Model cost in dollars [default: unlimited]"),
+]
+OnBudget = Annotated[
+    OnBudgetChoice | None,
+    typer.Option(
+        help="A spent budget stops the run, or asks to extend it [default: stop]",
+        show_default=False,
+    ),
+]
+ProtocolFlag = Annotated[
+    ProtocolChoice | None,
+    typer.Option(
+        help="How the model states its action [default: tools; json on the local model]",
+        show_default=False,
+    ),
+]
+Workspace = Annotated[
+    Path | None,
+    typer.Option(
+        help="Root folder for the workspace toolkit [default: .]", file_okay=False, metavar="DIR"
+    ),
+]
+Database = Annotated[
+    Path | None,
+    typer.Option(help="SQLite file for the sql toolkit", dir_okay=False, metavar="FILE"),
+]
+Example = Annotated[
+    str | None,
+    typer.Option(
+        help="Run a seed system: 000-support, 001-coding, 002-data or 003-search "
+        "(its tools and policy; GOAL defaults to its goal)",
+        metavar="NAME",
+    ),
+]
+ModelFile = Annotated[
+    Path | None,
+    typer.Option(
+        help="GGUF file for the local model (used when no model server is configured)",
+        dir_okay=False,
+        metavar="FILE",
+    ),
+]
+
+RUN_OPTIONS: dict[str, Any] = {
+    "toolkit": Toolkits,
+    "allow": Allow,
+    "approve_tool": ApproveTool,
+    "mcp": McpConfigs,
+    "trust_tool": Trust,
+    "max_steps": MaxSteps,
+    "max_tool_calls": MaxToolCalls,
+    "max_seconds": MaxSeconds,
+    "max_tokens": MaxTokens,
+    "max_cost": MaxCost,
+    "on_budget": OnBudget,
+    "protocol": ProtocolFlag,
+    "workspace": Workspace,
+    "database": Database,
+    "example": Example,
+    "model_file": ModelFile,
+}
+"""The options that shape a run (each None when not given), by parameter name."""
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def with_run_options(command: Command) -> Command:
+    """``command`` taking every option of ``RUN_OPTIONS`` too, after its own, handed to it as
+    one dict: its ``given`` parameter (the options given, None for the others)."""
+    own = inspect.signature(command, eval_str=True)
+    kept = [param for name, param in own.parameters.items() if name != "given"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in RUN_OPTIONS.items()
+    ]
+
+    def taking(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name, None) for name in RUN_OPTIONS}
+        return command(*args, given=given, **kwargs)
+
+    taking.__name__, taking.__doc__ = command.__name__, command.__doc__
+    taking.__signature__ = own.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    taking.__annotations__ = {p.name: p.annotation for p in [*kept, *added]}
+    return taking  # type: ignore[return-value]

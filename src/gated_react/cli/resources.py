@@ -4,7 +4,7 @@ log file, and the graph over that store."""
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from gated_react.cli.run_options import RunOptions
+    from gated_react.policy import Budget
     from gated_react.runs import Graph
     from gated_react.settings import Settings
 
@@ -98,16 +99,38 @@ def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
 
 
 def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
-    """The run's graph; checkpoints record ``options`` so ``resume`` can rebuild it. Spans go
-    where the ``OTEL_*`` settings say (nowhere unless they are set)."""
+    """The run's graph, streaming every channel (the live view reads each node's step);
+    checkpoints record ``options``, to be shown. Spans go where the ``OTEL_*`` settings say
+    (nowhere unless they are set)."""
     from gated_react.graph import build_graph
     from gated_react.hosting.otel import setup_tracing
+    from gated_react.records.events import streamed
 
     setup_tracing(settings())
     tools = options.tools()
     with user_errors():  # a cost budget for an unpriced model: one line
         graph = build_graph(model, tools, policy=options.policy(), checkpointer=saver)
-    return graph.with_config(metadata=options.metadata())
+    return streamed(graph.with_config(metadata=options.metadata()))
+
+
+def run_budget(saver: Any, thread: str, metadata: Mapping[str, Any] | None) -> Budget:
+    """The limits the thread's run is under, to show: its record's (the policy it opened
+    under, with what humans granted since); for a run whose record this process cannot read,
+    the options its checkpoints say it was started with (shown, never obeyed)."""
+    from gated_react.cli.run_options import RunOptions, recorded
+    from gated_react.policy import Budget
+    from gated_react.runs import run_book
+
+    tally = run_book(saver, thread).tally
+    policy = tally.opened.body.get("policy") if tally.opened is not None else None
+    budget = policy.get("budget") if isinstance(policy, dict) else None
+    try:
+        limits = Budget.model_validate(budget) if isinstance(budget, dict) else None
+    except ValueError:  # a record of another version: the options' limits, as for no record
+        limits = None
+    if limits is None:
+        limits = (recorded(metadata) or RunOptions()).budget()
+    return limits.extended(tally.extensions) if tally.extensions else limits
 
 
 def reader_graph(saver: Any) -> Graph:

@@ -1,5 +1,10 @@
-"""What a CLI run was started with, recorded in its checkpoints so ``resume`` rebuilds the same
-tools and policy. Never holds a secret: no API key, and no URL that carries credentials."""
+"""What a CLI run is started with: toolkits, MCP configs, policy and model, from the command line.
+
+``run`` takes them from its flags, and so do ``resume`` and ``answer``: they are given again,
+never read back from the store (whoever can write the store could otherwise grant a call an
+approval's place, start an MCP server's command or send the API key elsewhere). They are
+recorded in the run's checkpoints only to be shown (``show``, ``runs``, the line that asks for
+them again). Never holds a secret: no API key, and no URL that carries credentials."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.policy import OnBudget, Protocol
 from gated_react.records.run_listing import METADATA_KEY, started_with
+from gated_react.redact import redact
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -184,14 +190,74 @@ class RunOptions(BaseModel):
             raise CliError(str(exc)) from None
 
     def metadata(self) -> dict[str, str]:
+        """The options as the run's checkpoints record them, to be shown (never obeyed)."""
         return {METADATA_KEY: self.model_dump_json(exclude_defaults=True)}
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunOptions | None:
-        recorded = started_with(metadata)
-        if recorded is None:
-            return None
-        try:
-            return cls.model_validate(recorded)
-        except ValueError:
-            return None
+    def given(
+        cls,
+        given: Mapping[str, Any],
+        *,
+        local: bool,
+        example_dir: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> RunOptions:
+        """The options the run flags (``flags.RUN_OPTIONS``, None when not given) say."""
+        mcp = given.get("mcp") or []
+        protocol, on_budget = given.get("protocol"), given.get("on_budget")
+        paths = {key: given.get(key) for key in ("workspace", "database", "model_file")}
+        return cls(
+            local=local,
+            model_file=str(paths["model_file"]) if paths["model_file"] else None,
+            example=given.get("example"),
+            example_dir=example_dir,
+            toolkits=given.get("toolkit") or ([] if mcp else ["support"]),
+            allow=given.get("allow"),
+            approve=given.get("approve_tool") or [],
+            mcp=[str(Path(path).expanduser().resolve()) for path in mcp],
+            trust=given.get("trust_tool") or [],
+            protocol=str(protocol) if protocol else None,
+            **{name: given.get(name) for name in _LIMITS},
+            on_budget=str(on_budget) if on_budget else None,
+            workspace=str(paths["workspace"]) if paths["workspace"] else None,
+            database=str(paths["database"]) if paths["database"] else None,
+            model=model,
+            base_url=base_url if base_url and redact(base_url) == base_url else None,
+        )
+
+    def flags(self) -> list[str]:
+        """The command-line options that give these options again (for ``resume``); a base
+        URL that carries credentials is left out (never recorded)."""
+        out: list[str] = []
+        if self.example:
+            out += ["--example", self.example]
+        else:
+            out += [flag for name in self.toolkits for flag in ("--toolkit", name)]
+        out += [flag for path in self.mcp for flag in ("--mcp", path)]
+        out += [flag for name in self.allow or () for flag in ("--allow", name)]
+        out += [flag for name in self.approve for flag in ("--approve-tool", name)]
+        out += [flag for name in self.trust for flag in ("--trust-tool", name)]
+        shown = (*_LIMITS, "on_budget", "protocol", "workspace", "database", "model_file",
+                 "model", "base_url")  # fmt: skip
+        for name in shown:
+            value = getattr(self, name)
+            if value is not None:
+                out += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float)
+                        else str(value)]  # fmt: skip
+        return out
+
+
+_LIMITS = ("max_steps", "max_tool_calls", "max_seconds", "max_tokens", "max_cost")
+
+
+def recorded(metadata: Mapping[str, Any] | None) -> RunOptions | None:
+    """What a run's checkpoints say it was started with, to be shown; None when they say
+    nothing this version can read (a run started by the library, or damaged metadata)."""
+    found = started_with(metadata)
+    if found is None:
+        return None
+    try:
+        return RunOptions.model_validate(found)
+    except ValueError:
+        return None

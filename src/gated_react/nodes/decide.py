@@ -28,7 +28,7 @@ from gated_react._engine.model_errors import classify
 from gated_react._engine.steps import ended, ending, joined, stale
 from gated_react._engine.streaming import model_config, stream_calls
 from gated_react._engine.transcript import build_messages, run_call_ids
-from gated_react._engine.turns import Opened, cut_short, held_step, opening
+from gated_react._engine.turns import Opened, cut_short, held_step, opening, settled
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
 from gated_react.state import Step, dump
@@ -66,7 +66,9 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
     """Sync body: the model is called for at most the active seconds left in the budget (on a
     worker thread that is abandoned then)."""
     place = Place.of(config)
-    opened = _opened(state, place)
+    held = _held_run(state)
+    unfinished = held is not None and place.ledger.book(place.thread, held).tally.ended is None
+    opened = _opened(state, place, unfinished)
     book = place.ledger.book(place.thread, opened.run)
     started = _started(place.ledger.about(_keys(state, opened)))
     plan = _plan(state, opened, place, book, started, config, deps)
@@ -95,7 +97,11 @@ async def adecide(
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
     place = Place.of(config)
-    opened = _opened(state, place)
+    held = _held_run(state)
+    unfinished = (
+        held is not None and (await place.ledger.abook(place.thread, held)).tally.ended is None
+    )
+    opened = _opened(state, place, unfinished)
     book = await place.ledger.abook(place.thread, opened.run)
     started = _started(await place.ledger.aabout(_keys(state, opened)))
     plan = _plan(state, opened, place, book, started, config, deps)
@@ -143,11 +149,18 @@ def _rewritten(
     return out
 
 
-def _opened(state: DecideChannels, place: Place) -> Opened:
+def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
     return opening(
         state.get("messages") or [], state.get("goal"), state.get("step"), place.thread,
-        place.saved,
+        place.saved, unfinished,
     )  # fmt: skip
+
+
+def _held_run(state: DecideChannels) -> str | None:
+    """The run of the step in hand, when a goal arrives (whether it ended decides whether the
+    same goal again is the same run)."""
+    held = held_step(state.get("step")) if state.get("goal") is not None else None
+    return held.run if held is not None else None
 
 
 def _keys(state: DecideChannels, opened: Opened) -> list[str]:
@@ -213,8 +226,14 @@ def _plan(
 
 def _cut_in(plan: Planned, state: DecideChannels, started: dict[str, str | None]) -> None:
     """End the unfinished run this decision's new message cut short: its waiting calls
-    answered in the conversation, its end recorded."""
+    answered in the conversation, its end recorded. (The same goal sent again while the run
+    waits ends only the waiting step: its calls answered, the run going on.)"""
     opened = plan.opened
+    if not opened.new:
+        answers = settled(opened.waiting, started)
+        plan.update["messages"] = answers
+        opened.messages = [*opened.messages, *answers]
+        return
     rewritten, at = cut_short(opened.messages, opened.at, opened.waiting, started)
     plan.update["messages"] = rewritten
     opened.messages, opened.at = list(rewritten.value), at

@@ -47,7 +47,7 @@ class ExecuteChannels(TypedDict, total=False):
 def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
     place = Place.of(config)
-    step = run_step(state, "execute", place.saved)
+    step = run_step(state, "execute", place.saved, config)
     ledger = place.ledger
     book = ledger.book(place.thread, step.run)
     plan = Plan.of(step, state.get("messages") or [], book, place, deps, config)
@@ -77,7 +77,7 @@ async def aexecute(
 ) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
     place = Place.of(config)
-    step = run_step(state, "execute", place.saved)
+    step = run_step(state, "execute", place.saved, config)
     ledger = place.ledger
     book = await ledger.abook(place.thread, step.run)
     plan = Plan.of(step, state.get("messages") or [], book, place, deps, config)

@@ -38,7 +38,7 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     """Let the proposed calls through (their permits recorded), settle them with what the
     model is shown instead, or stop the run."""
     place = Place.of(config)
-    step = run_step(state, "gate", place.saved)
+    step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
     update, records = gated(step, state.get("messages") or [], book, place, deps, config)
     place.ledger.append(records)
@@ -48,7 +48,7 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
 async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async twin of ``gate``."""
     place = Place.of(config)
-    step = run_step(state, "gate", place.saved)
+    step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
     update, records = gated(step, state.get("messages") or [], book, place, deps, config)
     await place.ledger.aappend(records)
@@ -73,7 +73,7 @@ def gated(
             gate_spans.decided(deps.spans, span, checked, deps.policy.require_approval)
         if isinstance(checked, Stop):
             extended = keeper.held.records(place.thread, step.run)
-            return ending(step, checked, call.id, keeper.usage.steps), extended
+            return ending(step, checked, call.id, keeper.step), extended
         calls.append(checked)
     records = [*keeper.held.records(place.thread, step.run), *keeper.records]
     linked = tracing.carry(deps.spans, step.traceparent, config)

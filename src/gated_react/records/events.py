@@ -1,27 +1,37 @@
 """Node updates turned into events: what the live view shows and the run log records.
 
-``Tracker`` follows one run through LangGraph's ``stream_mode="updates"`` chunks and keeps the
-counters a single update does not carry (tokens and seconds so far, tool calls made).
+``Tracker`` follows one thread through LangGraph's ``stream_mode="updates"`` chunks, streamed
+with every channel (``streamed``), so the private ``step`` each node hands the next is seen.
+What a single update does not carry is read from the run's record (``runs.run_book``): the
+steps, tool calls, tokens, seconds and dollars so far, the budgets a human extended, what the
+run ran under.
 
 The decision shown after decide, validate, gate and observe is the branch the graph's own router
-(``gated_react.routing``) takes on the node's update, in the word the CLI shows for it: a change
-to a node and its router needs no second edit here.
+(``gated_react.routing``) takes on the step in hand, in the word the CLI shows for it: a change
+to a node and its router needs no second edit here. A call the gate refused and shows the model
+why is a call of the step with ``shown``: the gate's word for it is ``allowed`` (it goes on to
+execute, which answers it), its observation the refusal.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from gated_react import routing
 from gated_react.errors import one_line
 from gated_react.records.run_log import FIELDS
 from gated_react.redact import redact
 
-Described = tuple[dict[str, Any] | None, str | None, str | None]  # action, decision, observation
+if TYPE_CHECKING:
+    from gated_react.runs import Graph
+
+Described = tuple[dict[str, Any] | None, str | None]  # action, observation
+Step = dict[str, Any]
+"""The step in hand as stored (``state.Step`` as plain JSON)."""
 
 DECIDE_WORDS: dict[routing.AfterDecide, str] = {"reply": "proposed", "stop": "failed"}
 """The decision shown for each branch of ``routing.after_decide``."""
@@ -43,6 +53,20 @@ OBSERVE_WORDS: dict[routing.AfterObserve, str] = {
     "stop": "stopped",
 }
 """The decision shown for each branch of ``routing.after_observe``."""
+_ROUTED: dict[str, tuple[str, Mapping[Any, str], Mapping[Any, str]]] = {
+    "decide": ("after_decide", routing.AFTER_DECIDE, DECIDE_WORDS),
+    "validate": ("after_validate", routing.AFTER_VALIDATE, VALIDATE_WORDS),
+    "gate": ("after_gate", routing.AFTER_GATE, GATE_WORDS),
+    "observe": ("after_observe", routing.AFTER_OBSERVE, OBSERVE_WORDS),
+}
+"""Each routed node's router (by name: looked up when used), its path map and its words."""
+
+
+def streamed(graph: Graph) -> Graph:
+    """``graph`` streaming every channel: its nodes' updates then carry the private ``step``
+    (a graph streams only its public channels, which validate and gate never write)."""
+    keys = [name for name in graph.channels if not name.startswith(("__", "branch:"))]
+    return graph.copy(update={"stream_channels": keys})
 
 
 def clip(value: Any, limit: int = 120) -> str:
@@ -82,7 +106,7 @@ class Event:
     cost: float | None = None
     """US dollars spent so far; None when unpriced."""
     context: dict[str, Any] | None = None
-    """What the run ran under (``State.run_context``), on the event of its first decision."""
+    """What the run ran under (``RunContext``, from its record), on the event that opened it."""
 
     def record(self) -> dict[str, Any]:
         """The run-log line: the fixed fields first, optional ones only when set."""
@@ -95,136 +119,232 @@ class Event:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Uncounted:
+    """An event before the run's record is read for its counters (``Tracker.counted``)."""
+
+    event: Event
+    opens: bool = False
+    """The update opened a run: its event carries what the run runs under."""
+
+
 @dataclass
 class Tracker:
-    """Follows one thread; ``event(node, update)`` for every streamed update."""
+    """Follows one thread; ``event(node, update)`` for every streamed update. ``saver``: the
+    checkpointer the run is stored in, whose record holds the counters (None: no record, the
+    counters stay 0). A host whose saver is async reads the record itself: ``uncounted`` for
+    the update, then ``counted`` with the run's book (``runs.arun_book``)."""
 
     thread: str
-    usage: dict[str, Any] = field(default_factory=dict)
-    extensions: list[Any] = field(default_factory=list)
-    """Budget extensions granted so far (``State.extensions``, as stored)."""
-    stop_reason: str | None = None
+    saver: Any = None
     secrets: tuple[str, ...] = ()
     """Keys to mask in every text before it is clipped, so no cut leaves part of one."""
+    held: Step = field(default_factory=dict)
+    """The step in hand as the last update that wrote it left it."""
+    next_node: str | None = None
+    """Where the graph went after the last event (the node a question comes from)."""
+
+    def book(self) -> Any:
+        """The record of the thread's latest run, read up to now (``runs.run_book``; sync
+        savers); None without a saver."""
+        from gated_react.runs import run_book
+
+        return run_book(self.saver, self.thread) if self.saver is not None else None
+
+    @property
+    def extensions(self) -> list[dict[str, Any]]:
+        """The budget extensions a human granted the run, from its record (plain JSON)."""
+        book = self.book()
+        granted = book.tally.extensions if book is not None else []
+        return [extension.model_dump(mode="json") for extension in granted]
 
     def event(self, node: str, update: Any) -> Event:
-        update = masked(
-            update if isinstance(update, dict) else {"interrupts": update}, self.secrets
-        )
-        if isinstance(update.get("usage"), dict):
-            self.usage = update["usage"]
-        if isinstance(update.get("extensions"), list):
-            self.extensions = update["extensions"]
-        stop = update.get("stop_reason")
-        self.stop_reason = stop or self.stop_reason
-        action, decision, observation = _DESCRIBE.get(node, _other)(update)
-        if node == "__interrupt__":  # the node that asked: gate (approval) or execute
-            node = "execute" if (action or {}).get("kind") == "outcome_unknown" else "gate"
-        if node == "stop":
-            stop = self.stop_reason
-        elif node == "finish":
-            stop = update.get("stop_reason")
-        return self.make(
-            node,
-            action=action,
-            decision=decision,
-            stop_reason=stop,
-            observation=observation,
-            message=update.get("message"),
-            context=update.get("run_context"),
-        )
+        return self.counted(self.uncounted(node, update), self.book())
 
-    def make(
-        self,
-        node: str,
-        *,
-        action: dict[str, Any] | None = None,
-        decision: str | None = None,
-        stop_reason: str | None = None,
-        observation: str | None = None,
-        message: str | None = None,
-        context: dict[str, Any] | None = None,
-    ) -> Event:
-        return Event(
-            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
-            thread=self.thread,
-            step=int(self.usage.get("steps", 0)),
-            node=node,
-            action=action,
-            decision=decision,
-            stop_reason=stop_reason,
-            tokens=int(self.usage.get("tokens", 0)),
-            seconds=float(self.usage.get("seconds", 0.0)),
-            tool_calls=int(self.usage.get("tool_calls") or 0),
-            observation=observation,
-            message=message,
-            cost=_dollars(self.usage.get("cost")),
+    def make(self, node: str, **fields: Any) -> Event:
+        """A run-level event (started, resumed, interrupted) with the counters so far."""
+        return self.counted(Uncounted(_event(self.thread, node, **fields)), self.book())
+
+    def uncounted(self, node: str, update: Any) -> Uncounted:
+        """What ``update`` says, without reading anything."""
+        if node == "__interrupt__":
+            return Uncounted(self._asked(update))
+        update = masked(_plain(update), self.secrets)
+        if isinstance(update.get("step"), dict):
+            self.held = update["step"]
+        branch, decision = _branch(node, self.held)
+        action, observation = _DESCRIBE.get(node, _other)(self.held, update, branch)
+        self.next_node = _after(node, branch)
+        ending = self.held.get("ending") or {}
+        stop = update.get("stop_reason") if node in ("finish", "stop") else None
+        if node == "stop":
+            stop = stop or ending.get("reason")
+        said = _event(self.thread, node, action=action, decision=decision, stop_reason=stop,
+                      observation=observation, message=update.get("message"))  # fmt: skip
+        return Uncounted(said, opens=node == "decide" and _opens(update))
+
+    def counted(self, uncounted: Uncounted, book: Any) -> Event:
+        """The event with the run's counters (and, on the event that opened the run, what it
+        runs under) as ``book`` has them (None: no record, counters 0)."""
+        from gated_react.state import Usage
+
+        usage = book.tally.usage() if book is not None else Usage()
+        opened = book.tally.opened if book is not None else None
+        context = None
+        if uncounted.opens and opened is not None:
+            context = masked(dict(opened.body), self.secrets)
+        return replace(
+            uncounted.event,
+            step=usage.steps,
+            tokens=usage.tokens,
+            seconds=usage.seconds,
+            tool_calls=usage.tool_calls,
+            cost=usage.cost,
             context=context,
         )
 
+    def _asked(self, update: Any) -> Event:
+        """A question the run waits on, as the node that asked it (the one the graph went to
+        after the last event; a resumed run asks again where it waited)."""
+        found = list(update or ())
+        value = getattr(found[0], "value", {}) if found else {}
+        value = masked(value if isinstance(value, dict) else {}, self.secrets)
+        action = {"kind": value.get("kind"), **_call(value.get("tool"), value.get("args"))}
+        node = self.next_node
+        if node is None:
+            node = "execute" if value.get("kind") == "outcome_unknown" else "gate"
+        return _event(self.thread, node, action=action, decision="paused")
 
-def _dollars(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+
+def _event(thread: str, node: str, **fields: Any) -> Event:
+    """An event now, its counters 0 (``Tracker.counted`` fills them)."""
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    described = {"action": None, "decision": None, "stop_reason": None} | fields
+    return Event(time=now, thread=thread, step=0, node=node, tokens=0, seconds=0.0,
+                 tool_calls=0, **described)  # fmt: skip
+
+
+def _branch(node: str, step: Step) -> tuple[str | None, str | None]:
+    """The branch the graph's router takes on the step after ``node``, and its word (the
+    words of the nodes that end a run, or none)."""
+    if node == "execute":
+        return None, _execute_word(step)
+    found = _ROUTED.get(node)
+    if found is None:
+        return None, _ENDS.get(node)
+    name, _, words = found
+    branch = getattr(routing, name)(_route(step))
+    return branch, words[branch]
+
+
+_ENDS = {"finish": "answered", "stop": "stopped"}
+
+
+def _after(node: str, branch: str | None) -> str | None:
+    """The node the graph goes to after ``node`` took ``branch``."""
+    if node == "execute":
+        return "observe"
+    found = _ROUTED.get(node)
+    return None if found is None else found[1][branch]
+
+
+def _plain(update: Any) -> dict[str, Any]:
+    """A node's update with its messages as their type and text (so secrets in them are masked
+    like any other text); a node that wrote nothing as an empty update."""
+    if not isinstance(update, dict):
+        return {}
+    written = update.get("messages")
+    written = getattr(written, "value", written)  # an Overwrite: the messages it writes
+    if not isinstance(written, list | tuple):
+        return update
+    said = [{"type": getattr(m, "type", None), "text": _text(m)} for m in written]
+    return {**update, "messages": said}
+
+
+def _text(message: Any) -> str:
+    text = getattr(message, "text", "")
+    return str(text)
+
+
+def _said(update: dict[str, Any], kind: str) -> list[str]:
+    """The text of each message of ``kind`` an update writes."""
+    return [m["text"] for m in update.get("messages") or () if m.get("type") == kind]
+
+
+def _opens(update: dict[str, Any]) -> bool:
+    """A decision that opens a run writes its question (a goal made the human message)."""
+    return bool(_said(update, "human"))
 
 
 def _call(name: Any, args: Any) -> dict[str, Any]:
     return {"tool": name, "args": args}
 
 
-def _route(update: dict[str, Any]) -> routing.Route:
-    """A node's update as the routers read channels (plain JSON, as stored)."""
-    return cast("routing.Route", update)
+def _route(step: Step) -> routing.Route:
+    """The step as the routers read it (plain JSON, as stored)."""
+    return cast("routing.Route", {"step": step})
 
 
-def _decide(update: dict[str, Any]) -> Described:
-    decision = DECIDE_WORDS[routing.after_decide(_route(update))]
-    reply = update.get("reply")
-    if not isinstance(reply, dict):
-        return None, decision, None
+def _decide(step: Step, _update: dict[str, Any], _branch: Any) -> Described:
+    reply = step.get("reply")
+    if not isinstance(reply, dict) or step.get("ending"):
+        return None, None
     calls = reply.get("tool_calls") or reply.get("invalid_tool_calls") or []
     if len(calls) == 1:
-        return _call(calls[0].get("name"), calls[0].get("args")), decision, None
+        return _call(calls[0].get("name"), calls[0].get("args")), None
     if calls:
-        return {"tools": [c.get("name") for c in calls]}, decision, None
-    return {"text": clip(reply.get("text", ""))}, decision, None
+        return {"tools": [c.get("name") for c in calls]}, None
+    return {"text": clip(reply.get("text", ""))}, None
 
 
-def _validate(update: dict[str, Any]) -> Described:
-    branch = routing.after_validate(_route(update))
-    decision = VALIDATE_WORDS[branch]
-    action = update.get("action") or {}
-    if branch == "tool" and action.get("kind") == "tools":
-        return {"tools": [c.get("name") for c in action.get("calls") or ()]}, decision, None
+def _validate(step: Step, _update: dict[str, Any], branch: Any) -> Described:
     if branch == "tool":
-        return _call(action.get("name"), action.get("args")), decision, None
+        return _calls(step.get("calls") or [{}]), None
     if branch == "final":
-        return {"final": clip(action.get("answer", ""))}, decision, None
+        return {"final": clip((step.get("answer") or {}).get("text", ""))}, None
     if branch == "retry":
-        return {"why": (update.get("retry") or {}).get("why")}, decision, None
-    return None, decision, None
+        return {"why": (step.get("retry") or {}).get("why")}, None
+    return None, None
 
 
-def _gate(update: dict[str, Any]) -> Described:
-    branch = routing.after_gate(_route(update))
-    decision = GATE_WORDS[branch]
-    if branch == "stop":  # the stopping call is traced last (after any budget extended first)
-        trace = update.get("trace") or [{}]
-        return {"tool": trace[-1].get("tool")}, decision, None
-    calls = update.get("calls") or [{}]
-    action = _calls(calls)
-    return action, decision, None
+def _gate(step: Step, _update: dict[str, Any], branch: Any) -> Described:
+    calls = step.get("calls") or [{}]
+    if branch == "stop":
+        stopper = _stopper(step)
+        return ({"tool": stopper.get("tool")} if stopper else None), None
+    refusals = [_shown(call) for call in calls if call.get("shown")]
+    observation = clip(refusals[0] if len(refusals) == 1 else refusals) if refusals else None
+    return _calls(calls), observation
 
 
-def _execute(update: dict[str, Any]) -> Described:
-    calls = update.get("calls") or [{}]
-    outcomes = [c.get("outcome") or {} for c in calls]
-    decision = "ok" if all(o.get("ok") for o in outcomes) else "error"
-    # A call that never returned (its outcome unknown after a crash) has no observation: its
-    # error says why (it read "-> null").
-    shown = [
-        o["observation"] if o.get("observation") is not None else o.get("error") for o in outcomes
-    ]
-    return _calls(calls, args=False), decision, clip(shown[0] if len(shown) == 1 else shown, 200)
+def _stopper(step: Step) -> dict[str, Any] | None:
+    """The call that stopped the step, if one did."""
+    wanted = (step.get("ending") or {}).get("call")
+    return next((c for c in step.get("calls") or () if c.get("id") == wanted), None)
+
+
+def _shown(call: dict[str, Any]) -> str:
+    """What the model is shown of a call the gate settled: a refusal's reason, else the text
+    (a reminder, a human's answer)."""
+    shown = call.get("shown") or {}
+    return str(shown.get("error") or shown.get("text") or "")
+
+
+def _execute(step: Step, update: dict[str, Any], _branch: Any) -> Described:
+    calls = step.get("calls") or [{}]
+    ending = step.get("ending") or {}
+    results = _said(update, "tool")
+    shown: Any = results[0] if len(results) == 1 else results
+    if ending and not results:  # nothing came back (an outcome unknown): why, not "null"
+        shown = ending.get("reason")
+    return _calls(calls, args=False), clip(shown, 200)
+
+
+def _execute_word(step: Step) -> str:
+    """``ok`` when every call of the step ran and returned, else ``error``."""
+    calls = step.get("calls") or [{}]
+    fine = all((c.get("outcome") or {}).get("ok") for c in calls)
+    return "ok" if fine and not step.get("ending") else "error"
 
 
 def _calls(calls: list[dict[str, Any]], *, args: bool = True) -> dict[str, Any]:
@@ -235,39 +355,27 @@ def _calls(calls: list[dict[str, Any]], *, args: bool = True) -> dict[str, Any]:
     return _call(call.get("tool"), call.get("args")) if args else {"tool": call.get("tool")}
 
 
-def _observe(update: dict[str, Any]) -> Described:
-    trace = update.get("trace") or [{}]
-    decision = OBSERVE_WORDS[routing.after_observe(_route(update))]
-    return {"tool": trace[0].get("tool")}, decision, None
+def _observe(step: Step, _update: dict[str, Any], _branch: Any) -> Described:
+    return _calls(step.get("calls") or [{}], args=False), None
 
 
-def _finish(update: dict[str, Any]) -> Described:
-    return {"final": clip(update.get("answer", ""))}, "answered", None
+def _finish(step: Step, update: dict[str, Any], _branch: Any) -> Described:
+    answer = (step.get("answer") or {}).get("text")
+    if answer is None:
+        said = _said(update, "ai")
+        answer = said[-1] if said else ""
+    return {"final": clip(answer)}, None
 
 
-def _stop(_update: dict[str, Any]) -> Described:
-    return None, "stopped", None
+def _other(_step: Step, _update: dict[str, Any], _branch: Any) -> Described:
+    return None, None
 
 
-def _interrupt(update: dict[str, Any]) -> Described:
-    found = list(update.get("interrupts") or ())
-    value = getattr(found[0], "value", {}) if found else {}
-    value = value if isinstance(value, dict) else {}
-    action = {"kind": value.get("kind"), **_call(value.get("tool"), value.get("args"))}
-    return action, "paused", None
-
-
-def _other(_update: dict[str, Any]) -> Described:
-    return None, None, None
-
-
-_DESCRIBE: dict[str, Callable[[dict[str, Any]], Described]] = {
+_DESCRIBE: dict[str, Callable[[Step, dict[str, Any], Any], Described]] = {
     "decide": _decide,
     "validate": _validate,
     "gate": _gate,
     "execute": _execute,
     "observe": _observe,
     "finish": _finish,
-    "stop": _stop,
-    "__interrupt__": _interrupt,
 }

@@ -3,6 +3,11 @@
 A job is deferred by the task's name, so a client (the CLI answering a question, an
 application starting runs) needs neither the workers' code nor their graph: the workers
 register the task under ``TASK`` (``gated_react.workers.make_app``) and take the jobs.
+
+With a store key, a job that carries an answer carries its signature too (HMAC-SHA256 over the
+thread, the question, the answer and the context): a worker whose store has a key refuses an
+answer without one, so a row written into the queue by anyone with the database's credentials
+alone never approves a call.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from typing import Any
 import procrastinate
 
 from gated_react.runs import NO_ANSWER
+from gated_react.state.calls import canonical
 from gated_react.store.checkpointer import StoreError, StoreURL
+from gated_react.store.key import KeyInput, StoreKey, framed_digest, store_key
 
 QUEUE = "gated-react"
 """The procrastinate queue the jobs go to."""
@@ -75,20 +82,74 @@ def enqueue_resume(
     question: str | None = None,
     once: bool = False,
     context: dict[str, Any] | None = None,
+    key: KeyInput | StoreKey | None = None,
 ) -> int:
     """Queue a resume; returns its job id. ``answer`` replies to the question the paused run
     waits on (only to the one whose ``id`` is ``question``, if given: a repeated answer then
     never answers another; its job ends ``refused``). With ``once`` and a ``question``, a
     second answer to it while the first waits in the queue is not queued: procrastinate's
     ``AlreadyEnqueued`` (the database decides, so two callers at once queue one).
-    ``context`` as for ``enqueue_run``: a resume needs it again."""
+    ``context`` as for ``enqueue_run``: a resume needs it again. An answer is signed with
+    ``key``, by default ``GATED_REACT_STORE_KEY`` (unsigned without one): workers with a
+    store key run only answers signed with it."""
     kwargs: dict[str, Any] = {"thread_id": thread_id}
     if context is not None:
         kwargs["context"] = context
     if answer is not NO_ANSWER:
         kwargs["answer"] = answer
+        signing = _signing_key(key)
+        if signing is not None:
+            kwargs[SIGNATURE] = signing.sign(_answer_digest(thread_id, question, answer, context))
     lock = None
     if question is not None:
         kwargs["question"] = question
         lock = _answer_lock(thread_id, question) if once else None
     return int(_deferrer(app, thread_id, lock).defer(**kwargs))
+
+
+SIGNATURE = "signature"
+"""The job argument that holds an answer's signature."""
+
+
+def answer_refused(
+    key: StoreKey | None,
+    signature: Any,
+    *,
+    thread_id: str,
+    question: str | None,
+    answer: Any,
+    context: Any = None,
+) -> str | None:
+    """Why a worker holding ``key`` must not take a queued answer (one line), or None: it
+    carries no signature, or one this key does not make for it. Without a key, nothing is."""
+    if key is None:
+        return None
+    if not isinstance(signature, str):
+        return (
+            "answer refused: the job carries no signature, and this worker's store has a key "
+            "(queue answers with gated-react answer, or enqueue_resume under the store key)"
+        )
+    if not key.holds(_answer_digest(thread_id, question, answer, context), signature):
+        return (
+            "answer refused: the job's signature does not match its thread, question and "
+            "answer under this worker's store key (changed in the queue, or signed with "
+            "another key)"
+        )
+    return None
+
+
+def _answer_digest(thread_id: str, question: str | None, answer: Any, context: Any) -> bytes:
+    return framed_digest("gated-react/queued-answer/1", TASK, thread_id, question or "",
+                         canonical(answer), canonical(context))  # fmt: skip
+
+
+def _signing_key(key: KeyInput | StoreKey | None) -> StoreKey | None:
+    """``key``, or the settings' store key when none is given."""
+    if key is None:
+        from gated_react.settings import Settings
+
+        key = Settings().store_keys()
+    try:
+        return store_key(key)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None

@@ -2,7 +2,8 @@
 
 One SQL query finds the newest checkpoint id per thread (checkpoint ids are time-ordered UUIDs,
 and the savers' primary key ``(thread_id, checkpoint_ns, checkpoint_id)`` serves the grouping);
-then only the rows shown are loaded, without building a graph or replaying any history.
+then only the rows shown are read (their conversation, which holds the goal, rebuilt from its
+last snapshot), and each run's steps, tokens and cost come from its record.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from gated_react.records.store import pg_connection, readable
-from gated_react.stops import ended_status
+from gated_react.records.store import check_signed, pg_connection, readable
 
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
@@ -78,27 +78,30 @@ class QuestionRow:
 def latest_runs(saver: Any, limit: int) -> tuple[list[RunRow], int]:
     """The ``limit`` most recently updated threads, newest first, and how many there are."""
     ids, total = _latest_ids(saver, limit)
-    rows: list[RunRow] = []
-    for thread_id, found in _load(saver, ids):
-        with readable(thread_id):  # values of the wrong shape: one line naming the thread
-            rows.append(_row(thread_id, found))
+    rows = [_row(thread_id, found) for thread_id, found in _load(saver, ids)]
     return rows, total
 
 
 def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
     """The open questions of up to ``limit`` threads, the longest waiting first."""
-    from gated_react.runs import questions
-
     rows: list[QuestionRow] = []
     for thread_id, found in _load(saver, _waiting_ids(saver, limit)):
         with readable(thread_id):
-            values = found.checkpoint.get("channel_values", {})
-            asked = [i for write in found.pending_writes or () if _asks(write) for i in write[2]]
-            rows.extend(_question(thread_id, found, values, one) for one in questions(asked))
+            since, goal = _local(found.snapshot.created_at or ""), goal_of(found.result)
+            rows.extend(_question(thread_id, one, since, goal) for one in found.result["pending"])
     return rows
 
 
-def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) -> QuestionRow:
+def goal_of(result: Mapping[str, Any]) -> str:
+    """The goal of a thread's latest run: the text of its last human message."""
+    for message in reversed(result.get("messages") or ()):
+        if getattr(message, "type", None) == "human":
+            text = message.text
+            return text if isinstance(text, str) else str(text)
+    return ""
+
+
+def _question(thread_id: str, asked: Any, since: str, goal: str) -> QuestionRow:
     asked = asked if isinstance(asked, dict) else {"value": asked}
     step = asked.get("step")
     return QuestionRow(
@@ -108,22 +111,29 @@ def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) ->
         args=asked.get("args"),
         kind=None if asked.get("kind") is None else str(asked["kind"]),
         step=step if isinstance(step, int) else None,
-        since=_local(found.checkpoint.get("ts", "")),
-        goal=str(values.get("goal", "")),
+        since=since,
+        goal=goal,
     )
 
 
-def _asks(write: Any) -> bool:
-    """A write of questions; one that holds anything but interrupts is damage, not silence."""
-    if write[1] != "__interrupt__":
-        return False
-    if not isinstance(write[2], list | tuple):
-        raise TypeError(f"its open question decodes to {type(write[2]).__name__}")
-    return True
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A thread as stored at one checkpoint: LangGraph's snapshot and the result it makes."""
+
+    snapshot: Any
+    result: Any
 
 
-def _load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, Any]]:
-    """The stored checkpoint of each ``(thread, checkpoint id)``, skipping vanished ones."""
+def _load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, _Found]]:
+    """The state at each ``(thread, checkpoint id)``, skipping vanished ones; a thread this
+    version cannot read is one line naming it (signed with a key this store was opened
+    without, or damaged)."""
+    if not ids:
+        return  # nothing to read: the graph's stack is not even loaded
+    from gated_react.graph import idle_graph
+    from gated_react.runs import from_snapshot, run_book
+
+    reader = idle_graph(saver)
     for thread_id, checkpoint_id in ids:
         config = {
             "configurable": {
@@ -133,9 +143,15 @@ def _load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, Any]]:
             }
         }
         with readable(thread_id):
-            found = saver.get_tuple(config)
-        if found is not None:
-            yield thread_id, found
+            try:
+                snapshot = reader.get_state(config)  # type: ignore[arg-type]
+            except Exception:
+                stored = saver.get_tuple(config)
+                check_signed(saver, thread_id, stored.metadata if stored else None)
+                raise
+        if snapshot.values:
+            result = from_snapshot(snapshot, thread_id, run_book(saver, thread_id))
+            yield thread_id, _Found(snapshot, result)
 
 
 def _waiting_ids(saver: Any, limit: int) -> list[tuple[str, str]]:
@@ -150,8 +166,14 @@ def _waiting_ids(saver: Any, limit: int) -> list[tuple[str, str]]:
             cur.execute(_WAITING.format(writes="checkpoint_writes", param="%s"), (limit,))
             return [(r["thread_id"], r["latest"]) for r in cur.fetchall()]
     ids, _ = _scan(saver, None)  # any other saver (the in-memory one): check each thread
-    waiting = [(thread, found) for thread, found in _load(saver, ids) if _open(found)]
-    return [(t, f.config["configurable"]["checkpoint_id"]) for t, f in waiting[::-1][:limit]]
+    waiting = [(thread, cid) for thread, cid in ids if _open(_stored(saver, thread, cid))]
+    return waiting[::-1][:limit]
+
+
+def _stored(saver: Any, thread_id: str, checkpoint_id: str) -> Any:
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id":
+                               checkpoint_id}}  # fmt: skip
+    return saver.get_tuple(config)
 
 
 def _open(found: Any) -> bool:
@@ -190,21 +212,19 @@ def _scan(saver: Any, limit: int | None) -> tuple[list[tuple[str, str]], int]:
     return ordered[:limit], len(latest)
 
 
-def _row(thread_id: str, found: Any) -> RunRow:
-    values = found.checkpoint.get("channel_values", {})
-    usage = values.get("usage") or {}
-    waiting = any(write[1] == "__interrupt__" for write in found.pending_writes or ())
-    status = ended_status(values) or ("paused" if waiting else "unfinished")
-    options = started_with(found.metadata) or {}
+def _row(thread_id: str, found: _Found) -> RunRow:
+    result, usage = found.result, found.result["usage"]
+    status = result["status"] or "unfinished"
+    options = started_with(found.snapshot.metadata) or {}
     return RunRow(
         thread_id=thread_id,
         status=status,
-        stop_reason=values.get("stop_reason"),
+        stop_reason=result["stop_reason"],
         steps=int(usage.get("steps", 0)),
         tokens=int(usage.get("tokens", 0)),
         cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
-        updated=_local(found.checkpoint.get("ts", "")),
-        goal=str(values.get("goal", "")),
+        updated=_local(found.snapshot.created_at or ""),
+        goal=goal_of(result),
         model=model if isinstance(model := options.get("model"), str) else None,
     )
 

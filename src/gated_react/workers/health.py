@@ -9,12 +9,15 @@
 The server runs on a daemon thread of the worker process, so a busy or blocked event loop still
 answers (with 503). Each connection has a thread of its own, at most ``MAX_CONNECTIONS`` at once,
 and is closed after ``IDLE_SECONDS`` of silence: a client that opens connections and sends
-nothing cannot exhaust the worker.
+nothing cannot exhaust the worker. When all are taken, the connection silent the longest (no
+request line yet) is closed to serve the new one, so idle connections never turn a probe away.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,33 +142,63 @@ class HealthServer(ThreadingHTTPServer):
         self.serving = 0
         """Connections served now, each on a thread of its own."""
         self._count = threading.Lock()
+        self._silent: dict[Any, None] = {}
+        """The connections that have sent no request line yet, the longest silent first."""
+        self._dropped: set[Any] = set()
+        """Connections closed to make room, whose threads are still ending (counted out)."""
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._count:
-            full = self.serving >= self.limit
-            self.serving += not full
-        if full:
-            self.shutdown_request(request)  # the probe tries again
-            return
+            if self.serving < self.limit:
+                self.serving += 1
+            elif self._silent:  # the longest silent makes room: its read ends at once, empty
+                oldest = next(iter(self._silent))
+                del self._silent[oldest]
+                self._dropped.add(oldest)
+                _hang_up(oldest)
+            else:
+                self.shutdown_request(request)  # every slot is answering a request: try again
+                return
+            self._silent[request] = None
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._ended()
+            self._ended(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._ended()
+            self._ended(request)
 
-    def _ended(self) -> None:
+    def _ended(self, request: Any) -> None:
         with self._count:
-            self.serving -= 1
+            self._silent.pop(request, None)
+            if request in self._dropped:
+                self._dropped.discard(request)
+            else:
+                self.serving -= 1
+
+    def spoke(self, request: Any) -> None:
+        """``request`` sent its request line: it is no longer the one to close first."""
+        with self._count:
+            self._silent.pop(request, None)
+
+
+def _hang_up(request: Any) -> None:
+    """End a connection another thread reads: its read returns at once, empty."""
+    with contextlib.suppress(OSError):
+        request.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(BaseHTTPRequestHandler):
     owner: Health
+    server: HealthServer
+
+    def parse_request(self) -> bool:
+        self.server.spoke(self.request)
+        return super().parse_request()
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]

@@ -18,9 +18,11 @@ from typing import Any
 import procrastinate
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
+from gated_react.records.queue import answer_refused
 from gated_react.runs import NO_ANSWER, Graph, NotWaiting, ThreadExists, aresume, arun
 from gated_react.state import ThreadResult
 from gated_react.store.locks import ThreadBusy
+from gated_react.store.signed import key_of
 from gated_react.workers.connections import on_one_connection, store_lost
 from gated_react.workers.watch import Job, Watch
 
@@ -38,15 +40,25 @@ async def advance(
     answer: Any = NO_ANSWER,
     question: str | None = None,
     context: Any = None,
+    signature: str | None = None,
 ) -> str:
     """The job: start the run on a new thread, else continue it (answering its question);
-    ``context`` is the run's LangGraph context (``enqueue_run(context=)``)."""
+    ``context`` is the run's LangGraph context (``enqueue_run(context=)``). Under a store
+    key, an answer runs only with its signature (``records.queue.answer_refused``)."""
     extra = job_context.additional_context
     watch: Watch = extra["watch"]
     async with (
         watch.job(job_context, thread_id) as job,  # its log lines, counters and run log
         on_one_connection(extra["graph"], extra["pool"]) as graph,
     ):
+        job.saver = graph.checkpointer
+        if answer is not NO_ANSWER:
+            key = key_of(graph.checkpointer)
+            refused = answer_refused(key, signature, thread_id=thread_id, question=question,
+                                     answer=answer, context=context)  # fmt: skip
+            if refused is not None:  # nothing runs; the run goes on waiting for its answer
+                job.refuse(refused)
+                return refused
         attempts = job_context.job.attempts
         asked = _Asked(goal, answer, question, context)
         return await _advance(graph, thread_id, asked, attempts=attempts, job=job)
@@ -79,8 +91,8 @@ async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int
             graph, thread_id, answer, question=question, on_update=watch, context=context
         )
     except NotWaiting as refused:  # a repeated answer: the run is untouched and goes on waiting
-        job.refused = f"answer refused: {refused}"
-        return job.refused
+        job.refuse(f"answer refused: {refused}")
+        return f"answer refused: {refused}"
     return _status(job.done(result))
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import procrastinate
 
 from gated_react.errors import exception_line
-from gated_react.records.events import Tracker
+from gated_react.records.events import Tracker, Uncounted
 from gated_react.records.run_log import FILE_NAME, RunLog
 from gated_react.state import ThreadResult
 from gated_react.workers import log as worker_log
@@ -37,14 +37,22 @@ _WORKER_ID = "SELECT worker_id FROM procrastinate_jobs WHERE id = %(job)s"
 
 
 class Job:
-    """One job as it goes: pass ``on_update`` to the run, and its result to ``done``."""
+    """One job as it goes: pass ``on_update`` to the run, and its result to ``done``.
+
+    A run-log line carries the run's counters from its record, which an async saver reads
+    with ``await``: each update is described at once, then counted and written in order by a
+    chain of tasks (``settled`` waits for the last)."""
 
     def __init__(self, thread: str, writer: Writer, secrets: tuple[str, ...]) -> None:
         self.tracker = Tracker(thread, secrets=secrets)
         self.writer = writer
+        self.saver: Any = None
+        """The run's checkpointer (its record holds the counters), once the job has one."""
         self.result: ThreadResult | None = None
         self.refused: str | None = None
-        """Why the job's answer was refused (a repeated answer): the run goes on waiting."""
+        """Why the job's answer was refused (a repeated answer, or one not signed with the
+        store key): the run goes on waiting."""
+        self._written: asyncio.Task[None] | None = None
 
     def done(self, result: ThreadResult) -> ThreadResult:
         """The run's result, kept for the job's end line."""
@@ -58,11 +66,40 @@ class Job:
         return "waiting" if self.result["pending"] else "ended"
 
     def on_update(self, node: str, update: Any) -> None:
-        self.writer.write(self.tracker.event(node, update).record())
+        self._write(self.tracker.uncounted(node, update))
 
     def note(self, decision: str, message: str) -> None:
-        """A run-level event (started, resumed), as the CLI logs them."""
-        self.writer.write(self.tracker.make("run", decision=decision, message=message).record())
+        """A run-level event (started, resumed, refused), as the CLI logs them."""
+        self._write(Uncounted(self.tracker.make("run", decision=decision, message=message)))
+
+    def refuse(self, why: str) -> None:
+        """The job's answer is not taken (one line): logged, and the job ends ``refused``."""
+        self.refused = why
+        self.note("refused", why)
+
+    def _write(self, uncounted: Uncounted) -> None:
+        before, saver = self._written, self.saver
+        self._written = asyncio.get_running_loop().create_task(
+            self._counted(uncounted, before, saver)
+        )
+
+    async def _counted(
+        self, uncounted: Uncounted, before: asyncio.Task[None] | None, saver: Any
+    ) -> None:
+        if before is not None:
+            await before  # lines keep the order of the updates
+        book = None
+        if saver is not None:
+            from gated_react.runs import arun_book
+
+            with contextlib.suppress(Exception):  # a store lost here fails the job anyway
+                book = await arun_book(saver, self.tracker.thread)
+        self.writer.write(self.tracker.counted(uncounted, book).record())
+
+    async def settled(self) -> None:
+        """Every line of the job counted and handed to its writer."""
+        if self._written is not None:
+            await self._written
 
 
 class Watch:
@@ -117,6 +154,8 @@ class Watch:
                 worker_log.connection_lost(self.worker, exc)  # the job is retried
             raise
         finally:
+            with contextlib.suppress(Exception):  # its lines are the run's echo, not the run
+                await job.settled()
             await job.writer.aclose()
             self.health.job_ended(outcome)
             worker_log.job_ended(

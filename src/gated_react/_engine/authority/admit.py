@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_text, ask, question
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.spend import identity
 from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
 from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, canonical_json, loop_key
 from gated_react._engine.deps import NodeDeps
@@ -46,9 +47,13 @@ class Gatekeeper:
     seen: LoopIndex
     """This branch's calls in this run (from its conversation), with those admitted now."""
     counted: set[str]
-    """Call ids the record already counts."""
+    """The calls the record counts (``spend.identity``): one checked again (after a crash, in
+    a replay) is not counted, nor held to the budgets, twice."""
     messages: Sequence[BaseMessage] = ()
     """This branch's conversation (what a reviewer's ``when`` and description read)."""
+    step: int = 0
+    """The step on this branch (its decisions that made calls): what a question and a record
+    say the call belongs to, the same wherever the branch is replayed."""
     records: list[Record] = field(default_factory=list)
 
     def admit(self, call: Call, *, ask_here: bool = True) -> Call | Stop:
@@ -57,7 +62,7 @@ class Gatekeeper:
         ``ask_here=False``: a call under approval is left to a question asked after (about
         a call that may already have run)."""
         deps, name = self.deps, call.tool
-        if call.id not in self.counted:
+        if self._what(call) not in self.counted:
             over = enforce(
                 lambda budget: check_before_tool(self.usage, budget, name),
                 self.held, self.usage, self.config, self.usage.steps,
@@ -80,13 +85,15 @@ class Gatekeeper:
             if not isinstance(decided, tuple):
                 return decided
             call, answer = decided
-        return self._permit(call, "approval" if answer else "allow", answer)
+        asked_after = name in deps.policy.require_approval and not ask_here
+        rule = "approval" if answer else "asked after" if asked_after else "allow"
+        return self._permit(call, rule, answer)
 
     def _approve(self, call: Call) -> tuple[Call, dict[str, Any]] | Call | Stop:
         """Ask a human about ``call``: it as approved (maybe edited), the call they answered in
         place of the tool, or the stop their answer causes."""
         deps, name = self.deps, call.tool
-        asked = question("approval", name, call.args, self.usage.steps, self._why(call),
+        asked = question("approval", name, call.args, self.step, self._why(call),
                          allowed=deps.policy.decisions_for(name))  # fmt: skip
         decision = ask(asked, partial(check_args, deps.tools[name]))
         if decision.response is not None:
@@ -146,11 +153,16 @@ class Gatekeeper:
             )
         return self._shown(call, Shown(text=text, error=f"{StopReason.TOOL_REJECTED}:{name}"))
 
+    @staticmethod
+    def _what(call: Call) -> str:
+        return identity(call.id, call.tool, args_hash(call.args))
+
     def _permit(self, call: Call, rule: str, answer: dict[str, Any] | None) -> Call:
         keyed = self._keyed(call)
         body = {
             "call": call.id, "tool": call.tool, "args": canonical_json(call.args),
-            "policy": self.deps.context.policy_hash, "rule": rule, "step": self.usage.steps,
+            "args_hash": args_hash(call.args), "policy": self.deps.context.policy_hash,
+            "rule": rule, "step": self.step,
         }  # fmt: skip
         if answer is not None:
             body["answer"] = answer
@@ -161,7 +173,7 @@ class Gatekeeper:
         keyed = self._keyed(call).model_copy(update={"shown": shown})
         body = {
             "call": call.id, "tool": call.tool, "args_hash": args_hash(call.args),
-            "error": shown.error, "by_human": shown.by_human, "step": self.usage.steps,
+            "error": shown.error, "by_human": shown.by_human, "step": self.step,
         }  # fmt: skip
         self.records.append(Record(self.thread, self.run, Kind.REFUSED, keyed.key, body))
         return keyed
@@ -190,13 +202,13 @@ class Gatekeeper:
     def _keyed(self, call: Call) -> Call:
         """The call with its key, counted."""
         key = self.key_for(call)
-        if call.id not in self.counted:
+        if self._what(call) not in self.counted:
             per_tool = dict(self.usage.per_tool)
             per_tool[call.tool] = per_tool.get(call.tool, 0) + 1
             self.usage = self.usage.model_copy(
                 update={"tool_calls": self.usage.tool_calls + 1, "per_tool": per_tool}
             )
-            self.counted.add(call.id)
+            self.counted.add(self._what(call))
         self.seen.add(loop_key(call.tool, call.args))
         return call.model_copy(update={"key": key})
 
@@ -268,9 +280,18 @@ def gatekeeper(
         usage=tally.usage(),
         held=Limits(deps.policy, tally.extensions),
         seen=branch_calls(messages),
-        counted=set(tally.calls),
+        counted=set(tally.counted),
         messages=messages,
+        step=branch_step(messages),
     )
+
+
+def branch_step(messages: Sequence[BaseMessage]) -> int:
+    """The step the run is on, on this branch: its AI messages that made calls."""
+    at = question_at(messages)
+    if at is None:
+        return 0
+    return sum(1 for m in messages[at + 1 :] if isinstance(m, AIMessage) and m.tool_calls)
 
 
 def branch_calls(messages: Sequence[BaseMessage]) -> LoopIndex:

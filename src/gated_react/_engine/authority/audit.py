@@ -20,18 +20,20 @@ from gated_react.stops import has_ended
 
 
 def trace(records: Sequence[Record]) -> list[TraceEntry]:
-    """The audit log of a run, from its record."""
+    """The audit log of a run, from its record: a call is ``ok`` once it ran and returned (a
+    call let through that never finished is not), or a human answered in its place."""
     entries: dict[str, TraceEntry] = {}
     order: list[str] = []
     for rec in records:
         body, call = rec.body, str(rec.body.get("call") or rec.key)
         if rec.kind in (Kind.PERMIT, Kind.REFUSED) and call not in entries:
             refused = rec.kind is Kind.REFUSED
+            human = bool(body.get("by_human"))
             entries[call] = TraceEntry(
                 step=_step(body), tool=str(body.get("tool")),
                 args_hash=str(body.get("args_hash") or _hash_of(body.get("args"))),
-                ok=not refused, error=body.get("error") if refused else None,
-                by_human=True if body.get("by_human") else None,
+                ok=human, error=body.get("error") if refused and not human else None,
+                by_human=True if human else None,
             )  # fmt: skip
             order.append(call)
         elif rec.kind is Kind.DONE and call in entries:
@@ -63,8 +65,10 @@ def _ended(rec: Record, entries: dict[str, TraceEntry], order: list[str]) -> Non
 
 
 def _step(body: Mapping[str, Any]) -> int:
+    """The step a record belongs to: the model decisions made by then (the step's own
+    included: the gate checks a step's calls after its decision)."""
     found = body.get("step")
-    return found + 1 if isinstance(found, int) and found >= 0 else 0
+    return found if isinstance(found, int) and found >= 0 else 0
 
 
 def _hash_of(args: Any) -> str:

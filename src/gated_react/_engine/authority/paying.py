@@ -135,23 +135,25 @@ class Meter:
 
 
 def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -> dict[str, Any]:
-    """What a reply cost: its tokens by class (reported, else estimated: an estimate counts for
-    ``max_tokens``, never for money) and its price."""
+    """What a reply cost: its tokens (the reported total, never less than its input and
+    output; else an estimate, which counts for ``max_tokens`` and never for money), its tokens
+    by class and its price (unpriced when it reported no usable counts)."""
     reported = reported_tokens(reply)
     usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
     total = reported_count(usage.get("total_tokens")) if usage else None
-    if total and reported is not None:
-        tokens = max(total, min(reported.input + reported.output, TOKEN_CAP))
+    body: dict[str, Any]
+    if total:
+        parts = reported.input + reported.output if reported is not None else 0
+        body = {"tokens": max(total, min(parts, TOKEN_CAP))}
     else:
-        tokens = min(count_tokens_approximately([*messages, reply]), TOKEN_CAP)
+        estimate = min(count_tokens_approximately([*messages, reply]), TOKEN_CAP)
+        body = {"tokens": estimate, "estimated": estimate}
     if reported is None:
-        unpriced = f"a reply of {deps.pricer.model} {NO_USAGE}"
-        return {"tokens": tokens, "estimated": tokens, "cost": None, "unpriced": unpriced}
+        return body | {"cost": None, "unpriced": f"a reply of {deps.pricer.model} {NO_USAGE}"}
     cost = deps.pricer.cost(reported)
-    return {
-        "tokens": tokens, "input": reported.input, "output": reported.output,
-        "cached": reported.cached, "cost": cost,
-        "unpriced": None if cost is not None else deps.pricer.unpriced,
+    return body | {
+        "input": reported.input, "output": reported.output, "cached": reported.cached,
+        "cost": cost, "unpriced": None if cost is not None else deps.pricer.unpriced,
     }  # fmt: skip
 
 

@@ -1,10 +1,12 @@
 """A step's calls from permit to result: what ``execute`` runs, and what it answers without
 running. Each call must hold a valid permit (or earn one, through the gate's checks again); a
 call that is not idempotent must also be claimed in the record (``started``) before it runs,
-once per key, and is closed (``done``) when it returns. Found ``done``, a call is answered with
-what it returned then; found ``started`` without ``done`` (a crash, a replay, a fork, a copy,
-an answer sent twice, while it ran), its outcome is unknown: a human is asked where the policy
-puts the tool under approval, else the run stops ``tool_outcome_unknown:<tool>``.
+once per key. Every call is closed (``done``) when it returns. Found ``done`` (a crash after
+it returned, a replay, a fork, a copy, an answer sent twice), a call is answered with what it
+returned then, and nothing runs or is counted again; found ``started`` without ``done`` (any
+of those while it ran), the outcome of a call that is not idempotent is unknown: a human is
+asked where the policy puts the tool under approval, else the run stops
+``tool_outcome_unknown:<tool>``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.call_keys import loop_key
 from gated_react._engine.chat import edited, result
+from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.steps import ending
 from gated_react._engine.storable import error_text
@@ -75,11 +78,10 @@ class Plan:
         return cls(step, place, deps, keeper, book, calls)
 
     def once_keys(self) -> list[str]:
-        """The keys and ids of the calls that may run only once: what the record is asked
-        about (by id too: a copied thread keeps its calls' ids, not its keys)."""
-        deps = self.deps
-        once = [c for c in self.calls if c.shown is None and not deps.idempotent(c.tool)]
-        return [*(c.key for c in once), *(c.id for c in once)]
+        """The keys and ids of the calls to run: what the record is asked about (by id too: a
+        copied thread keeps its calls' ids, not its keys)."""
+        asked = [c for c in self.calls if c.shown is None]
+        return [*(c.key for c in asked), *(c.id for c in asked)]
 
     def found(self, records: Sequence[Record]) -> None:
         """What the record says of the calls, by key and by call id."""
@@ -127,7 +129,7 @@ class Plan:
         update: dict[str, Any] = {"messages": messages, "step": dump(step)}
         if stop is None:
             return update
-        return update | ending(step, stop[0], stop[1], self.keeper.usage.steps)
+        return update | ending(step, stop[0], stop[1], self.keeper.step)
 
     def _result(
         self, call: Call, value: Any, error: Exception | None, seconds: float
@@ -159,7 +161,19 @@ class Plan:
 
 def planned(plan: Plan) -> None:
     """Each call's way, in the reply's order: shown, answered from the record, or run (its
-    permit checked, or earned again); the first stop settles the rest as not run."""
+    permit checked, or earned again); the first stop settles the rest as not run. Calls the
+    gate did not let through are held to what one reply may hold, as the gate holds a reply."""
+    unpermitted = [
+        c for c in plan.calls
+        if c.shown is None and not permitted(plan.book.tally.permits.get(c.id), c, plan.deps)
+    ]  # fmt: skip
+    if unpermitted:
+        try:
+            check_count(len(plan.calls), plan.deps.policy.max_parallel_calls)
+        except ActionError as err:
+            stop = Stop(StopReason.INVALID_ACTION, err.why, str(err))
+            plan.stop = (_edited(stop), unpermitted[0].id)
+            return
     for index, call in enumerate(list(plan.calls)):
         if plan.stop is not None:
             break
@@ -186,20 +200,18 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     denied = refuse(deps, call.tool)  # the allowlist holds whatever wrote the state
     if denied is not None:
         return _edited(denied)
-    record = plan.book.tally.permits.get(call.id)
-    once = not deps.idempotent(call.tool)
     known = [*plan.about.get(call.key, ()), *plan.about.get(call.id, ())]
-    known = sorted({r.seq: r for r in known}.values(), key=_SEQ)
-    started, done = _progress(known) if once else (False, None)
-    if not permitted(record, call, deps):
+    started, done = _progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
+    if done is not None:  # it ran and returned: answered with what it returned, run again never
+        return done.model_copy(update={"tool_call_id": call.id})
+    started = started and not deps.idempotent(call.tool)
+    if not permitted(plan.book.tally.permits.get(call.id), call, deps):
         admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)
         if isinstance(admitted, Stop):
             return _edited(admitted)
         if admitted.shown is not None:
             return _shown_result(admitted, admitted.shown)
         call = admitted
-    if done is not None:
-        return done.model_copy(update={"tool_call_id": call.id})
     if started:
         asked = _asked(plan, call)
         if isinstance(asked, Call):
@@ -236,7 +248,7 @@ def _asked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
     if call.tool not in deps.policy.require_approval:
         return _unknown(deps, call)
     why = f"{call.tool} {_MAY_HAVE_RUN}"
-    asked = question("outcome_unknown", call.tool, call.args, plan.keeper.usage.steps, why,
+    asked = question("outcome_unknown", call.tool, call.args, plan.keeper.step, why,
                      allowed=("approve", "reject", "respond"))  # fmt: skip
     asked["why"] = why + ". Approve to run it again, or respond with what came of it."
     decision = ask(asked)

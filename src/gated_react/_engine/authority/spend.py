@@ -29,11 +29,14 @@ class Tally:
     unpriced: dict[str, str] = field(default_factory=dict)
     """The model calls that could not be priced, by id, and why."""
     seconds: float = 0.0
-    calls: dict[str, str] = field(default_factory=dict)
-    """Calls let through or shown to the model as refused, by call id: their tool."""
+    counted: dict[str, str] = field(default_factory=dict)
+    """Calls let through or shown to the model as refused, each once, by what it is (its id,
+    tool and arguments: a forged call under a counted call's id is another call; the same call
+    let through again, by a gate re-run after a crash or a replay, is the same): its tool."""
     per_tool: dict[str, int] = field(default_factory=dict)
     permits: dict[str, Record] = field(default_factory=dict)
-    """The latest permit that verifies, by call id."""
+    """The latest permit that verifies and was not used yet (no ``done`` after it), by call
+    id: a permit lets its call run once."""
     extensions: list[Extension] = field(default_factory=list)
     """Budgets a human extended (only records that verify: they raise a limit)."""
     opened: Record | None = None
@@ -47,6 +50,7 @@ class Tally:
             self._call(record)
         elif kind is Kind.DONE:
             self.seconds += _amount(record.body.get("seconds")) or 0.0
+            self.permits.pop(str(record.body.get("call")), None)  # used
         elif kind is Kind.EXTENDED and record.verified:
             try:
                 self.extensions.append(Extension.model_validate(record.body))
@@ -83,9 +87,11 @@ class Tally:
             self.sums["cost"] = self.sums.get("cost", 0.0) + sign * cost
 
     def _call(self, record: Record) -> None:
-        call, tool = str(record.body.get("call") or record.key), str(record.body.get("tool"))
-        if call not in self.calls:
-            self.calls[call] = tool
+        body = record.body
+        call, tool = str(body.get("call") or record.key), str(body.get("tool"))
+        what = identity(call, tool, str(body.get("args_hash") or ""))
+        if what not in self.counted:
+            self.counted[what] = tool
             self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
         if record.kind is Kind.PERMIT and record.verified:
             self.permits[call] = record
@@ -97,7 +103,7 @@ class Tally:
         cost = None if unpriced is not None else round(max(sums.get("cost", 0.0), 0.0), 12)
         return Usage(
             steps=len(self.models),
-            tool_calls=len(self.calls),
+            tool_calls=len(self.counted),
             per_tool=dict(self.per_tool),
             tokens=int(sums.get("tokens", 0)),
             estimated_tokens=int(sums.get("estimated", 0)),
@@ -108,6 +114,11 @@ class Tally:
             unpriced=unpriced,
             seconds=max(self.seconds, 0.0),
         )
+
+
+def identity(call: str, tool: str, args_hash: str) -> str:
+    """What a call is, for counting it once: its id, tool and arguments."""
+    return f"{call}\n{tool}\n{args_hash}"
 
 
 def _whole(value: Any) -> int:

@@ -22,7 +22,7 @@ from gated_react.cli.commands.resume import (
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place
-from gated_react.records.store import readable
+from gated_react.records.store import check_signed, readable
 
 if TYPE_CHECKING:
     from gated_react.records.run_listing import QuestionRow
@@ -72,6 +72,7 @@ def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
     return [render.plain(value, secrets) for value in values]
 
 
+@flags.with_run_options
 def answer_command(
     thread: flags.Thread,
     *,
@@ -95,9 +96,11 @@ def answer_command(
     json_out: flags.Json = False,
     log: flags.Log = None,
     no_log: flags.NoLog = False,
+    given: dict[str, Any],
 ) -> None:
-    """Answer a waiting run: the workers continue a run of theirs, any other continues here."""
-    from gated_react.runs import read
+    """Answer a waiting run: the workers continue a run of theirs, any other continues here,
+    with the options it was started with given again (--toolkit, --approve-tool, ...)."""
+    from gated_react.runs import config_for, read
 
     answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
     if answer is None:
@@ -107,11 +110,13 @@ def answer_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     with resources.opened(url) as saver, user_errors(), readable(thread):
+        found = saver.get_tuple(config_for(thread))
+        check_signed(saver, thread, found.metadata if found else None)
         asked = _asked(read(resources.reader_graph(saver), thread), thread, question, answer)
     target = _fleet_target(url, thread)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
     if target is None:
-        code = resume_in_shell(thread, answer, place, model=model, base_url=base_url)
+        code = resume_in_shell(thread, answer, place, given, model=model, base_url=base_url)
         if code:
             raise typer.Exit(int(code))
         return

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from gated_react.cli import flags, resources
+from gated_react.cli.commands.run import example_dir
 from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place, Result, Session, exit_code, logged, show
 from gated_react.cli.model_source import model_for_run
+from gated_react.errors import one_line, printable
 from gated_react.records.events import Tracker
-from gated_react.records.store import readable
+from gated_react.records.store import check_signed, readable
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
 
 
+@flags.with_run_options
 def resume_command(
     thread: flags.Thread,
     *,
@@ -34,11 +41,13 @@ def resume_command(
     json_out: flags.Json = False,
     log: flags.Log = None,
     no_log: flags.NoLog = False,
+    given: dict[str, Any],
 ) -> None:
-    """Continue a run where it stopped; answer a pending approval. Same exit codes as run."""
+    """Continue a run where it stopped; answer a pending approval. Give the options the run was
+    started with again (--toolkit, --approve-tool, ...). Same exit codes as run."""
     answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
-    code = resume_in_shell(thread, answer, place, model=model, base_url=base_url)
+    code = resume_in_shell(thread, answer, place, given, model=model, base_url=base_url)
     if code:
         raise typer.Exit(int(code))
 
@@ -47,6 +56,7 @@ def resume_in_shell(
     thread: str,
     answer: dict[str, Any] | None,
     place: Place,
+    given: Mapping[str, Any],
     *,
     model: str | None,
     base_url: str | None,
@@ -55,16 +65,15 @@ def resume_in_shell(
     url = resources.store_url(config, place.db)
     with resources.opened(url) as saver:
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
-            options = recorded_options(saver, thread, url)
+            metadata = _metadata(saver, thread)
             current = _current(saver, thread)
-            granted = _extensions(saver, thread)
-            # the limits in force: with what humans granted earlier in the run, not the policy's
-            budget = render.in_force(options.budget(), granted)  # no MCP server starts here
             early = settled(current, answer, thread)
             if early is not None:  # nothing to run: show what is stored
+                budget = resources.run_budget(saver, thread, metadata)
                 show(render.console(), current, budget, config.secrets(), place)
                 return early
-        model, base_url = model or options.model, base_url or options.base_url
+            options = options_for(thread, given, metadata, url, model=model, base_url=base_url)
+        place = replace(place, again=options.flags())
         from gated_react.cli.run_options import close_mcp
 
         with contextlib.ExitStack() as stack:
@@ -76,8 +85,9 @@ def resume_in_shell(
                     )
                 )
             graph = resources.graph_for(options, chosen.chat, saver)
+            asked_unasked(current, options, thread)
             runlog = stack.enter_context(logged(url, place, config))
-            tracker = Tracker(thread, usage=current.get("usage") or {}, extensions=granted)
+            tracker = Tracker(thread, saver)
             session = Session(tracker, options.budget(), runlog, config.secrets(), place)
             session.header(chosen.label, url)
             session.note("resumed", action=None if answer is None else {"answer": answer})
@@ -120,37 +130,111 @@ def parse_answer(
     return {"approved": True} if approve else None
 
 
+MAX_DEPTH = 64
+"""How deeply an answer's JSON may nest (deeper: one line, not a ``RecursionError`` from
+whatever walks it next)."""
+
+
 def _json_object(flag: str, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise CliError(f"{flag} nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
         raise CliError(f"{flag} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise CliError(f"{flag} must be a JSON object, got {type(value).__name__}")
+    if _depth(value) > MAX_DEPTH:
+        raise CliError(f"{flag} nests deeper than {MAX_DEPTH} levels")
     return value
 
 
-def recorded_options(saver: Any, thread: str, url: str | None = None) -> RunOptions:
-    """The options the thread's run was started with (``url``: the store, to say so when the
-    run is the workers')."""
-    from gated_react.cli.run_options import RunOptions
-    from gated_react.runs import UnknownThread, config_for
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (walked without recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            items = item.values() if isinstance(item, dict) else item
+            todo.extend((inner, depth + 1) for inner in items)
+    return deepest
 
-    found = saver.get_tuple(config_for(thread))
-    if found is None:
-        raise CliError(str(UnknownThread(thread)))
-    options = RunOptions.from_metadata(found.metadata)
-    if options is None:
+
+def options_for(
+    thread: str,
+    given: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None,
+    url: str | None = None,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> RunOptions:
+    """The options to continue the thread's run with: the ones given on this command line,
+    never the ones its checkpoints record (whoever can write the store could change those);
+    what they record is only said, when the options are missing or differ."""
+    from gated_react.cli.model_source import uses_local
+    from gated_react.cli.run_options import RunOptions, recorded
+
+    said = recorded(metadata)
+    if said is None:
         _refuse_a_fleet_run(url, thread)
         raise CliError(
             f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
             "program that started it (gated_react.resume)"
         )
-    if options.example:  # where the files are follows from the thread, never from the store
-        from gated_react.cli.commands.run import example_dir
-
-        options = options.model_copy(update={"example_dir": str(example_dir(thread))})
+    if not any(value not in (None, []) for value in given.values()):
+        again = shlex.join(["gated-react", "resume", thread, *said.flags()])
+        raise CliError(
+            f"thread {thread!r}: give the options the run was started with again (its tools "
+            f"and policy are never read back from the store); its checkpoints say: {again}"
+        )
+    example = given.get("example")
+    options = RunOptions.given(
+        given,
+        local=uses_local(resources.settings(), base_url),
+        # where an example's files are follows from the thread, never from the store
+        example_dir=str(example_dir(thread)) if example else None,
+        model=model,
+        base_url=base_url,
+    )
+    if options.flags() != said.flags():
+        before, now = shlex.join(said.flags()) or "no options", shlex.join(options.flags())
+        _note(f"thread {thread!r} was started with {before} (as its checkpoints say); "
+              f"resuming it with {now}")  # fmt: skip
     return options
+
+
+def asked_unasked(current: Result, options: RunOptions, thread: str) -> None:
+    """Refuse to continue a run that waits on a human's answer about a call these options would
+    let run without asking: the answer would go unread and the call run. (Call after
+    ``options.tools()``: MCP tools marked destructive ask too.)"""
+    asking = options.policy().require_approval
+    for question in current.get("pending") or ():
+        if not isinstance(question, Mapping):
+            continue
+        tool = question.get("tool")
+        if question.get("kind") in ("approval", "outcome_unknown") and tool not in asking:
+            raise CliError(
+                f"thread {thread!r} waits on a human's answer about {tool}, which these options "
+                f"let run without asking; give --approve-tool {tool} as the run was started"
+            )
+
+
+def _note(line: str) -> None:
+    sys.stderr.write(f"gated-react: note: {printable(one_line(line))}\n")
+    sys.stderr.flush()
+
+
+def _metadata(saver: Any, thread: str) -> Mapping[str, Any] | None:
+    """The newest checkpoint's metadata (``UnknownThread`` as one line without one)."""
+    from gated_react.runs import UnknownThread, config_for
+
+    found = saver.get_tuple(config_for(thread))
+    if found is None:
+        raise CliError(str(UnknownThread(thread)))
+    check_signed(saver, thread, found.metadata)
+    return found.metadata  # type: ignore[no-any-return]
 
 
 def _refuse_a_fleet_run(url: str | None, thread: str) -> None:
@@ -175,14 +259,6 @@ def _current(saver: Any, thread: str) -> Result:
 
     with user_errors():
         return read(resources.reader_graph(saver), thread)
-
-
-def _extensions(saver: Any, thread: str) -> list[Any]:
-    """The budget extensions the thread's run holds (stored as plain JSON)."""
-    found = saver.get_tuple({"configurable": {"thread_id": thread}})
-    values = found.checkpoint.get("channel_values", {}) if found else {}
-    granted = values.get("extensions")
-    return list(granted) if isinstance(granted, list) else []
 
 
 def settled(current: Result, answer: Any, thread: str) -> Exit | None:

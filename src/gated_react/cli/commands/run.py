@@ -6,9 +6,8 @@ import contextlib
 import hashlib
 import re
 import uuid
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,68 +23,7 @@ if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
 
 
-class ProtocolChoice(StrEnum):
-    tools = "tools"
-    json = "json"
-    text = "text"
-
-
-class OnBudgetChoice(StrEnum):
-    stop = "stop"
-    ask = "ask"
-
-
-Toolkits = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--toolkit",
-        "-t",
-        metavar="NAME",
-        help="Tools to give the model: support, calculator, sql, workspace; repeat for several "
-        "[default: support]",
-        show_default=False,
-    ),
-]
-Names = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--allow",
-        metavar="TOOL",
-        help="Only these tools may run (repeat) [default: every tool of the toolkits]",
-        show_default=False,
-    ),
-]
-Approve = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--approve-tool",
-        metavar="TOOL",
-        help="Calls to this tool pause for a human (repeat); answer with gated-react resume",
-        show_default=False,
-    ),
-]
-McpConfigs = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--mcp",
-        metavar="CONFIG.json",
-        help='Tools of the MCP servers in this config ({"mcpServers": ...}), named '
-        "SERVER__TOOL; repeat for several; alongside or instead of --toolkit",
-        show_default=False,
-        dir_okay=False,
-    ),
-]
-Trust = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--trust-tool",
-        metavar="TOOL",
-        help="This MCP tool runs without asking although its server marks it destructive (repeat)",
-        show_default=False,
-    ),
-]
-
-
+@flags.with_run_options
 def run_command(
     goal: Annotated[
         str | None,
@@ -96,58 +34,6 @@ def run_command(
         ),
     ] = None,
     *,
-    toolkit: Toolkits = None,
-    allow: Names = None,
-    approve_tool: Approve = None,
-    mcp: McpConfigs = None,
-    trust_tool: Trust = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(min=1, metavar="N", help="Model decisions [default: 8]", show_default=False),
-    ] = None,
-    max_tool_calls: Annotated[
-        int | None,
-        typer.Option(min=0, metavar="N", help="Tool calls [default: 6]", show_default=False),
-    ] = None,
-    max_seconds: Annotated[
-        float | None,
-        typer.Option(
-            min=0.001, metavar="S", help="Active seconds [default: 20]", show_default=False
-        ),
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(min=1, metavar="N", help="Model tokens [default: unlimited]")
-    ] = None,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(min=1e-9, metavar="USD", help="Model cost in dollars [default: unlimited]"),
-    ] = None,
-    on_budget: Annotated[
-        OnBudgetChoice | None,
-        typer.Option(
-            help="A spent budget stops the run, or asks to extend it [default: stop]",
-            show_default=False,
-        ),
-    ] = None,
-    protocol: Annotated[
-        ProtocolChoice | None,
-        typer.Option(
-            help="How the model states its action [default: tools; json on the local model]",
-            show_default=False,
-        ),
-    ] = None,
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            help="Root folder for the workspace toolkit [default: .]",
-            file_okay=False,
-            metavar="DIR",
-        ),
-    ] = None,
-    database: Annotated[
-        Path | None,
-        typer.Option(help="SQLite file for the sql toolkit", dir_okay=False, metavar="FILE"),
-    ] = None,
     thread: Annotated[
         str | None,
         typer.Option(help="Thread id for the run [default: a new random id]", metavar="ID"),
@@ -155,29 +41,15 @@ def run_command(
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
-    example: Annotated[
-        str | None,
-        typer.Option(
-            help="Run a seed system: 000-support, 001-coding, 002-data or 003-search "
-            "(its tools and policy; GOAL defaults to its goal)",
-            metavar="NAME",
-        ),
-    ] = None,
-    model_file: Annotated[
-        Path | None,
-        typer.Option(
-            help="GGUF file for the local model (used when no model server is configured)",
-            dir_okay=False,
-            metavar="FILE",
-        ),
-    ] = None,
     json_out: flags.Json = False,
     log: flags.Log = None,
     no_log: flags.NoLog = False,
+    given: dict[str, Any],
 ) -> None:
     """Run one goal; exit 0 success, 2 policy stop, 3 model/tool failure, 4 paused, 130 Ctrl-C."""
-    for flag, given in (("--toolkit", toolkit), ("--mcp", mcp)):
-        if example and given:
+    example = given["example"]
+    for flag, name in (("--toolkit", "toolkit"), ("--mcp", "mcp")):
+        if example and given[name]:
             raise CliError(f"use --example or {flag}, not both (an example brings its own tools)")
     if example:
         goal = goal or _example_goal(example)
@@ -189,29 +61,14 @@ def run_command(
     from gated_react.cli.model_source import uses_local
     from gated_react.cli.run_options import RunOptions
 
-    options = RunOptions(
+    options = RunOptions.given(
+        given,
         local=uses_local(resources.settings(), base_url),
-        model_file=str(model_file) if model_file else None,
-        example=example,
         example_dir=str(example_dir(thread)) if example else None,
-        toolkits=toolkit or ([] if mcp else ["support"]),
-        allow=allow,
-        approve=approve_tool or [],
-        mcp=[str(path.expanduser().resolve()) for path in mcp or []],  # resume runs elsewhere
-        trust=trust_tool or [],
-        protocol=protocol.value if protocol else None,
-        max_steps=max_steps,
-        max_tool_calls=max_tool_calls,
-        max_seconds=max_seconds,
-        max_tokens=max_tokens,
-        max_cost=max_cost,
-        on_budget=on_budget.value if on_budget else None,
-        workspace=str(workspace) if workspace else None,
-        database=str(database) if database else None,
         model=model,
-        base_url=base_url if base_url and redact(base_url) == base_url else None,
+        base_url=base_url,
     )
-    place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
+    place = Place(db=db, log=log, no_log=no_log, json_out=json_out, again=options.flags())
     code = _run(goal, options, thread, place, base_url)
     if code:
         raise typer.Exit(int(code))
@@ -236,7 +93,7 @@ def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: st
         _refuse_existing(saver, thread)
         graph = resources.graph_for(options, model.chat, saver)
         budget = options.budget()
-        session = Session(Tracker(thread), budget, runlog, config.secrets(), place)
+        session = Session(Tracker(thread, saver), budget, runlog, config.secrets(), place)
         session.header(model.label, url)
         session.note("started", action={"goal": clip(redact(goal, *config.secrets()), 200)})
         from gated_react.runs import run

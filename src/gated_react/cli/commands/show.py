@@ -16,7 +16,7 @@ from gated_react.cli.live import render
 from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
 from gated_react.records.run_log import merged, read_events, stored_events
-from gated_react.records.store import readable
+from gated_react.records.store import check_signed, readable
 
 Secrets = tuple[str, ...]
 
@@ -28,67 +28,62 @@ def show_command(
     log: flags.Log = None,
     no_log: flags.NoLog = False,
 ) -> None:
-    """Show a run: summary, history (tool steps), trace (every gated call) and its run log."""
-    from gated_react.runs import read
+    """Show a run: summary, history (tool steps), trace (every gated call) and its run log;
+    the trace and usage are the run's record."""
+    from gated_react.records.run_listing import goal_of
+    from gated_react.runs import read, run_book
 
     config = resources.settings()
     url = resources.store_url(config, db)
     with resources.opened(url) as saver, user_errors(), readable(thread):
-        result = read(resources.reader_graph(saver), thread)
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
+        metadata = found.metadata if found else None
+        check_signed(saver, thread, metadata)
+        result = read(resources.reader_graph(saver), thread)
+        opened = run_book(saver, thread).tally.opened
+        context = None if opened is None else dict(opened.body)
+        budget = resources.run_budget(saver, thread, metadata)
         stored = [] if no_log else stored_events(saver, thread)  # logged there by workers
     events = merged(read_events(resources.log_path(url, log, no_log), thread), stored)
     secrets = config.secrets()
     if json_out:
-        context = _channel(found, "run_context")
         render.print_json({**result, "run_context": context, "events": events}, secrets)
         return
+    console = render.console()
     with readable(thread):  # stored values of the wrong shape fail here, not in read()
-        _print(render.console(), result, thread=thread, found=found, events=events, secrets=secrets)
+        console.print(f"[bold]goal[/]  {render.safe(goal_of(result), secrets, limit=300)}")
+        if context is not None:
+            console.print(_context(context, secrets), highlight=False)
+        _print(console, result, budget=budget, events=events, secrets=secrets)
+        if result.get("pending"):
+            _resume_hint(console, result, thread, metadata, secrets)
 
 
 def _print(
     console: Console,
     result: Result,
     *,
-    thread: str,
-    found: Any,
+    budget: Budget,
     events: list[dict[str, Any]],
     secrets: Secrets,
 ) -> None:
-    console.print(f"[bold]goal[/]  {render.safe(_goal(found), secrets, limit=300)}")
-    context = _channel(found, "run_context")
-    if isinstance(context, dict):
-        console.print(_context(context, secrets), highlight=False)
-    budget = render.in_force(_budget(found, context), _channel(found, "extensions"))
     render.summary(console, result, budget, secrets)
     console.print(_history(result, console.width, secrets))
     console.print(_trace(result, secrets))
     if events:
         console.print(_events(events, console.width, secrets))
-    if result.get("pending"):
-        render.pending(console, result, shlex.join(["gated-react", "resume", thread]), secrets)
 
 
-def _goal(found: Any) -> str:
-    return str(_channel(found, "goal") or "")
+def _resume_hint(
+    console: Console, result: Result, thread: str, metadata: Any, secrets: Secrets
+) -> None:
+    """How to answer: ``resume`` with the run's options given again (those its checkpoints
+    say it was started with, for a person to check: the command never reads them back)."""
+    from gated_react.cli.run_options import recorded
 
-
-def _channel(found: Any, name: str) -> Any:
-    values = found.checkpoint.get("channel_values", {}) if found else {}
-    return values.get(name)
-
-
-def _budget(found: Any, context: Any) -> Budget:
-    """The limits the run itself ran under (its recorded policy); for a run stored before runs
-    recorded one, what the CLI started it with."""
-    from gated_react.cli.run_options import RunOptions
-
-    recorded = context.get("policy", {}).get("budget") if isinstance(context, dict) else None
-    if isinstance(recorded, dict):
-        return Budget.model_validate(recorded)
-    options = RunOptions.from_metadata(found.metadata if found else None) or RunOptions()
-    return options.policy().budget
+    said = recorded(metadata)
+    command = ["gated-react", "resume", thread, *(said.flags() if said else ["OPTIONS"])]
+    render.pending(console, result, shlex.join(command), secrets)
 
 
 def _context(context: dict[str, Any], secrets: Secrets) -> Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,8 @@ class Place:
     log: Path | None = None
     no_log: bool = False
     json_out: bool = False
+    again: Sequence[str] = ()
+    """The run's options as flags, which ``resume`` must be given again (``RunOptions.flags``)."""
 
     def kept(self) -> bool:
         """Whether the store outlives this command (``--db memory`` does not: nothing could
@@ -46,8 +48,8 @@ class Place:
         return resources.store_url(resources.settings(), self.db).strip() != "memory"
 
     def resume_hint(self, thread: str) -> str:
-        """The command that continues ``thread`` with the same store and log."""
-        parts = ["gated-react", "resume", thread]
+        """The command that continues ``thread`` with the same options, store and log."""
+        parts = ["gated-react", "resume", thread, *self.again]
         if self.db:
             parts += ["--db", resources.shown(self.db)]
         if self.no_log:

@@ -40,8 +40,8 @@ from gated_react.policy import Policy, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
 from gated_react.state import RunInput, RunInputDict, RunResult, State
-from gated_react.state.schemas import Schemas, app_fields
 from gated_react.state.revived import reviver
+from gated_react.state.schemas import Schemas, app_fields
 
 if TYPE_CHECKING:  # the langchain extra's; a response format without them is a pydantic model
     from langchain.agents.middleware import AgentMiddleware
@@ -119,7 +119,7 @@ def build_graph(
     graph.add_node("gate", node(gate, agate, deps=deps), input_schema=GateChannels)
     graph.add_node("execute", node(execute, aexecute, deps=deps), input_schema=ExecuteChannels)
     graph.add_node("observe", node(observe, deps=deps), input_schema=ObserveChannels)
-    graph.add_node("finish", node(finish, afinish, deps=deps), input_schema=FinishChannels)
+    graph.add_node("finish", node(finish, afinish), input_schema=FinishChannels)
     graph.add_node("stop", node(stop, astop), input_schema=StopChannels)
     graph.add_edge(START, "decide")
     graph.add_conditional_edges("decide", route(routing.after_decide), routing.AFTER_DECIDE)

@@ -71,7 +71,9 @@ def masked_in(value: Any, secrets: tuple[str | None, ...], *, documents: bool = 
     if isinstance(value, list | tuple):
         return [masked_in(item, secrets, documents=documents) for item in value]
     if documents and hasattr(value, "page_content") and hasattr(value, "model_copy"):
-        text = mask_secrets(value.page_content, secrets)
-        return value.model_copy(update={"page_content": text,
-                                        "metadata": masked_in(value.metadata, secrets)})  # fmt: skip
+        text, metadata = (
+            mask_secrets(value.page_content, secrets),
+            masked_in(value.metadata, secrets),
+        )
+        return value.model_copy(update={"page_content": text, "metadata": metadata})
     return value

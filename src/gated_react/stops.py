@@ -96,7 +96,9 @@ def ended_status(values: Mapping[str, Any]) -> str | None:
 
 _SAID: dict[StopReason, str] = {
     StopReason.MAX_STEPS: "I ran out of steps before I could finish",
-    StopReason.MAX_TOOL_CALLS: "I reached the number of tool calls I may make before I could finish",
+    StopReason.MAX_TOOL_CALLS: (
+        "I reached the number of tool calls I may make before I could finish"
+    ),
     StopReason.MAX_SECONDS: "I ran out of time before I could finish",
     StopReason.MAX_TOKENS: "I used up the tokens I was given before I could finish",
     StopReason.MAX_COST: "I reached my spending limit before I could finish",
@@ -105,11 +107,15 @@ _SAID: dict[StopReason, str] = {
     StopReason.TOOL_MISSING: "I tried to use {detail}, which I don't have, so I stopped",
     StopReason.TOOL_DENIED: "I'm not allowed to use {detail}, so I stopped there",
     StopReason.TOOL_REJECTED: "I didn't use {detail}: a reviewer turned it down",
-    StopReason.APPROVAL_UNAVAILABLE: "I couldn't use {detail}: it needs a person's approval, and nobody can be asked here",
+    StopReason.APPROVAL_UNAVAILABLE: (
+        "I couldn't use {detail}: it needs a person's approval, and nobody can be asked here"
+    ),
     StopReason.TOOL_BAD_ARGS: "I couldn't use {detail}: I got its inputs wrong",
     StopReason.TOOL_TIMEOUT: "{detail} took too long to answer, so I stopped",
     StopReason.TOOL_ERROR: "{detail} failed, so I stopped",
-    StopReason.TOOL_OUTCOME_UNKNOWN: "I can't tell whether {detail} went through, so I stopped before doing anything else",
+    StopReason.TOOL_OUTCOME_UNKNOWN: (
+        "I can't tell whether {detail} went through, so I stopped before doing anything else"
+    ),
     StopReason.INVALID_ACTION: "I couldn't produce a valid next step, so I stopped",
     StopReason.LLM_TIMEOUT: "The model took too long to answer, so I stopped",
     StopReason.LLM_ERROR: "The model could not be reached or failed to answer, so I stopped",

@@ -13,7 +13,6 @@ through ``langgraph dev``'s REST API are in ``tests/hosting/test_studio_write_pa
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Iterator

@@ -53,7 +53,7 @@ def test_finish_under_an_answer_schema_writes_its_data() -> None:
 
     deps = node_deps(ScriptedChatModel(replies=[]), [], Policy(answer_schema=Refund))
     answered = state(answer={"text": '{"amount": 49.0}', "data": {"amount": 49.0}})
-    assert finish(answered, deps=deps)["structured_response"] == {"amount": 49.0}
+    assert finish(answered)["structured_response"] == {"amount": 49.0}
 
 
 def test_stop_writes_stopped_and_says_why_as_the_agent() -> None:

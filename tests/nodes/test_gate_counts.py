@@ -127,7 +127,7 @@ def test_a_gate_reached_without_calls_lets_nothing_through_and_the_run_refuses()
     assert records(config) == []
     after = applied(after, execute(after, config, deps=deps()))
     with pytest.raises(MisroutedStep, match=r"^observe was reached with calls that never ran"):
-        observe(after, config, deps=deps())
+        observe(after, deps=deps())
 
 
 def test_history_and_trace_agree_step_by_step() -> None:

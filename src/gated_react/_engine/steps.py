@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.types import Overwrite
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Overwrite
 from opentelemetry.trace import Span
 from pydantic import ValidationError
 

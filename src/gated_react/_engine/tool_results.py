@@ -15,8 +15,8 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 
 from gated_react._engine.storable import Unstorable, plain
-from gated_react.redact import masked_in
 from gated_react._engine.tool_runner import cut, storable, to_observation
+from gated_react.redact import masked_in
 from gated_react.state import HistoryEntry
 
 

@@ -84,7 +84,8 @@ def build_messages(
     goal = question.text.strip()
     if folded:
         older = [entry for step in steps[:folded] for entry in step]
-        goal = f"{goal}\n\n{_built(('summary', id(older[0]), len(older)), lambda: summary(older), older)}"
+        folds = _built(("summary", id(older[0]), len(older)), lambda: summary(older), older)
+        goal = f"{goal}\n\n{folds}"
     before = messages[: at + 1]
     earlier, instructions = _built(
         (_BEFORE, question.id, at, id(replay), id(policy)),

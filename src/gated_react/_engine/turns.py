@@ -62,6 +62,7 @@ def opening(
     messages: Sequence[BaseMessage],
     goal: Any,
     step: dict[str, Any] | None,
+    *,
     thread: str,
     saved: bool,
     unfinished: bool = False,

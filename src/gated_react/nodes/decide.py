@@ -31,7 +31,7 @@ from gated_react._engine.transcript import build_messages, run_call_ids
 from gated_react._engine.turns import Opened, cut_short, held_step, opening, settled
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
-from gated_react.state import Step, dump
+from gated_react.state import dump
 from gated_react.stops import Stop, StopReason
 
 
@@ -71,7 +71,7 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
     opened = _opened(state, place, unfinished)
     book = place.ledger.book(place.thread, opened.run)
     started = _started(place.ledger.about(_keys(state, opened)))
-    plan = _plan(state, opened, place, book, started, config, deps)
+    plan = _plan(state, opened, place, book=book, started=started, config=config, deps=deps)
     place.ledger.append(plan.records)
     if plan.done is not None:
         return plan.done
@@ -104,7 +104,7 @@ async def adecide(
     opened = _opened(state, place, unfinished)
     book = await place.ledger.abook(place.thread, opened.run)
     started = _started(await place.ledger.aabout(_keys(state, opened)))
-    plan = _plan(state, opened, place, book, started, config, deps)
+    plan = _plan(state, opened, place, book=book, started=started, config=config, deps=deps)
     await place.ledger.aappend(plan.records)
     if plan.done is not None:
         return plan.done
@@ -150,10 +150,9 @@ def _rewritten(
 
 
 def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
-    return opening(
-        state.get("messages") or [], state.get("goal"), state.get("step"), place.thread,
-        place.saved, unfinished,
-    )  # fmt: skip
+    messages, goal, step = state.get("messages") or [], state.get("goal"), state.get("step")
+    return opening(messages, goal, step, thread=place.thread, saved=place.saved,
+                   unfinished=unfinished)  # fmt: skip
 
 
 def _held_run(state: DecideChannels) -> str | None:
@@ -190,6 +189,7 @@ def _plan(
     state: DecideChannels,
     opened: Opened,
     place: Place,
+    *,
     book: Book,
     started: dict[str, str | None],
     config: RunnableConfig,

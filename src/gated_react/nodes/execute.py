@@ -50,7 +50,8 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     step = run_step(state, "execute", place.saved, config)
     ledger = place.ledger
     book = ledger.book(place.thread, step.run)
-    plan = Plan.of(step, state.get("messages") or [], book, place, deps, config)
+    messages = state.get("messages") or []
+    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
     plan.found(ledger.about(plan.once_keys()))
     planned(plan)
     ledger.append(plan.records)
@@ -80,7 +81,8 @@ async def aexecute(
     step = run_step(state, "execute", place.saved, config)
     ledger = place.ledger
     book = await ledger.abook(place.thread, step.run)
-    plan = Plan.of(step, state.get("messages") or [], book, place, deps, config)
+    messages = state.get("messages") or []
+    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
     plan.found(await ledger.aabout(plan.once_keys()))
     planned(plan)
     await ledger.aappend(plan.records)

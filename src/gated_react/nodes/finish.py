@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from typing import Any, Optional, TypedDict
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind
-from gated_react._engine.deps import NodeDeps
+from gated_react._engine.chat import proposed, result
 from gated_react._engine.steps import step_of
 from gated_react._engine.turns import closing
 from gated_react.errors import MisroutedStep
-from langchain_core.messages import BaseMessage
-
-from gated_react._engine.chat import proposed, result
 from gated_react.state import Answer, Reply, Step, ToolAction
 from gated_react.stops import StopReason
 
@@ -31,8 +29,6 @@ class FinishChannels(TypedDict, total=False):
 def finish(
     state: FinishChannels,
     config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
-    *,
-    deps: NodeDeps | None = None,
 ) -> dict[str, Any]:
     """Write the successful end: status ``ok``, stop reason ``success``, the answer."""
     step = step_of(state, "finish")
@@ -44,9 +40,7 @@ def finish(
     return update
 
 
-async def afinish(
-    state: FinishChannels, config: RunnableConfig, *, deps: NodeDeps | None = None
-) -> dict[str, Any]:
+async def afinish(state: FinishChannels, config: RunnableConfig) -> dict[str, Any]:
     """Async twin of ``finish``."""
     step = step_of(state, "finish")
     place = Place.of(config)

@@ -40,7 +40,9 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
-    update, records = gated(step, state.get("messages") or [], book, place, deps, config)
+    update, records = gated(
+        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config
+    )
     place.ledger.append(records)
     return update
 
@@ -50,7 +52,9 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
-    update, records = gated(step, state.get("messages") or [], book, place, deps, config)
+    update, records = gated(
+        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config
+    )
     await place.ledger.aappend(records)
     return update
 
@@ -58,6 +62,7 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
 def gated(
     step: Step,
     messages: Sequence[BaseMessage],
+    *,
     book: Book,
     place: Place,
     deps: NodeDeps,
@@ -65,7 +70,7 @@ def gated(
 ) -> tuple[dict[str, Any], list[Record]]:
     """The gate's update and the records it leaves (none when the run stops here: a stop
     decided before any call runs leaves nothing let through)."""
-    keeper = gatekeeper(step, messages, book, place, deps, config)
+    keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
     calls = []
     for call in step.calls:
         with gate_spans.guardrail(deps.spans, config, call.tool) as span:

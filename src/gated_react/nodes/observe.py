@@ -5,9 +5,7 @@ decides again (``decide`` checks the budgets first)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypedDict
-
-from langchain_core.runnables import RunnableConfig
+from typing import Any, TypedDict
 
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.steps import step_of
@@ -21,12 +19,7 @@ class ObserveChannels(TypedDict, total=False):
     step: dict[str, Any] | None
 
 
-def observe(
-    state: ObserveChannels,
-    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
-    *,
-    deps: NodeDeps,
-) -> dict[str, Any]:
+def observe(state: ObserveChannels, *, deps: NodeDeps) -> dict[str, Any]:
     """Route on the step's results: writes nothing, unless the run ends on a direct result."""
     step = step_of(state, "observe")
     if step.ending is not None:

@@ -7,9 +7,7 @@ them): a rejected one is answered there with why, so every call keeps its one re
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, TypedDict
-
-from langchain_core.runnables import RunnableConfig
+from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage
 
@@ -37,12 +35,7 @@ class ValidateChannels(TypedDict, total=False):
     step: dict[str, Any] | None
 
 
-def validate(
-    state: ValidateChannels,
-    config: Optional[RunnableConfig] = None,  # noqa: UP045 (the spelling LangGraph injects into)
-    *,
-    deps: NodeDeps,
-) -> dict[str, Any]:
+def validate(state: ValidateChannels, *, deps: NodeDeps) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
     step = step_of(state, "validate")
@@ -101,7 +94,8 @@ def structured_answer(step: Step, deps: NodeDeps) -> dict[str, Any] | None:
     output tool, or the provider's JSON text; None for a reply that is neither (the contract
     then applies as to any other)."""
     structured, reply = deps.structured, step.reply
-    assert structured is not None and reply is not None
+    assert structured is not None
+    assert reply is not None
     outputs = [c for c in reply.tool_calls if c.get("name") in structured.outputs]
     if structured.kind == "tool" and not outputs:
         return None
@@ -130,7 +124,8 @@ def _unfit(
 ) -> dict[str, Any]:
     """An answer that does not fit the schema: the model told why and asked again, as the
     strategy's ``handle_errors`` says (its calls answered with it), or the run stops."""
-    assert deps.structured is not None and step.reply is not None
+    assert deps.structured is not None
+    assert step.reply is not None
     told = deps.structured.retry_with(exc)
     err = ActionError("answer_schema", f"the answer does not fit the schema: {exc}"[:500])
     if told is None or not outputs:

@@ -61,6 +61,23 @@ class Gatekeeper:
         settled with what the model is shown instead (``shown``), or the stop it causes.
         ``ask_here=False``: a call under approval is left to a question asked after (about
         a call that may already have run)."""
+        settled = self._checked(call)
+        if settled is not None:
+            return settled
+        answer: dict[str, Any] | None = None
+        asks = call.tool in self.deps.policy.require_approval and ask_here and self._asks(call)
+        if asks:
+            decided = self._approve(call) if can_pause(self.config) else unavailable(call.tool)
+            if not isinstance(decided, tuple):
+                return decided
+            call, answer = decided
+        asked_after = call.tool in self.deps.policy.require_approval and not ask_here
+        rule = "approval" if answer else "asked after" if asked_after else "allow"
+        return self._permit(call, rule, answer)
+
+    def _checked(self, call: Call) -> Call | Stop | None:
+        """The budgets, the allowlist and loop detection: the stop, the call settled with what
+        the model is shown, or None when it passes."""
         deps, name = self.deps, call.tool
         if self._what(call) not in self.counted:
             over = enforce(
@@ -73,21 +90,11 @@ class Gatekeeper:
         if refusal is not None:
             return self._refused(call, refusal)
         earlier = self.seen.repeats(name, call.args, deps.policy.loop_detection)
-        if earlier:
-            if earlier > deps.policy.repeat_reminders:
-                return loop(name)
-            return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
-        answer: dict[str, Any] | None = None
-        if name in deps.policy.require_approval and ask_here and self._asks(call):
-            if not can_pause(self.config):
-                return unavailable(name)
-            decided = self._approve(call)
-            if not isinstance(decided, tuple):
-                return decided
-            call, answer = decided
-        asked_after = name in deps.policy.require_approval and not ask_here
-        rule = "approval" if answer else "asked after" if asked_after else "allow"
-        return self._permit(call, rule, answer)
+        if not earlier:
+            return None
+        if earlier > deps.policy.repeat_reminders:
+            return loop(name)
+        return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
 
     def _approve(self, call: Call) -> tuple[Call, dict[str, Any]] | Call | Stop:
         """Ask a human about ``call``: it as approved (maybe edited), the call they answered in
@@ -265,6 +272,7 @@ def permitted(record: Record | None, call: Call, deps: NodeDeps) -> bool:
 def gatekeeper(
     step: Step,
     messages: Sequence[BaseMessage],
+    *,
     book: Book,
     place: Place,
     deps: NodeDeps,

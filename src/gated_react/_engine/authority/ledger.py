@@ -97,7 +97,7 @@ class MemoryBackend:
     def after(self, thread: str, run: str, seq: int) -> list[Record]:
         with self._lock:
             found = self._runs.get((thread, run), [])
-            return [r for r in found[self._from(found, seq) :]]
+            return list(found[self._from(found, seq) :])
 
     def about(self, keys: Sequence[str]) -> list[Record]:
         with self._lock:

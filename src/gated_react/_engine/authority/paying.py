@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record

@@ -67,10 +67,18 @@ class Plan:
     stop: tuple[Stop, str] | None = None
 
     @classmethod
-    def of(cls, step: Step, messages: Sequence[BaseMessage], book: Book, place: Place,
-           deps: NodeDeps, config: RunnableConfig) -> Plan:  # fmt: skip
+    def of(
+        cls,
+        step: Step,
+        messages: Sequence[BaseMessage],
+        *,
+        book: Book,
+        place: Place,
+        deps: NodeDeps,
+        config: RunnableConfig,
+    ) -> Plan:
         """The calls with the keys the gate gives them on this branch (whatever the state says)."""
-        keeper = gatekeeper(step, messages, book, place, deps, config)
+        keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
         seen, calls = branch_calls(messages), []
         for call in step.calls:
             calls.append(call.model_copy(update={"key": keeper.key_for(call, seen)}))
@@ -94,10 +102,8 @@ class Plan:
     def claims(self) -> list[Record]:
         run = self.step.run
         return [
-            self.place.record(
-                run, Kind.STARTED, self.calls[i].key, call=self.calls[i].id, tool=self.calls[i].tool
-            )  # fmt: skip
-            for i in self.once
+            self.place.record(run, Kind.STARTED, c.key, call=c.id, tool=c.tool)
+            for c in (self.calls[i] for i in self.once)
         ]
 
     def claimed(self, won: list[bool]) -> None:
@@ -194,6 +200,8 @@ def planned(plan: Plan) -> None:
 
 
 def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
+    """A call's way: answered without running (shown, done in the record), stopped, or run
+    (under its permit, or one earned again here)."""
     deps = plan.deps
     if call.shown is not None:
         return _shown_result(call, call.shown)
@@ -207,26 +215,35 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     started = started and not deps.idempotent(call.tool)
     if not permitted(plan.book.tally.permits.get(call.id), call, deps):
         admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)
-        if isinstance(admitted, Stop):
-            return _edited(admitted)
-        if admitted.shown is not None:
-            return _shown_result(admitted, admitted.shown)
+        if isinstance(admitted, Stop) or admitted.shown is not None:
+            return _settled(admitted)
         call = admitted
     if started:
         asked = _asked(plan, call)
         if isinstance(asked, Call):
             plan.again.add(index)
         return asked
+    return _args_checked(deps, call)
+
+
+def _settled(admitted: Call | Stop) -> ToolMessage | Stop:
+    """A call the gate's checks, run again here, did not let through."""
+    if isinstance(admitted, Stop):
+        return _edited(admitted)
+    assert admitted.shown is not None
+    return _shown_result(admitted, admitted.shown)
+
+
+def _args_checked(deps: NodeDeps, call: Call) -> Call | ToolMessage | Stop:
+    """The call, or what arguments its tool's schema refuses make of it (with tool hooks,
+    they are given the error, ``ToolNode``'s way)."""
     hooked = deps.middleware is not None and bool(deps.middleware.tool_wraps)
     problem = None if hooked else tool_runner.check_args(deps.tools[call.tool], call.args)
-    if problem is not None:  # with tool hooks, they are given the error (``ToolNode``'s way)
-        why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
-        return (
-            why
-            if deps.policy.on_tool_error == "stop"
-            else result(call.tool, call.id, problem, ok=False)
-        )
-    return call
+    if problem is None:
+        return call
+    if deps.policy.on_tool_error == "stop":
+        return Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
+    return result(call.tool, call.id, problem, ok=False)
 
 
 def _progress(records: Sequence[Record]) -> tuple[bool, ToolMessage | None]:

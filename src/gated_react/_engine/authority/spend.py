@@ -7,6 +7,7 @@ Sums are kept as records arrive, so reading a run's spend costs the same at any 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,10 +53,8 @@ class Tally:
             self.seconds += _amount(record.body.get("seconds")) or 0.0
             self.permits.pop(str(record.body.get("call")), None)  # used
         elif kind is Kind.EXTENDED and record.verified:
-            try:
+            with contextlib.suppress(ValidationError):  # one this version cannot read: nothing
                 self.extensions.append(Extension.model_validate(record.body))
-            except ValidationError:
-                pass  # a record this version cannot read extends nothing
         elif kind is Kind.OPENED:
             self.opened = record
         elif kind is Kind.ENDED:

@@ -1,19 +1,14 @@
 """The same create_agent programs on both constructors: ``langchain.agents.create_agent`` and
 ``gated_react.build_graph``, each with LangChain's own fake chat model replaying one script.
-What the user sees must match: the answer (the last message), what each tool returned, and
-``structured_response``.
-
-The one difference a script may have is how the model states a structured answer:
-create_agent asks for a call to a tool named after the schema (``ToolStrategy``), gated-react
-for the JSON text its prompt shows (``Policy.answer_schema``); and gated-react's
-``structured_response`` is plain JSON, which the schema validates back into create_agent's
-object."""
+What the user sees must match: the answer (the last message), what each tool returned (a
+structured answer's own tool message included), and ``structured_response``."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +70,11 @@ def first_words(
     return ToolMessage(f"you asked: {first.text}", tool_call_id=call_id)
 
 
-def _call(name: str, n: int, **args: Any) -> AIMessage:
-    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{n}"}])
+def _call(name: str, n: int, *, numbered: bool = False, **args: Any) -> AIMessage:
+    """A reply with one call, its id unique to this script (``numbered``: ``call_<n>``, as
+    LangChain's fake models and some servers number calls anew in every run)."""
+    call_id = f"call_{n}" if numbered else f"call_{n}_{uuid.uuid4().hex[:8]}"
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
 
 
 @dataclass
@@ -87,8 +85,6 @@ class Program:
     tools: list[Any]
     kwargs: dict[str, Any]
     context: Any = None
-    ours_last: AIMessage | None = None
-    """gated-react's last reply, when a structured answer is stated differently."""
 
 
 def _store() -> InMemoryStore:
@@ -121,16 +117,12 @@ PROGRAMS: dict[str, Callable[[], Program]] = {
         ],
         [get_weather],
         {"response_format": Weather},
-        ours_last=AIMessage('{"city": "Oslo", "sunny": true}'),
     ),
 }
 
 
 def _agent(kind: str, program: Program) -> Any:
-    script = list(program.script)
-    if kind == "gated_react" and program.ours_last is not None:
-        script[-1] = program.ours_last
-    model = FakeToolCallingModel(messages=iter(script))
+    model = FakeToolCallingModel(messages=iter(list(program.script)))
     if kind == "create_agent":
         kwargs = dict(program.kwargs)
         if "response_format" in kwargs:
@@ -141,12 +133,7 @@ def _agent(kind: str, program: Program) -> Any:
 
 def _seen(kind: str, out: dict[str, Any]) -> dict[str, Any]:
     """What the user reads: the last message, the tools' results, the structured response."""
-    if kind == "create_agent":
-        results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
-        if out.get("structured_response") is not None:  # ToolStrategy's own tool message
-            results = results[:-1]
-    else:
-        results = [entry["observation"] for entry in out["history"]]
+    results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     structured = out.get("structured_response")
     if isinstance(structured, dict):
         structured = Weather.model_validate(structured)
@@ -200,3 +187,38 @@ def test_the_migration_example_differs_from_its_create_agent_app_in_the_construc
     assert printed[0] == printed[1] == "Your name is John Smith.\n"
     assert "create_agent(" in theirs.read_text()
     assert "build_graph(" not in theirs.read_text()
+
+
+PAID: list[int] = []
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    PAID.append(amount)
+    return f"paid {amount}"
+
+
+def test_a_call_id_an_unrelated_run_used_before_runs_its_own_tool() -> None:
+    """Models that number their calls anew in every run (``call_1``) are common: a call of a
+    new run is its own, whatever id an earlier run's call had."""
+    PAID.clear()
+    first = build_graph(
+        FakeToolCallingModel(
+            messages=iter(
+                [_call("get_weather", 1, numbered=True, city="Oslo"), AIMessage("Sunny.")]
+            )
+        ),
+        [get_weather, pay],
+    )
+    first.invoke({"messages": [{"role": "user", "content": "Weather in Oslo?"}]})
+    second = build_graph(
+        FakeToolCallingModel(
+            messages=iter([_call("pay", 1, numbered=True, amount=5), AIMessage("Paid.")])
+        ),
+        [get_weather, pay],
+    )
+    out = second.invoke({"messages": [{"role": "user", "content": "Pay 5."}]})
+    results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert results == ["paid 5"]
+    assert PAID == [5]

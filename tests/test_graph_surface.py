@@ -5,6 +5,7 @@ and name."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, TypedDict
 
 import pytest
@@ -14,10 +15,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolRuntime
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
+from typing_extensions import TypedDict as TypedDictExt
 
-from gated_react import ArgumentRefused, Policy, build_graph, resume, run
-from gated_react.policy import UnsupportedResponseFormat
+from gated_react import ArgumentRefused, Policy, build_graph, result_of, resume, run
+from gated_react.errors import GatedReactError
 from gated_react.testing import ScriptedChatModel, call
+
+from .support.results import ainvoked, invoked
 
 
 class Weather(BaseModel):
@@ -41,12 +45,24 @@ def _system(model: ScriptedChatModel) -> str:
 
 
 def test_the_system_prompt_comes_after_the_fixed_rules() -> None:
-    plain = ScriptedChatModel(replies=["ok"])
-    build_graph(plain, [weather]).invoke({"goal": "g"})
-    told = ScriptedChatModel(replies=["ok"])
-    build_graph(told, [weather], system_prompt="You are Acme's weather desk.").invoke({"goal": "g"})
+    """A text protocol's reply format comes first, so graphs with different prompts share the
+    prefix a server caches; native tool calling needs no rules, and the app's prompt is the
+    whole system prompt (none without one), as under ``create_agent``."""
+    desk = "You are Acme's weather desk."
+    json_mode = Policy(protocol="json")
+    plain = ScriptedChatModel(replies=['{"kind": "final", "answer": "ok"}'])
+    build_graph(plain, [weather], policy=json_mode).invoke({"goal": "g"})
+    told = ScriptedChatModel(replies=['{"kind": "final", "answer": "ok"}'])
+    build_graph(told, [weather], system_prompt=desk, policy=json_mode).invoke({"goal": "g"})
+    assert _system(plain)
     assert _system(told).startswith(_system(plain))  # the cacheable prefix is unchanged
-    assert _system(told).endswith("You are Acme's weather desk.")
+    assert _system(told).endswith(desk)
+    native = ScriptedChatModel(replies=["ok"])
+    build_graph(native, [weather]).invoke({"goal": "g"})
+    assert not isinstance(native.requests[0][0], SystemMessage)
+    native = ScriptedChatModel(replies=["ok"])
+    build_graph(native, [weather], system_prompt=desk).invoke({"goal": "g"})
+    assert _system(native) == desk
     as_message = ScriptedChatModel(replies=["ok"])
     prompt = SystemMessage("Answer in French.")
     build_graph(as_message, [weather], system_prompt=prompt).invoke({"goal": "g"})
@@ -59,35 +75,79 @@ def test_a_system_prompt_of_another_type_is_one_line() -> None:
 
 
 def test_response_format_gives_structured_response() -> None:
-    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": true}'])
+    """As ``create_agent`` asks for it: a tool named after the schema, called by the model,
+    the answer the schema's object and the tool's own result in the conversation
+    (``ToolStrategy``, what a schema alone is for a model without provider structured output);
+    a text protocol asks for the JSON in its prompt (``Policy.answer_schema``)."""
+    model = ScriptedChatModel(replies=[call("Weather", city="Oslo", sunny=True)])
     out = build_graph(model, [weather], response_format=Weather).invoke({"goal": "g"})
     assert out["stop_reason"] == "success"
-    assert Weather.model_validate(out["structured_response"]) == Weather(city="Oslo", sunny=True)
-    assert '"title": "Weather"' in _system(model)  # the schema is Policy.answer_schema's prompt
-    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": false}'])
+    assert out["structured_response"] == Weather(city="Oslo", sunny=True)
+    said = out["messages"][-1]
+    assert (said.type, said.text) == (
+        "tool",
+        "Returning structured response: city='Oslo' sunny=True",
+    )
+    model = ScriptedChatModel(replies=[call("Weather", city="Oslo", sunny=False)])
     out = build_graph(model, [], response_format=ToolStrategy(Weather)).invoke({"goal": "g"})
-    assert out["structured_response"] == {"city": "Oslo", "sunny": False}
+    assert out["structured_response"] == Weather(city="Oslo", sunny=False)
+    answer = json.dumps({"kind": "final", "answer": '{"city": "Oslo", "sunny": true}'})
+    model = ScriptedChatModel(replies=[answer])
+    graph = build_graph(model, [weather], response_format=Weather, policy=Policy(protocol="json"))
+    out = graph.invoke({"goal": "g"})
+    assert out["structured_response"] == Weather(city="Oslo", sunny=True)
+    assert '"title": "Weather"' in _system(model)  # the schema is Policy.answer_schema's prompt
 
 
 def test_structured_response_is_none_without_a_schema_and_fresh_each_run() -> None:
     out = build_graph(ScriptedChatModel(replies=["ok"]), []).invoke({"goal": "g"})
     assert out.get("structured_response") is None
-    model = ScriptedChatModel(replies=['{"city": "Oslo", "sunny": true}', "not json", "still no"])
-    graph = build_graph(model, [], response_format=Weather, checkpointer=InMemorySaver())
+    final = json.dumps({"kind": "final", "answer": '{"city": "Oslo", "sunny": true}'})
+    wrong = json.dumps({"kind": "final", "answer": "not json"})
+    model = ScriptedChatModel(replies=[final, wrong, wrong])
+    graph = build_graph(model, [], response_format=Weather, checkpointer=InMemorySaver(),
+                        policy=Policy(protocol="json"))  # fmt: skip
     first = run(graph, "one", thread_id="t-sr")
-    assert first["structured_response"] == {"city": "Oslo", "sunny": True}
+    assert Weather.model_validate(first["structured_response"]) == Weather(city="Oslo", sunny=True)
     graph.invoke({"goal": "two"}, {"configurable": {"thread_id": "t-sr"}})
     second = graph.get_state({"configurable": {"thread_id": "t-sr"}}).values
     assert second["stop_reason"] == "invalid_action:answer_schema"
     assert second["structured_response"] is None
 
 
-def test_a_response_format_that_cannot_be_checked_is_refused() -> None:
+def test_a_response_format_that_is_no_schema_is_one_line() -> None:
+    with pytest.raises(ValueError, match="Unsupported schema type") as caught:
+        build_graph(ScriptedChatModel(replies=[]), [], response_format=3)
+    assert "\n" not in str(caught.value)
+
+    class Plain(TypedDictExt):
+        city: str
+
+    model = ScriptedChatModel(replies=[call("Plain", city="Oslo")])
+    out = build_graph(model, [], response_format=Plain).invoke({"goal": "g"})
+    assert out["structured_response"] == {"city": "Oslo"}  # a TypedDict, as create_agent takes
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: build_graph(response_format=<a typing.TypedDict>) under Python < 3.12 raises "
+    "pydantic's PydanticUserError (several lines, not a GatedReactError)",
+)
+def test_a_typing_typeddict_pydantic_cannot_read_is_one_line() -> None:
     class Plain(TypedDict):
         city: str
 
-    with pytest.raises(UnsupportedResponseFormat, match="must be a pydantic model"):
+    with pytest.raises(GatedReactError) as caught:
         build_graph(ScriptedChatModel(replies=[]), [], response_format=Plain)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: build_graph takes response_format and another Policy.answer_schema without a "
+    "word (policy.with_response_format, which refused it, is no longer called)",
+)
+def test_two_answer_schemas_are_refused() -> None:
     with pytest.raises(ValueError, match=r"response_format Weather and Policy\.answer_schema Ctx"):
         build_graph(
             ScriptedChatModel(replies=[]),
@@ -103,11 +163,12 @@ def test_context_reaches_tools_through_invoke_stream_and_ainvoke() -> None:
         return build_graph(ScriptedChatModel(replies=replies), [weather], context_schema=Ctx)
 
     seen = "Oslo: sunny (for u1)"
-    out = graph().invoke({"goal": "g"}, context={"user_id": "u1"})  # coerced, as LangGraph does
+    out = invoked(graph(), {"goal": "g"}, context={"user_id": "u1"})  # coerced, as LangGraph does
     assert out["history"][0]["observation"] == seen, out["message"]
-    values = list(graph().stream({"goal": "g"}, context=Ctx(user_id="u1"), stream_mode="values"))
-    assert values[-1]["history"][0]["observation"] == seen
-    out = asyncio.run(graph().ainvoke({"goal": "g"}, context=Ctx(user_id="u1")))
+    streamed = graph()
+    values = list(streamed.stream({"goal": "g"}, context=Ctx(user_id="u1"), stream_mode="values"))
+    assert result_of(streamed, values[-1])["history"][0]["observation"] == seen
+    out = asyncio.run(ainvoked(graph(), {"goal": "g"}, context=Ctx(user_id="u1")))
     assert out["history"][0]["observation"] == seen
     assert graph().get_context_jsonschema()["title"] == "Ctx"  # Studio's form
 
@@ -135,10 +196,15 @@ def test_store_and_name_are_the_compiled_graphs() -> None:
     assert build_graph(ScriptedChatModel(replies=[]), []).name == "gated-react"
 
 
+def test_a_state_schema_that_is_no_agent_state_is_one_line() -> None:
+    with pytest.raises(ArgumentRefused, match=r"^state_schema must be a TypedDict") as caught:
+        build_graph(ScriptedChatModel(replies=["hi"]), [], state_schema=dict)
+    assert "\n" not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("given", "instead"),
     [
-        ({"state_schema": dict}, "context_schema"),
         ({"interrupt_before": ["tools"]}, "require_approval"),
         ({"interrupt_after": ["tools"]}, "on_budget='ask'"),
         ({"debug": True}, "debug=True"),

@@ -6,50 +6,78 @@ from __future__ import annotations
 import asyncio
 import operator
 import re
+import uuid
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.types import Command
 
-from gated_react import Policy, as_tool, build_graph, open_checkpointer
-from gated_react.state import RunResult
+from gated_react import Policy, as_tool, build_graph, open_checkpointer, result_of
+from gated_react.state import RunReply
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.docs import page, section
 from .support.helpers import REFUND_42, REFUND_GOAL
+from .support.results import ainvoked, invoked
 
-RESULT = set(RunResult.model_fields)
+RESULT = set(RunReply.model_fields)
+"""What ``invoke`` returns without a ``response_format`` (create_agent's keys and the stop)."""
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _agent(replies: list[Any] = REFUND_42, **policy: Any) -> Any:
     return build_graph(
-        ScriptedChatModel(replies=list(replies)), SUPPORT_TOOLS, policy=Policy(**policy)
+        ScriptedChatModel(replies=_own_ids(replies)), SUPPORT_TOOLS, policy=Policy(**policy)
     )
 
 
+def _own_ids(replies: list[Any]) -> list[Any]:
+    """The script with call ids of this run's own: ``REFUND_42`` is one list of messages, and
+    a run that reuses another run's call ids is answered from that run's record (see
+    ``test_a_call_id_an_unrelated_run_used_before_runs_its_own_tool``)."""
+    return [
+        reply.model_copy(update={"tool_calls": [
+            {**c, "id": f"call_{uuid.uuid4().hex[:8]}"} for c in reply.tool_calls
+        ]})
+        if isinstance(reply, AIMessage) and reply.tool_calls
+        else reply
+        for reply in replies
+    ]  # fmt: skip
+
+
 def _reference() -> dict[str, Any]:
-    out: dict[str, Any] = _agent().invoke({"goal": REFUND_GOAL})
+    graph = _agent()
+    out: dict[str, Any] = graph.invoke({"goal": REFUND_GOAL})
     assert set(out) == RESULT
-    return out
+    return _derived(graph, out)
+
+
+def _derived(graph: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with what the run's record and conversation say of it (read right after the
+    run, while it is the newest run without a checkpointer)."""
+    return {**out, **result_of(graph, out)}
 
 
 def _same(out: dict[str, Any], reference: dict[str, Any]) -> None:
-    """The result's keys with equal values, but for the measured seconds and the messages' ids
-    (fresh in every run). (Streams of values carry the whole state: every channel, the result's
-    keys among them.)"""
+    """The result's keys and the derived views with equal values, but for the measured seconds
+    and the ids of messages and calls (fresh in every run)."""
     assert set(out) >= RESULT
     assert _chat(out) == _chat(reference)
-    keys = RESULT - {"messages"}
-    strip = {key: out[key] for key in keys} | {"usage": {**out["usage"], "seconds": 0}}
-    expected = {key: reference[key] for key in keys}
-    assert strip == {**expected, "usage": {**reference["usage"], "seconds": 0}}
+    keys = RESULT - {"messages"} | {"answer", "trace"}
+    assert {key: out[key] for key in keys} == {key: reference[key] for key in keys}
+    assert _calls(out) == _calls(reference)
+    assert {**out["usage"], "seconds": 0} == {**reference["usage"], "seconds": 0}
+
+
+def _calls(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history without the calls' ids."""
+    return [{**e, "action": {**e["action"], "id": None}} for e in result["history"]]
 
 
 def _chat(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -58,18 +86,21 @@ def _chat(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 def test_sync_and_async_invoke_and_batch_return_the_same_shape() -> None:
     reference = _reference()
-    out = asyncio.run(_agent().ainvoke({"goal": REFUND_GOAL}))
+    graph = _agent()
+    out = asyncio.run(graph.ainvoke({"goal": REFUND_GOAL}))
     assert set(out) == RESULT
-    _same(out, reference)
-    batch = _agent().batch([{"goal": REFUND_GOAL}])
+    _same(_derived(graph, out), reference)
+    graph = _agent()
+    batch = graph.batch([{"goal": REFUND_GOAL}])
     assert set(batch[0]) == RESULT
-    _same(batch[0], reference)
+    _same(_derived(graph, batch[0]), reference)
 
 
 def test_stream_and_astream_end_with_the_result() -> None:
     reference = _reference()
-    chunks = list(_agent().stream({"goal": REFUND_GOAL}, stream_mode="values"))
-    _same(chunks[-1], reference)
+    graph = _agent()
+    chunks = list(graph.stream({"goal": REFUND_GOAL}, stream_mode="values"))
+    _same(_derived(graph, chunks[-1]), reference)
 
     async def collect() -> list[dict[str, Any]]:
         return [part async for part in _agent().astream({"goal": REFUND_GOAL})]
@@ -89,9 +120,10 @@ def test_astream_events_reports_the_model_the_nodes_and_the_result() -> None:
     reference = _reference()
 
     async def collect() -> list[dict[str, Any]]:
-        stream = _agent().astream_events({"goal": REFUND_GOAL}, version="v2")
+        stream = graph.astream_events({"goal": REFUND_GOAL}, version="v2")
         return [event async for event in stream]
 
+    graph = _agent()
     events = asyncio.run(collect())
     assert sum(e["event"] == "on_chat_model_end" for e in events) == 4
     assert [e["name"] for e in events if e["event"] == "on_tool_end"] == [
@@ -99,7 +131,7 @@ def test_astream_events_reports_the_model_the_nodes_and_the_result() -> None:
         "get_user_billing",
         "search_policy",
     ]
-    _same(events[-1]["data"]["output"], reference)
+    _same(_derived(graph, events[-1]["data"]["output"]), reference)
     assert (events[-1]["event"], events[-1]["name"]) == ("on_chain_end", "gated-react")
 
 
@@ -108,7 +140,7 @@ class Desk(TypedDict, total=False):
 
     question: str
     goal: str
-    answer: str | None
+    messages: Annotated[list[AnyMessage], add_messages]  # the agent's conversation
     stop_reason: str | None
     reply: str
     handled_by: Annotated[list[str], operator.add]
@@ -129,7 +161,8 @@ def _faq(state: Desk) -> dict[str, Any]:
 def _post(state: Desk) -> dict[str, Any]:
     if state["stop_reason"] != "success":
         return {"reply": f"Escalated to a human ({state['stop_reason']}).", "handled_by": ["post"]}
-    return {"reply": f"{state['answer']} (checked by policy)", "handled_by": ["post"]}
+    answer = state["messages"][-1].text
+    return {"reply": f"{answer} (checked by policy)", "handled_by": ["post"]}
 
 
 def _desk(agent: Any) -> Any:
@@ -219,7 +252,7 @@ def test_another_gated_agent_calls_the_agent_as_a_tool() -> None:
         _refund_desk(),
         [call("refund_desk", goal=REFUND_GOAL), "Refund approved: USD 49.00."],
     )
-    out = outer.invoke({"goal": "Handle ticket 1: " + REFUND_GOAL})
+    out = invoked(outer, {"goal": "Handle ticket 1: " + REFUND_GOAL})
     assert (out["stop_reason"], out["answer"]) == ("success", "Refund approved: USD 49.00.")
     seen = out["history"][0]["observation"]
     assert set(seen) == {"status", "stop_reason", "message", "answer"}
@@ -235,8 +268,7 @@ def test_a_stopped_inner_run_is_an_observation_not_an_exception() -> None:
     outer, _ = _outer(tool, [call("refund_desk", goal="refund?"), "I could not decide it."])
 
     async def go() -> dict[str, Any]:
-        result: dict[str, Any] = await outer.ainvoke({"goal": "ticket 2"})  # async path
-        return result
+        return dict(await ainvoked(outer, {"goal": "ticket 2"}))  # async path
 
     out = asyncio.run(go())
     assert out["stop_reason"] == "success"
@@ -272,7 +304,7 @@ def test_the_inner_run_writes_nothing_into_the_callers_store(tmp_path: Path) -> 
     with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
         model = ScriptedChatModel(replies=[call("refund_desk", goal=REFUND_GOAL), "done"])
         outer = build_graph(model, [_refund_desk()], checkpointer=saver)
-        out = outer.invoke({"goal": "ticket 3"}, {"configurable": {"thread_id": "outer"}})
+        out = invoked(outer, {"goal": "ticket 3"}, {"configurable": {"thread_id": "outer"}})
         assert out["history"][0]["observation"]["stop_reason"] == "success"
         stored = list(saver.list(None))
         assert {c.config["configurable"]["thread_id"] for c in stored} == {"outer"}

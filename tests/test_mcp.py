@@ -25,6 +25,7 @@ from gated_react.tools._mcp_config import tool_name
 from .support import mcp_servers
 from .support.mcp_servers import serve_http, stdio_config
 from .support.reaping import PATIENCE
+from .support.results import ainvoked, invoked
 
 NAMES = {
     "read_note",
@@ -121,7 +122,7 @@ def test_a_graph_runs_mcp_tools(tools: MCPTools, mode: str) -> None:
     )
     graph = build_graph(model, tools)
     goal = {"goal": "write a note"}
-    out = graph.invoke(goal) if mode == "invoke" else asyncio.run(graph.ainvoke(goal))
+    out = invoked(graph, goal) if mode == "invoke" else asyncio.run(ainvoked(graph, goal))
     assert out["stop_reason"] == "success"
     assert [h["observation"] for h in out["history"]] == [
         {"result": f"saved {title}"},
@@ -132,7 +133,7 @@ def test_a_graph_runs_mcp_tools(tools: MCPTools, mode: str) -> None:
 def test_a_missing_tool_in_observe_mode_lists_the_mcp_tools(stdio_tools: MCPTools) -> None:
     model = ScriptedChatModel(replies=[call("notes__nope"), "No such tool."])
     graph = build_graph(model, stdio_tools, policy=Policy(on_tool_error="observe"))
-    out = graph.invoke({"goal": "use a tool that is not there"})
+    out = invoked(graph, {"goal": "use a tool that is not there"})
     assert out["stop_reason"] == "success"
     seen = out["history"][0]["observation"]
     assert seen.startswith("there is no tool named 'notes__nope'. Tools you may call: [")

@@ -13,6 +13,8 @@ from gated_react import Policy, build_graph, resume, run
 from gated_react.mcp import MCPTools
 from gated_react.testing import ScriptedChatModel, call
 
+from .support.results import invoked
+
 
 class Server(NamedTuple):
     """The module's notes server (``shared_mcp``, tests/conftest.py) as one test found it."""
@@ -40,8 +42,7 @@ def server(shared_mcp: tuple[MCPTools, str]) -> Server:
 
 def run_graph(tools: MCPTools, replies: list[Any], **policy: Any) -> dict[str, Any]:
     graph = build_graph(ScriptedChatModel(replies=replies), tools, policy=Policy(**policy))
-    out: dict[str, Any] = graph.invoke({"goal": "pay"})
-    return out
+    return dict(invoked(graph, {"goal": "pay"}))
 
 
 @pytest.mark.parametrize(

@@ -20,12 +20,15 @@ from gated_react.testing import ScriptedChatModel, call
 
 from .support.mcp_servers import alive, ends, serve_http, stdio_config
 from .support.reaping import PATIENCE
+from .support.results import ainvoked, invoked
 
 
 def run_graph(tools: MCPTools, replies: list[Any], mode: str = "invoke", **policy: Any) -> Any:
     graph = build_graph(ScriptedChatModel(replies=replies), tools, policy=Policy(**policy))
     goal = {"goal": "use the notes"}
-    return graph.invoke(goal) if mode == "invoke" else asyncio.run(graph.ainvoke(goal))
+    if mode == "invoke":
+        return invoked(graph, goal)
+    return asyncio.run(ainvoked(graph, goal))
 
 
 def test_an_error_result_stops_the_run_or_is_observed(shared_mcp: tuple[MCPTools, str]) -> None:

@@ -14,6 +14,7 @@ from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.openai_server import FakeOpenAI, Reply, Status, reply, tool_call
+from .support.results import invoked
 
 
 def _settings(server: FakeOpenAI, **env: Any) -> Settings:
@@ -24,7 +25,7 @@ def test_tools_protocol_over_http() -> None:
     script = [tool_call("get_user_billing", user_id=42), reply("USD 49")]
     with FakeOpenAI(script) as server:
         graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS)
-        out = graph.invoke({"goal": "refund?"})
+        out = invoked(graph, {"goal": "refund?"})
     assert out["stop_reason"] == "success"
     assert out["usage"]["tokens"] == 36  # the server's reported usage, twice
     first = server.requests[0]
@@ -40,7 +41,7 @@ def test_json_protocol_sends_the_action_schema() -> None:
         graph = build_graph(
             chat_model(_settings(server)), SUPPORT_TOOLS, policy=Policy(protocol="json")
         )
-        out = graph.invoke({"goal": "who is 42?"})
+        out = invoked(graph, {"goal": "who is 42?"})
     assert out["answer"] == "Anna"
     fmt = server.requests[0]["response_format"]
     assert fmt["type"] == "json_schema"
@@ -52,7 +53,7 @@ def test_auth_failure_is_a_stop_reason() -> None:
         graph = build_graph(
             chat_model(_settings(server, OPENAI_API_KEY="sk-abc123456789")), SUPPORT_TOOLS
         )
-        out = graph.invoke({"goal": "x"})
+        out = invoked(graph, {"goal": "x"})
     assert out["stop_reason"] == "llm_error:auth"
     assert "abc123456789" not in out["message"]
 
@@ -86,7 +87,7 @@ def test_cached_tokens_the_server_reports_are_counted_beside_all_tokens() -> Non
         graph = build_graph(
             chat_model(_settings(server)), SUPPORT_TOOLS, policy=Policy().replace(max_tokens=3200)
         )
-        out = graph.invoke({"goal": "refund?"})
+        out = invoked(graph, {"goal": "refund?"})
     assert out["usage"]["cached_tokens"] == 1408
     assert out["usage"]["tokens"] == 1507 + 1605  # max_tokens counts every token, cached or not
     assert out["stop_reason"] == "success"
@@ -110,7 +111,7 @@ def test_cost_of_a_run_through_chatopenai_is_priced_with_its_cached_tokens() -> 
     ]
     with FakeOpenAI(script) as server:
         graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS)
-        out = graph.invoke({"goal": "refund?"})
+        out = invoked(graph, {"goal": "refund?"})
     usage = out["usage"]
     assert (usage["input_tokens"], usage["cached_tokens"], usage["output_tokens"]) == (
         20_000,
@@ -128,7 +129,7 @@ def test_max_cost_stops_before_the_tool_call_after_the_limit() -> None:
     with FakeOpenAI(script) as server:
         policy = Policy().replace(max_cost=0.002)
         graph = build_graph(chat_model(_settings(server)), SUPPORT_TOOLS, policy=policy)
-        out = graph.invoke({"goal": "refund?"})
+        out = invoked(graph, {"goal": "refund?"})
     assert out["stop_reason"] == "max_cost"
     assert out["message"] == "max_cost 0.002 USD reached (0.002400 USD spent)"
     assert out["history"] == []  # the billing call never ran

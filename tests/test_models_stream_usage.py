@@ -10,7 +10,7 @@ from typing import Any
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from gated_react import Policy, build_graph
+from gated_react import Policy, build_graph, result_of
 from gated_react.models import chat_model
 from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -32,7 +32,7 @@ def _streamed(graph: Any) -> dict[str, Any]:
     for mode, chunk in graph.stream({"goal": "plan of 42?"}, stream_mode=["messages", "values"]):
         if mode == "values":
             values = chunk
-    return values
+    return {**values, **result_of(graph, values)}
 
 
 def _script() -> list[Any]:

@@ -16,6 +16,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools import TOOLKITS
 
 from .support.docs import REPO, all_text, page, python_blocks, section
+from .support.results import invoked
 
 FILES = REPO / "src" / "gated_react" / "examples" / "files"
 SPAN = re.compile(r"`([^`]+)`")
@@ -121,9 +122,8 @@ def flaky(n: int) -> int:
 def test_every_key_a_trace_entry_carries_is_documented(on_tool_error: Any) -> None:
     replies = [call("flaky", n=1), call("flaky", n=2), call("nope", n=3), "done"]
     policy = Policy(on_tool_error=on_tool_error)
-    out = build_graph(ScriptedChatModel(replies=replies), [flaky], policy=policy).invoke(
-        {"goal": "try"}
-    )
+    graph = build_graph(ScriptedChatModel(replies=replies), [flaky], policy=policy)
+    out = invoked(graph, {"goal": "try"})
     keys = {key for entry in out["trace"] for key in entry}
     assert keys - _documented_trace_keys() == set()
     assert ("error" in keys) == (on_tool_error == "observe")

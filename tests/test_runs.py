@@ -23,6 +23,7 @@ from gated_react import (
     resume,
     run,
 )
+from gated_react._engine.call_keys import args_hash
 from gated_react.runs import config_for
 from gated_react.state import RESULT_KEYS, ThreadResult
 from gated_react.store.checkpointer import aopen_checkpointer
@@ -31,6 +32,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.helpers import REFUND_42
+from .support.results import invoked
 
 APPROVAL = Policy(require_approval=frozenset({"get_user_billing"}))
 
@@ -172,7 +174,7 @@ def _settled_on_a_crashed_thread(store: Any) -> None:
 
 
 def test_every_result_has_every_key_whatever_happened(store: Any) -> None:
-    keys = {*RESULT_KEYS, "thread_id", "pending"}
+    keys = {*RESULT_KEYS, "answer", "history", "trace", "usage", "thread_id", "pending"}
     assert set(ThreadResult.__annotations__) == keys
     graph = _graph(store, [call("get_user_billing", user_id=42), "USD 49"])
     paused = run(graph, "refund?")
@@ -189,7 +191,7 @@ def test_approval_without_a_checkpointer_is_a_clear_stop_not_a_shapeless_dict() 
         SUPPORT_TOOLS,
         policy=APPROVAL,
     )
-    out = graph.invoke({"goal": "refund?"})
+    out = invoked(graph, {"goal": "refund?"})
     assert (out["status"], out["stop_reason"]) == (
         "stopped",
         "approval_unavailable:get_user_billing",
@@ -218,7 +220,12 @@ def test_edited_arguments_that_cannot_run_or_be_stored_ask_again(
     assert again["usage"]["tool_calls"] == 0
     done = resume(graph, thread, {"approved": True, "args": {"user_id": 7}})
     assert done["stop_reason"] == "success"
-    assert done["history"][0]["action"]["args"] == {"user_id": 7}
+    # the conversation keeps the model's call; what ran is the human's edit
+    (entry,) = done["history"]
+    assert entry["action"]["args"] == {"user_id": 42}
+    assert '{"user_id": 7} instead of the arguments in your call' in entry["observation"]
+    assert '"plan": "free"' in entry["observation"]  # user 7's billing, not user 42's
+    assert done["trace"][0]["args_hash"] == args_hash({"user_id": 7})
 
 
 def test_none_is_not_an_answer_it_asks_again(store: Any) -> None:

@@ -20,12 +20,14 @@ from gated_react._engine.approval import (
     question,
     same_question,
 )
+from gated_react._engine.call_keys import args_hash
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.policy import APPROVAL_DECISIONS as DECISIONS
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import policy
+from ..support.results import invoked
 
 
 def _paused(replies: list[Any], thread: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -40,6 +42,18 @@ def _paused(replies: list[Any], thread: str) -> tuple[Any, dict[str, Any], dict[
     return graph, config, first
 
 
+def _resumed(graph: Any, config: Any, answer: Any) -> Any:
+    """The run resumed with ``answer``, as ``gated_react.resume`` returns it."""
+    return invoked(graph, Command(resume=answer), config)
+
+
+def _ran_edited(entry: dict[str, Any], args: dict[str, Any]) -> None:
+    """A history entry of a call a human edited: the conversation keeps the model's call, its
+    result says what ran instead (and is what the edited call returned)."""
+    assert entry["action"]["args"] == {"user_id": 42}
+    assert f"{json.dumps(args)} instead of the arguments in your call" in entry["observation"]
+
+
 def test_the_run_pauses_with_the_question_and_continues_when_approved() -> None:
     graph, config, first = _paused([call("get_user_billing", user_id=42), "USD 49"], "approve")
     question = first["__interrupt__"][0].value
@@ -51,14 +65,14 @@ def test_the_run_pauses_with_the_question_and_continues_when_approved() -> None:
     assert question["answers"] == ANSWERS
     assert question["error"] is None
     assert first.get("status") is None
-    out = graph.invoke(Command(resume={"approved": True}), config)
+    out = _resumed(graph, config, {"approved": True})
     assert out["stop_reason"] == "success"
     assert out["history"][0]["observation"]["billing"]["price_usd"] == 49.0
 
 
 def test_rejection_stops_with_the_reason() -> None:
     graph, config, _ = _paused([call("get_user_billing", user_id=42)], "reject")
-    out = graph.invoke(Command(resume={"approved": False, "reason": "not today"}), config)
+    out = _resumed(graph, config, {"approved": False, "reason": "not today"})
     assert out["stop_reason"] == "tool_rejected:get_user_billing"
     assert "not today" in out["message"]
     assert out["trace"][-1]["stop_reason"] == "tool_rejected:get_user_billing"
@@ -66,9 +80,10 @@ def test_rejection_stops_with_the_reason() -> None:
 
 def test_edited_args_run_instead() -> None:
     graph, config, _ = _paused([call("get_user_billing", user_id=42), "done"], "edit")
-    out = graph.invoke(Command(resume={"approved": True, "args": {"user_id": 7}}), config)
-    assert out["history"][0]["action"]["args"] == {"user_id": 7}
-    assert out["history"][0]["observation"]["billing"]["plan"] == "free"
+    out = _resumed(graph, config, {"approved": True, "args": {"user_id": 7}})
+    _ran_edited(out["history"][0], {"user_id": 7})
+    assert '"plan": "free"' in out["history"][0]["observation"]  # user 7's, not user 42's
+    assert out["trace"][0]["args_hash"] == args_hash({"user_id": 7})
 
 
 def test_edited_args_are_gated_again() -> None:
@@ -87,9 +102,9 @@ def test_edited_args_that_miss_the_tool_schema_ask_again_with_the_reason() -> No
         "the edited arguments were refused: invalid arguments for get_user_billing: "
     )
     assert "user_id" in error
-    out = graph.invoke(Command(resume={"approved": True, "args": {"user_id": 7}}), config)
+    out = _resumed(graph, config, {"approved": True, "args": {"user_id": 7}})
     assert out["stop_reason"] == "success"
-    assert out["history"][0]["action"]["args"] == {"user_id": 7}
+    _ran_edited(out["history"][0], {"user_id": 7})
 
 
 def test_a_malformed_answer_asks_again() -> None:
@@ -227,12 +242,9 @@ def test_ask_checks_only_edited_arguments(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_answer_in_place_of_the_tool_is_an_observation_like_any_other() -> None:
     """Both places a human may answer for a tool (the gate, and a call whose outcome a crash
     left unknown) make the outcome here."""
-    outcome = approval.answered_outcome("a" * 5000 + " sk-secret-123", 100, ("sk-secret-123",))
-    assert outcome.observation == "a" * 100 + " ...[cut: 5004 chars, first 100 shown]"
-    assert (outcome.ok, outcome.by_human) == (True, True)
-    assert approval.answered_outcome("paid sk-secret-123", 100, ("sk-secret-123",)).observation == (
-        "paid ***"
-    )
+    shown = approval.answered_text("a" * 5000 + " sk-secret-123", 100, ("sk-secret-123",))
+    assert shown == "a" * 100 + " ...[cut: 5004 chars, first 100 shown]"
+    assert approval.answered_text("paid sk-secret-123", 100, ("sk-secret-123",)) == "paid ***"
 
 
 def test_an_answer_decides_only_the_question_it_was_given_for() -> None:

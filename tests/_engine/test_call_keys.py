@@ -9,8 +9,8 @@ import pytest
 from gated_react._engine.call_keys import (
     LoopIndex,
     args_hash,
+    call_key,
     canonical_json,
-    idempotency_key,
     is_repeat,
     loop_key,
     normalize,
@@ -67,18 +67,31 @@ def test_tool_names_with_colons_do_not_confuse_keys() -> None:
     assert not is_repeat(seen, "a", {"x": 1}, "exact")
 
 
-def test_idempotency_keys_are_stable_per_thread_step_tool_and_args() -> None:
-    key = idempotency_key("t1", 3, "refund", {"amount": 5, "user": 42})
-    assert key == idempotency_key("t1", 3, "refund", {"user": 42, "amount": 5})
+def test_call_keys_are_stable_per_run_tool_args_and_occurrence() -> None:
+    """The same call of the same run wherever it is replayed (a fork, a copy, an answer sent
+    twice); another run, tool, argument or occurrence (asked for again on purpose) has its own."""
+    key = call_key("t1\nq1", "refund", {"amount": 5, "user": 42}, 0)
+    assert key == call_key("t1\nq1", "refund", {"user": 42, "amount": 5}, 0)
     assert len(key) == 24
     others = {
-        idempotency_key("t2", 3, "refund", {"amount": 5, "user": 42}),
-        idempotency_key("t1", 4, "refund", {"amount": 5, "user": 42}),
-        idempotency_key("t1", 3, "refund2", {"amount": 5, "user": 42}),
-        idempotency_key("t1", 3, "refund", {"amount": 6, "user": 42}),
+        call_key("t2\nq1", "refund", {"amount": 5, "user": 42}, 0),
+        call_key("t1\nq2", "refund", {"amount": 5, "user": 42}, 0),
+        call_key("t1\nq1", "refund2", {"amount": 5, "user": 42}, 0),
+        call_key("t1\nq1", "refund", {"amount": 6, "user": 42}, 0),
+        call_key("t1\nq1", "refund", {"amount": 5, "user": 42}, 1),
     }
     assert key not in others
-    assert len(others) == 4
+    assert len(others) == 5
+
+
+def test_under_normalized_loop_detection_a_numbers_spellings_are_one_call() -> None:
+    """Issue 43: a fork whose model proposed ``pay(amount="5")`` again as ``5.0`` paid twice:
+    under ``loop_detection="normalized"`` both have one key, so the record finds the first."""
+    spellings = [{"amount": "5"}, {"amount": 5.0}, {"amount": 5}, {"amount": " 5 "}]
+    keys = {call_key("t1\nq1", "pay", args, 0, normalized=True) for args in spellings}
+    assert len(keys) == 1
+    exact = {call_key("t1\nq1", "pay", args, 0) for args in spellings}
+    assert len(exact) == len(spellings)
 
 
 MODES: tuple[LoopMode, ...] = ("exact", "normalized")
@@ -169,14 +182,6 @@ def test_numbers_have_one_canonical_spelling(spellings: tuple[Any, ...], canonic
 def test_a_fraction_is_not_its_integer_part() -> None:
     seen = [loop_key("get_user", {"user_id": 1})]
     assert not is_repeat(seen, "get_user", {"user_id": 1.5}, "normalized")
-
-
-def test_a_calls_place_in_a_batch_is_part_of_its_key_except_for_the_first() -> None:
-    args = {"amount": 5, "user": 42}
-    single = idempotency_key("t1", 3, "refund", args)
-    places = [idempotency_key("t1", 3, "refund", args, i) for i in range(3)]
-    assert places[0] == single == "e9af0c09261b0fc6ba21be11"  # the key runs had before batches
-    assert len(set(places)) == 3
 
 
 class _Passes(list[str]):

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import SecretStr
 
-from gated_react import build_graph, open_checkpointer, read
+from gated_react import build_graph, open_checkpointer, read, stops
 from gated_react._engine.chat import metadata_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -58,7 +58,9 @@ def test_a_replys_metadata_is_kept_as_plain_json_with_the_key_masked() -> None:
 
 def test_usage_that_is_no_usage_metadata_is_left_out() -> None:
     broken = AIMessage("hi").model_copy(update={"usage_metadata": {"input_tokens": "many"}})
-    assert metadata_of(broken) == {"usage_metadata": None, "response_metadata": None}
+    assert metadata_of(broken) == {
+        "usage_metadata": None, "response_metadata": None, "additional_kwargs": None,
+    }  # fmt: skip
 
 
 def test_every_ai_message_of_a_reply_keeps_its_metadata_through_a_store(tmp_path: Path) -> None:
@@ -92,5 +94,7 @@ def test_a_stop_is_no_reply_and_carries_no_metadata() -> None:
     graph = build_graph(ScriptedChatModel(replies=[profile, profile]), SUPPORT_TOOLS)
     out = graph.invoke({"goal": "Who is user 42?"})
     said = out["messages"][-1]
-    assert said.text.startswith("I stopped before finishing (loop_detected)")
+    assert out["stop_reason"] == "loop_detected"
+    assert said.text == stops.said(out["stop_reason"], out["message"])  # the agent talking
+    assert said.text.startswith("I was about to repeat a step I had already taken, so I stopped.")
     assert (said.usage_metadata, said.response_metadata) == (None, {})

@@ -18,11 +18,12 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from gated_react import Policy, build_graph
+from gated_react import Policy, build_graph, result_of
 from gated_react._engine.call_keys import args_hash
 from gated_react.testing import ScriptedChatModel, call
 
 from ..support.helpers import node_deps
+from ..support.results import ainvoked, invoked
 from ..support.spans import recorded
 
 
@@ -43,7 +44,8 @@ def profile(field: str, runtime: ToolRuntime[Ctx]) -> str:
     SEEN.append(
         {
             "id": runtime.tool_call_id,
-            "goal": runtime.state["goal"],
+            "goal": runtime.state["messages"][0].text,
+            "state": sorted(runtime.state),
             "thread": runtime.config["configurable"].get("thread_id"),
             "tools": sorted(t.name for t in runtime.tools),
         }
@@ -56,11 +58,12 @@ def injected(
     x: int,
     call_id: Annotated[str, InjectedToolCallId],
     state: Annotated[dict[str, Any], InjectedState],
-    goal: Annotated[str, InjectedState("goal")],
+    messages: Annotated[list[Any], InjectedState("messages")],
     store: Annotated[BaseStore, InjectedStore()],
 ) -> ToolMessage:
     """Everything injected at once; returns a ToolMessage, as create_agent tools may."""
-    assert state["goal"] == goal
+    assert state["messages"] == messages
+    goal = messages[0].text
     return ToolMessage(f"x={x} goal={goal} store={type(store).__name__}", tool_call_id=call_id)
 
 
@@ -97,10 +100,13 @@ def test_a_tool_runtime_gets_context_store_state_config_writer_and_id() -> None:
             custom.append(chunk)
         else:
             out = chunk
+    out = {**out, **result_of(graph, out, config)}
     assert out["stop_reason"] == "success", out["message"]
     assert out["history"][0]["observation"] == "plan=pro"
     assert custom == [{"looked_up": "plan"}]
     assert SEEN[0]["goal"] == "plan?"
+    assert "messages" in SEEN[0]["state"]  # create_agent's state; the gate's step is no tool's
+    assert {"step", "goal"}.isdisjoint(SEEN[0]["state"])
     assert SEEN[0]["thread"] == "t-rt"
     assert SEEN[0]["tools"] == ["injected", "profile"]
 
@@ -108,11 +114,11 @@ def test_a_tool_runtime_gets_context_store_state_config_writer_and_id() -> None:
 def test_injected_state_store_and_tool_call_id_sync_and_async() -> None:
     replies = [call("injected", x=3), "done"]
     _, graph = _graph(replies, [injected])
-    out = graph.invoke({"goal": "go"}, context=Ctx("u1"))
+    out = invoked(graph, {"goal": "go"}, context=Ctx("u1"))
     assert out["stop_reason"] == "success", out["message"]
     assert out["history"][0]["observation"] == "x=3 goal=go store=InMemoryStore"
     _, graph = _graph(replies, [injected])
-    out = asyncio.run(graph.ainvoke({"goal": "go"}, context=Ctx("u1")))
+    out = asyncio.run(ainvoked(graph, {"goal": "go"}, context=Ctx("u1")))
     assert out["history"][0]["observation"] == "x=3 goal=go store=InMemoryStore"
 
 
@@ -123,7 +129,7 @@ def test_an_async_tool_gets_its_runtime() -> None:
         return f"{field} of {runtime.context.user_id}"
 
     _, graph = _graph([call("aprofile", field="plan"), "ok"], [aprofile])
-    out = asyncio.run(graph.ainvoke({"goal": "g"}, context=Ctx("u7")))
+    out = asyncio.run(ainvoked(graph, {"goal": "g"}, context=Ctx("u7")))
     assert out["history"][0]["observation"] == "plan of u7", out["message"]
 
 
@@ -131,7 +137,7 @@ def test_the_idempotency_key_reaches_a_runtime_tool_beside_the_models_call_id() 
     """The key stays the key (stable for thread, step, tool and arguments); the tool call id
     is the model's, as for every other tool."""
     _, graph = _graph([call("keyed", note="n"), "ok"], [keyed])
-    out = graph.invoke({"goal": "g"}, context=Ctx("u1"))
+    out = invoked(graph, {"goal": "g"}, context=Ctx("u1"))
     assert out["history"][0]["observation"] == "n:False", out["message"]
 
 
@@ -199,7 +205,7 @@ def test_the_gate_sees_only_the_models_arguments() -> None:
     question = paused["__interrupt__"][0].value
     assert question["args"] == {"field": "plan"}
     assert question["action_requests"][0]["args"] == {"field": "plan"}
-    out = graph.invoke(Command(resume={"approved": True}), config, context=Ctx("u1"))
+    out = invoked(graph, Command(resume={"approved": True}), config, context=Ctx("u1"))
     assert out["trace"][0]["args_hash"] == args_hash({"field": "plan"})
     assert out["stop_reason"] == "loop_detected"  # the same model call, whatever's injected
     assert "runtime" not in json.dumps(out, default=str)
@@ -236,7 +242,7 @@ def test_a_tool_returning_a_command_unannounced_fails_with_a_reason() -> None:
         return Command(update={"answer": "forged"})
 
     _, graph = _graph([call("jump", x=1)], [jump])
-    out = graph.invoke({"goal": "g"}, context=Ctx("u1"))
+    out = invoked(graph, {"goal": "g"}, context=Ctx("u1"))
     assert out["stop_reason"] == "tool_error:jump"
     assert "returned a Command" in out["message"]
     assert out["answer"] is None
@@ -260,8 +266,10 @@ def test_plain_functions_are_tools_as_create_agent_makes_them() -> None:
 
     replies = [call("double", x=21), call("weather", city="Oslo"), "42"]
     _, graph = _graph(replies, [double, weather])
-    out = graph.invoke({"goal": "g"}, context=Ctx("u1"))
-    assert [h["observation"] for h in out["history"]] == [42, "Oslo sunny for u1"]
+    out = invoked(graph, {"goal": "g"}, context=Ctx("u1"))
+    results = [m.text for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert results == ["42", "Oslo sunny for u1"]  # as create_agent shows them
+    assert [h["action"]["name"] for h in out["history"]] == ["double", "weather"]
 
 
 def test_a_function_that_cannot_be_a_tool_is_one_line() -> None:
@@ -279,11 +287,11 @@ def test_a_runtime_tool_runs_on_a_graph_without_context_or_store() -> None:
 
     @tool
     def where(runtime: ToolRuntime) -> str:
-        """The goal the run works on."""
-        return f"{runtime.state['goal']} ({runtime.context} {runtime.store})"
+        """The question the run works on."""
+        return f"{runtime.state['messages'][0].text} ({runtime.context} {runtime.store})"
 
     graph = build_graph(ScriptedChatModel(replies=[call("where"), "ok"]), [where])
-    out = graph.invoke({"goal": "find it"})
+    out = invoked(graph, {"goal": "find it"})
     assert out["history"][0]["observation"] == "find it (None None)", out["message"]
 
 

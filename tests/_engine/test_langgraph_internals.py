@@ -8,21 +8,21 @@ import threading
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import PUSH
+from langgraph._internal._constants import NS_SEP
 from langgraph.channels import LastValue
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import Command
 
 from gated_react._engine.langgraph_internals import (
     ask_human,
-    is_resuming,
-    is_time_travel,
+    can_pause,
     narrow_routes,
     node,
     route,
+    run_key,
     runtime_of,
-    was_sent,
+    saver_of,
 )
 
 
@@ -60,70 +60,40 @@ def test_node_binds_keywords_and_runs_sync_bodies_inline_under_ainvoke() -> None
     assert threads[0] == threads[1]
 
 
-def test_resuming_is_true_only_in_the_first_node_of_a_resumed_invocation() -> None:
-    flags: list[tuple[str, bool]] = []
+def test_run_key_and_saver_of_name_a_nodes_thread_graph_and_checkpointer() -> None:
+    """What a node's records are filed under (``authority/ledger.Place``): the thread and the
+    namespace of the graph the node runs in (empty at the top; the parent's task in a
+    subgraph, the same for every node of that subgraph's run), and the checkpointer, the
+    parent's for a subgraph."""
+    seen: list[tuple[str, Any, str, Any, bool]] = []
 
-    def first(state: S, config: RunnableConfig) -> S:
-        flags.append(("first", is_resuming(config)))
-        interrupt("pause")
-        return {}
+    def probe(name: str) -> Any:
+        def body(state: S, config: RunnableConfig) -> S:
+            thread, namespace = run_key(config)
+            seen.append((name, thread, namespace, saver_of(config), can_pause(config)))
+            return {}
 
-    def second(state: S, config: RunnableConfig) -> S:
-        flags.append(("second", is_resuming(config)))
-        return {}
+        return body
 
-    app = _two_nodes(first, second).compile(checkpointer=InMemorySaver())
-    config: Any = {"configurable": {"thread_id": "x"}}
-    app.invoke({}, config)
-    app.invoke(Command(resume=True), config)
-    assert flags == [("first", False), ("first", True), ("second", False)]
-
-
-def test_time_travel_is_seen_by_every_node_of_a_replay_and_not_by_a_resume() -> None:
-    flags: list[tuple[str, bool]] = []
-
-    def first(state: S, config: RunnableConfig) -> S:
-        flags.append(("first", is_time_travel(config)))
-        interrupt("pause")
-        return {}
-
-    def second(state: S, config: RunnableConfig) -> S:
-        flags.append(("second", is_time_travel(config)))
-        return {}
-
-    app = _two_nodes(first, second).compile(checkpointer=InMemorySaver())
-    config: Any = {"configurable": {"thread_id": "x"}}
-    app.invoke({}, config)
-    head = app.get_state(config).config
-    app.invoke(Command(resume=True), head)  # Studio resumes with the checkpoint's id
-    assert flags == [("first", False), ("first", False), ("second", False)]
-    flags.clear()
-    start = next(s for s in app.get_state_history(config) if s.next == ("first",)).config
-    app.invoke(None, start)  # a replay: the question is asked again
-    app.invoke(Command(resume=True), config)
-    assert flags == [("first", True), ("first", False), ("second", False)]
-    flags.clear()
-    second = next(s for s in app.get_state_history(config) if s.next == ("second",)).config
-    app.invoke(None, second)
-    assert flags == [("second", True)]
-
-
-def _sent_probe(state: S, config: RunnableConfig) -> S:
-    return {"seen": [*state.get("seen", []), was_sent(config)]}
-
-
-def test_was_sent_tells_a_send_from_an_edge_whatever_the_callers_metadata_says() -> None:
-    """A node reached by an edge or a ``goto``: False; by a ``Send``, from a ``Command`` given
-    as input or from a node's own ``Command``: True. A caller's metadata cannot say otherwise."""
-    graph = _two_nodes(_sent_probe, _sent_probe)
-    app = graph.compile(checkpointer=InMemorySaver())
-    config: Any = {"configurable": {"thread_id": "t"}, "metadata": {"langgraph_path": ("x",)}}
-    assert app.invoke({"seen": []}, config)["seen"] == [False, False]
-    assert app.invoke(Command(goto="second"), config)["seen"][-1] is False
-    pushed = app.invoke(Command(goto=Send("second", {"seen": []})), config)
-    assert pushed["seen"][-1] is True
-    claimed: Any = {**config, "metadata": {"langgraph_path": (PUSH, "x")}}
-    assert app.invoke(Command(goto="second"), claimed)["seen"][-1] is False
+    inner = _two_nodes(probe("in-1"), probe("in-2")).compile()
+    outer = StateGraph(S)
+    outer.add_node("top", probe("top"))
+    outer.add_node("agent", inner)
+    outer.add_edge(START, "top")
+    outer.add_edge("top", "agent")
+    outer.add_edge("agent", END)
+    saver = InMemorySaver()
+    outer.compile(checkpointer=saver).invoke({}, {"configurable": {"thread_id": "t"}})
+    top, first, second = seen
+    assert top == ("top", "t", "", saver, True)
+    assert first[1:] == second[1:]  # one run of the subgraph: one place
+    assert first[1] == "t"
+    assert first[2].startswith("agent:")
+    assert NS_SEP not in first[2]
+    assert (first[3], first[4]) == (saver, True)
+    seen.clear()
+    _two_nodes(probe("a"), probe("b")).compile().invoke({})
+    assert [(s[2], s[3], s[4]) for s in seen] == [("", None, False)] * 2
 
 
 def _asking(name: str) -> Any:

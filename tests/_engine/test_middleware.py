@@ -24,6 +24,7 @@ from gated_react._engine.middleware_model import paid
 
 from ..support.helpers import node_deps
 from ..support.middleware_fakes import USAGE, FakeToolModel, replies
+from ..support.results import invoked
 
 
 def test_langchains_composer_puts_the_first_outermost() -> None:
@@ -72,7 +73,7 @@ class Rewrite(AgentMiddleware):
 
 def test_a_rewritten_reply_costs_what_the_model_spent() -> None:
     graph = build_graph(FakeToolModel(messages=replies("hi")), [], middleware=[Rewrite()])
-    out = graph.invoke({"goal": "q"})
+    out = invoked(graph, {"goal": "q"})
     assert out["answer"] == "rewritten, with no token counts"
     assert (out["usage"]["input_tokens"], out["usage"]["output_tokens"]) == (11, 5)
     assert "reported no usable token counts" not in (out["usage"]["unpriced"] or "")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -42,16 +43,16 @@ class Ids(AgentMiddleware):
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_a_tool_hook_sees_the_models_call_id(use_async: bool) -> None:
     """The id the stored ``ToolMessage`` answers (before, the call's idempotency key)."""
-    ids = Ids()
-    asked = AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": "call_7"}])
+    ids, call_id = Ids(), f"call_{uuid.uuid4().hex[:8]}"  # the model's own id, this run's
+    asked = AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": call_id}])
     model = FakeToolModel(messages=replies(asked, "Done."))
     graph = build_graph(model, [lookup], middleware=[ids])
     given = {"messages": [{"role": "user", "content": "q"}]}
     out = asyncio.run(graph.ainvoke(given)) if use_async else graph.invoke(given)
     assert out["stop_reason"] == "success", out["message"]
-    assert ids.seen == [("call_7", "call_7")]
+    assert ids.seen == [(call_id, call_id)]
     answered = [m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert answered == ["call_7"]
+    assert answered == [call_id]
 
 
 @tool(response_format="content_and_artifact")
@@ -75,7 +76,8 @@ class Seen(AgentMiddleware):
 def test_a_tool_hook_gets_the_blocks_and_artifact_and_passes_them_on() -> None:
     """As ``ToolNode`` hands them to a hook; before, a JSON string and no artifact."""
     seen = Seen()
-    asked = AIMessage("", tool_calls=[{"name": "retrieve", "args": {"query": "x"}, "id": "c1"}])
+    call_id = f"c1_{uuid.uuid4().hex[:8]}"
+    asked = AIMessage("", tool_calls=[{"name": "retrieve", "args": {"query": "x"}, "id": call_id}])
     model = FakeToolModel(messages=replies(asked, "Done."))
     out = build_graph(model, [retrieve], middleware=[seen]).invoke({"goal": "q"})
     assert out["stop_reason"] == "success", out["message"]

@@ -7,6 +7,8 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Budget, Policy, build_graph
+from gated_react._engine.authority.ledger import ledger_for
+from gated_react._engine.authority.records import Kind
 from gated_react._engine.pricing import pricer_for
 from gated_react._engine.run_context import policy_fields, run_context
 from gated_react.state import dump
@@ -63,18 +65,28 @@ def test_a_limit_of_infinity_is_recorded_as_text_that_reads_back_as_the_limit() 
 
 
 def test_each_run_on_a_thread_records_its_context_once() -> None:
+    """In the run's record (``opened``), beside the checkpoints: never a channel."""
     saver = InMemorySaver()
     replies = [call("get_user_profile", user_id=42), "done", "again"]
     policy = Policy().replace(max_seconds=60)
-    graph = build_graph(
-        ScriptedChatModel(replies=replies), SUPPORT_TOOLS, policy=policy, checkpointer=saver
-    )
+    model = ScriptedChatModel(replies=replies)
+    graph = build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=saver)
     config = {"configurable": {"thread_id": "t"}}
     updates = list(graph.stream({"goal": "who is 42?"}, config, stream_mode="updates"))
     decisions = [u["decide"] for u in updates if "decide" in u]
-    recorded = [d["run_context"] for d in decisions if "run_context" in d]
-    assert (len(decisions), len(recorded)) == (2, 1)  # two decisions, one record
-    assert recorded[0]["policy"]["budget"]["max_seconds"] == 60
+    assert len(decisions) == 2
+    ledger = ledger_for(saver)
+    first_run = ledger.backend.last_run("t")
+    assert first_run is not None
+    opened = [r for r in ledger.book("t", first_run).records if r.kind is Kind.OPENED]
+    assert len(opened) == 1  # two decisions, one record
+    assert opened[0].body["policy"]["budget"]["max_seconds"] == 60
+    assert opened[0].body == run_context(model, policy, pricer_for(model, {})).model_dump(
+        mode="json"
+    )
     graph.invoke({"goal": "and again?"}, config)
-    state = graph.get_state(config).values
-    assert state["run_context"]["model"] == "scripted"
+    second_run = ledger.backend.last_run("t")
+    assert second_run not in (None, first_run)
+    again = ledger.book("t", second_run).tally.opened  # type: ignore[arg-type]
+    assert again is not None
+    assert again.body["model"] == "scripted"

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from gated_react import Policy, build_graph, run
 from gated_react._engine import tracing
+from gated_react.runs import run_book
 from gated_react.testing import ScriptedChatModel, call
 
 from ..support.openai_server import FakeOpenAI, reply, tool_call
@@ -141,7 +142,9 @@ def test_a_key_in_the_base_urls_userinfo_is_masked_in_run_context_and_every_span
         graph = build_graph(model, [fetch], checkpointer=InMemorySaver())
         out = graph.invoke({"goal": "hi"}, cfg)
     assert out["stop_reason"] == "success"
-    context = graph.get_state(cfg).values["run_context"]
+    opened = run_book(graph.checkpointer, "t").tally.opened
+    assert opened is not None
+    context = opened.body  # what the run ran under, in its record
     assert context["base_url"].startswith("http://***@127.0.0.1:")
     said = _text(exporter.get_finished_spans())
     assert MODEL_KEY[8:] not in said

@@ -188,7 +188,8 @@ def test_a_stop_streams_once_under_its_stored_id() -> None:
     streamed, stored = _streamed([profile, profile])
     (said,) = _ai(streamed)
     assert said.id == stored[-1].id
-    assert said.text.startswith("I stopped before finishing (loop_detected)")
+    assert said.text == stored[-1].text
+    assert said.text.startswith("I was about to repeat a step I had already taken, so I stopped.")
 
 
 def test_an_answer_the_schema_rewrites_is_not_streamed_from_the_model() -> None:

@@ -15,6 +15,8 @@ from gated_react import Policy, build_graph
 from gated_react._engine.tool_results import is_blocks, outcome
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.results import ainvoked, invoked
+
 PIXEL = "iVBORw0KGgo="
 IMAGE = {"type": "image", "base64": PIXEL, "mime_type": "image/png"}
 
@@ -45,19 +47,21 @@ def test_blocks_are_shown_as_blocks_and_kept_as_their_text() -> None:
     assert text["text"].startswith("key=*** xxxx")
     assert "...[cut: " in text["text"]
     assert image == IMAGE  # an image cannot be cut: it goes whole
-    assert kept.observation.startswith("key=*** xxxx")
-    assert "sk-opaque" not in kept.observation
-    assert kept.observation.endswith("[image image/png]")
-    assert PIXEL not in kept.observation
+    assert kept.text.startswith("key=*** xxxx")  # what the history keeps of them
+    assert "sk-opaque" not in kept.text
+    assert kept.text.endswith("[image image/png]")
+    assert PIXEL not in kept.text
 
 
 def test_what_is_not_blocks_is_an_observation_as_before() -> None:
     for value in ([], ["a", "b"], [{"type": "row", "id": 1}], {"type": "text"}, "text"):
         assert not is_blocks(value)
-        assert outcome(value, 100).content is None
-    assert outcome([{"id": 1}], 100).observation == [{"id": 1}]
+        shown = outcome(value, 100).content
+        assert isinstance(shown, str)  # text: data as JSON
+        assert shown == outcome(value, 100).text
+    assert outcome([{"id": 1}], 100).content == '[{"id": 1}]'
     message = ToolMessage("ok", artifact={"n": 1}, tool_call_id="c")
-    assert (outcome(message, 100).observation, outcome(message, 100).artifact) == ("ok", {"n": 1})
+    assert (outcome(message, 100).content, outcome(message, 100).artifact) == ("ok", {"n": 1})
 
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
@@ -66,7 +70,7 @@ def test_a_tool_result_in_blocks_reaches_the_model_as_blocks(use_async: bool) ->
     model = ScriptedChatModel(replies=[call("screenshot", url="a.com"), "Looks fine.", "Same."])
     graph = build_graph(model, [screenshot])
     given = {"messages": [HumanMessage("check the page")]}
-    out = asyncio.run(graph.ainvoke(given)) if use_async else graph.invoke(given)
+    out = asyncio.run(ainvoked(graph, given)) if use_async else invoked(graph, given)
     assert out["stop_reason"] == "success", out["message"]
     sent = [m for m in model.requests[1] if isinstance(m, ToolMessage)]
     assert [b["type"] for b in sent[0].content] == ["text", "image"]  # type: ignore[index]

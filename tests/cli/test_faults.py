@@ -139,6 +139,11 @@ def _refund_script(protocol: str) -> list[Any]:
     return [reply(s) for s in steps] + [reply(f"Thought: done.\nFinish: {answer}")]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: a model call cut off at max_seconds adds no seconds to the run's usage (its "
+    "model record has none, and no paid record follows)",
+)
 def test_a_hung_model_server_ends_the_run_when_the_time_budget_does(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

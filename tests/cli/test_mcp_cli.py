@@ -78,7 +78,8 @@ def test_a_destructive_tool_pauses_and_resume_finds_the_same_servers(
     assert json.loads(paused.stdout)["pending"][0]["tool"] == "notes__delete_note"
     monkeypatch.chdir(tmp_path.parent)  # the recorded config path is absolute
     server.push(reply("Deleted."))
-    done = invoke("resume", "mcp-1", "--approve", "--json")
+    again = ("--mcp", str(tmp_path / "mcp.json"))  # given again, from anywhere
+    done = invoke("resume", "mcp-1", *again, "--approve", "--json")
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout)["history"][0]["observation"] == {"result": "deleted old"}
     assert [alive(pid) for pid in pids(tmp_path)] == [False, False]  # run's, then resume's
@@ -202,3 +203,29 @@ def test_commands_without_mcp_import_no_mcp_library(state_dir: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=PATIENCE
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_an_mcp_config_named_in_the_stored_options_starts_nothing(
+    server: FakeOpenAI, state_dir: Path, tmp_path: Path
+) -> None:
+    """Before, resume started the MCP servers its checkpoints named: whoever could write the
+    store could name a config file whose command then ran."""
+    from gated_react.records.run_listing import METADATA_KEY
+
+    from ..support.tamper import forge_metadata
+
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    named = config_file(planted)  # its server writes planted/pids when it starts
+    server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
+    again = ["--approve-tool", "get_user_billing"]
+    assert invoke("run", GOAL, "--thread", "m", *again).exit_code == 4
+    edited = json.dumps({"approve": again[1:], "mcp": [str(named)]})
+    forge_metadata(str(state_dir / "runs.sqlite"), "m", METADATA_KEY, edited)
+    refused = invoke("resume", "m", "--approve")  # no options given: said, not started
+    assert refused.exit_code == 1
+    assert f"--mcp {named}" in refused.stderr
+    done = invoke("resume", "m", *again, "--approve", "--json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "USD 49"
+    assert not (planted / "pids").exists()

@@ -55,9 +55,10 @@ def test_runs_on_postgres(server: FakeOpenAI, pg_url: str) -> None:
     assert [r["status"] for r in listed["runs"]] == ["paused", "ok", "ok"]
     with open_checkpointer(pg_url) as saver:
         counting = Counting(saver)
-        rows, total = latest_runs(counting, 2)
+        rows, total = latest_runs(saver, 2)
         assert (counting.loads, total, len(rows)) == (2, 5, 2)
-    done = invoke("resume", "pg-p", "--db", pg_url, "--approve", "--json")
+    again = ("--approve-tool", "get_user_billing")
+    done = invoke("resume", "pg-p", "--db", pg_url, *again, "--approve", "--json")
     assert done.exit_code == 0
     shown = json.loads(invoke("show", "pg-p", "--db", pg_url, "--json").stdout)
     assert shown["answer"] == "USD 49"

@@ -98,7 +98,8 @@ def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state_
     assert "Traceback" not in err
     assert "observe" in out  # the live view had shown the first step
     server.push(reply("USD 49"))
-    done = cli("resume", "cc", "--json")
+    assert "continue it with: gated-react resume cc --toolkit support" in err
+    done = cli("resume", "cc", "--toolkit", "support", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["answer"] == "USD 49"
@@ -130,9 +131,10 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
     wait_for(marker.exists, proc, "the tool's start")  # the tool is running
     _, err = _interrupt(proc)
     assert proc.returncode == 130
-    assert "gated-react resume tt" in err
+    again = ("-t", "workspace", "--workspace", str(work), "--max-seconds", "600")
+    assert "gated-react resume tt --toolkit workspace --max-seconds 600 --workspace" in err
     server.push(reply("the tests pass"))
-    done = cli("resume", "tt", "--json")
+    done = cli("resume", "tt", *again, "--json")
     assert done.returncode == 0, (done.stdout[-800:], done.stderr)  # the stop, if one
     result = json.loads(done.stdout)
     assert result["history"][0]["action"]["name"] == "run_tests"
@@ -146,7 +148,7 @@ def test_a_busy_thread_is_refused(server: FakeOpenAI, state_dir: Path) -> None:
         invoke("run", "x", "--thread", "busy", "--approve-tool", "get_user_billing").exit_code == 4
     )
     with open_checkpointer(str(state_dir / "runs.sqlite")) as saver, thread_lock(saver, "busy"):
-        done = cli("resume", "busy", "--approve")
+        done = cli("resume", "busy", "--approve-tool", "get_user_billing", "--approve")
     assert done.returncode == 1
     assert done.stderr == (
         "gated-react: error: thread 'busy' is being advanced by another run; nothing was changed\n"

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from gated_react import open_checkpointer
-from gated_react.graph import idle_graph
 
 from ..support.cli import REFUND, cli
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
@@ -58,9 +57,12 @@ def test_the_refund_scenario_as_phoenix_holds_it(exporting: Phoenix, server: Fak
 
 
 def _stored_traceparent(state_dir: Path, thread: str) -> str:
+    """The trace context the thread's step in hand carries (a private channel: read from the
+    newest checkpoint)."""
     with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
-        values = idle_graph(saver).get_state({"configurable": {"thread_id": thread}}).values
-    return str(values["traceparent"])
+        found = saver.get_tuple({"configurable": {"thread_id": thread}})
+    assert found is not None
+    return str(found.checkpoint["channel_values"]["step"]["traceparent"])
 
 
 def _ids(span: dict[str, Any]) -> str:
@@ -75,7 +77,7 @@ def test_a_resume_in_another_process_continues_the_conversation(
     paused = cli("run", "refund?", "--thread", "ask-42", "--approve-tool", "get_user_billing")
     assert paused.returncode == 4, paused.stderr
     first_stored = _stored_traceparent(state_dir, "ask-42")
-    done = cli("resume", "ask-42", "--answer", APPROVE)
+    done = cli("resume", "ask-42", "--approve-tool", "get_user_billing", "--answer", APPROVE)
     assert done.returncode == 0, done.stderr
     spans = exporting.conversation("ask-42", 7)
     roots = [s for s in spans if s["parent_id"] is None]

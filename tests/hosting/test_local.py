@@ -29,6 +29,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI, reply
 from ..support.reaping import PATIENCE
+from ..support.results import invoked
 
 try:
     default_model_file()
@@ -59,7 +60,7 @@ def test_three_refund_runs_end_with_documented_stops_and_the_gate_holds() -> Non
     with local_server() as server:
         pid = server.pid
         graph = build_graph(local_chat_model(server), SUPPORT_TOOLS, policy=local_policy())
-        outcomes = [graph.invoke({"goal": REFUND_GOAL}) for _ in range(3)]
+        outcomes = [invoked(graph, {"goal": REFUND_GOAL}) for _ in range(3)]
     for out in outcomes:
         reason, _ = parse_stop_reason(out["stop_reason"])
         assert reason in StopReason
@@ -115,7 +116,8 @@ def _fake_local(server: FakeOpenAI) -> LocalServer:
 def test_the_local_policy_answers_a_first_repeat_with_a_reminder() -> None:
     with FakeOpenAI([reply(BILLING), reply(BILLING), reply(ANSWER)]) as server:
         model = local_chat_model(_fake_local(server))
-        out = build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
+        graph = build_graph(model, SUPPORT_TOOLS, policy=local_policy())
+        out = invoked(graph, {"goal": REFUND_GOAL})
         asked = server.requests
     assert (out["status"], out["answer"]) == ("ok", "Yes, USD 49.")
     assert [(t["tool"], t.get("error")) for t in out["trace"]] == [
@@ -129,7 +131,8 @@ def test_the_local_policy_answers_a_first_repeat_with_a_reminder() -> None:
 def test_the_local_policy_still_stops_the_second_repeat() -> None:
     with FakeOpenAI([reply(BILLING)] * 3) as server:
         model = local_chat_model(_fake_local(server))
-        out = build_graph(model, SUPPORT_TOOLS, policy=local_policy()).invoke({"goal": REFUND_GOAL})
+        graph = build_graph(model, SUPPORT_TOOLS, policy=local_policy())
+        out = invoked(graph, {"goal": REFUND_GOAL})
     assert out["stop_reason"] == "loop_detected"
     assert out["usage"]["steps"] == 3
 

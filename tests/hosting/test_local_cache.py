@@ -21,6 +21,7 @@ from gated_react import Policy, build_graph
 from gated_react._engine.transcript import folded_count
 from gated_react.hosting.local import local_chat_model, local_server
 
+from ..support.results import invoked
 from .test_local import needs_model
 
 pytestmark = pytest.mark.local_model
@@ -71,7 +72,7 @@ def test_each_request_reuses_the_last_and_a_fold_keeps_the_goal_and_the_summary(
     with local_server(context=8192) as server:
         model = RealRequestScriptedReply(real=local_chat_model(server).bind(max_tokens=1))
         tool = StructuredTool.from_function(lookup)
-        out = build_graph(model, [tool], policy=policy).invoke({"goal": "Look up records 1-25."})
+        out = invoked(build_graph(model, [tool], policy=policy), {"goal": "Look up records 1-25."})
     sent = model.reported
     assert (out["status"], len(sent)) == ("ok", LOOKUPS + 1)
     folds = [

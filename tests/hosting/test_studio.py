@@ -33,6 +33,7 @@ from gated_react.tools.workspace import TEST_TIMEOUT_SECONDS
 
 from ..support.openai_server import FakeOpenAI, reply, tool_call
 from ..support.reaping import PATIENCE
+from ..support.results import invoked
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIO_ENV = json.loads((REPO / "langgraph.json").read_text())["env"]
@@ -251,7 +252,7 @@ def test_the_shipped_workspace_has_a_failing_test_to_debug(
     with FakeOpenAI(script) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         context = WorkbenchContext(workspace_root=str(SAMPLE))
-        out = workbench_graph(context).invoke({"goal": "Why does test_cart fail?"})
+        out = invoked(workbench_graph(context), {"goal": "Why does test_cart fail?"})
     result = out["history"][0]["observation"]
     assert result["passed"] is False
     assert "assert 30.0 == 27.0" in result["output"]

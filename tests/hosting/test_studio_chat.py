@@ -15,9 +15,11 @@ from langchain_core.messages import convert_to_messages
 from langgraph_sdk.client import LangGraphClient
 
 from gated_react._engine.transcript import calls_shown
+from gated_react.stops import said
 
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive
+from .stored import SERVER_RECORDS, stored, viewed
 
 pytestmark = pytest.mark.studio
 
@@ -118,31 +120,31 @@ def test_a_message_is_answered_by_the_last_message(
 
     out, state = drive(dev, scenario)
     assert isinstance(out, dict)
-    assert (out["status"], out["stop_reason"], out["answer"]) == ("ok", "success", ANSWER)
+    assert (out["status"], out["stop_reason"], viewed(out)["answer"]) == ("ok", "success", ANSWER)
     assert _turns(out) == [("human", FIRST), ("ai", ANSWER)]
     assert out["messages"] == state["messages"]
     assert all(message["id"] for message in out["messages"])  # clients key their list on it
-    goals = [r["messages"][1]["content"] for r in studio_model.requests]
+    goals = [r["messages"][0]["content"] for r in studio_model.requests]
     assert FIRST in goals  # the message was the goal, with no earlier conversation
 
 
+@SERVER_RECORDS
 def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
     dev: DevServer, studio_model: FakeOpenAI
 ) -> None:
     follow_up = _human_blocks(SECOND)
 
-    async def scenario(client: LangGraphClient) -> tuple[Any, list[Any], Any]:
+    async def scenario(client: LangGraphClient) -> tuple[Any, list[Any], Any, str]:
         aid, tid = await _thread(client, TWO_STEPS)
         first = await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
         snapshots = await _streamed(client, tid, aid, follow_up)
-        return first, snapshots, (await client.threads.get_state(tid))["values"]
+        return first, snapshots, (await client.threads.get_state(tid))["values"], str(tid)
 
-    first, snapshots, state = drive(dev, scenario)
+    first, snapshots, state, thread = drive(dev, scenario)
     assert first["stop_reason"] == "success"
     final = snapshots[-1]
     assert (final["status"], final["stop_reason"]) == ("ok", "success")
-    assert final["usage"]["steps"] == 2  # fresh budgets: two more steps within max_steps 2
-    assert [step["action"]["name"] for step in final["history"]] == [
+    assert [step["action"]["name"] for step in viewed(final)["history"]] == [
         "get_user_billing",
         "get_user_profile",
     ]
@@ -158,9 +160,11 @@ def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
         if any(m["role"] == "assistant" and not m.get("tool_calls") for m in r["messages"])
     ]
     asked = follow_ups[0]  # the first turn as it happened: its call, its result, its answer
-    assert [m["role"] for m in asked[1:]] == ["user", "assistant", "tool", "assistant", "user"]
-    assert asked[2]["tool_calls"][0]["id"] == asked[3]["tool_call_id"]
-    assert asked[2]["tool_calls"][0]["id"] == state["messages"][1]["tool_calls"][0]["id"]
+    assert [m["role"] for m in asked] == ["user", "assistant", "tool", "assistant", "user"]
+    assert asked[1]["tool_calls"][0]["id"] == asked[2]["tool_call_id"]
+    assert asked[1]["tool_calls"][0]["id"] == state["messages"][1]["tool_calls"][0]["id"]
+    # fresh budgets: two more steps within max_steps 2, as the follow-up's record counts them
+    assert stored(dev, thread)["usage"]["steps"] == 2
 
 
 @pytest.mark.parametrize(
@@ -179,10 +183,11 @@ def test_a_stopped_run_ends_with_a_message_saying_why(
 
     snapshots = drive(dev, scenario)
     final = snapshots[-1]
-    assert (final["status"], final["stop_reason"], final["answer"]) == ("stopped", reason, None)
+    ended = (final["status"], final["stop_reason"], viewed(final)["answer"])
+    assert ended == ("stopped", reason, None)
     (human, ai) = _turns(final)
     assert human == ("human", FIRST)
-    assert ai == ("ai", f"I stopped before finishing ({reason}): {final['message']}")
+    assert ai == ("ai", said(reason, final["message"]))  # the agent, saying why
     assert final["message"]
 
 
@@ -252,23 +257,22 @@ def test_stored_ai_messages_keep_the_replys_usage_and_metadata(dev: DevServer) -
         assert "usage_metadata" not in message["additional_kwargs"]
 
 
+@SERVER_RECORDS
 def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer) -> None:
     """Agent Chat UI sends the new message as input on the paused thread: the waiting call is
     traced as refused, the chat says so, and the new message is answered with fresh budgets."""
 
-    async def scenario(client: LangGraphClient) -> tuple[Any, Any]:
+    async def scenario(client: LangGraphClient) -> tuple[Any, Any, str]:
         aid, tid = await _thread(client, {"require_approval": ["get_user_billing"], **TWO_STEPS})
         await client.runs.wait(tid, aid, input=_chat(_human(FIRST)))
         waiting = await client.threads.get_state(tid)
         await client.runs.wait(tid, aid, input=_chat(_human_blocks(SECOND)))
-        return waiting, await client.threads.get_state(tid)
+        return waiting, await client.threads.get_state(tid), str(tid)
 
-    waiting, after = drive(dev, scenario)
+    waiting, after, thread = drive(dev, scenario)
     assert waiting["next"] == ["gate"]
     values = after["values"]
     assert (values["stop_reason"], after["next"], after["interrupts"]) == ("success", [], [])
-    assert values["usage"]["steps"] == 2  # fresh: with the first run's step, max_steps 2 stops it
-    assert values["trace"][0]["stop_reason"] == "tool_rejected:get_user_billing"
     turns = _turns(values)
     assert [who for who, _ in _turns(values, steps=True)] == [
         "human",
@@ -280,5 +284,8 @@ def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer)
         "tool",
         "ai",
     ]
-    assert turns[1][1].startswith("I stopped before finishing (tool_rejected:get_user_billing)")
+    cut = "I did not finish: a new message came before get_user_billing could be settled."
+    assert turns[1][1] == cut
     assert turns[2:] == [("human", SECOND), ("ai", f"You first asked: {FIRST}")]
+    # fresh budgets: with the first run's step, max_steps 2 would have stopped it
+    assert stored(dev, thread)["usage"]["steps"] == 2

@@ -31,7 +31,7 @@ JS = Path(__file__).parents[1] / "js"
 SDK = JS / "node_modules" / "@langchain" / "langgraph-sdk" / "package.json"
 REQUIRE_VAR = "GATED_REACT_REQUIRE_NODE"
 ANNA = {"currency": "USD", "plan": "pro_monthly", "price_usd": 49.0, "days_since_first_payment": 10}
-REJECTED = "I stopped before finishing (tool_rejected:get_user_billing)"
+REJECTED = "I did not finish: a new message came before get_user_billing could be settled."
 
 
 def _model(request: dict[str, Any]) -> Reply:
@@ -122,23 +122,20 @@ def test_each_decision_goes_back_with_command_resume(
     answer = got["messages"][-1]["content"]
     if decision == "edit":
         assert '"plan": "free"' in answer  # user 7's billing, the edited call's
-    if decision == "respond":
+    if decision == "respond":  # (its trace entry, by_human: test_studio_hitl.py)
         assert answer == "observed: Billing is down; they paid USD 49."
-        assert got["trace"][0]["by_human"] is True
 
 
 def test_a_message_typed_while_the_question_waits_starts_a_new_run(seen: dict[str, Any]) -> None:
     got = seen["cut_in"]
+    # the thread's values hold the conversation and the stop; its trace and fresh budgets are
+    # the run's record (test_studio_chat.py reads them from the server's store)
     assert (got["status"], got["stop_reason"], got["interrupts"]) == ("ok", "success", [])
-    assert got["usage"]["steps"] == 1
-    (entry,) = got["trace"]
-    assert (entry["tool"], entry["ok"]) == ("get_user_billing", False)
-    assert entry["stop_reason"] == "tool_rejected:get_user_billing"
     shown = [(m["type"], m["content"]) for m in got["messages"]]
     assert [who for who, _ in shown] == ["human", "ai", "tool", "ai", "human", "ai"]
     assert shown[0][1] == "Can user 42 get a refund?"
     assert shown[2][1].startswith("not run (tool_rejected:get_user_billing)")
-    assert shown[3][1].startswith(REJECTED)
+    assert shown[3][1] == REJECTED
     assert shown[4:] == [
         ("human", "Never mind, just say hello."),
         ("ai", "Hello! What can I do for you?"),

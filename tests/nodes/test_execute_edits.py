@@ -261,7 +261,7 @@ def _extension(config: Any, signed: bool) -> None:
     if signed:
         ledger.append([record])
     else:
-        ledger.backend.insert([replace(record.signed(ledger.key), mac="0" * 64)])
+        ledger.backend.insert([replace(record.signed(ledger.key), mac="0" * 64, verified=False)])
 
 
 def test_an_extension_raises_the_limits_only_of_a_policy_that_asks_and_only_signed(
@@ -270,7 +270,7 @@ def test_an_extension_raises_the_limits_only_of_a_policy_that_asks_and_only_sign
     """Before: an extension written into the state raised the limits; now it is a record
     that counts only when its signature verifies, and only under ``on_budget="ask"`` (where
     a spent budget asks a human: here, who says no)."""
-    from gated_react._engine import budget_checks
+    from gated_react._engine.authority import budgets
     from gated_react._engine.approval import Decision
 
     asked: list[str] = []
@@ -279,7 +279,7 @@ def test_an_extension_raises_the_limits_only_of_a_policy_that_asks_and_only_sign
         asked.append(question["kind"])
         return Decision(approved=False)
 
-    monkeypatch.setattr(budget_checks, "ask", no)
+    monkeypatch.setattr(budgets, "ask", no)
 
     def gated(config: Any, **fields: Any) -> dict[str, Any] | None:
         asked = proposal(("lookup", {"n": 2}), first=2)

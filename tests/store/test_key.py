@@ -25,6 +25,9 @@ from gated_react import (
     read,
     resume,
 )
+from gated_react._engine.authority.ledger import ledger_for
+from gated_react._engine.authority.records import Kind, Record
+from gated_react.runs import run_book
 from gated_react.state import Extension
 from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import SEALED, TAG, StoreKey
@@ -81,19 +84,20 @@ def _paid(url: str, key: str | None) -> str:
     return str(asked.config["configurable"]["checkpoint_id"])
 
 
-def test_without_a_key_a_copied_approval_is_a_thread_of_its_own_that_asks_again(
-    store_url: str,
-) -> None:
+def test_without_a_key_a_copied_approval_runs_nothing_again(store_url: str) -> None:
     """Without a key the approved call's rows, copied under another thread id (up to the
-    question, with the human's answer), read as a thread of its own; the gate's admission
-    (issue 28 item 1) keeps the call from running unasked: it asks again. Before item 1 it ran
-    the refund a second time with nobody asked."""
+    question, with the human's answer), read as a thread of its own. The call keeps its id, and
+    the run's record says it ran and what it returned: the copy is answered with that, and
+    nothing runs again. (Before issue 28 item 1 it ran the refund a second time with nobody
+    asked; then it asked again.)"""
     upto = _paid(store_url, None)
     assert copy_rows(store_url, "paid", "again", upto=upto, writes_before=False) > 0
     with open_checkpointer(store_url) as saver:
         out = _graph(saver, "done").invoke(None, _config("again"))
-    assert out["__interrupt__"]
     assert RAN == ["refund 7"]
+    assert out["stop_reason"] == "success"
+    (answer,) = [m for m in out["messages"] if m.type == "tool"]
+    assert answer.text == "refunded"  # what the refund returned in thread "paid"
 
 
 def test_with_a_key_a_copied_approval_is_refused_and_runs_nothing(store_url: str) -> None:
@@ -157,17 +161,26 @@ def test_an_extension_edited_into_the_state_is_refused(store_url: str) -> None:
     assert RAN == ["refund 7"]
 
 
-def test_without_a_key_an_extension_edited_into_the_state_raises_the_limit(
+def test_without_a_key_an_extension_written_into_the_store_raises_no_limit(
     tmp_path: Path,
 ) -> None:
-    """What the key is for: under ``on_budget="ask"`` an extension written into the store is
-    counted like a human's, and the call the budget held back runs."""
+    """Under ``on_budget="ask"`` an extension written into the store used to count like a
+    human's (the call the budget held back ran). Extensions are records now, counted only when
+    their signature verifies: one written into the state, or a record row written with SQL
+    (here through the backend, which stores what it is given), raises nothing, and the budget
+    asks again."""
     with open_checkpointer(f"sqlite:///{tmp_path / 'runs.sqlite'}") as saver:
         graph = _graph(saver, *_TWO_REFUNDS, policy=_ASKS)
         assert graph.invoke({"goal": "refunds"}, _config("t"))["__interrupt__"]
         rewrite_latest(saver, "t", {"extensions": [_RAISED]})
-        graph.invoke(None, _config("t"))
-    assert RAN == ["refund 7", "refund 8"]
+        ledger = ledger_for(saver)
+        run = ledger.backend.last_run("t")
+        assert run is not None
+        forged = Record("t", run, Kind.EXTENDED, "max_tool_calls", _RAISED.model_dump(mode="json"))
+        ledger.backend.insert([forged])
+        assert graph.invoke(None, _config("t"))["__interrupt__"][0].value["kind"] == "budget"
+        assert run_book(saver, "t").tally.extensions == []
+    assert RAN == ["refund 7"]
 
 
 def test_forged_metadata_is_refused(store_url: str) -> None:
@@ -175,8 +188,8 @@ def test_forged_metadata_is_refused(store_url: str) -> None:
     with SQL (``source: update`` made ``loop``, so it looks like a node's) is refused."""
     with open_checkpointer(store_url, key=KEY) as saver:
         graph = _waiting(saver)
-        graph.update_state(_config("t"), {"goal": "refund user 7, edited"})
-        assert graph.get_state(_config("t")).values["goal"] == "refund user 7, edited"
+        graph.update_state(_config("t"), {"message": "refund user 7, edited"})
+        assert graph.get_state(_config("t")).values["message"] == "refund user 7, edited"
         assert graph.get_state(_config("t")).metadata["source"] == "update"
         forge_metadata(store_url, "t", "source", "loop")
         with pytest.raises(UnsafeCheckpoint, match="does not match its signature"):
@@ -243,7 +256,7 @@ def test_honest_runs_approvals_and_updates_work_with_a_key(store_url: str) -> No
             graph = _graph(saver, call("refund", user_id=9), "done")
             assert (await graph.ainvoke({"goal": "refund 9"}, _config("a")))["__interrupt__"]
             done = await aresume(graph, "a", {"approved": True})
-            await graph.aupdate_state(_config("a"), {"goal": "refund user 9"})
+            await graph.aupdate_state(_config("a"), {"message": "refund user 9"})
             return done
 
     with open_checkpointer(store_url, key=KEY) as saver:
@@ -253,7 +266,7 @@ def test_honest_runs_approvals_and_updates_work_with_a_key(store_url: str) -> No
     assert done["stop_reason"] == asyncio.run(in_async())["stop_reason"] == "success"
     with open_checkpointer(store_url, key=KEY) as saver:
         graph = _graph(saver)
-        assert graph.get_state(_config("a")).values["goal"] == "refund user 9"
+        assert graph.get_state(_config("a")).values["message"] == "refund user 9"
         assert len(list(graph.get_state_history(_config("t")))) > 5
     assert RAN == ["refund 7", "refund 9"]
 
@@ -299,21 +312,21 @@ def _with_a_write_to(raw: BaseCheckpointSaver[Any], thread: str, channel: str) -
 def test_an_older_rows_record_erased_or_reparented_is_refused_when_the_thread_is_read(
     store_url: str,
 ) -> None:
-    """A thread's history and loop keys are rebuilt from the writes of its earlier checkpoints
-    (DeltaChannel): a call's loop key erased there (what the budgets count from), or an
-    earlier checkpoint pointed at another parent, is refused when the latest is read."""
+    """A thread's conversation is rebuilt from the writes of its earlier checkpoints
+    (DeltaChannel): a call's result erased there (what the history and loop detection read),
+    or an earlier checkpoint pointed at another parent, is refused when the latest is read."""
     _paid(store_url, KEY)
     with open_checkpointer(store_url, key=KEY) as saver:
         graph, raw = _graph(saver), _raw(saver)
-        older = _with_a_write_to(raw, "paid", "seen")
-        (write,) = [w for w in older.pending_writes if w[1] == "seen"]
+        older = _with_a_write_to(raw, "paid", "messages")
+        (write,) = [w for w in older.pending_writes if w[1] == "messages"]
         sealed = write[2]
         erased = raw.serde.dumps_typed((sealed[0], sealed[1], sealed[2], []))
         cid = older.config["configurable"]["checkpoint_id"]
-        assert set_write(store_url, "paid", cid, "seen", erased) == 1
-        with pytest.raises(UnsafeCheckpoint, match="pending write to 'seen'"):
+        assert set_write(store_url, "paid", cid, "messages", erased) == 1
+        with pytest.raises(UnsafeCheckpoint, match="pending write to 'messages'"):
             read(graph, "paid")
-        assert set_write(store_url, "paid", cid, "seen", raw.serde.dumps_typed(sealed)) == 1
+        assert set_write(store_url, "paid", cid, "messages", raw.serde.dumps_typed(sealed)) == 1
         assert read(graph, "paid")["stop_reason"] == "success"  # put back: reads again
         reparent(store_url, "paid", cid, None)
         with pytest.raises(UnsafeCheckpoint, match="does not match its signature"):

@@ -21,7 +21,7 @@ def _config(thread: str, run: str) -> Any:
     return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run}}
 
 
-async def _two_runs(url: str) -> tuple[Any, Any]:
+async def _two_runs(url: str) -> tuple[Any, Any, Any]:
     async with aopen_checkpointer(url) as saver:
         graph = build_graph(ScriptedChatModel(replies=["Hi.", *REFUND_42]), SUPPORT_TOOLS)
         graph = graph.copy(update={"checkpointer": saver})
@@ -32,14 +32,16 @@ async def _two_runs(url: str) -> tuple[Any, Any]:
         await saver.adelete_for_runs(["run-2"])
         after = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
         runs = {c.metadata.get("run_id") async for c in saver.alist(None)}
-        return (kept, after), runs
+        shown = (await graph.aget_state({"configurable": {"thread_id": "t"}})).values
+        return (kept, after), runs, shown
 
 
 def test_deleting_a_run_leaves_the_thread_as_it_was_before_it(tmp_path: Path) -> None:
-    (kept, after), runs = asyncio.run(_two_runs(f"sqlite:///{tmp_path}/runs.sqlite"))
+    (kept, after), runs, shown = asyncio.run(_two_runs(f"sqlite:///{tmp_path}/runs.sqlite"))
     assert runs == {"run-1", "run-3"}
     assert after.config == kept.config
-    assert after.checkpoint["channel_values"].get("answer") == "Hi."
+    assert [m.text for m in shown["messages"]] == ["Say hi.", "Hi."]
+    assert (shown["status"], shown["message"]) == ("ok", "final answer after 1 step")
 
 
 async def _pruned(url: str, strategy: str) -> list[str]:

@@ -161,6 +161,29 @@ def test_connections_beyond_the_limit_are_closed_at_once_and_probes_answer_after
         server.server_close()
 
 
+def test_idle_connections_never_turn_a_real_probe_away() -> None:
+    """Before: 32 idle connections took every slot for ``IDLE_SECONDS`` and a real probe was
+    closed unanswered (``RemoteDisconnected``): an orchestrator would restart a healthy worker.
+    The one silent the longest makes room now, and the limit still holds."""
+    probe = Health("worker-t")
+    server = probe.serve("127.0.0.1", 0, idle=PATIENCE)  # the default limit: 32
+    url = "http://{}:{}".format(*server.server_address[:2])
+    silent = _silent(url, 32)
+    try:
+        until(lambda: server.serving == 32, "every idle connection holds a slot")
+        for _ in range(3):  # the first takes the oldest's place, and frees it for the next
+            assert _get(url + "/healthz")[0] == 200
+        until(lambda: bool(_ended(silent)), "the longest silent connection closed")
+        assert _ended(silent) == [silent[0]]
+        assert silent[0].recv(1) == b""
+        until(lambda: server.serving == 31, "the probes' slots given back")  # their threads end
+    finally:
+        for conn in silent:
+            conn.close()
+        server.shutdown()
+        server.server_close()
+
+
 def _answered(url: str) -> bool:
     """A 200 from ``url``; False while the server still turns connections away: the threads of
     the closed connections end only when the server next reads them, which a loaded machine

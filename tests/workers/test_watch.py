@@ -82,6 +82,19 @@ def test_each_job_is_a_start_and_an_end_line_and_its_run_log_is_in_the_store(
     assert events[-1]["stop_reason"] == "success"
     nodes = Counter(event["node"] for event in events)
     assert nodes["decide"] == 4  # three tool steps and the answer, each logged once
+    # every node, as the CLI logs them (the steps they hand on are streamed too)
+    assert (nodes["validate"], nodes["gate"], nodes["execute"], nodes["observe"]) == (4, 3, 3, 3)
+    gates = [(e["decision"], e["action"]) for e in events if e["node"] == "gate"]
+    assert gates[0] == ("allowed", {"tool": "get_user_profile", "args": {"user_id": 42}})
+    # each line counts what the run's record holds by then, as the CLI's do
+    assert (events[-1]["step"], events[-1]["tool_calls"]) == (4, 3)
+    ended = next(line for line in ends if line["thread"] == threads[0])
+    assert events[-1]["tokens"] == ended["tokens"]
+    tokens = [event["tokens"] for event in events]
+    assert tokens == sorted(tokens)
+    decided = [event for event in events if event["node"] == "decide"]
+    assert decided[0]["context"]["model"] == "scripted"
+    assert [event for event in events if "context" in event] == decided[:1]
     table = invoke("show", threads[0], "--db", pg_url)
     assert "run log" in table.stdout
 

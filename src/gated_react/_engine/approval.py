@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gated_react._engine.call_keys import canonical_json
 from gated_react._engine.langgraph_internals import ask_human, earlier_interrupt_ids
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_runner import to_observation
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.policy import APPROVAL_DECISIONS
+from gated_react.state.calls import canonical_json
 
 ANSWERS = {
     "approve": {"approved": True},

@@ -9,7 +9,6 @@ run's keys with no Python work per earlier key, and nothing is re-serialized.
 from __future__ import annotations
 
 import hashlib
-import json
 import operator
 import re
 from collections import Counter
@@ -18,15 +17,11 @@ from decimal import Decimal
 from typing import Any
 
 from gated_react.policy import LoopMode
+from gated_react.state.calls import canonical_json
 
 _SPACES = re.compile(r"\s+")
 # Plain decimal numbers only: no "nan", "inf", "0x10" or digit-group underscores.
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with keys sorted at every depth, no extra whitespace; non-JSON values become strings."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 
 def short_hash(text: str, length: int = 12) -> str:

@@ -44,10 +44,11 @@ def with_ids(
     answers one call, so no two calls of a run share an id."""
     message_id = reply.id or str(uuid.uuid4())
     given = [call.get("id") for call in reply.tool_calls]
-    named, taken = [], set(used)
+    named, taken = [], set()
     for i, action in enumerate(actions):
         found = given[i] if i < len(given) else None
-        chosen = found if found and found not in taken else call_id(message_id, i)
+        fresh = found and found not in taken and found not in used
+        chosen = found if fresh else call_id(message_id, i)
         taken.add(chosen)
         named.append(action.model_copy(update={"id": chosen}))
     return named, message_id

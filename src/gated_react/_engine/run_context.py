@@ -9,11 +9,12 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from gated_react._engine.call_keys import canonical_json, short_hash
+from gated_react._engine.call_keys import short_hash
 from gated_react._engine.pricing import Pricer
 from gated_react.policy import Policy
 from gated_react.redact import redact_url, secrets_of
 from gated_react.state import RunContext
+from gated_react.state.calls import canonical_json
 
 _URL_FIELDS = ("openai_api_base", "base_url", "api_base", "endpoint_url")
 

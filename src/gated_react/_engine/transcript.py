@@ -25,6 +25,7 @@ import operator
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -83,20 +84,27 @@ def build_messages(
     folded = folded_count(len(steps), policy)
     goal = question.text.strip()
     if folded:
-        older = [entry for step in steps[:folded] for entry in step]
-        folds = _built(("summary", id(older[0]), len(older)), lambda: summary(older), older)
+        older = steps[:folded]
+        folds = _built(
+            ("summary", id(older[0][0]), folded),
+            lambda: summary([entry for step in older for entry in step]),
+            older,
+        )
         goal = f"{goal}\n\n{folds}"
     before = messages[: at + 1]
+    # A bound method is made anew at each attribute read: its protocol is what stays the same.
+    protocol = getattr(replay, "__self__", replay)
     earlier, instructions = _built(
-        (_BEFORE, question.id, at, id(replay), id(policy)),
+        (_BEFORE, question.id, at, id(protocol), id(policy)),
         partial(_before_run, before, at, policy, replay),
+        (protocol, policy),
     )
     head = [SystemMessage(system + instructions)] if system + instructions else []
     shown = asked(goal, question, question.id if not folded else None)
     out: list[BaseMessage] = [*head, *earlier, shown]
     for step in steps[folded:]:
-        key = (id(replay), id(step[0]), len(step))
-        out.extend(_built(key, partial(_replayed, replay, step), step))
+        key = (id(protocol), id(step[0]), len(step))
+        out.extend(_built(key, partial(_replayed, replay, step), (protocol, step)))
     note = _note(retry, last_step)
     return _with_note(out, note) if note else out
 
@@ -139,14 +147,20 @@ def _replayed(replay: Any, step: Sequence[HistoryEntry]) -> list[BaseMessage]:
 def run_loop_keys(messages: Sequence[BaseMessage], at: int) -> list[str]:
     """The loop keys of the run's calls on this branch (``run_steps``'), each made once."""
     found = _read(messages, at)
-    for step in found.steps[len(found.keyed) :]:
-        found.keyed.append([loop_key(e.action.name, e.action.args) for e in step])
-    return [key for keys in found.keyed for key in keys]
+    for step in found.steps[found.keyed :]:
+        found.loops.extend(loop_key(e.action.name, e.action.args) for e in step)
+    found.keyed = len(found.steps)
+    return found.loops
 
 
-def run_call_ids(messages: Sequence[BaseMessage], at: int) -> frozenset[str]:
-    """The ids of every call the run has made on this branch (answered or not)."""
-    return frozenset(_read(messages, at).ids)
+def run_call_ids(messages: Sequence[BaseMessage], at: int) -> AbstractSet[str]:
+    """The ids of every call the run has made on this branch (answered or not); read only."""
+    return _read(messages, at).ids
+
+
+def run_decisions(messages: Sequence[BaseMessage], at: int) -> int:
+    """How many of the run's decisions on this branch made calls (its AI messages with some)."""
+    return _read(messages, at).decisions
 
 
 def run_steps(messages: Sequence[BaseMessage], at: int) -> list[list[HistoryEntry]]:
@@ -181,8 +195,11 @@ class _Steps:
 
     def __init__(self) -> None:
         self.steps: list[list[HistoryEntry]] = []
-        self.keyed: list[list[str]] = []
-        """The loop keys of the steps, as far as they were asked for."""
+        self.loops: list[str] = []
+        """The loop keys of the steps' calls, as far as they were asked for."""
+        self.keyed = 0
+        """How many steps ``loops`` holds the keys of."""
+        self.decisions = 0
         self.seen = 0
         self.last: BaseMessage | None = None
         self.open: list[tuple[int, dict[str, Any]]] = []
@@ -195,6 +212,7 @@ class _Steps:
         for message in messages[start:]:
             if isinstance(message, AIMessage) and message.tool_calls:
                 self._close()
+                self.decisions += 1
                 self.open = [(len(self.steps) + 1, dict(call)) for call in message.tool_calls]
                 self.ids.update(str(call.get("id")) for call in message.tool_calls)
             elif isinstance(message, ToolMessage) and ran(message):

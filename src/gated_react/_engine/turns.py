@@ -14,6 +14,7 @@ unknown outcome when it had been started), so every tool call id keeps exactly o
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,9 +74,10 @@ def opening(
     shown: list[BaseMessage] = list(messages)
     update: dict[str, Any] = {}
     held = held_step(step)
+    hint = held.run.partition("#")[0] if held is not None else None
     if goal is not None and unfinished and held is not None and _asks(shown, held, goal):
         RunInput.model_validate({"goal": goal})
-        at = question_at(shown)
+        at = question_at(shown, hint)
         assert at is not None  # _asks found the question
         waiting = unanswered(shown)
         again = held.model_copy(update={"calls": [], "retry": None, "reply": None})
@@ -88,7 +90,7 @@ def opening(
         asked = HumanMessage(goal, id=goal_message_id(thread, len(shown), goal, saved))
         shown.append(asked)
         update = {"messages": [asked], "goal": None}
-    at = question_at(shown)
+    at = question_at(shown, hint)
     if at is None:
         RunInput.model_validate({"messages": shown or None})  # raises: a run needs a goal
         raise AssertionError("unreachable: RunInput refuses a conversation without a question")
@@ -103,7 +105,7 @@ def opening(
 
 def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
     """Whether ``goal`` is the question the step in hand's run answers."""
-    at = question_at(messages)
+    at = question_at(messages, held.run.partition("#")[0])
     if at is None or not isinstance(goal, str):
         return False
     question = messages[at]
@@ -129,16 +131,43 @@ def of_run(run: str, question: str, saved: bool) -> bool:
 
 def run_of(messages: Sequence[BaseMessage], run: str, saved: bool) -> bool:
     """Whether the step named ``run`` belongs to the run the conversation is on."""
-    at = question_at(messages)
+    at = question_at(messages, run.partition("#")[0])
     return at is not None and of_run(run, str(messages[at].id), saved)
 
 
-def question_at(messages: Sequence[BaseMessage]) -> int | None:
-    """Where the thread's last human message is (a run's question), looked for from the end."""
-    for at in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[at], HumanMessage):
-            return at
-    return None
+def question_at(messages: Sequence[BaseMessage], hint: str | None = None) -> int | None:
+    """Where the thread's last human message is (a run's question), looked for from the end.
+    ``hint``: the question the caller expects (its run's); where it was found in this
+    conversation before, only the messages added since are looked through (a run's
+    conversation grows between its steps: a 600-message run is not walked at every step)."""
+    end, start = len(messages), 0
+    kept = _WHERE.get(hint) if hint else None
+    if kept is not None:
+        at, seen, last = kept
+        if seen <= end and messages[seen - 1] is last and messages[at].id == hint:
+            if seen == end:
+                return at
+            start = seen
+    found = None
+    for i in range(end - 1, start - 1, -1):
+        if isinstance(messages[i], HumanMessage):
+            found = i
+            break
+    if found is None and kept is not None and start:
+        found = kept[0]
+    if found is not None:
+        with _WHERE_LOCK:
+            _WHERE[str(messages[found].id)] = (found, end, messages[end - 1])
+            if len(_WHERE) > _WHERE_KEPT:
+                _WHERE.pop(next(iter(_WHERE)))
+    return found
+
+
+_WHERE: dict[str, tuple[int, int, BaseMessage]] = {}
+"""Where each question was last found: its place, how many messages the conversation had, and
+its last one (the same object: the conversation it was found in is a prefix of this one)."""
+_WHERE_KEPT = 1024
+_WHERE_LOCK = threading.Lock()
 
 
 def unanswered(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

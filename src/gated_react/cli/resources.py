@@ -99,18 +99,16 @@ def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
 
 
 def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
-    """The run's graph, streaming every channel (the live view reads each node's step);
-    checkpoints record ``options``, to be shown. Spans go where the ``OTEL_*`` settings say
-    (nowhere unless they are set)."""
+    """The run's graph; checkpoints record ``options``, to be shown. Spans go where the
+    ``OTEL_*`` settings say (nowhere unless they are set)."""
     from gated_react.graph import build_graph
     from gated_react.hosting.otel import setup_tracing
-    from gated_react.records.events import streamed
 
     setup_tracing(settings())
     tools = options.tools()
     with user_errors():  # a cost budget for an unpriced model: one line
         graph = build_graph(model, tools, policy=options.policy(), checkpointer=saver)
-    return streamed(graph.with_config(metadata=options.metadata()))
+    return graph.with_config(metadata=options.metadata())
 
 
 def run_budget(saver: Any, thread: str, metadata: Mapping[str, Any] | None) -> Budget:

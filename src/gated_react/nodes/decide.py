@@ -20,7 +20,7 @@ from gated_react._engine import tracing
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.budget_checks import Limits, check_before_step, enforce
+from gated_react._engine.authority.budgets import Limits, check_before_step, enforce
 from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
@@ -141,7 +141,9 @@ def _rewritten(
 ) -> list[BaseMessage]:
     """The stored messages a hook rewrote, with what it made of their content; only those
     the model was shown as stored (not a question with earlier steps folded into it)."""
-    out = []
+    out: list[BaseMessage] = []
+    if not rewritten:
+        return out
     for message in stored:
         found = rewritten.get(message.id or "")
         if found is not None and found[0] == message.content:

@@ -1,7 +1,8 @@
 """Node updates turned into events: what the live view shows and the run log records.
 
 ``Tracker`` follows one thread through LangGraph's ``stream_mode="updates"`` chunks, streamed
-with every channel (``streamed``), so the private ``step`` each node hands the next is seen.
+with every channel (``runs.run``'s stream does), so the private ``step`` each node hands the
+next is seen.
 What a single update does not carry is read from the run's record (``runs.run_book``): the
 steps, tool calls, tokens, seconds and dollars so far, the budgets a human extended, what the
 run ran under.
@@ -19,15 +20,12 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from gated_react import routing
 from gated_react.errors import one_line
 from gated_react.records.run_log import FIELDS
 from gated_react.redact import redact
-
-if TYPE_CHECKING:
-    from gated_react.runs import Graph
 
 Described = tuple[dict[str, Any] | None, str | None]  # action, observation
 Step = dict[str, Any]
@@ -60,13 +58,6 @@ _ROUTED: dict[str, tuple[str, Mapping[Any, str], Mapping[Any, str]]] = {
     "observe": ("after_observe", routing.AFTER_OBSERVE, OBSERVE_WORDS),
 }
 """Each routed node's router (by name: looked up when used), its path map and its words."""
-
-
-def streamed(graph: Graph) -> Graph:
-    """``graph`` streaming every channel: its nodes' updates then carry the private ``step``
-    (a graph streams only its public channels, which validate and gate never write)."""
-    keys = [name for name in graph.channels if not name.startswith(("__", "branch:"))]
-    return graph.copy(update={"stream_channels": keys})
 
 
 def clip(value: Any, limit: int = 120) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import procrastinate
 
 from gated_react.runs import NO_ANSWER
-from gated_react.state.calls import canonical
+from gated_react.state.calls import canonical_json
 from gated_react.store.checkpointer import StoreError, StoreURL
 from gated_react.store.key import KeyInput, StoreKey, framed_digest, store_key
 
@@ -140,7 +140,7 @@ def answer_refused(
 
 def _answer_digest(thread_id: str, question: str | None, answer: Any, context: Any) -> bytes:
     return framed_digest("gated-react/queued-answer/1", TASK, thread_id, question or "",
-                         canonical(answer), canonical(context))  # fmt: skip
+                         canonical_json(answer), canonical_json(context))  # fmt: skip
 
 
 def _signing_key(key: KeyInput | StoreKey | None) -> StoreKey | None:

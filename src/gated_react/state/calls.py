@@ -11,10 +11,15 @@ from gated_react.state.actions import ToolAction
 from gated_react.state.base import StrictModel
 
 
-def canonical(value: Any) -> str:
+def canonical_json(value: Any) -> str:
     """JSON with keys sorted at every depth and no extra whitespace: how a permit names a
     call's arguments (non-JSON values become strings)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return _CANONICAL.encode(value)
+
+
+# One encoder for every call: ``json.dumps`` with options builds a new one each time, and a
+# step encodes its calls' arguments a dozen times (keys, hashes, permits).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 
 class Shown(StrictModel):
@@ -61,7 +66,7 @@ class Call(StrictModel):
     def frozen(self) -> dict[str, Any]:
         """A fresh deep copy of the arguments, as the permit names them: what a tool (and a
         tool hook) is given, so nothing it does to them changes the call that was checked."""
-        return cast(dict[str, Any], json.loads(canonical(self.args)))
+        return cast(dict[str, Any], json.loads(canonical_json(self.args)))
 
 
 class HistoryEntry(StrictModel):

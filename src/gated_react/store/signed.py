@@ -340,10 +340,35 @@ def signed(saver: BaseCheckpointSaver[Any], key: StoreKey | None) -> BaseCheckpo
 
 
 def unwrapped(saver: Any) -> Any:
-    """The saver that stores the rows: ``saver`` itself unless it signs (locks look at it)."""
-    return saver.inner if isinstance(saver, SignedSaver) else saver
+    """The saver that stores the rows: ``saver`` itself unless it wraps another (it signs, or
+    it is LangGraph's server's adapter around the graph's saver, made anew for each request)."""
+    for _ in range(_MAX_WRAPS):
+        inner = _wrapped(saver)
+        if inner is None:
+            return saver
+        saver = inner
+    return saver
 
 
 def key_of(saver: object) -> StoreKey | None:
     """The key a saver signs with (None: unsigned), to build another saver like it."""
-    return saver.key if isinstance(saver, SignedSaver) else None
+    for _ in range(_MAX_WRAPS):
+        if isinstance(saver, SignedSaver):
+            return saver.key
+        inner = _wrapped(saver)
+        if inner is None:
+            return None
+        saver = inner
+    return None
+
+
+_MAX_WRAPS = 8
+
+
+def _wrapped(saver: Any) -> Any:
+    """The saver ``saver`` wraps, or None. Read from the instance's own attributes: an adapter
+    that forwards unknown attributes to its inner saver would answer for it otherwise."""
+    if isinstance(saver, SignedSaver):
+        return saver.inner
+    inner = vars(saver).get("_inner") if hasattr(saver, "__dict__") else None
+    return inner if isinstance(inner, BaseCheckpointSaver) else None

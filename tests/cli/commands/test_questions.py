@@ -23,6 +23,8 @@ from ...support.worker_procs import fleet, until
 from ...test_workers import scripted
 
 ASKING = "tests.support.worker_graphs:refund_asking_once"
+AGAIN = ("--approve-tool", "get_user_billing")
+"""The options of the runs ``_pause`` starts, which an answer continuing one here gives again."""
 RUNS = 10
 
 
@@ -66,11 +68,12 @@ def test_questions_lists_the_waiting_runs_and_answer_resumes_one_here(
     assert "get_user_billing" in table.stdout
     assert "2 waiting in" in table.stdout
     server.push(reply("USD 49"))
-    done = invoke("answer", "first", "--approve", "--json")  # no queue: resumed in this shell
+    done = invoke("answer", "first", *AGAIN, "--approve", "--json")  # no queue: resumed here
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout)["answer"] == "USD 49"
     assert [q["thread_id"] for q in _questions()] == ["second"]
-    rejected = invoke("answer", "second", "--reject", "no", "--question", listed[1]["question"])
+    asked = listed[1]["question"]
+    rejected = invoke("answer", "second", *AGAIN, "--reject", "no", "--question", asked)
     assert rejected.exit_code == 2
     assert _questions() == []
     assert "no run waits on a question" in invoke("questions").stdout
@@ -99,7 +102,7 @@ def test_a_bad_answer_is_one_line_and_nothing_runs(
 
 def test_an_ended_or_unknown_thread_is_one_line(server: FakeOpenAI) -> None:
     _pause(server, "t", reply("USD 49"))
-    assert invoke("answer", "t", "--approve").exit_code == 0
+    assert invoke("answer", "t", *AGAIN, "--approve").exit_code == 0
     ended = invoke("answer", "t", "--approve")
     assert ended.exit_code == 1
     assert "has ended (success); nothing to approve" in ended.stderr

@@ -1,21 +1,29 @@
-"""``gated-react resume``: approvals answered from the command line, recorded run options."""
+"""``gated-react resume``: approvals answered from the command line, under the options given
+again on it (never those its checkpoints record: whoever can write the store could change
+them)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gated_react import build_graph, open_checkpointer, run
-from gated_react.testing import ScriptedChatModel
+from gated_react import Policy, build_graph, open_checkpointer, run
+from gated_react.records.run_listing import METADATA_KEY
+from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
+from ...support.tamper import forge_metadata
 
 GOAL = "refund for user 42?"
+OPTIONS = ["--toolkit", "support", "--approve-tool", "get_user_billing"]
+"""The run's options, which every command that continues it gives again."""
 APPROVAL = ["--approve-tool", "get_user_billing", "--thread", "t-approve"]
+HINT = "gated-react resume t-approve --toolkit support --approve-tool get_user_billing"
 
 
 def _paused(server: FakeOpenAI, *script: object) -> dict[str, object]:
@@ -23,9 +31,13 @@ def _paused(server: FakeOpenAI, *script: object) -> dict[str, object]:
     out = invoke("run", GOAL, *APPROVAL)
     assert out.exit_code == 4, out.stdout
     assert "waiting for approval: get_user_billing" in out.stdout
-    assert "gated-react resume t-approve --approve" in out.stdout
-    assert "gated-react resume t-approve --args '{\"user_id\": 42}'" in out.stdout
+    assert f"{HINT} --approve" in out.stdout
+    assert f"{HINT} --args '{{\"user_id\": 42}}'" in out.stdout
     return json.loads(invoke("show", "t-approve", "--json").stdout)  # type: ignore[no-any-return]
+
+
+def _resume(*args: str) -> Any:
+    return invoke("resume", "t-approve", *OPTIONS, *args)
 
 
 def test_a_paused_run_waits_until_approved(server: FakeOpenAI) -> None:
@@ -35,7 +47,7 @@ def test_a_paused_run_waits_until_approved(server: FakeOpenAI) -> None:
     assert again.exit_code == 4
     assert json.loads(again.stdout)["pending"]
     assert len(server.requests) == 1  # waiting: nothing ran
-    done = invoke("resume", "t-approve", "--approve", "--json")
+    done = _resume("--approve", "--json")
     assert done.exit_code == 0
     result = json.loads(done.stdout)
     assert result["answer"] == "USD 49"
@@ -44,7 +56,7 @@ def test_a_paused_run_waits_until_approved(server: FakeOpenAI) -> None:
 
 def test_reject_ends_the_run_as_a_policy_stop(server: FakeOpenAI) -> None:
     _paused(server)
-    out = invoke("resume", "t-approve", "--reject", "not today", "--json")
+    out = _resume("--reject", "not today", "--json")
     assert out.exit_code == 2
     result = json.loads(out.stdout)
     assert result["stop_reason"] == "tool_rejected:get_user_billing"
@@ -52,9 +64,17 @@ def test_reject_ends_the_run_as_a_policy_stop(server: FakeOpenAI) -> None:
     assert result["history"] == []
 
 
+EDITED = pytest.mark.xfail(
+    strict=True,
+    reason="src: audit.history shows the model's arguments of a call a human edited, not the "
+    "ones it ran with",
+)
+
+
+@EDITED
 def test_args_approve_with_edited_arguments(server: FakeOpenAI) -> None:
     _paused(server, reply("Max is on the free plan"))
-    out = invoke("resume", "t-approve", "--args", '{"user_id": 7}', "--json")
+    out = _resume("--args", '{"user_id": 7}', "--json")
     assert out.exit_code == 0
     step = json.loads(out.stdout)["history"][0]
     assert step["action"]["args"] == {"user_id": 7}
@@ -63,7 +83,7 @@ def test_args_approve_with_edited_arguments(server: FakeOpenAI) -> None:
 
 def test_respond_answers_in_place_of_the_tool(server: FakeOpenAI) -> None:
     _paused(server, reply("USD 49"))
-    out = invoke("resume", "t-approve", "--respond", "billing says USD 49", "--json")
+    out = _resume("--respond", "billing says USD 49", "--json")
     assert out.exit_code == 0, out.stdout
     result = json.loads(out.stdout)
     assert result["history"][0]["observation"] == "billing says USD 49"
@@ -71,23 +91,80 @@ def test_respond_answers_in_place_of_the_tool(server: FakeOpenAI) -> None:
     assert len(server.requests) == 2  # the model was asked again; the tool never ran
 
 
+@EDITED
 def test_answer_takes_langchains_decisions(server: FakeOpenAI) -> None:
     _paused(server, reply("Max is on the free plan"))
     edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
-    out = invoke("resume", "t-approve", "--answer", json.dumps({"decisions": [edit]}), "--json")
+    out = _resume("--answer", json.dumps({"decisions": [edit]}), "--json")
     assert out.exit_code == 0, out.stdout
     assert json.loads(out.stdout)["history"][0]["action"]["args"] == {"user_id": 7}
 
 
-def test_resume_rebuilds_the_recorded_policy(server: FakeOpenAI) -> None:
+def test_resume_runs_under_the_policy_given_again(server: FakeOpenAI) -> None:
     server.push(
         tool_call("get_user_billing", user_id=42), tool_call("get_user_profile", user_id=42)
     )
     first = invoke("run", GOAL, *APPROVAL, "--max-tool-calls", "1")
     assert first.exit_code == 4
-    out = invoke("resume", "t-approve", "--approve", "--json")
+    assert f"{HINT} --max-tool-calls 1 --approve" in first.stdout
+    out = _resume("--max-tool-calls", "1", "--approve", "--json")
     assert out.exit_code == 2
     assert json.loads(out.stdout)["stop_reason"] == "max_tool_calls"
+
+
+def test_resume_without_the_runs_options_is_one_line_saying_them(server: FakeOpenAI) -> None:
+    """The options are never read back from the store: a resume that gives none is refused,
+    naming what the run's checkpoints say it was started with, and nothing runs."""
+    _paused(server, reply("USD 49"))
+    out = invoke("resume", "t-approve", "--approve")
+    assert out.exit_code == 1
+    assert out.stderr.count("\n") == 1
+    assert "give the options the run was started with again" in out.stderr
+    assert f"its checkpoints say: {HINT}\n" in out.stderr
+    assert len(server.requests) == 1
+    assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
+
+
+def test_an_approval_removed_from_the_stored_options_cannot_let_the_call_run(
+    server: FakeOpenAI, state_dir: Path
+) -> None:
+    """Before, resume rebuilt the policy from the checkpoints' metadata: with the approval
+    removed there, ``--reject`` went unread and the call ran."""
+    _paused(server, reply("USD 49"))
+    forge_metadata(str(state_dir / "runs.sqlite"), "t-approve", METADATA_KEY, "{}")
+    forgot = invoke("resume", "t-approve", "--toolkit", "support", "--reject", "no", "--json")
+    assert forgot.exit_code == 1  # these options would let it run unasked: refused
+    assert "waits on a human's answer about get_user_billing" in forgot.stderr
+    assert "--approve-tool get_user_billing" in forgot.stderr
+    out = _resume("--reject", "no", "--json")
+    assert out.exit_code == 2, out.stderr
+    result = json.loads(out.stdout)
+    assert result["stop_reason"] == "tool_rejected:get_user_billing"
+    assert result["history"] == []
+    assert len(server.requests) == 1  # the model was never asked again: nothing ran
+    assert out.stderr == (  # what the store says is only said
+        "gated-react: note: thread 't-approve' was started with --toolkit support (as its "
+        "checkpoints say); resuming it with --toolkit support --approve-tool get_user_billing\n"
+    )
+
+
+def test_an_edited_base_url_never_receives_the_api_key(
+    server: FakeOpenAI, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, resume sent the request (and OPENAI_API_KEY) to the base URL its checkpoints
+    recorded, whoever wrote it there."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-secret-key-0123456789")
+    server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
+    paused = invoke("run", GOAL, *APPROVAL, "--base-url", server.base_url)
+    assert paused.exit_code == 4, paused.stderr
+    with FakeOpenAI() as elsewhere:
+        edited = json.dumps({"approve": ["get_user_billing"], "base_url": elsewhere.base_url})
+        forge_metadata(str(state_dir / "runs.sqlite"), "t-approve", METADATA_KEY, edited)
+        out = _resume("--approve", "--json")  # the base URL from the environment
+        assert out.exit_code == 0, out.stderr
+        assert json.loads(out.stdout)["answer"] == "USD 49"
+        assert elsewhere.requests == []
+    assert len(server.requests) == 2
 
 
 def test_answers_only_go_to_a_waiting_run(server: FakeOpenAI) -> None:
@@ -96,7 +173,7 @@ def test_answers_only_go_to_a_waiting_run(server: FakeOpenAI) -> None:
     out = invoke("resume", "t-done", "--approve")
     assert out.exit_code == 1
     assert "has ended (success); nothing to approve" in out.stderr
-    finished = invoke("resume", "t-done", "--json")
+    finished = invoke("resume", "t-done", "--json")  # nothing runs: no options needed
     assert finished.exit_code == 0  # a finished run is shown, nothing runs
     assert json.loads(finished.stdout)["answer"] == "done"
     assert len(server.requests) == 1
@@ -104,10 +181,12 @@ def test_answers_only_go_to_a_waiting_run(server: FakeOpenAI) -> None:
 
 def test_a_thread_from_the_library_is_not_resumed_blindly(state_dir: Path) -> None:
     db = state_dir / "runs.sqlite"
+    asking = Policy().replace(require_approval=frozenset({"get_user_billing"}))
     with open_checkpointer(str(db)) as saver:
-        graph = build_graph(ScriptedChatModel(replies=["x"]), SUPPORT_TOOLS, checkpointer=saver)
-        run(graph, "hello", thread_id="from-lib")
-    out = invoke("resume", "from-lib")
+        model = ScriptedChatModel(replies=[call("get_user_billing", user_id=42), "x"])
+        graph = build_graph(model, SUPPORT_TOOLS, policy=asking, checkpointer=saver)
+        assert run(graph, "hello", thread_id="from-lib")["pending"]
+    out = invoke("resume", "from-lib", *OPTIONS, "--approve")
     assert out.exit_code == 1
     assert "not started by the gated-react CLI" in out.stderr
     assert invoke("show", "from-lib").exit_code == 0  # but it can be shown
@@ -117,15 +196,12 @@ def test_the_example_folder_follows_from_the_thread_not_from_the_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A crafted or old store that records another folder cannot point the tools at it."""
-    from types import SimpleNamespace
-
-    from gated_react.cli.commands.resume import recorded_options
+    from gated_react.cli.commands.resume import options_for
     from gated_react.cli.run_options import RunOptions
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     crafted = RunOptions(example="001-coding", example_dir="/etc")
-    saver = SimpleNamespace(get_tuple=lambda _: SimpleNamespace(metadata=crafted.metadata()))
-    options = recorded_options(saver, "../x")
+    options = options_for("../x", {"example": "001-coding"}, crafted.metadata())
     assert options.example_dir is not None
     folder = Path(options.example_dir)
     assert folder.parent == tmp_path / "state" / "gated-react" / "examples"
@@ -135,7 +211,7 @@ def test_the_example_folder_follows_from_the_thread_not_from_the_store(
 def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) -> None:
     """``--on-budget ask``: the run pauses (exit 4) on the spent budget and says how to answer;
     ``--approve`` extends it by the proposal, ``--args`` sets the limit, ``--reject`` stops."""
-    budget = ["--max-steps", "1", "--on-budget", "ask"]
+    budget = ["--toolkit", "support", "--max-steps", "1", "--on-budget", "ask"]
     for thread, answer, code in (
         ("b-approve", ["--approve"], 0),
         ("b-edit", ["--args", '{"limit": 3}'], 0),
@@ -145,9 +221,10 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
         out = invoke("run", GOAL, "--thread", thread, *budget)
         assert out.exit_code == 4, out.stdout
         assert "budget spent: max_steps (1 spent of 1)" in out.stdout
-        assert f"gated-react resume {thread} --approve   (to 2)" in out.stdout
-        assert f"gated-react resume {thread} --args '{{\"limit\": 2}}'" in out.stdout
-        done = invoke("resume", thread, *answer, "--json")
+        hint = f"gated-react resume {thread} {' '.join(budget)}"
+        assert f"{hint} --approve   (to 2)" in out.stdout
+        assert f"{hint} --args '{{\"limit\": 2}}'" in out.stdout
+        done = invoke("resume", thread, *budget, *answer, "--json")
         assert done.exit_code == code, done.stdout
         result = json.loads(done.stdout)
         extended = [e.get("extended") for e in result["trace"] if e.get("extended")]
@@ -158,9 +235,17 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
             limit = 3 if answer[0] == "--args" else 2
             decision = "edit" if answer[0] == "--args" else "approve"
             assert extended == [f"max_steps 1 -> {limit} ({decision})"]
-            shown = invoke("show", thread).stdout  # the limits in force, not the policy's
-            assert f"steps        2/{limit}" in shown
-            assert f"max_steps 1 -> {limit} ({decision})" in shown  # the trace says why
+            assert f"steps        2/{limit}" in invoke("resume", thread).stdout
+
+
+def test_show_reads_the_limits_a_human_extended(server: FakeOpenAI) -> None:
+    budget = ["--toolkit", "support", "--max-steps", "1", "--on-budget", "ask"]
+    server.push(tool_call("get_user_profile", user_id=42), reply("Anna"))
+    assert invoke("run", GOAL, "--thread", "b", *budget).exit_code == 4
+    assert invoke("resume", "b", *budget, "--approve").exit_code == 0
+    shown = invoke("show", "b").stdout  # the limits in force, not the policy's
+    assert "steps        2/2" in shown
+    assert "max_steps 1 -> 2 (approve)" in shown  # the trace says why
 
 
 def test_the_summary_of_a_later_resume_shows_the_extended_limit(server: FakeOpenAI) -> None:
@@ -171,10 +256,45 @@ def test_the_summary_of_a_later_resume_shows_the_extended_limit(server: FakeOpen
         tool_call("get_user_billing", user_id=42),
         reply("Anna"),
     )
-    flags = ["--max-steps", "1", "--on-budget", "ask", "--approve-tool", "get_user_billing"]
+    flags = ["--max-steps", "1", "--on-budget", "ask", *OPTIONS]
     assert invoke("run", GOAL, "--thread", "later", *flags).exit_code == 4
-    asked = invoke("resume", "later", "--args", '{"limit": 5}')
+    asked = invoke("resume", "later", *flags, "--args", '{"limit": 5}')
     assert asked.exit_code == 4, asked.stdout  # extended, then paused on the approval
-    done = invoke("resume", "later", "--approve")
+    done = invoke("resume", "later", *flags, "--approve")
     assert done.exit_code == 0, done.stdout
     assert "steps        3/5" in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--answer", "--args"])
+@pytest.mark.parametrize("command", ["resume", "answer"])
+def test_deeply_nested_json_is_one_line_and_nothing_runs(
+    server: FakeOpenAI, flag: str, command: str
+) -> None:
+    """Before: a ``RecursionError`` traceback (``json.loads`` of 100,000 brackets)."""
+    _paused(server, reply("USD 49"))
+    for depth in (100_000, 65):
+        nested = '{"a": ' * depth + "1" + "}" * depth
+        out = invoke(command, "t-approve", *OPTIONS, flag, nested)
+        assert out.exit_code == 1, out.stderr
+        assert out.stderr == f"gated-react: error: {flag} nests deeper than 64 levels\n"
+    assert len(server.requests) == 1
+    assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
+
+
+def test_a_signed_thread_read_without_the_key_is_one_line_saying_so(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``NotImplementedError: Unsupported message type`` from LangChain, called a
+    damaged store."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "k" * 32)
+    _paused(server, reply("USD 49"))
+    monkeypatch.delenv("GATED_REACT_STORE_KEY")
+    answering = [[command, "t-approve", *OPTIONS, "--approve"] for command in ("resume", "answer")]
+    for args in (["show", "t-approve"], *answering, ["runs"], ["questions"]):
+        out = invoke(*args)
+        assert out.exit_code == 1, (args, out.stdout)
+        assert out.stderr == (
+            "gated-react: error: thread 't-approve' is signed with a store key: set "
+            "GATED_REACT_STORE_KEY to the key it was written with to read it\n"
+        ), args
+    assert len(server.requests) == 1

@@ -11,7 +11,7 @@ import pytest
 import typer.main
 
 from gated_react.cli.app import app
-from gated_react.cli.commands.run import OnBudgetChoice
+from gated_react.cli.flags import OnBudgetChoice
 from gated_react.cli.run_options import RunOptions
 from gated_react.policy import Budget, Policy
 
@@ -223,6 +223,13 @@ def _shape(value: object) -> object:
     if isinstance(value, list):
         return [_shape(item) for item in value]
     return type(value).__name__
+
+
+def test_the_trace_numbers_a_call_by_the_step_that_made_it(server: FakeOpenAI) -> None:
+    server.push(*REFUND)
+    result = json.loads(invoke("run", GOAL, "--json").stdout)
+    assert [e["step"] for e in result["trace"]] == [e["step"] for e in result["history"]]
+    assert [e["step"] for e in result["trace"]] == [1, 2, 3]
 
 
 def test_the_cli_reference_json_sample_is_real_output(server: FakeOpenAI) -> None:

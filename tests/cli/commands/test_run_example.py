@@ -62,7 +62,8 @@ def test_a_thread_id_never_becomes_a_path_outside_the_state_folder(
     copies = [p.parent for p in (state_dir / "examples").rglob("cart.py") if p.parent.name == "src"]
     assert len(copies) == 1
     assert copies[0].parents[2] == state_dir / "examples"  # examples/<one folder>/cart_project/src
-    done = invoke("resume", thread, "--approve", "--json")
+    again = ("--example", "001-coding", "--approve-tool", "read_file")
+    done = invoke("resume", thread, *again, "--approve", "--json")
     assert done.exit_code == 0, done.stderr
     observation = json.loads(done.stdout)["history"][0]["observation"]
     assert "def " in json.dumps(observation)  # resume found the same copy of the project

@@ -88,18 +88,17 @@ def test_runs_on_an_empty_store(state_dir: Path) -> None:
 
 
 class Counting:
-    """A saver proxy that counts checkpoint loads."""
+    """Counts a saver's checkpoint loads (its own ``get_tuple``, wrapped in place)."""
 
     def __init__(self, saver: Any) -> None:
-        self.saver = saver
         self.loads = 0
+        load = saver.get_tuple
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.saver, name)
+        def counted(config: Any) -> Any:
+            self.loads += 1
+            return load(config)
 
-    def get_tuple(self, config: Any) -> Any:
-        self.loads += 1
-        return self.saver.get_tuple(config)
+        saver.get_tuple = counted
 
 
 def test_listing_loads_only_the_rows_shown(tmp_path: Path) -> None:
@@ -110,7 +109,7 @@ def test_listing_loads_only_the_rows_shown(tmp_path: Path) -> None:
         for i in range(30):
             run(graph, f"goal {i}", thread_id=f"t{i:02d}")
         counting = Counting(saver)
-        rows, total = latest_runs(counting, 5)
+        rows, total = latest_runs(saver, 5)
         assert counting.loads == 5
         assert total == 30
         assert [r.thread_id for r in rows] == ["t29", "t28", "t27", "t26", "t25"]
@@ -123,8 +122,9 @@ def test_show_prints_history_trace_and_log(store: Path) -> None:
     text = out.stdout
     for needle in ("goal  refund?", "history", "trace", "run log", "search_policy", "finish"):
         assert needle in text
-    paused = invoke("show", "c-paused")
-    assert "gated-react resume c-paused --approve" in paused.stdout
+    paused = invoke("show", "c-paused")  # the options its checkpoints say, to give again
+    hint = "gated-react resume c-paused --toolkit support --approve-tool get_user_billing"
+    assert f"{hint} --approve" in paused.stdout
 
 
 def test_show_json_has_the_result_and_the_logged_events(store: Path) -> None:

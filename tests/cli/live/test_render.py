@@ -76,7 +76,8 @@ def test_errors_and_hints_print_no_controls(server: FakeOpenAI) -> None:
     paused = invoke("run", "x", "--thread", THREAD, "--approve-tool", "get_user_billing")
     assert paused.exit_code == 4
     _clean(paused)
-    assert "resume 't\\x1b[2Jhostile' --approve" in paused.stdout
+    again = "--toolkit support --approve-tool get_user_billing"
+    assert f"resume 't\\x1b[2Jhostile' {again} --approve" in paused.stdout
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_no_log_and_moved_log(server: FakeOpenAI, state_dir: Path, tmp_path: Pat
 def test_a_paused_run_logs_the_pause_and_the_resume(server: FakeOpenAI, state_dir: Path) -> None:
     server.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
     invoke("run", "x", "--thread", "p", "--approve-tool", "get_user_billing")
-    invoke("resume", "p", "--approve")
+    invoke("resume", "p", "--approve-tool", "get_user_billing", "--approve")
     events = read_events(state_dir / "runs.sqlite.log", "p")
     decisions = [(e["node"], e["decision"]) for e in events]
     assert ("gate", "paused") in decisions

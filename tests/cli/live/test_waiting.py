@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from langchain_core.messages import AIMessage
 from rich.console import Console
 
 from gated_react.cli.live.waiting import MODEL, Waiting, _Elapsed, next_wait
@@ -14,13 +15,19 @@ def _event(node: str, update: dict) -> object:  # type: ignore[type-arg]
     return Tracker("t").event(node, update)
 
 
+def _step(**held: object) -> dict:  # type: ignore[type-arg]
+    """An update writing the step in hand (as stored: plain JSON)."""
+    return {"step": {"run": "q", **held}}
+
+
 def test_the_model_is_waited_on_after_observe_and_a_retry_a_tool_after_the_gate() -> None:
-    assert next_wait(_event("observe", {"trace": [{"tool": "t"}]})) == MODEL  # type: ignore[arg-type]
-    retry = {"retry": {"why": "no_action", "message": "m", "count": 1}}
+    assert next_wait(_event("observe", {})) == MODEL  # type: ignore[arg-type]
+    retry = _step(retry={"why": "no_action", "message": "m", "count": 1})
     assert next_wait(_event("validate", retry)) == MODEL  # type: ignore[arg-type]
-    call = {"calls": [{"tool": "search\x1b[2J", "args": {}, "step": 1, "key": "k"}]}
+    call = _step(calls=[{"id": "c", "tool": "search\x1b[2J", "args": {}, "key": "k"}])
     assert next_wait(_event("gate", call)) == "running search\\x1b[2J"  # type: ignore[arg-type]
-    assert next_wait(_event("finish", {"status": "ok", "answer": "a"})) is None  # type: ignore[arg-type]
+    finished = {"status": "ok", "stop_reason": "success", "messages": [AIMessage("a")]}
+    assert next_wait(_event("finish", finished)) is None  # type: ignore[arg-type]
 
 
 def test_a_terminal_sees_the_line_and_then_it_goes_away() -> None:

@@ -14,6 +14,7 @@ from scenarios import data_agent
 from scenarios.runner import run_scenario
 from scenarios.spec import grounded
 
+from .. import RUNNER_READS_INVOKE
 from ..package.test_data_agent import dump
 
 SEED = data_agent.SEED
@@ -27,6 +28,7 @@ def run(name: str, workdir: Path) -> dict[str, Any]:
     return run_scenario(EXAMPLE, scenario, model, workdir)
 
 
+@RUNNER_READS_INVOKE
 def test_the_answer_is_read_from_the_query_and_the_calculator(tmp_path: Path) -> None:
     out = run("completed-total", tmp_path)
     assert out["stop_reason"] == "success"
@@ -38,6 +40,7 @@ def test_the_answer_is_read_from_the_query_and_the_calculator(tmp_path: Path) ->
     assert EXAMPLE.policy().protocol == "tools"
 
 
+@RUNNER_READS_INVOKE
 def test_a_number_from_the_models_head_is_caught(tmp_path: Path) -> None:
     model = ScriptedChatModel(replies=[call("describe_database"), "Completed orders: USD 1,500."])
     scenario = SEED.scenario("completed-total")
@@ -52,6 +55,7 @@ def test_a_number_from_the_models_head_is_caught(tmp_path: Path) -> None:
     ]
 
 
+@RUNNER_READS_INVOKE
 def test_a_write_is_refused_by_the_tool_and_changes_nothing(tmp_path: Path) -> None:
     EXAMPLE.tools(tmp_path)
     copy = tmp_path / DATABASE
@@ -62,6 +66,7 @@ def test_a_write_is_refused_by_the_tool_and_changes_nothing(tmp_path: Path) -> N
     assert dump(copy) == dump(SHIPPED)
 
 
+@RUNNER_READS_INVOKE
 def test_a_made_up_tool_is_shown_the_real_tools(tmp_path: Path) -> None:
     out = run("unknown-tool", tmp_path)
     assert out["history"][0]["observation"] == (
@@ -71,6 +76,7 @@ def test_a_made_up_tool_is_shown_the_real_tools(tmp_path: Path) -> None:
     assert out["usage"]["steps"] == 5
 
 
+@RUNNER_READS_INVOKE
 def test_a_locked_database_is_retried_and_the_call_counts_once(tmp_path: Path) -> None:
     scenario = SEED.scenario("retry")
     tools = data_agent.flaky_tools(tmp_path)
@@ -81,6 +87,7 @@ def test_a_locked_database_is_retried_and_the_call_counts_once(tmp_path: Path) -
     assert [t["tool"] for t in out["trace"]].count("query_database") == 1
 
 
+@RUNNER_READS_INVOKE
 def test_without_retries_the_lock_is_an_observed_error(tmp_path: Path) -> None:
     scenario = SEED.scenario("retry")
     tools = data_agent.flaky_tools(tmp_path)

@@ -15,21 +15,22 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall
+from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_text, ask, question
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.budget_checks import Limits, check_before_tool, enforce
-from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, canonical_json, loop_key
+from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
+from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, loop_key
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause, runtime_of
 from gated_react._engine.tool_runner import check_args
-from gated_react._engine.transcript import run_loop_keys
+from gated_react._engine.transcript import run_decisions, run_loop_keys
 from gated_react._engine.turns import question_at
 from gated_react.state import Call, Shown, Step, Usage
+from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
 
 
@@ -196,15 +197,8 @@ class Gatekeeper:
         shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
         return self._shown(call, Shown(text=shown, error=str(why)))
 
-    def key_for(self, call: Call, seen: LoopIndex | None = None) -> str:
-        """The call's key: the run's n-th call of this tool with these arguments (compared as
-        loop detection compares them) on this branch has the same key wherever it is replayed."""
-        normalized = self.deps.policy.loop_detection == "normalized"
-        earlier = (seen or self.seen).repeats(
-            call.tool, call.args, "normalized" if normalized else "exact"
-        )
-        where = f"{self.thread}\n{self.run}"
-        return call_key(where, call.tool, call.args, earlier, normalized=normalized)
+    def key_for(self, call: Call) -> str:
+        return key_for(self.deps, self.thread, self.run, call, self.seen)
 
     def _keyed(self, call: Call) -> Call:
         """The call with its key, counted."""
@@ -226,6 +220,14 @@ _REMIND = (
     "conversation: use it, call something else, or give your final answer. Calling it again "
     "ends the run."
 )
+
+
+def key_for(deps: NodeDeps, thread: str, run: str, call: Call, seen: LoopIndex) -> str:
+    """The call's key: the run's n-th call of this tool with these arguments (compared as
+    loop detection compares them) on this branch has the same key wherever it is replayed."""
+    normalized = deps.policy.loop_detection == "normalized"
+    earlier = seen.repeats(call.tool, call.args, "normalized" if normalized else "exact")
+    return call_key(f"{thread}\n{run}", call.tool, call.args, earlier, normalized=normalized)
 
 
 def refuse(deps: NodeDeps, name: str) -> Stop | None:
@@ -287,23 +289,22 @@ def gatekeeper(
         run=step.run,
         usage=tally.usage(),
         held=Limits(deps.policy, tally.extensions),
-        seen=branch_calls(messages),
+        seen=branch_calls(messages, step.run),
         counted=set(tally.counted),
         messages=messages,
-        step=branch_step(messages),
+        step=branch_step(messages, step.run),
     )
 
 
-def branch_step(messages: Sequence[BaseMessage]) -> int:
-    """The step the run is on, on this branch: its AI messages that made calls."""
-    at = question_at(messages)
-    if at is None:
-        return 0
-    return sum(1 for m in messages[at + 1 :] if isinstance(m, AIMessage) and m.tool_calls)
+def branch_step(messages: Sequence[BaseMessage], run: str | None = None) -> int:
+    """The step the run is on, on this branch: its AI messages that made calls. ``run``: the
+    run expected (where its question was found before, only newer messages are read)."""
+    at = question_at(messages, run.partition("#")[0] if run else None)
+    return run_decisions(messages, at) if at is not None else 0
 
 
-def branch_calls(messages: Sequence[BaseMessage]) -> LoopIndex:
+def branch_calls(messages: Sequence[BaseMessage], run: str | None = None) -> LoopIndex:
     """The calls of this run on this branch that reached a result (ran, or were refused and
     shown): what loop detection compares a new call against."""
-    at = question_at(messages)
+    at = question_at(messages, run.partition("#")[0] if run else None)
     return LoopIndex(run_loop_keys(messages, at) if at is not None else ())

@@ -13,10 +13,13 @@ so a check costs the same at step 300 as at step 3.
 
 from __future__ import annotations
 
+import bisect
+import operator
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
@@ -73,7 +76,11 @@ class Backend(Protocol):
 
 class MemoryBackend:
     """Records in this process's memory (savers that keep checkpoints in memory, graphs
-    without a checkpointer): as durable as the checkpoints they sit beside."""
+    without a checkpointer): as durable as the checkpoints they sit beside. Nothing outside
+    the process can write them, so they are not signed: a record is as ``verified`` as it was
+    given (the ledger's own are)."""
+
+    in_process = True
 
     def __init__(self, runs: int | None = None) -> None:
         self._limit = runs
@@ -145,7 +152,7 @@ class MemoryBackend:
         return self.about(keys)
 
     def _add(self, record: Record) -> int:
-        stored = replace(record, seq=(self._records[-1].seq if self._records else 0) + 1)
+        stored = record.stored(seq=(self._records[-1].seq if self._records else 0) + 1)
         self._records.append(stored)
         self._runs.setdefault((stored.thread, stored.run), []).append(stored)
         if self._limit is not None and len(self._runs) > self._limit:
@@ -159,14 +166,10 @@ class MemoryBackend:
     @staticmethod
     def _from(found: list[Record], seq: int) -> int:
         """Where the records after ``seq`` start (they are stored in order)."""
-        lo, hi = 0, len(found)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if found[mid].seq <= seq:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return bisect.bisect_right(found, seq, key=_SEQ)
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 @dataclass
@@ -199,10 +202,13 @@ class Ledger:
 
     def __init__(self, backend: Backend, key: StoreKey | None = None) -> None:
         self.backend, self.key = backend, key or process_key()
+        self._in_process = getattr(backend, "in_process", False) is True
         self._books: OrderedDict[tuple[str, str], Book] = OrderedDict()
         self._lock = threading.Lock()
 
     def sign(self, records: Iterable[Record]) -> list[Record]:
+        if self._in_process:
+            return [r.stored(verified=True) for r in records]
         return [r.signed(self.key) for r in records]
 
     def append(self, records: Sequence[Record]) -> None:
@@ -215,10 +221,10 @@ class Ledger:
 
     def claim(self, record: Record) -> bool:
         """Whether this call claimed ``record``'s key (no ``started`` record had it)."""
-        return self.backend.claim(record.signed(self.key)) is not None
+        return self.backend.claim(self.sign([record])[0]) is not None
 
     async def aclaim(self, record: Record) -> bool:
-        return await self.backend.aclaim(record.signed(self.key)) is not None
+        return await self.backend.aclaim(self.sign([record])[0]) is not None
 
     def book(self, thread: str, run: str) -> Book:
         """The run's records, read up to now. (Each run's records become visible in the
@@ -250,6 +256,8 @@ class Ledger:
         return self._checked(await self.backend.aabout(keys)) if keys else []
 
     def _checked(self, records: Iterable[Record]) -> list[Record]:
+        if self._in_process:
+            return list(records)
         return [r.checked(self.key) for r in records]
 
     def _book(self, thread: str, run: str) -> Book:
@@ -270,16 +278,27 @@ _UNSAVED = Ledger(MemoryBackend(UNSAVED_RUNS))
 """The ledger of graphs run without a checkpointer: the newest runs' records (nothing can
 continue such a run; its result can still be read while it is kept)."""
 _GUARD = threading.Lock()
+_LAST: list[tuple[Callable[[], Any], Ledger]] = [(lambda: None, _UNSAVED)]
+"""The saver asked for last (weakly) and its ledger."""
 
 
 def ledger_for(saver: Any) -> Ledger:
     """The ledger beside ``saver`` (made once per saver)."""
     if saver is None:
         return _UNSAVED
+    last = _LAST[0]
+    if last[0]() is saver:  # every node of a step asks; a weak mapping's lookup is Python code
+        return last[1]
+    from gated_react.store.signed import unwrapped
+
+    # The saver that holds the rows: LangGraph's server hands each request a new adapter
+    # around the same saver, and a run's records must outlive the request.
+    inner = unwrapped(saver)
     with _GUARD:
-        found = _LEDGERS.get(saver)
+        found = _LEDGERS.get(inner)
         if found is None:
-            found = _LEDGERS[saver] = _made_for(saver)
+            found = _LEDGERS[inner] = _made_for(saver)
+        _LAST[0] = (weakref.ref(saver), found)
         return found
 
 

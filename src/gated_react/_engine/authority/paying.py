@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
+import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.budget_checks import Limits, check_before_step
+from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.pricing import Tokens
 from gated_react.errors import GatedReactError
@@ -114,11 +115,11 @@ class Meter:
         over = check_before_step(usage, self.held.budget)
         if over is not None:
             raise BudgetSpent(over)
-        estimate = min(count_tokens_approximately(list(messages)), TOKEN_CAP)
+        estimate = min(estimated_tokens(messages), TOKEN_CAP)
         cost = self.deps.pricer.cost(Tokens(input=estimate, cached=0, output=0))
         body = {"tokens": estimate, "estimated": estimate, "input": estimate, "cost": cost,
                 "unpriced": None if cost is not None else self.deps.pricer.unpriced}  # fmt: skip
-        return self.place.record(self.run, Kind.MODEL, str(uuid.uuid4()), **body)
+        return self.place.record(self.run, Kind.MODEL, os.urandom(16).hex(), **body)
 
     def paid(self, opened: Record, messages: Sequence[BaseMessage], reply: BaseMessage,
              started: float) -> Record:  # fmt: skip
@@ -146,7 +147,7 @@ def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -
         parts = reported.input + reported.output if reported is not None else 0
         body = {"tokens": max(total, min(parts, TOKEN_CAP))}
     else:
-        estimate = min(count_tokens_approximately([*messages, reply]), TOKEN_CAP)
+        estimate = min(estimated_tokens([*messages, reply]), TOKEN_CAP)
         body = {"tokens": estimate, "estimated": estimate}
     if reported is None:
         return body | {"cost": None, "unpriced": f"a reply of {deps.pricer.model} {NO_USAGE}"}
@@ -155,6 +156,30 @@ def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -
         "input": reported.input, "output": reported.output, "cached": reported.cached,
         "cost": cost, "unpriced": None if cost is not None else deps.pricer.unpriced,
     }  # fmt: skip
+
+
+def estimated_tokens(messages: Sequence[BaseMessage]) -> int:
+    """LangChain's approximate count of ``messages``' tokens (a sum over messages), each
+    message counted once while kept: a run's requests resend the same message objects
+    (``transcript`` builds each step once), so a step counts only what is new in it. A
+    message changed in place (a hook's edit) is one whose content's size moved: counted again."""
+    total = 0
+    for message in messages:
+        size = len(message.content)
+        kept = _COUNTED.get(id(message))
+        if kept is None or kept[0] is not message or kept[1] != size:
+            kept = (message, size, count_tokens_approximately([message]))
+            with _COUNTED_LOCK:
+                _COUNTED[id(message)] = kept
+                if len(_COUNTED) > _COUNTED_KEPT:
+                    _COUNTED.pop(next(iter(_COUNTED)))
+        total += kept[2]
+    return total
+
+
+_COUNTED: dict[int, tuple[BaseMessage, int, int]] = {}
+_COUNTED_KEPT = 4096
+_COUNTED_LOCK = threading.Lock()
 
 
 def reported_count(value: Any) -> int | None:

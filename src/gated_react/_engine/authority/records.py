@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -65,15 +65,29 @@ class Record:
     verified: bool = False
 
     def digest(self) -> bytes:
-        body = json.dumps(self.body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        body = _BODY.encode(self.body)
         return framed_digest("record/1", self.thread, self.run, self.kind, self.key, body,
                              repr(float(self.at)))  # fmt: skip
 
     def signed(self, key: StoreKey) -> Record:
-        return replace(self, mac=key.sign(self.digest()), verified=True)
+        return self.stored(mac=key.sign(self.digest()), verified=True)
 
     def checked(self, key: StoreKey) -> Record:
-        return replace(self, verified=key.holds(self.digest(), self.mac))
+        return self.stored(verified=key.holds(self.digest(), self.mac))
+
+    def stored(
+        self, *, mac: str | None = None, seq: int | None = None, verified: bool | None = None
+    ) -> Record:
+        """This record with the ledger's fields set (``dataclasses.replace`` walks every field
+        in Python; a step stores five records)."""
+        return Record(
+            self.thread, self.run, self.kind, self.key, self.body, self.at,
+            self.mac if mac is None else mac, self.seq if seq is None else seq,
+            self.verified if verified is None else verified,
+        )  # fmt: skip
+
+
+_BODY = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 @cache

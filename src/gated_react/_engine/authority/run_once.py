@@ -12,8 +12,9 @@ asked where the policy puts the tool under approval, else the run stops
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -25,12 +26,13 @@ from gated_react._engine.authority.admit import (
     Gatekeeper,
     branch_calls,
     gatekeeper,
+    key_for,
     permitted,
     refuse,
 )
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import loop_key
+from gated_react._engine.call_keys import args_hash, loop_key
 from gated_react._engine.chat import edited, result
 from gated_react._engine.contract import ActionError, check_count
 from gated_react._engine.deps import NodeDeps
@@ -52,7 +54,9 @@ class Plan:
     step: Step
     place: Place
     deps: NodeDeps
-    keeper: Gatekeeper
+    gatekeeper: Callable[[], Gatekeeper]
+    """The gate's checks for the run, made when a call needs them (one without a valid
+    permit, a question, a stop): a call the gate let through is only looked up."""
     book: Book
     calls: list[Call]
     answers: dict[int, ToolMessage] = field(default_factory=dict)
@@ -65,6 +69,13 @@ class Plan:
     again: set[int] = field(default_factory=set)
     """Calls a human said to run again though they may have run: not claimed, just run."""
     stop: tuple[Stop, str] | None = None
+    _keeper: Gatekeeper | None = None
+
+    @property
+    def keeper(self) -> Gatekeeper:
+        if self._keeper is None:
+            self._keeper = self.gatekeeper()
+        return self._keeper
 
     @classmethod
     def of(
@@ -78,10 +89,13 @@ class Plan:
         config: RunnableConfig,
     ) -> Plan:
         """The calls with the keys the gate gives them on this branch (whatever the state says)."""
-        keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
-        seen, calls = branch_calls(messages), []
+        keeper = partial(
+            gatekeeper, step, messages, book=book, place=place, deps=deps, config=config
+        )
+        seen, calls = branch_calls(messages, step.run), []
         for call in step.calls:
-            calls.append(call.model_copy(update={"key": keeper.key_for(call, seen)}))
+            key = key_for(deps, place.thread, step.run, call, seen)
+            calls.append(call.model_copy(update={"key": key}))
             seen.add(loop_key(call.tool, call.args))
         return cls(step, place, deps, keeper, book, calls)
 
@@ -92,18 +106,22 @@ class Plan:
         return [*(c.key for c in asked), *(c.id for c in asked)]
 
     def found(self, records: Sequence[Record]) -> None:
-        """What the record says of the calls, by key and by call id."""
+        """What the record says of the calls, by key, and by call id in this run (in any
+        thread: a copy of the thread is the same run)."""
         for record in records:
             self.about.setdefault(record.key, []).append(record)
             call = record.body.get("call")
-            if isinstance(call, str) and call != record.key:
+            if isinstance(call, str) and call != record.key and record.run == self.step.run:
                 self.about.setdefault(call, []).append(record)
 
     def claims(self) -> list[Record]:
         run = self.step.run
+        calls = [self.calls[i] for i in self.once]
         return [
-            self.place.record(run, Kind.STARTED, c.key, call=c.id, tool=c.tool)
-            for c in (self.calls[i] for i in self.once)
+            self.place.record(
+                run, Kind.STARTED, c.key, call=c.id, tool=c.tool, args_hash=args_hash(c.args)
+            )
+            for c in calls
         ]
 
     def claimed(self, won: list[bool]) -> None:
@@ -155,7 +173,8 @@ class Plan:
             content, artifact, ok = why.message, None, False
         text = content if isinstance(content, str) else tool_results.record(content)
         self.records.append(self.place.record(
-            self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool, ok=ok,
+            self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool,
+            args_hash=args_hash(call.args), ok=ok,
             error=None if why is None else str(why), seconds=seconds, shown=text[:_SHOWN_CHARS],
         ))  # fmt: skip
         outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if ok else "")
@@ -195,8 +214,9 @@ def planned(plan: Plan) -> None:
             plan.runs.append(index)
             if not plan.deps.idempotent(way.tool) and index not in plan.again:
                 plan.once.append(index)
-    plan.records = [*plan.keeper.held.records(plan.place.thread, plan.step.run),
-                    *plan.keeper.records]  # fmt: skip
+    keeper = plan._keeper  # the checks ran only if a call needed them
+    if keeper is not None:
+        plan.records = [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
 
 
 def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
@@ -208,7 +228,7 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     denied = refuse(deps, call.tool)  # the allowlist holds whatever wrote the state
     if denied is not None:
         return _edited(denied)
-    known = [*plan.about.get(call.key, ()), *plan.about.get(call.id, ())]
+    known = [*plan.about.get(call.key, ()), *_same_call(plan.about.get(call.id, ()), call)]
     started, done = _progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
     if done is not None:  # it ran and returned: answered with what it returned, run again never
         return done.model_copy(update={"tool_call_id": call.id})
@@ -224,6 +244,17 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
             plan.again.add(index)
         return asked
     return _args_checked(deps, call)
+
+
+def _same_call(records: Sequence[Record], call: Call) -> list[Record]:
+    """Of the records under ``call``'s id, those about this call: the same tool with the same
+    arguments (a copied thread keeps its calls' ids and its run; a model that numbers its
+    calls ``call_1`` in every run says nothing of this call in another)."""
+    digest = args_hash(call.args)
+    return [
+        r for r in records
+        if r.body.get("tool") == call.tool and r.body.get("args_hash", digest) == digest
+    ]  # fmt: skip
 
 
 def _settled(admitted: Call | Stop) -> ToolMessage | Stop:

@@ -72,8 +72,11 @@ class Tally:
     def _count(self, key: str, body: dict[str, Any] | None, sign: int) -> None:
         if body is None:
             return
+        sums = self.sums
         for name in _SUMMED:
-            self.sums[name] = self.sums.get(name, 0) + sign * _whole(body.get(name))
+            amount = _whole(body.get(name))
+            if amount:
+                sums[name] = sums.get(name, 0) + sign * amount
         self.seconds += sign * (_amount(body.get("seconds")) or 0.0)
         cost = _amount(body.get("cost"))
         if cost is None:

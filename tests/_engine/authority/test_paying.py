@@ -1,0 +1,173 @@
+"""Model calls paid for in the record (``Meter``): each is checked against the run's budgets
+and recorded before it is made (``model``, at an estimate) and when it returns (``paid``); a
+call that raised keeps its estimate; a second call a hook makes pays again, and one the budget
+no longer allows is never made (``BudgetSpent``). What a reply says of its usage counts only
+when it is a count."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import Price
+from gated_react._engine.authority.ledger import Place
+from gated_react._engine.authority.paying import (
+    NO_USAGE,
+    TOKEN_CAP,
+    BudgetSpent,
+    Meter,
+    reported_count,
+    reported_tokens,
+    spent,
+)
+from gated_react._engine.authority.budgets import Limits
+from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
+from gated_react.stops import StopReason
+
+from ...support.helpers import QUESTION_ID, deps
+
+PRICED = {"prices": {"scripted": Price(input=1000.0, output=1000.0)}}  # 1 USD per 1,000 tokens
+ASKED: list[BaseMessage] = [HumanMessage("What is the plan of user 42?")]
+
+
+def _reply(input_tokens: int = 400, output_tokens: int = 100, **more: Any) -> AIMessage:
+    usage = UsageMetadata(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+        **more,
+    )  # type: ignore[typeddict-item]
+    return AIMessage("The pro plan.", usage_metadata=usage)  # fmt: skip
+
+
+def _meter(**fields: Any) -> Meter:
+    parts = deps(**fields)
+    config = {"configurable": {"thread_id": "t1", CONFIG_KEY_CHECKPOINTER: InMemorySaver()}}
+    return Meter(Place.of(config), QUESTION_ID, parts, Limits(parts.policy, []))  # type: ignore[arg-type]
+
+
+def _kinds(meter: Meter) -> list[str]:
+    return [str(r.kind) for r in meter.place.ledger.book("t1", QUESTION_ID).records]
+
+
+def _usage(meter: Meter) -> Any:
+    return meter.place.ledger.book("t1", QUESTION_ID).tally.usage()
+
+
+def test_a_call_is_recorded_before_it_is_made_and_when_it_returns() -> None:
+    meter, seen = _meter(**PRICED), []
+
+    def model() -> BaseMessage:
+        seen.append(_kinds(meter))  # what the record holds while the model works
+        return _reply()
+
+    assert meter.call(model, ASKED).text == "The pro plan."
+    assert seen == [["model"]]
+    assert _kinds(meter) == ["model", "paid"]
+    usage = _usage(meter)
+    assert (usage.steps, usage.input_tokens, usage.output_tokens, usage.tokens) == (
+        1,
+        400,
+        100,
+        500,
+    )
+    assert usage.cost == pytest.approx(0.5)
+    assert usage.estimated_tokens == 0
+
+
+def test_a_call_that_raised_keeps_its_estimate() -> None:
+    meter = _meter(**PRICED)
+
+    def down() -> BaseMessage:
+        raise ConnectionError("the server went away")
+
+    with pytest.raises(ConnectionError):
+        meter.call(down, ASKED)
+    assert _kinds(meter) == ["model", "paid"]
+    usage = _usage(meter)
+    assert usage.steps == 1
+    assert usage.tokens == usage.estimated_tokens > 0  # it may have been paid: never free
+    assert usage.cost is not None
+    assert usage.cost > 0
+
+
+def test_a_second_call_over_max_cost_is_never_made() -> None:
+    """A hook that calls the model again pays again, under the same budget: the first call
+    spent 0.50 USD of 0.05, so the second raises before the model is asked."""
+    meter, asked = _meter(max_cost=0.05, **PRICED), []
+
+    def model() -> BaseMessage:
+        asked.append(1)
+        return _reply()
+
+    meter.call(model, ASKED)
+    with pytest.raises(BudgetSpent) as spent_out:
+        meter.call(model, ASKED)
+    assert asked == [1]
+    assert spent_out.value.stop.reason is StopReason.MAX_COST
+    assert "max_cost 0.05 USD reached" in str(spent_out.value)
+    assert _kinds(meter) == ["model", "paid"]
+
+
+def test_a_call_past_max_steps_is_never_made() -> None:
+    meter, asked = _meter(max_steps=2), []
+
+    def model() -> BaseMessage:
+        asked.append(1)
+        return _reply()
+
+    meter.call(model, ASKED)
+    meter.call(model, ASKED)
+    with pytest.raises(BudgetSpent) as spent_out:
+        meter.call(model, ASKED)
+    assert spent_out.value.stop.message == "max_steps 2 reached (3 requested)"
+    assert len(asked) == 2
+
+
+def test_the_async_twin_records_and_refuses_alike() -> None:
+    meter = _meter(max_cost=0.05, **PRICED)
+
+    async def model() -> BaseMessage:
+        return _reply()
+
+    async def twice() -> None:
+        await meter.acall(model, ASKED)
+        await meter.acall(model, ASKED)
+
+    with pytest.raises(BudgetSpent):
+        asyncio.run(twice())
+    assert _kinds(meter) == ["model", "paid"]
+
+
+def test_a_reply_without_token_counts_is_estimated_and_unpriced() -> None:
+    parts = deps(**PRICED)
+    bare = spent(parts, ASKED, AIMessage("The pro plan."))
+    assert bare["cost"] is None
+    assert bare["unpriced"] == f"a reply of scripted {NO_USAGE}"
+    assert bare["tokens"] == bare["estimated"] > 0
+    reported = spent(parts, ASKED, _reply(input_token_details={"cache_read": 300}))  # type: ignore[arg-type]
+    assert (reported["tokens"], reported["cached"], reported["unpriced"]) == (500, 300, None)
+    assert "estimated" not in reported
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [(0, 0), (7, 7), (-1, None), (2.0, None), ("7", None), (True, None), (None, None),
+     (10**20, TOKEN_CAP)],
+)  # fmt: skip
+def test_a_count_is_a_non_negative_integer_capped(value: Any, count: int | None) -> None:
+    assert reported_count(value) == count
+
+
+def test_a_report_of_no_tokens_or_of_something_else_is_no_report() -> None:
+    assert reported_tokens(_reply(0, 0)) is None
+    assert reported_tokens(_reply(-5, 10)) is None
+    assert reported_tokens(_reply(10, 5, input_token_details={"cache_read": -3})) is None  # type: ignore[typeddict-item]
+    tokens = reported_tokens(_reply(10, 5, input_token_details={"cache_read": 50}))  # type: ignore[typeddict-item]
+    assert tokens is not None
+    assert (tokens.input, tokens.cached, tokens.output) == (10, 10, 5)  # never more than input

@@ -1,0 +1,133 @@
+"""What a run spent, summed from its records (``Tally``): a model call counts from the moment it
+is made, at its estimate, and then at what was paid, never both and never twice; a call is
+counted once, whatever records it has; a budget a human extended counts only when its record
+verifies. Nothing here reads the run's state."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.spend import Tally
+from gated_react.state import Extension, Usage
+from gated_react.store.key import StoreKey
+
+KEY = StoreKey("k" * 32)
+ESTIMATE = {"tokens": 100, "estimated": 100, "input": 100, "cost": 0.01, "unpriced": None}
+PAID = {"tokens": 130, "input": 100, "output": 30, "cached": 40, "cost": 0.02, "unpriced": None,
+        "seconds": 1.5}  # fmt: skip
+EXTENDED = Extension(budget="max_steps", limit=12, was=8, spent=8, decision="approve", step=8)
+
+
+def _rec(kind: Kind, key: str, *, signed: bool = True, **body: Any) -> Record:
+    record = Record("t", "r", kind, key, body)
+    return record.signed(KEY) if signed else record
+
+
+def _usage(*records: Record) -> Usage:
+    tally = Tally()
+    for record in records:
+        tally.add(record)
+    return tally.usage()
+
+
+def test_a_model_call_counts_at_its_estimate_until_paid_then_at_what_was_paid() -> None:
+    made = _usage(_rec(Kind.MODEL, "m1", **ESTIMATE))
+    assert (made.steps, made.tokens, made.estimated_tokens, made.cost) == (1, 100, 100, 0.01)
+    paid = _usage(_rec(Kind.MODEL, "m1", **ESTIMATE), _rec(Kind.PAID, "m1", **PAID))
+    assert paid == Usage(steps=1, tokens=130, estimated_tokens=0, cached_tokens=40,
+                         input_tokens=100, output_tokens=30, cost=0.02, seconds=1.5)  # fmt: skip
+
+
+def test_a_call_paid_before_a_crash_is_never_free() -> None:
+    """The process died between ``model`` and ``paid``: the call counts at its estimate."""
+    crashed = _usage(_rec(Kind.MODEL, "m1", **ESTIMATE), _rec(Kind.MODEL, "m2", **ESTIMATE),
+                     _rec(Kind.PAID, "m2", **PAID))  # fmt: skip
+    assert (crashed.steps, crashed.tokens, crashed.cost) == (2, 230, 0.03)
+
+
+def test_each_model_call_counts_once_whatever_records_it_has() -> None:
+    twice = _usage(
+        _rec(Kind.MODEL, "m1", **ESTIMATE),
+        _rec(Kind.PAID, "m1", **PAID),
+        _rec(Kind.MODEL, "m1", **ESTIMATE),  # read again after it was paid
+        _rec(Kind.PAID, "m1", **{**PAID, "cost": 0.0, "tokens": 0}),  # paid again: not lower
+    )
+    assert (twice.steps, twice.tokens, twice.cost, twice.seconds) == (1, 130, 0.02, 1.5)
+    unannounced = _usage(_rec(Kind.PAID, "m9", **PAID))
+    assert (unannounced.steps, unannounced.cost) == (1, 0.02)
+
+
+def test_a_call_that_could_not_be_priced_makes_the_cost_unknown_until_it_is() -> None:
+    unpriced = {**ESTIMATE, "cost": None, "unpriced": "model 'x' is unpriced"}
+    unknown = _usage(_rec(Kind.MODEL, "m1", **ESTIMATE), _rec(Kind.MODEL, "m2", **unpriced))
+    assert (unknown.cost, unknown.unpriced) == (None, "model 'x' is unpriced")
+    priced = _usage(_rec(Kind.MODEL, "m2", **unpriced), _rec(Kind.PAID, "m2", **PAID))
+    assert (priced.cost, priced.unpriced) == (0.02, None)
+    silent = _usage(_rec(Kind.PAID, "m3", **{**PAID, "cost": None, "unpriced": None}))
+    assert silent.cost is None
+    assert silent.unpriced == "a model call's cost is not known"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -0.5, True, "0.5"])
+def test_an_amount_that_is_no_amount_is_unknown_never_zero(bad: Any) -> None:
+    spent = _usage(_rec(Kind.PAID, "m1", **{**PAID, "cost": bad}))
+    assert spent.cost is None
+    assert spent.unpriced is not None
+
+
+@pytest.mark.parametrize("bad", [-5, 2.5, True, "100", None])
+def test_a_token_count_that_is_no_count_counts_nothing(bad: Any) -> None:
+    spent = _usage(_rec(Kind.PAID, "m1", **{**PAID, "tokens": bad, "seconds": bad}))
+    assert spent.steps == 1
+    assert spent.tokens == 0
+    assert spent.seconds == (2.5 if bad == 2.5 else 0.0)
+
+
+def test_calls_count_once_each_by_tool_refused_ones_too() -> None:
+    spent = _usage(
+        _rec(Kind.PERMIT, "k1", call="c1", tool="search"),
+        _rec(Kind.PERMIT, "k1", call="c1", tool="search"),  # admitted again (a replay, a fork)
+        _rec(Kind.REFUSED, "k2", call="c2", tool="pay"),  # shown to the model as refused
+        _rec(Kind.PERMIT, "k3", call="c3", tool="search", signed=False),  # any signature
+        _rec(Kind.DONE, "k1", call="c1", tool="search", ok=True, seconds=0.25),
+    )
+    assert (spent.tool_calls, spent.per_tool) == (3, {"search": 2, "pay": 1})
+    assert spent.seconds == 0.25
+
+
+def test_a_permit_holds_only_when_it_verifies_and_the_latest_holds_once() -> None:
+    tally = Tally()
+    first = _rec(Kind.PERMIT, "k1", call="c1", tool="pay", args='{"a":5}', args_hash="h5")
+    again = _rec(Kind.PERMIT, "k1", call="c1", tool="pay", args='{"a":5}', args_hash="h5")
+    forged = _rec(Kind.PERMIT, "k1c", call="c1", tool="pay", args='{"a":7}', args_hash="h7",
+                  signed=False)  # fmt: skip
+    for record in (first, again, forged):
+        tally.add(record)
+    assert tally.permits == {"c1": again}
+    assert tally.usage().tool_calls == 2  # the forged call under c1's id is another call
+    tally.add(_rec(Kind.DONE, "k1", call="c1", tool="pay", ok=True))
+    assert tally.permits == {}  # a permit lets its call run once
+
+
+def test_an_extension_counts_only_when_its_record_verifies() -> None:
+    body = EXTENDED.model_dump(mode="json")
+    tally = Tally()
+    tally.add(_rec(Kind.EXTENDED, "max_steps", signed=False, **body))  # written by someone else
+    tally.add(_rec(Kind.EXTENDED, "max_steps", **{**body, "limit": "lots"}))  # not readable
+    assert tally.extensions == []
+    tally.add(_rec(Kind.EXTENDED, "max_steps", **body))
+    assert tally.extensions == [EXTENDED]
+
+
+def test_the_runs_opening_and_end_are_kept() -> None:
+    tally = Tally()
+    opened = _rec(Kind.OPENED, "r", policy_hash="p1")
+    ended = _rec(Kind.ENDED, "r", reason="success")
+    tally.add(opened)
+    assert (tally.opened, tally.ended) == (opened, None)
+    tally.add(ended)
+    assert tally.ended == ended

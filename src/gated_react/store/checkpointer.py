@@ -95,7 +95,8 @@ def open_checkpointer(
     is refused on read (``UnsafeCheckpoint``). ``key``: the store key (or keys, the first signs,
     the others are older keys still read): every checkpoint and write is signed, and a row the
     key did not sign is refused on read (``UnsafeCheckpoint``); see ``gated_react.store.key``."""
-    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
+    store, keys = StoreURL.parse(url), _key(key)
+    serde = serializer(allow, keyed=keys is not None)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":
@@ -115,7 +116,8 @@ async def aopen_checkpointer(
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers,
     with what the LangGraph server asks of a custom checkpointer (``savers``)."""
-    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
+    store, keys = StoreURL.parse(url), _key(key)
+    serde = serializer(allow, keyed=keys is not None)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":

@@ -70,7 +70,8 @@ def pool_saver(pool: AsyncConnectionPool[Any], key: KeyInput = ()) -> BaseCheckp
         keys = store_key(key)
     except ValueError as exc:
         raise StoreError(str(exc)) from None
-    return signed(AsyncPostgresSaver(pool, serde=serializer()), keys)
+    serde = serializer(keyed=keys is not None)
+    return signed(AsyncPostgresSaver(pool, serde=serde), keys)
 
 
 @asynccontextmanager
@@ -81,6 +82,7 @@ async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> Asy
     run held is dropped, as a killed worker's is."""
     base = graph.checkpointer
     async with pool.connection() as conn:
-        raw = CoalescedPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
+        serde = getattr(base, "serde", None) or serializer(keyed=key_of(base) is not None)
+        raw = CoalescedPostgresSaver(conn, serde=serde)
         saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
         yield graph.copy(update={"checkpointer": saver})

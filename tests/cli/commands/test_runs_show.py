@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react.records.run_listing import _scan, latest_runs
+from gated_react.records.run_listing import latest_runs, scan
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -114,7 +114,7 @@ def test_listing_loads_only_the_rows_shown(tmp_path: Path) -> None:
         assert counting.loads == 5
         assert total == 30
         assert [r.thread_id for r in rows] == ["t29", "t28", "t27", "t26", "t25"]
-        assert [thread for thread, _ in _scan(saver, 5)[0]] == [r.thread_id for r in rows]
+        assert [thread for thread, _ in scan(saver, 5)[0]] == [r.thread_id for r in rows]
 
 
 def test_show_prints_history_trace_and_log(store: Path) -> None:

@@ -12,7 +12,15 @@ from gated_react.cli.live import render
 if TYPE_CHECKING:
     from gated_react.records.run_listing import RunRow
 
-_COLOR = {"ok": "green", "stopped": "red", "paused": "yellow", "unfinished": "yellow"}
+_COLOR = {
+    "ok": "green",
+    "stopped": "red",
+    "paused": "yellow",
+    "unfinished": "yellow",
+    "unsigned": "yellow",
+    "unverified": "red",
+    "keyed": "yellow",
+}
 _HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
 
 
@@ -41,7 +49,7 @@ def runs_command(
     room = max(console.width - sum(widths) - 2 * len(widths), 20)
     console.print(render.row_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
-        goal = render.plain(row.goal, secrets, limit=room)
+        goal = render.plain(row.problem or row.goal, secrets, limit=room)
         line = render.row_line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
         console.print(line, soft_wrap=True)
     footer = f"[dim]{len(rows)} of {total} runs in {render.safe(resources.shown(url))}[/]"

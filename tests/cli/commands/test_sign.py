@@ -63,6 +63,7 @@ def test_listings_show_threads_their_signature_keeps_from_being_read(
         ["foreign", "unverified"], ["keyed", "paused"], ["plain", "unsigned"],
     ]  # fmt: skip
     assert "(unsigned)" in invoke("questions").stdout
+    assert invoke("runs", "--status", "unsigned", "--json").stdout.count("thread_id") == 1
     monkeypatch.delenv("GATED_REACT_STORE_KEY")
     statuses = {t: r["status"] for t, r in _listed("questions").items()}
     assert statuses == {"plain": "paused", "keyed": "keyed", "foreign": "keyed"}

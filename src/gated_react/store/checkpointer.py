@@ -115,7 +115,8 @@ async def aopen_checkpointer(
     key: KeyInput | StoreKey | None = None,
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers,
-    with what the LangGraph server asks of a custom checkpointer (``savers``)."""
+    with what the LangGraph server asks of a custom checkpointer (``savers``). On Postgres it
+    keeps a pool of connections checked before each use: a restarted server costs a reconnect."""
     store, keys = StoreURL.parse(url), _key(key)
     serde = serializer(allow, keyed=keys is not None)
     if store.kind == "memory":
@@ -283,12 +284,22 @@ def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpo
         yield saver
 
 
+POOL_SIZE = 10
+"""Connections the async Postgres saver's pool holds at most: one per run that holds its
+thread lock, and the saver's own statements, each on a connection only while it runs."""
+
+
 @asynccontextmanager
 async def _apostgres(
     store: StoreURL, serde: GuardedSerializer
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The async saver on a pool whose connections are checked before each use: a server that
+    restarted, or closed a connection, costs a reconnect, not every later call (a server such
+    as ``langgraph dev`` holds its saver for days). The tables are set up first on a connection
+    of their own, which is also where an unreachable store is told, in one line."""
     try:
         import psycopg
+        from psycopg_pool import AsyncConnectionPool
 
         from gated_react.store.savers import postgres_store
 
@@ -300,12 +311,24 @@ async def _apostgres(
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:
-        saver = saver_type(conn, serde=serde)
         try:
-            await _apg_setup(conn, saver)
+            await _apg_setup(conn, saver_type(conn, serde=serde))
         except (psycopg.Error, TimeoutError) as exc:
             raise _store_error(store, exc) from None
-        yield saver
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        store.target,
+        kwargs=pg_kwargs(),
+        min_size=1,
+        max_size=POOL_SIZE,
+        check=AsyncConnectionPool.check_connection,
+        open=False,
+        name="gated-react-store",
+    )
+    await pool.open(wait=False)
+    try:
+        yield saver_type(pool, serde=serde)
+    finally:
+        await pool.close()
 
 
 def _store_error(store: StoreURL, exc: BaseException) -> StoreError:

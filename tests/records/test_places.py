@@ -12,10 +12,10 @@ import pytest
 from langchain_core.tools import tool
 
 from gated_react import Policy, build_graph, open_checkpointer, read
-from gated_react.records.places import PLACES, ThreadRunning, forget
+from gated_react.records.places import PLACES, forget
 from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
 from gated_react.store.checkpointer import StoreURL
-from gated_react.store.locks import ThreadBusy, thread_lock
+from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel, call
 
 KEY = "k" * 32
@@ -102,15 +102,17 @@ def test_a_thread_goes_from_every_table_and_the_others_stay(pg_url: str) -> None
     assert len(everywhere) == 6  # and its job's events, which name the job, not the thread
     assert _events(pg_url, GONE) > 0
     with open_checkpointer(pg_url, key=KEY) as saver:
-        removed = forget(saver, GONE)
-    assert set(removed) == {p.what for p in PLACES if "postgres" in p.stores}
+        done = forget(saver, [GONE])
+    assert set(done.removed[GONE]) == {p.what for p in PLACES if "postgres" in p.stores}
+    assert done.left == {}
     assert _mentions(pg_url, GONE) == []
     assert _events(pg_url, GONE) == 0
     assert _mentions(pg_url, KEPT) == everywhere
     assert _events(pg_url, KEPT) > 0
     assert _reads(pg_url, KEPT) == "success"  # its signatures untouched
     with open_checkpointer(pg_url, key=KEY) as saver:
-        assert forget(saver, GONE) == {}  # a thread not there: nothing
+        again = forget(saver, [GONE])  # a thread not there: nothing
+    assert (again.removed, again.left) == ({}, {})
 
 
 def test_a_thread_goes_from_an_sqlite_store_with_or_without_call_records(tmp_path: Any) -> None:
@@ -118,11 +120,11 @@ def test_a_thread_goes_from_an_sqlite_store_with_or_without_call_records(tmp_pat
     with open_checkpointer(url, key=KEY) as saver:
         _run(saver, GONE)
         _run(saver, KEPT)
-        assert set(forget(saver, GONE)) == {"checkpoints", "pending writes"}
+        assert set(forget(saver, [GONE]).removed[GONE]) == {"checkpoints", "pending writes"}
         saver.conn.execute(RECORDS)
         saver.conn.execute("INSERT INTO gated_react_records VALUES (1, ?, 'lookup')", (KEPT,))
         saver.conn.commit()
-        removed = forget(saver, KEPT)
+        removed = forget(saver, [KEPT]).removed[KEPT]
         assert set(removed) == {"checkpoints", "pending writes", "call records"}
         assert removed["call records"] == 1
     import sqlite3
@@ -133,23 +135,42 @@ def test_a_thread_goes_from_an_sqlite_store_with_or_without_call_records(tmp_pat
 
 
 @pytest.mark.postgres
-def test_a_thread_a_worker_runs_is_left_whole(pg_url: str) -> None:
+def test_a_thread_a_worker_runs_is_left_whole_and_the_others_go(pg_url: str) -> None:
     with open_checkpointer(pg_url, key=KEY) as saver:
         _run(saver, GONE)
-    _queued_and_logged(pg_url, GONE)
+        _run(saver, KEPT)
+    _queued_and_logged(pg_url, GONE, KEPT)
     with psycopg.connect(StoreURL.parse(pg_url).target, autocommit=True) as conn:
-        conn.execute("UPDATE procrastinate_jobs SET status = 'doing'")
-    before = _mentions(pg_url, GONE)
-    with open_checkpointer(pg_url, key=KEY) as saver, pytest.raises(ThreadRunning) as refused:
-        forget(saver, GONE)
-    assert "running on a worker" in str(refused.value)
-    assert _mentions(pg_url, GONE) == before
-    assert _reads(pg_url, GONE) == "success"
+        conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE args->>'thread_id' = %s",
+                     (KEPT,))  # fmt: skip
+    before = _mentions(pg_url, KEPT)
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        done = forget(saver, [KEPT, GONE])
+    assert done.left == {KEPT: "a worker is running it"}
+    assert list(done.removed) == [GONE]
+    assert _mentions(pg_url, KEPT) == before
+    assert _reads(pg_url, KEPT) == "success"
 
 
 def test_a_thread_a_run_advances_is_left_whole(store_url: str) -> None:
     with open_checkpointer(store_url, key=KEY) as one, open_checkpointer(store_url, key=KEY) as two:
         _run(one, GONE)
-        with thread_lock(one, GONE), pytest.raises(ThreadBusy):
-            forget(two, GONE)
+        _run(one, KEPT)
+        with thread_lock(one, GONE):
+            done = forget(two, [GONE, KEPT])
+    assert done.left == {GONE: "a run is advancing it"}
+    assert list(done.removed) == [KEPT]
     assert _reads(store_url, GONE) == "success"
+
+
+def test_threads_go_a_batch_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gated_react.records import places
+
+    monkeypatch.setattr(places, "BATCH", 2)
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with open_checkpointer(url, key=KEY) as saver:
+        for n in range(5):
+            _run(saver, f"t{n}")
+        done = forget(saver, [f"t{n}" for n in range(5)] + ["nowhere"])
+        assert sorted(done.removed) == [f"t{n}" for n in range(5)]
+        assert saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)

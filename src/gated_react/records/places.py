@@ -2,8 +2,8 @@
 removed from all of them at once (``forget``): ``gated-react delete`` and ``prune``.
 
 A table that holds a thread's rows is one line of ``PLACES``; a store without that table (a
-SQLite store has no queue, a store no worker ran on no run log table) skips it. The thread is
-held with its thread lock while it goes, so no run advances it meanwhile, and it goes in one
+SQLite store has no queue, a store no worker ran on no run log table) skips it. A thread is held
+with its thread lock while it goes, so no run advances it meanwhile, and it goes in one
 transaction: every row, or none. A thread with a job the workers are running is left alone.
 (The CLI's run log file is not a table: ``run_log.forget_lines`` removes its lines.)
 """
@@ -11,9 +11,10 @@ transaction: every row, or none. A thread with a job the workers are running is 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from gated_react.records import RecordError
@@ -51,55 +52,89 @@ PLACES: tuple[Place, ...] = (
 """Where a thread is written, the rows that point at others first."""
 
 
-class ThreadRunning(RecordError):
-    """A worker runs a job of the thread right now: it is not deleted."""
+BATCH = 100
+"""Threads deleted in one transaction: a table without an index on the thread (the queue's
+jobs) is scanned once per batch, not once per thread."""
 
 
-def forget(saver: Any, thread: str) -> dict[str, int]:
-    """Remove ``thread`` from every place of ``saver``'s store, under its thread lock, in one
-    transaction; the rows removed per place (``Place.what``), none for a thread not there.
-    ``ThreadBusy`` if a run advances it, ``ThreadRunning`` if a worker's job runs it."""
-    from gated_react.store.locks import thread_lock
+@dataclass
+class Forgotten:
+    """What ``forget`` removed, thread by thread (rows per ``Place.what``), and what it left."""
 
-    with thread_lock(saver, thread), _transaction(saver) as (kind, run):
-        present = [p for p in PLACES if kind in p.stores and run(_exists(kind), (p.table,))]
-        removed: dict[str, int] = {}
-        for place in present:
-            if place.queue:
-                _refuse_running(run, place, thread)
-            sql, params = _delete(kind, place, thread)
-            count = run(sql, params)
-            if count:
-                removed[place.what] = removed.get(place.what, 0) + count
-        return removed
+    removed: dict[str, dict[str, int]] = field(default_factory=dict)
+    left: dict[str, str] = field(default_factory=dict)
+    """Threads not deleted, and why: a run advances it, or a worker runs a job of it."""
+
+
+def forget(saver: Any, threads: Sequence[str]) -> Forgotten:
+    """Remove ``threads`` from every place of ``saver``'s store, each under its thread lock, a
+    batch at a time in one transaction: every row of a thread, or none. A thread a run is
+    advancing (``ThreadBusy``) or a worker's job is running is left, and said why; a thread
+    not in the store is in neither ``removed`` nor ``left``."""
+    done = Forgotten()
+    for at in range(0, len(threads), BATCH):
+        with ExitStack() as held:
+            mine = [t for t in threads[at : at + BATCH] if _held(saver, t, held, done)]
+            with _transaction(saver) as (kind, run):
+                present = [p for p in PLACES if kind in p.stores and run(_exists(kind), p.table)]
+                for place in present if mine else ():
+                    if place.queue:
+                        mine = _not_running(run, place, mine, done)
+                for place in present if mine else ():
+                    for thread, rows in _deleted(run, kind, place, mine).items():
+                        done.removed.setdefault(thread, {})[place.what] = rows
+    return done
+
+
+def _held(saver: Any, thread: str, held: ExitStack, done: Forgotten) -> bool:
+    from gated_react.store.locks import ThreadBusy, thread_lock
+
+    try:
+        held.enter_context(thread_lock(saver, thread))
+    except ThreadBusy:
+        done.left[thread] = "a run is advancing it"
+        return False
+    return True
 
 
 def _exists(kind: Kind) -> str:
     if kind == "sqlite":
-        return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
-    return "SELECT count(*) FROM (SELECT to_regclass(%s) AS found) AS t WHERE found IS NOT NULL"
+        return "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return "SELECT found FROM (SELECT to_regclass(%s)::text AS found) AS t WHERE found IS NOT NULL"
 
 
-def _delete(kind: Kind, place: Place, thread: str) -> tuple[str, tuple[Any, ...]]:
+def _deleted(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, int]:
+    """Delete the threads' rows of ``place``; how many each had."""
     mark = "?" if kind == "sqlite" else "%s"
-    sql = f"DELETE FROM {place.table} WHERE {place.thread} = {mark}"
-    if not place.queue:
-        return sql, (thread,)
-    return f"{sql} AND task_name = {mark}", (thread, _task())
-
-
-def _refuse_running(run: Any, place: Place, thread: str) -> None:
-    """Lock the thread's jobs (a worker's fetch skips a locked job) and refuse a running one."""
-    running = run(
-        "SELECT count(*) FILTER (WHERE status = 'doing') FROM (SELECT status"
-        f" FROM {place.table} WHERE {place.thread} = %s AND task_name = %s FOR UPDATE) AS jobs",
-        (thread, _task()),
+    among = f"{place.thread} IN ({', '.join([mark] * len(threads))})"
+    task = f" AND task_name = {mark}" if place.queue else ""
+    params = (*threads, _task()) if place.queue else tuple(threads)
+    counted = run(
+        f"SELECT {place.thread} AS thread, count(*) AS n FROM {place.table}"
+        f" WHERE {among}{task} GROUP BY {place.thread}",
+        *params,
+        every=True,
     )
-    if running:
-        raise ThreadRunning(
-            f"thread {thread!r} is running on a worker (gated-react queue --thread shows the "
-            "job); nothing was deleted: delete it once the job has ended"
-        )
+    run(f"DELETE FROM {place.table} WHERE {among}{task}", *params)
+    return {str(thread): int(n) for thread, n in counted}
+
+
+def _not_running(run: Any, place: Place, threads: list[str], done: Forgotten) -> list[str]:
+    """Lock the threads' jobs (a worker's fetch skips a locked job); the threads none of whose
+    jobs is running."""
+    running = run(
+        f"SELECT DISTINCT thread FROM (SELECT {place.thread} AS thread, status"
+        f" FROM {place.table} WHERE {place.thread} = ANY(%s) AND task_name = %s FOR UPDATE)"
+        " AS jobs WHERE status = 'doing'",
+        threads,
+        _task(),
+        every=True,
+    )
+    busy = {str(row[0]) for row in running}
+    for thread in threads:
+        if thread in busy:
+            done.left[thread] = "a worker is running it"
+    return [thread for thread in threads if thread not in busy]
 
 
 def _task() -> str:
@@ -110,13 +145,13 @@ def _task() -> str:
 
 @contextmanager
 def _transaction(saver: Any) -> Iterator[tuple[Kind, Any]]:
-    """``(kind, run)``: ``run(sql, params)`` gives a count (a SELECT's first value, or the rows
-    a DELETE removed), all in one transaction."""
+    """``(kind, run)``, all in one transaction: ``run(sql, *params)`` gives a SELECT's first
+    value (None for no row), or with ``every=True`` all its rows as tuples."""
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         with saver.lock:
             try:
-                yield "sqlite", lambda sql, params: _counted(conn.execute(sql, params))
+                yield "sqlite", partial(_run, conn)
             except BaseException:
                 conn.rollback()
                 raise
@@ -124,14 +159,19 @@ def _transaction(saver: Any) -> Iterator[tuple[Kind, Any]]:
         return
     pg = pg_connection(saver)
     if pg is None:
-        raise RecordError(f"a {type(saver).__name__} keeps no threads to delete")
+        from gated_react.store.signed import unwrapped
+
+        kind = type(unwrapped(saver)).__name__
+        raise RecordError(f"threads are deleted from a SQLite or Postgres store, not a {kind}")
     with saver.lock, pg as conn, conn.transaction():
-        yield "postgres", lambda sql, params: _counted(conn.execute(sql, params))
+        yield "postgres", partial(_run, conn)
 
 
-def _counted(cursor: Any) -> int:
+def _run(conn: Any, sql: str, *params: Any, every: bool = False) -> Any:
+    cursor = conn.execute(sql, params)
     if cursor.description is None:  # a DELETE
-        return int(cursor.rowcount)
-    row = cursor.fetchone()
-    value = row[0] if not isinstance(row, dict) else next(iter(row.values()))
-    return int(value)
+        return None
+    rows = [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in cursor]
+    if every:
+        return rows
+    return rows[0][0] if rows else None

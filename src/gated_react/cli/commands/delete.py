@@ -88,19 +88,15 @@ def prune_command(
 
 
 def _delete(url: str, threads: list[str], log: Path | None) -> _Deleted:
-    from gated_react.records.places import ThreadRunning, forget
+    from gated_react.records.places import forget
     from gated_react.records.run_log import forget_lines
-    from gated_react.store.locks import ThreadBusy
 
-    done = _Deleted()
     with resources.opened(url) as saver, user_errors():
-        for thread in threads:
-            try:
-                done.removed[thread] = forget(saver, thread)
-            except ThreadBusy:
-                done.left[thread] = "a run is advancing it"
-            except ThreadRunning:
-                done.left[thread] = "a worker is running it"
+        forgotten = forget(saver, threads)
+    done = _Deleted(forgotten.removed, forgotten.left)
+    for thread in threads:  # not in the store: perhaps in the log file, or an example's
+        if thread not in done.left:
+            done.removed.setdefault(thread, {})
     with user_errors():
         lines = forget_lines(log, list(done.removed))
     for thread in list(done.removed):
@@ -111,6 +107,7 @@ def _delete(url: str, threads: list[str], log: Path | None) -> _Deleted:
         if not done.removed[thread]:
             del done.removed[thread]
             done.left[thread] = "not in this store"
+    done.removed = {thread: done.removed[thread] for thread in threads if thread in done.removed}
     done.left = {thread: done.left[thread] for thread in threads if thread in done.left}
     return done
 

@@ -155,3 +155,22 @@ def test_signing_needs_a_key_and_a_store_that_keeps_rows(tmp_path: Any) -> None:
         sign_store(saver)
     with open_checkpointer("memory", key=KEY) as saver, pytest.raises(SigningError):
         sign_store(saver)
+
+
+def test_a_row_under_another_checkpoint_id_is_not_signed(tmp_path: Any) -> None:
+    """An unsigned row moved under another checkpoint id: a reader refuses it, so signing it
+    would vouch for nothing."""
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "runs.sqlite"
+    _paused(f"sqlite:///{path}", "moved", None)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint_id = checkpoint_id || '-x' WHERE checkpoint_id ="
+            " (SELECT min(checkpoint_id) FROM checkpoints)"
+        )
+    with open_checkpointer(f"sqlite:///{path}", key=KEY) as saver:
+        report = sign_store(saver, unsigned=True)
+    assert "holds another one" in report.refused["moved"]
+    assert report.signed == 0

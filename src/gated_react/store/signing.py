@@ -134,6 +134,9 @@ def _where(found: Any) -> tuple[str, str, str, str | None]:
 def _plan_checkpoint(plan: _Plan, raw: Any, key: StoreKey, found: Any) -> None:
     where, metadata = _where(found), dict(found.metadata)
     checkpoint, tag = found.checkpoint, metadata.get(TAG)
+    if checkpoint.get("id") != where[2]:  # a reader refuses it, signed or not
+        plan.refused = plan.refused or f"checkpoint {printable(where[2])} holds another one"
+        return
     digest = values_digest(raw.serde, checkpoint["channel_values"])
     if tag is None:
         plan.unsigned += 1

@@ -20,9 +20,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from gated_react.errors import causes
 from gated_react.runs import Graph
-from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
+from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer
 from gated_react.store.coalesced import CoalescedPostgresSaver
 from gated_react.store.key import KeyInput, store_key
+from gated_react.store.postgres import pg_kwargs
 from gated_react.store.serializer import serializer
 from gated_react.store.signed import key_of, signed
 

@@ -63,3 +63,15 @@ def test_runs_on_postgres(server: FakeOpenAI, pg_url: str) -> None:
     shown = json.loads(invoke("show", "pg-p", "--db", pg_url, "--json").stdout)
     assert shown["answer"] == "USD 49"
     assert [e["node"] for e in shown["events"]][-1] == "finish"
+
+
+def test_delete_and_prune_on_postgres(server: FakeOpenAI, pg_url: str) -> None:
+    for i in range(3):
+        server.push(reply(f"answer {i}"))
+        assert invoke("run", f"goal {i}", "--db", pg_url, "--thread", f"pg-{i}").exit_code == 0
+    out = invoke("delete", "pg-1", "--db", pg_url, "--json")
+    assert out.exit_code == 0, out.stderr
+    assert set(json.loads(out.stdout)["deleted"]["pg-1"]) >= {"checkpoints", "pending writes"}
+    pruned = invoke("prune", "--status", "ok", "--db", pg_url, "--json")
+    assert set(json.loads(pruned.stdout)["deleted"]) == {"pg-0", "pg-2"}
+    assert json.loads(invoke("runs", "--db", pg_url, "--json").stdout)["total"] == 0

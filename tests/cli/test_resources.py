@@ -105,7 +105,8 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
 ) -> None:
     """``GATED_REACT_STORE_KEY`` is read by every command: a run paused in one process is
     approved in another and listed by a third; its rows copied under another thread id are
-    refused by ``show`` and ``resume`` in one line (exit 1); read without the key, or with one
+    refused by ``show`` and ``resume`` in one line (exit 1), and listed as ``unverified`` by
+    ``runs``; read without the key, or with one
     too short, the store is one line too (these in this process: each command opens the store
     afresh, and a process start costs seconds)."""
     db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
@@ -119,17 +120,22 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
     assert (code, json.loads(out)["answer"]) == (0, "USD 49"), err
     assert _cli("runs")[0] == 0
     assert copy_rows(db, "t", "t2", upto="z", writes_before=False) > 0
-    for args in (["show", "t2"], ["resume", "t2"], ["runs"]):
+    for args in (["show", "t2"], ["resume", "t2"]):
         done = invoke(*args)
         assert done.exit_code == 1, (args, done.stdout, done.stderr)
         assert done.stderr.count("\n") == 1
         assert "does not match its signature" in done.stderr
         assert KEY not in done.stderr + done.stdout
+    listed = invoke("runs", "--json")  # the copy is listed as such, the listing goes on
+    assert listed.exit_code == 0, listed.stderr
+    rows = {row["thread_id"]: row["status"] for row in json.loads(listed.stdout)["runs"]}
+    assert rows == {"t": "ok", "t2": "unverified"}
     monkeypatch.delenv("GATED_REACT_STORE_KEY")  # a keyed store read without its key
     done = invoke("show", "t")
     assert done.exit_code == 1
     assert done.stderr.count("\n") == 1
-    assert "is signed with a store key: set GATED_REACT_STORE_KEY" in done.stderr
+    assert "signed with a store key" in done.stderr
+    assert "set GATED_REACT_STORE_KEY" in done.stderr
     monkeypatch.setenv("GATED_REACT_STORE_KEY", "short")
     done = invoke("show", "t")
     assert done.exit_code == 1

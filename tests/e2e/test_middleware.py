@@ -26,6 +26,7 @@ from langchain_core.tools import tool
 from gated_react import Policy, build_graph
 
 from ..support.middleware_fakes import Down, FakeToolModel, Flaky, replies
+from ..support.results import ainvoked, invoked
 
 RAN: list[str] = []
 
@@ -45,10 +46,11 @@ def refund(order: str) -> str:
 
 
 def run(graph: Any, goal: str, mode: str) -> dict[str, Any]:
+    """The run's result as ``gated_react.run`` gives it (with its answer, trace and usage)."""
     RAN.clear()
     if mode == "async":
-        return dict(asyncio.run(graph.ainvoke({"goal": goal})))
-    return dict(graph.invoke({"goal": goal}))
+        return dict(asyncio.run(ainvoked(graph, {"goal": goal})))
+    return dict(invoked(graph, {"goal": goal}))
 
 
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])
@@ -91,18 +93,26 @@ def test_a_reply_rewritten_into_a_denied_call_is_denied_and_the_tool_never_runs(
 
 
 @MODES
-def test_dynamic_prompt_follows_the_gates_fixed_rules(mode: str) -> None:
+@pytest.mark.parametrize("protocol", ["tools", "json"])
+def test_dynamic_prompt_follows_the_gates_fixed_rules(mode: str, protocol: str) -> None:
+    """The hook's prompt comes after the rules the protocol gives the model (the JSON reply
+    format), which it cannot replace; under native tools it is the app's prompt."""
+
     @dynamic_prompt
     def french(request: ModelRequest) -> str:
         return "Always answer in French."
 
-    model = FakeToolModel(messages=replies("Bonjour."))
-    out = run(build_graph(model, [lookup], middleware=[french]), "greet", mode)
+    said = "Bonjour." if protocol == "tools" else '{"kind": "final", "answer": "Bonjour."}'
+    model = FakeToolModel(messages=replies(said))
+    policy = Policy(protocol=protocol)  # type: ignore[arg-type]
+    out = run(build_graph(model, [lookup], middleware=[french], policy=policy), "greet", mode)
     assert out["answer"] == "Bonjour."
     system = model.seen[0][0]
     assert isinstance(system, SystemMessage)
-    assert system.text.startswith("You are the decision step of a ReAct agent.")
-    assert system.text.endswith("\n\nInstructions for this agent:\nAlways answer in French.")
+    assert system.text.endswith("Always answer in French.")
+    if protocol == "json":
+        assert system.text.startswith("You are the decision step of a ReAct agent.")
+        assert system.text.endswith("\n\nInstructions for this agent:\nAlways answer in French.")
 
 
 @MODES
@@ -111,7 +121,12 @@ def test_a_fallback_model_answers_and_its_tokens_are_counted(mode: str) -> None:
     graph = build_graph(Down(), [lookup], middleware=[ModelFallbackMiddleware(fallback)])
     out = run(graph, "question", mode)
     assert (out["stop_reason"], out["answer"]) == ("success", "From the fallback.")
-    assert (out["usage"]["input_tokens"], out["usage"]["output_tokens"]) == (11, 5)
+    usage = out["usage"]
+    assert (usage["steps"], usage["output_tokens"]) == (2, 5)  # the failed call is a step too
+    # the fallback's reported tokens, and the failed call at its estimate (it may have been
+    # paid: a failed call is never free)
+    assert usage["estimated_tokens"] > 0
+    assert usage["input_tokens"] == 11 + usage["estimated_tokens"]
 
 
 @MODES
@@ -296,7 +311,9 @@ class Friendly(AgentMiddleware):
     """Answers a failed call with an error message of its own words."""
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return ToolMessage("Lookup is down; try later.", tool_call_id="c-lookup", status="error")
+        return ToolMessage(
+            "Lookup is down; try later.", tool_call_id=request.tool_call["id"], status="error"
+        )
 
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
         return self.wrap_tool_call(request, handler)
@@ -308,18 +325,20 @@ def test_a_tool_hooks_error_message_is_a_failed_call_in_its_own_words(
     mode: str, on_error: str
 ) -> None:
     """Before: the hook's message came back as ``ToolMiddlewareError: ...`` (a tester moving
-    a create_agent app); create_agent shows the model the hook's words as they are."""
+    a create_agent app); create_agent shows the model the hook's words as they are. An error
+    the hook handled is a result, as under create_agent, in either mode: ``on_tool_error``
+    is for the failures nobody handled."""
     model = FakeToolModel(messages=replies(_call("lookup", q="x"), "Done."))
     policy = Policy(on_tool_error=on_error)  # type: ignore[arg-type]
     out = run(build_graph(model, [lookup], middleware=[Friendly()], policy=policy), "q", mode)
     (result,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert (result.text, result.status) == ("Lookup is down; try later.", "error")
-    assert out["trace"][0]["ok"] is False
-    if on_error == "stop":
-        assert out["stop_reason"] == "tool_error:lookup"
-        assert out["message"] == "lookup failed: Lookup is down; try later."
-    else:
-        assert out["stop_reason"] == "success"
+    assert [(t["ok"], t.get("stop_reason")) for t in out["trace"]] == [(False, None)]
+    assert [(h["ok"], h["observation"]) for h in out["history"]] == [
+        (False, "Lookup is down; try later.")
+    ]
+    assert (out["stop_reason"], out["answer"]) == ("success", "Done.")
+    assert len(model.seen) == 2  # the model read the hook's words and answered
 
 
 def test_an_async_only_hook_under_invoke_says_to_use_ainvoke() -> None:

@@ -8,24 +8,30 @@ import time
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import ValidationError
 
-from gated_react import build_graph
+from gated_react import build_graph, result_of
 from gated_react.state import RESULT_KEYS
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..support.fakes import SENT, broken, send_email, slow
+from ..support.fakes import RAN, SENT, broken, lookup, send_email, slow
 from ..support.helpers import REFUND_42, REFUND_GOAL, as_another_process, policy, run
+from ..support.results import STALE_CALLS, ainvoked, invoked
 
 PROFILE = call("get_user_profile", user_id=42)
 ALL_TOOLS = [*SUPPORT_TOOLS, slow, broken, send_email]
 
 
 def test_refund_for_user_42_is_yes_usd_49() -> None:
-    out = run(REFUND_42)
+    graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS)
+    returned = graph.invoke({"goal": REFUND_GOAL})
+    # invoke: create_agent's keys (structured_response once an answer has a schema) and the stop
+    assert {"messages", "status", "stop_reason", "message"} <= set(returned) <= set(RESULT_KEYS)
+    out = result_of(graph, returned)
     assert (out["status"], out["stop_reason"]) == ("ok", "success")
     assert "USD 49" in out["answer"]
     assert [h["action"]["name"] for h in out["history"]] == [
@@ -36,7 +42,6 @@ def test_refund_for_user_42_is_yes_usd_49() -> None:
     assert out["history"][1]["observation"]["billing"]["days_since_first_payment"] == 10
     assert [t["ok"] for t in out["trace"]] == [True, True, True]
     assert out["usage"]["steps"] == 4
-    assert set(out) == set(RESULT_KEYS)
     said = [m.type for m in out["messages"]]
     assert said == ["human", "ai", "tool", "ai", "tool", "ai", "tool", "ai"]
     assert (out["messages"][0].text, out["messages"][-1].text) == (REFUND_GOAL, out["answer"])
@@ -129,10 +134,24 @@ def test_every_stop_reason_ends_a_real_run(
     assert out["stop_reason"] == reason
     assert out["answer"] is None
     assert out["message"]
-    stopped_at_gate_or_tool = [t for t in out["trace"] if t.get("stop_reason")]
-    assert len(out["trace"]) - len(out["history"]) == len(stopped_at_gate_or_tool) <= 1
-    if stopped_at_gate_or_tool:
-        assert stopped_at_gate_or_tool[0]["stop_reason"] == reason
+    trace, history = out["trace"], out["history"]
+    stopping = [t for t in trace if t.get("stop_reason")]
+    assert len(stopping) <= 1
+    if stopping:  # the call that ended the run, last in the trace
+        assert trace[-1] == stopping[0]
+        assert stopping[0]["stop_reason"] == reason
+    # a call that ran (and failed) has its result in the history; one the gate stopped has not
+    ran = reason.startswith(("tool_error:", "tool_timeout:"))
+    assert len(trace) - len(history) == (1 if stopping and not ran else 0)
+    assert [t["tool"] for t in trace[: len(history)]] == [h["action"]["name"] for h in history]
+
+
+def test_the_trace_numbers_steps_as_the_history_does() -> None:
+    out = run(REFUND_42)
+    assert [t["step"] for t in out["trace"]] == [h["step"] for h in out["history"]] == [1, 2, 3]
+    stopped = run([PROFILE, call("delete_account", user_id=42)])
+    assert [h["step"] for h in stopped["history"]] == [1]
+    assert [t["step"] for t in stopped["trace"]] == [1, 2]
 
 
 class _Pondering(ScriptedChatModel):
@@ -149,7 +168,7 @@ def test_a_limit_of_infinity_is_no_time_limit(field: str) -> None:
     # such a run stopped llm_error:OverflowError at its first decision, or tool_error:slow.
     model = _Pondering(replies=[call("slow", seconds=0.05), "done"])
     graph = build_graph(model, ALL_TOOLS, policy=policy(**{field: float("inf")}))
-    out = graph.invoke({"goal": REFUND_GOAL})
+    out = invoked(graph, {"goal": REFUND_GOAL})
     assert (out["stop_reason"], out["answer"]) == ("success", "done")
 
 
@@ -190,10 +209,45 @@ def test_text_protocol_retry_reminds_and_recovers() -> None:
     graph = build_graph(
         model, SUPPORT_TOOLS, policy=policy(protocol="text", on_invalid_action="retry")
     )
-    out = graph.invoke({"goal": "x"})
+    out = invoked(graph, {"goal": "x"})
     assert out["stop_reason"] == "success"
     assert out["usage"]["steps"] == 2
     assert "no_action" in model.requests[1][-1].content
+
+
+@pytest.mark.xfail(strict=True, reason=STALE_CALLS)
+def test_a_reply_retried_after_a_tool_step_is_asked_again_not_the_old_calls() -> None:
+    """Found by the fuzzing of whole runs: the step before's call was gated again (a loop)."""
+    replies = [
+        'Thought: profile\nAction: get_user_profile\nAction Input: {"user_id": 42}',
+        "Let me think...",
+        "Thought: ok\nFinish: done",
+    ]
+    model = ScriptedChatModel(replies=replies)
+    graph = build_graph(
+        model, SUPPORT_TOOLS, policy=policy(protocol="text", on_invalid_action="retry")
+    )
+    out = invoked(graph, {"goal": "x"})
+    assert [t["ok"] for t in out["trace"]] == [True]  # the call that ran, as it went
+    assert (out["stop_reason"], out["usage"]["steps"]) == ("success", 3)
+    assert "no_action" in model.requests[2][-1].content
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: a call execute answers with 'invalid arguments' under on_tool_error="
+    "'observe' leaves no done record, so the trace says it ran and worked (ok)",
+)
+def test_a_call_with_bad_arguments_observed_is_a_failed_call_in_the_trace() -> None:
+    """Found by the fuzzing of whole runs: history and trace disagreed on the call."""
+    replies = [call("get_user_profile", user_id=42), call("get_user_profile"), "Anna."]
+    out = run(replies, on_tool_error="observe")
+    assert out["stop_reason"] == "success"
+    assert [h["ok"] for h in out["history"]] == [True, False]
+    assert [(t["ok"], t.get("error")) for t in out["trace"]] == [
+        (True, None),
+        (False, "tool_bad_args:get_user_profile"),
+    ]
 
 
 def test_observe_mode_lets_the_model_correct_itself() -> None:
@@ -208,29 +262,75 @@ def test_observe_mode_lets_the_model_correct_itself() -> None:
     assert len(out["history"]) == 3  # refused and failed calls count toward the budgets
 
 
-def test_a_non_idempotent_call_is_not_repeated_when_a_run_resumes_at_execute() -> None:
-    """Continued by another process (which holds no admission of this one's gate), the step
-    at execute may have run before this one stopped: not run again."""
+def test_a_step_held_before_execute_runs_once_wherever_it_resumes() -> None:
+    """Held before execute, the call never started: another process (whose gate's permit no
+    longer verifies) lets it through again and runs it, once; the step replayed from the
+    same checkpoint afterwards finds it done in the record and does not run it again."""
     SENT.clear()
-    saver = InMemorySaver()
     graph = build_graph(
-        ScriptedChatModel(replies=[call("send_email", to="anna@example.com")]),
+        ScriptedChatModel(replies=[call("send_email", to="anna@example.com"), "Sent."]),
         [send_email],
-        checkpointer=saver,
+        checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "resume-at-execute"}}
     graph.invoke({"goal": "email Anna"}, config, interrupt_before=["execute"])
+    held = graph.get_state(config)
+    assert held.next == ("execute",)
     as_another_process()
-    out = graph.invoke(None, config)
-    assert out["stop_reason"] == "tool_outcome_unknown:send_email"
-    assert SENT == []
+    out = invoked(graph, None, config)
+    assert (out["stop_reason"], [s["to"] for s in SENT]) == ("success", ["anna@example.com"])
+    again = graph.invoke(None, held.config)  # the held step, replayed
+    assert [s["to"] for s in SENT] == ["anna@example.com"]
+    assert again["messages"][-2].text == "sent to anna@example.com"  # answered from the record
+
+
+@pytest.mark.parametrize("idempotent", [False, True], ids=["send_email", "lookup"])
+def test_runs_whose_model_reuses_a_call_id_each_run_their_own_call(idempotent: bool) -> None:
+    """Many servers number calls per reply (``call_0``), so ids repeat across threads: the
+    record must not answer a call with another thread's result, nor stop it as started."""
+    SENT.clear()
+    RAN.clear()
+    saver = InMemorySaver()
+    for to in ("anna@example.com", "bob@example.com"):
+        name, args = ("lookup", {"q": to}) if idempotent else ("send_email", {"to": to})
+        reused = AIMessage("", tool_calls=[{"name": name, "args": args, "id": "call_0"}])
+        model = ScriptedChatModel(replies=[reused, "Done."])
+        graph = build_graph(model, [send_email, lookup], checkpointer=saver)
+        out = invoked(graph, {"goal": f"mail {to}"}, {"configurable": {"thread_id": to}})
+        assert out["stop_reason"] == "success", out["message"]
+    ran = RAN if idempotent else [f"sent {s['to']}" for s in SENT]
+    verb = "lookup" if idempotent else "sent"
+    assert ran == [f"{verb} anna@example.com", f"{verb} bob@example.com"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: without a checkpointer result_of reads the newest run of thread 'None', "
+    "whichever graph made it: another graph's run in between gives this run its trace and "
+    "usage (the output names no run)",
+)
+def test_result_of_reads_the_run_invoke_returned_not_the_newest() -> None:
+    graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS)
+    returned = graph.invoke({"goal": REFUND_GOAL})
+    other = build_graph(ScriptedChatModel(replies=["No tools needed."]), SUPPORT_TOOLS)
+    other.invoke({"goal": "Say hi."})  # another request served meanwhile, as a server does
+    out = result_of(graph, returned)
+    assert [t["tool"] for t in out["trace"]] == [h["action"]["name"] for h in out["history"]]
+    assert (len(out["trace"]), out["usage"]["steps"]) == (3, 4)
 
 
 def test_async_invoke_gives_the_same_result() -> None:
     graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS)
-    out = asyncio.run(graph.ainvoke({"goal": REFUND_GOAL}))
+    out = asyncio.run(ainvoked(graph, {"goal": REFUND_GOAL}))
     assert out["stop_reason"] == "success"
     assert len(out["history"]) == 3
+    synced = run(REFUND_42)
+    for key in ("status", "stop_reason", "message", "answer", "history", "trace"):
+        assert out[key] == synced[key], key
+    timed = ("seconds",)  # what differs between two runs of the same script is time
+    assert {k: v for k, v in out["usage"].items() if k not in timed} == {
+        k: v for k, v in synced["usage"].items() if k not in timed
+    }
 
 
 def test_tool_output_cannot_change_the_policy() -> None:

@@ -18,6 +18,8 @@ from gated_react.state import Reply
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ..support.results import ainvoked, invoked
+
 PROTOCOL = ToolsProtocol()
 
 
@@ -66,7 +68,7 @@ def test_langchains_fake_models_without_bind_tools_run(model_class: type, body: 
         model = FakeMessagesListChatModel(responses=script)
     graph = build_graph(model, SUPPORT_TOOLS)
     goal = {"goal": "Which plan is user 42 on?"}
-    out = graph.invoke(goal) if body == "invoke" else asyncio.run(graph.ainvoke(goal))
+    out = invoked(graph, goal) if body == "invoke" else asyncio.run(ainvoked(graph, goal))
     assert (out["status"], out["answer"]) == ("ok", "Ada is on the pro plan.")
     assert [entry["action"]["name"] for entry in out["history"]] == ["get_user_profile"]
 

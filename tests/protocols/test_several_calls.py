@@ -17,8 +17,10 @@ from gated_react.protocols.jsonmode import action_schema
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ..support.results import invoked
 
-@pytest.mark.parametrize("protocol", ["tools", "json", "text"])
+
+@pytest.mark.parametrize("protocol", ["json", "text"])
 def test_each_protocol_teaches_the_calls_a_reply_may_make(protocol: str) -> None:
     one = PROTOCOLS[protocol].instructions(SUPPORT_TOOLS)
     several = PROTOCOLS[protocol].instructions(SUPPORT_TOOLS, 16)
@@ -27,7 +29,14 @@ def test_each_protocol_teaches_the_calls_a_reply_may_make(protocol: str) -> None
     assert one == PROTOCOLS[protocol].instructions(SUPPORT_TOOLS, 1)
 
 
-def _system(max_calls: int, protocol: str = "tools") -> str:
+def test_native_tool_calling_needs_no_reply_format() -> None:
+    """The tools are bound (one call per reply asked of the client where it takes it), and
+    the contract refuses a reply with more calls than the policy allows."""
+    assert PROTOCOLS["tools"].instructions(SUPPORT_TOOLS) == ""
+    assert PROTOCOLS["tools"].instructions(SUPPORT_TOOLS, 16) == ""
+
+
+def _system(max_calls: int, protocol: str = "json") -> str:
     model = ScriptedChatModel(replies=["done"])
     policy = Policy(max_parallel_calls=max_calls, protocol=protocol)  # type: ignore[arg-type]
     build_graph(model, SUPPORT_TOOLS, policy=policy).invoke({"goal": "g"})
@@ -39,7 +48,7 @@ def _system(max_calls: int, protocol: str = "tools") -> str:
 def test_the_system_prompt_says_one_call_by_default_and_up_to_n_otherwise() -> None:
     assert "Each turn you propose exactly one next action." in _system(1)
     several = _system(16)
-    assert "exactly one" not in several
+    assert "exactly one next action" not in several
     assert "up to 16 at once" in several
 
 
@@ -63,6 +72,6 @@ def test_a_model_that_follows_the_prompt_gets_its_calls_run_at_once() -> None:
     calls = [call(name, user_id=42).tool_calls[0] for name in names]
     model = ScriptedChatModel(replies=[AIMessage("", tool_calls=calls), "done"])
     policy = Policy(max_parallel_calls=2)
-    out = build_graph(model, SUPPORT_TOOLS, policy=policy).invoke({"goal": "g"})
+    out = invoked(build_graph(model, SUPPORT_TOOLS, policy=policy), {"goal": "g"})
     assert out["stop_reason"] == "success"
     assert [h["action"]["name"] for h in out["history"]] == ["get_user_profile", "get_user_billing"]

@@ -109,3 +109,13 @@ def same_run(result: dict[str, Any]) -> dict[str, Any]:
     history = without_ids(result.get("history", []))
     kept = {k: v for k, v in result.items() if k not in skip}
     return {**kept, "usage": usage, "history": history, "messages": said}
+
+
+def as_run_after_a_fault(result: dict[str, Any]) -> dict[str, Any]:
+    """``same_run`` without what a fault may add to a run: the model calls it cost (a reply
+    lost with a failed write is asked for again, and the record counts both), in ``usage``,
+    the trace's step numbers and the closing ``message`` ("final answer after N steps")."""
+    seen = same_run(result)
+    usage = {k: v for k, v in seen["usage"].items() if k in ("tool_calls", "per_tool")}
+    trace = [{k: v for k, v in entry.items() if k != "step"} for entry in seen["trace"]]
+    return {**seen, "usage": usage, "trace": trace, "message": None}

@@ -17,6 +17,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.results import ainvoked, invoked
+
 _FOREVER = threading.Event()  # never set: the sync tool blocks for the life of the process
 
 
@@ -36,7 +38,9 @@ def _tool(asynchronous: bool) -> BaseTool:
     return StructuredTool.from_function(func=_block, name="hang", description="Hangs.")
 
 
-def _row(case: str, out: dict[str, Any], stored: dict[str, Any]) -> None:
+def _row(case: str, out: Any, stored: dict[str, Any]) -> None:
+    """One case as a JSON line: how the run ended (its trace from its record) and what the
+    store holds of the end."""
     row = {
         "case": case,
         "stop_reason": out["stop_reason"],
@@ -56,7 +60,7 @@ def sync_case(store: str, on_error: str) -> None:
     config: Any = {"configurable": {"thread_id": f"sync-{on_error}"}}
     with open_checkpointer(store) as saver:
         graph = build_graph(model, [_tool(False)], policy=_policy(on_error), checkpointer=saver)
-        out = graph.invoke({"goal": "g"}, config)
+        out = invoked(graph, {"goal": "g"}, config)
         _row(f"sync tool, invoke, {on_error}", out, graph.get_state(config).values)
 
 
@@ -67,7 +71,7 @@ async def async_case(store: str, asynchronous: bool, on_error: str) -> None:
     async with aopen_checkpointer(store) as saver:
         tools = [_tool(asynchronous)]
         graph = build_graph(model, tools, policy=_policy(on_error), checkpointer=saver)
-        out = await graph.ainvoke({"goal": "g"}, config)
+        out = await ainvoked(graph, {"goal": "g"}, config)
         _row(f"{kind} tool, ainvoke, {on_error}", out, (await graph.aget_state(config)).values)
 
 

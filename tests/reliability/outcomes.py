@@ -15,7 +15,7 @@ from gated_react._engine.transcript import calls_shown
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import reply, tool_call
-from ..support.scenarios import comparable, graph_for, lines, without_ids
+from ..support.scenarios import as_run, graph_for, lines, model_calls_again, without_ids
 
 SCRIPTS = {
     "refund": {},  # three idempotent support tools: LangGraph's async durability
@@ -38,7 +38,9 @@ def reference(spec: dict[str, Any]) -> dict[str, Any]:
 
 def check_ending(spec: dict[str, Any], out: dict[str, Any], expected: dict[str, Any]) -> str:
     """The resumed run ends as the uninterrupted one, or (a non-idempotent call whose outcome
-    was lost with the failed write) stops rather than repeat it. Never a second call."""
+    was lost with the failed write) stops rather than repeat it. Never a second call. A model
+    call the fault cost (its reply lost with the failed write) is asked again and counted:
+    one at most, for one fault."""
     if spec.get("file"):
         done = len(lines(Path(spec["file"])))
         assert done <= 1, "a non-idempotent call was repeated"
@@ -47,7 +49,8 @@ def check_ending(spec: dict[str, Any], out: dict[str, Any], expected: dict[str, 
             assert done == 1
             return "outcome unknown"
         assert done == 1
-    assert comparable(out) == comparable(expected)
+    assert as_run(out) == as_run(expected)
+    assert 0 <= model_calls_again(out, expected) <= 1, (out["usage"], expected["usage"])
     return "same"
 
 

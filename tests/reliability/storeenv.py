@@ -23,6 +23,8 @@ from uuid import UUID
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from gated_react._engine.authority.ledger import ledger_for
+
 from ..support import pg
 from ..support.procs import NodeWatch
 from ..support.reaping import PATIENCE
@@ -127,14 +129,19 @@ def store_files(db: Path) -> list[Path]:
 
 
 class FillsUp:
-    """Makes a saver's writes fail as SQLite does on a full disk, from write ``after + 1`` on,
-    until ``space_returns()``. Writes are checkpoints (``put``) and pending writes."""
+    """Makes a saver's writes fail as SQLite does on a full disk, from write ``after + 1`` on.
+    Writes are checkpoints (``put``), pending writes and the run's records (the table beside
+    the checkpoints, in the same file)."""
 
     def __init__(self, saver: BaseCheckpointSaver[Any], after: int) -> None:
         self.after, self.writes, self.full = after, 0, False
         self._put, self._put_writes = saver.put, saver.put_writes
         saver.put = self.put  # type: ignore[method-assign]
         saver.put_writes = self.put_writes  # type: ignore[method-assign]
+        backend = ledger_for(saver).backend
+        self._insert, self._claim = backend.insert, backend.claim
+        backend.insert = self.insert  # type: ignore[method-assign]
+        backend.claim = self.claim  # type: ignore[method-assign]
 
     def _write(self) -> None:
         self.writes += 1
@@ -150,6 +157,14 @@ class FillsUp:
     def put_writes(self, *args: Any, **kwargs: Any) -> Any:
         self._write()
         return self._put_writes(*args, **kwargs)
+
+    def insert(self, records: Any) -> Any:
+        self._write()
+        return self._insert(records)
+
+    def claim(self, record: Any) -> Any:
+        self._write()
+        return self._claim(record)
 
 
 # --- a private Postgres cluster to restart -------------------------------------------------

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -24,6 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react import Budget, Policy, build_graph
 from gated_react.testing import ScriptedChatModel
 
+from ..support.results import ainvoked, invoked
 from . import tally
 from .kit import (
     ALLOWABLE,
@@ -150,10 +151,10 @@ def fuzz_run(
     config: Any = {"configurable": {"thread_id": f"fuzz-{next(_ids)}"}}
     deleted = len(DELETED)
     if use_async:
-        out = asyncio.run(graph.ainvoke({"goal": "Help user 42."}, config))
+        out = asyncio.run(ainvoked(graph, {"goal": "Help user 42."}, config))
     else:
-        out = graph.invoke({"goal": "Help user 42."}, config)
-    check_run(out, policy, toolkits.names, executions, len(model.requests))
+        out = invoked(graph, {"goal": "Help user 42."}, config)
+    check_run(dict(out), policy, toolkits.names, executions, len(model.requests))
     assert len(DELETED) == deleted
     assert graph.get_state(config).values["stop_reason"] == out["stop_reason"]  # stored as run
     tally.count(f"fuzz runs: {protocol}")
@@ -161,10 +162,32 @@ def fuzz_run(
     tally.count(f"fuzz runs: stop {out['stop_reason'].split(':')[0]}")
 
 
+def known(protocol: str) -> list[tuple[Policy, list[Any]]]:
+    """Scenarios the fuzzing found a bug with, tried on every run whatever the examples drawn:
+    a reply retried after a tool step, and a call with bad arguments under observe."""
+    budget = Budget(max_steps=8, max_tool_calls=6, max_seconds=3600)
+    base = Policy(budget=budget, allow=frozenset(ALLOWABLE), protocol=protocol,  # type: ignore[arg-type]
+                  tool_timeout_seconds=60)  # fmt: skip
+    ran = ("tool", ("calculate", {"expression": "49 * 0.5"}))
+    retried = base.replace(on_invalid_action="retry", max_invalid_retries=1)
+    observed = base.replace(on_tool_error="observe")
+    return [(retried, [ran, ("garbage", "")]), (observed, [ran, ("tool", ("calculate", {}))])]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: two bugs the fuzzing finds, each with a test of its own in "
+    "tests/e2e/test_scripted_runs.py: a reply retried after a tool step gates the old calls "
+    "again (STALE_CALLS), and a call observed with bad arguments reads ok in the trace",
+)
 @pytest.mark.parametrize("protocol", ["tools", "json", "text"])
 def test_random_scripts_keep_every_promise(toolkits: Toolkits, protocol: str) -> None:
+    retried, observed = known(protocol)
+
     @settings(max_examples=RUN_EXAMPLES)
     @given(scenario=scenarios(protocol), use_async=st.booleans())
+    @example(scenario=retried, use_async=False)
+    @example(scenario=observed, use_async=False)
     def check(scenario: tuple[Policy, list[Any]], use_async: bool) -> None:
         fuzz_run(toolkits, protocol, *scenario, use_async)
 

@@ -18,6 +18,7 @@ from gated_react.settings import Settings
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.openai_server import FakeOpenAI, Raw, Reply, Status, tool_call
+from ..support.results import invoked
 from . import tally
 
 KEYS = ["sk-live-0123456789abcdef", "opaque-local-key-77aa99"]  # the second has no known shape
@@ -79,7 +80,7 @@ def test_a_tool_error_never_carries_the_key_or_a_password(
             [call_partner_api],
             policy=Policy(on_tool_error=on_error),  # type: ignore[arg-type]
         )
-        out = graph.invoke({"goal": "Refund user 42 through the partner."})
+        out = invoked(graph, {"goal": "Refund user 42 through the partner."})  # and its logs
         sent = json.dumps(server.requests)
     assert "failed" in json.dumps(out, default=str)
     for secret in (KEYS[1], PASSWORD):

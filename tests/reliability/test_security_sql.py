@@ -14,6 +14,8 @@ from gated_react import Policy, build_graph
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.sql import MAX_ROWS, run_query, sql_tools
 
+from ..support.results import invoked
+
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
@@ -98,7 +100,7 @@ def test_a_run_of_hostile_queries_leaves_the_file_unchanged(db: Path) -> None:
         sql_tools(db),
         policy=Policy(on_tool_error="observe", loop_detection="off"),
     )
-    out = graph.invoke({"goal": "Break the database."})
+    out = invoked(graph, {"goal": "Break the database."})
     assert out["stop_reason"] == "max_tool_calls"  # 6 calls, all refused by the tool
     assert all(t["error"] == "tool_error:query_database" for t in out["trace"][:6])
     assert fingerprint(db.parent) == before

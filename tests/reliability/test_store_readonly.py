@@ -28,6 +28,8 @@ REFUND = [
     reply("Yes: USD 49.00 is refunded."),
 ]
 ASK = ("--approve-tool", "get_user_billing")
+APPROVE = ("resume", "ask", "--approve", "--toolkit", "support", *ASK)
+"""The waiting run approved, under the options it ran with (never read back from the store)."""
 
 # What chmod makes read-only (suffixes of runs.sqlite; "/" is its folder), and whether the
 # store still opens (read-only) so that runs can be shown.
@@ -57,7 +59,7 @@ def prepare(server: FakeOpenAI, db: str, cli: Callable[..., Done]) -> dict[str, 
 
 def approve_and_finish(server: FakeOpenAI, db: str, cli: Callable[..., Done]) -> None:
     server.push(reply("USD 49.00 can be refunded."))
-    resumed = cli("resume", "ask", "--approve", "--db", db, "--json")
+    resumed = cli(*APPROVE, "--db", db, "--json")
     assert resumed.code == 0, resumed.err
     out = resumed.json()
     assert out["stop_reason"] == "success"
@@ -77,7 +79,7 @@ def test_a_read_only_store_is_one_line_and_loses_nothing(
 
     commands = [
         ("run", GOAL, "--thread", "new"),
-        ("resume", "ask", "--approve"),
+        APPROVE,
         ("show", "done", "--json"),
         ("runs", "--json"),
     ]
@@ -120,7 +122,7 @@ def test_a_store_on_a_read_only_mount(
             with pytest.raises(StoreError) as opened, open_checkpointer(f"sqlite:///{db}"):
                 pass
             started = here("run", GOAL, "--thread", "new", "--db", db)
-            approved = here("resume", "ask", "--approve", "--db", db)
+            approved = here(*APPROVE, "--db", db)
             listed = here("runs", "--db", db)
         finally:
             remount(mnt, read_only=False)

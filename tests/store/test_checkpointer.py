@@ -98,3 +98,33 @@ def test_many_processes_can_open_a_fresh_postgres_store_at_once(
             if proc.is_alive():
                 proc.kill()
             proc.join(PATIENCE)
+
+
+@pytest.mark.postgres
+def test_the_async_postgres_saver_comes_back_after_a_server_restart() -> None:
+    """Before: ``aopen_checkpointer`` held one connection, and after ``pg_ctl restart`` every
+    call failed with ``the connection is closed`` until the process (``langgraph dev``)
+    restarted. Now its pool checks each connection before use and reconnects."""
+    from gated_react import build_graph
+    from gated_react.testing import ScriptedChatModel
+    from gated_react.tools.support import SUPPORT_TOOLS
+
+    from ..support.fleet import private_cluster, restart_cluster
+
+    async def across_a_restart(url: str, folder: Path) -> list[str]:
+        async with aopen_checkpointer(url, key="k" * 32) as saver:
+            model = ScriptedChatModel(replies=["before", "after"])
+            graph = build_graph(model, SUPPORT_TOOLS, checkpointer=saver)
+            config = {"configurable": {"thread_id": "before"}}
+            assert (await graph.ainvoke({"goal": "hi"}, config))["messages"][-1].text == "before"
+            await asyncio.to_thread(restart_cluster, folder)
+            config = {"configurable": {"thread_id": "after"}}
+            done = await graph.ainvoke({"goal": "hi again"}, config)
+            earlier = await graph.aget_state({"configurable": {"thread_id": "before"}})
+            answers = [done["messages"][-1].text, earlier.values["messages"][-1].text]
+            await saver.adelete_thread("before")
+            assert await saver.aget_tuple({"configurable": {"thread_id": "before"}}) is None
+            return answers
+
+    with private_cluster() as (url, folder):
+        assert asyncio.run(across_a_restart(url, folder)) == ["after", "before"]

@@ -20,9 +20,9 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from gated_react import arun, build_graph
 from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY
-from gated_react.store.checkpointer import pg_kwargs
 from gated_react.store.coalesced import CoalescedPostgresSaver, held
 from gated_react.store.locks import ThreadBusy, athread_lock
+from gated_react.store.postgres import pg_kwargs
 from gated_react.store.serializer import serializer
 from gated_react.testing import ScriptedChatModel, call
 

@@ -32,6 +32,7 @@ from gated_react.state import Extension
 from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import SEALED, TAG, StoreKey
 from gated_react.store.locks import thread_lock
+from gated_react.store.serializer import SignatureRefused
 from gated_react.store.signed import SignedSaver
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
@@ -227,8 +228,22 @@ def test_an_unsigned_store_is_refused_with_how_to_migrate(store_url: str) -> Non
     unsigned = pytest.raises(UnsafeCheckpoint, match="not signed with the store key")
     with open_checkpointer(store_url, key=KEY) as saver, unsigned as refused:
         read(_graph(saver), "t")
-    assert "read without it" in str(refused.value)
-    assert "new store" in str(refused.value)
+    assert "gated-react sign --unsigned" in str(refused.value)
+
+
+def test_a_keyed_thread_read_without_a_key_says_it_is_signed(store_url: str) -> None:
+    """Before: its sealed writes were read as values ("Unsupported message type", "'str' object
+    has no attribute 'value'"), and the thread looked damaged."""
+    with open_checkpointer(store_url, key=KEY) as saver:
+        _waiting(saver)
+    with open_checkpointer(store_url) as saver:
+        graph = _graph(saver, "done")
+        for reading in (lambda: read(graph, "t"), lambda: resume(graph, "t", {"approved": True})):
+            with pytest.raises(SignatureRefused, match="signed with a store key") as refused:
+                reading()
+            assert refused.value.kind == "keyed"
+            assert "\n" not in str(refused.value)
+    assert RAN == []
 
 
 def test_keys_rotate_the_first_signs_and_the_older_still_read(tmp_path: Path) -> None:

@@ -124,13 +124,18 @@ def with_blocker(graph: Any, spec: dict[str, Any], saver: BaseCheckpointSaver[An
     return graph.with_config(callbacks=[Blocker(saver, **spec["block"])])
 
 
+def _calls(step: Any) -> list[dict[str, Any]]:
+    """The calls of the step in hand, as the ``step`` channel holds them (plain JSON)."""
+    return list((step or {}).get("calls") or []) if isinstance(step, dict) else []
+
+
 def slow_gate_checkpoints(saver: BaseCheckpointSaver[Any], marker: str) -> None:
     """Make the store hang on the checkpoint that records the gate's approved call."""
     put = saver.put
 
     def hanging(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        calls = checkpoint["channel_values"].get("calls") or []
-        if "branch:to:execute" in new_versions and calls and not calls[0]["outcome"]:
+        calls = _calls(checkpoint["channel_values"].get("step"))
+        if "branch:to:execute" in new_versions and calls and not calls[0].get("outcome"):
             touch(marker)
             hang()
         return put(config, checkpoint, metadata, new_versions)
@@ -146,12 +151,13 @@ def hang_after_the_outcome(saver: BaseCheckpointSaver[Any], marker: str) -> None
 
     def writes(config: Any, items: Any, task_id: str, task_path: str = "") -> None:
         put_writes(config, items, task_id, task_path)
-        if any(channel == "calls" and value and value[0]["outcome"] for channel, value in items):
+        done = [calls for channel, value in items if channel == "step" for calls in [_calls(value)]]
+        if any(calls and calls[0].get("outcome") for calls in done):
             saved.set()
 
     def checkpoint(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        calls = checkpoint["channel_values"].get("calls") or []
-        if calls and calls[0]["outcome"]:
+        calls = _calls(checkpoint["channel_values"].get("step"))
+        if calls and calls[0].get("outcome"):
             saved.wait()
             touch(marker)
             hang()

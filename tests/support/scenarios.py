@@ -105,6 +105,23 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def as_run(result: dict[str, Any]) -> dict[str, Any]:
+    """What a run a fault interrupted must share with an uninterrupted one (compared as
+    ``comparable`` compares results): everything but what the fault may add, the model calls
+    it cost. A reply lost with a crashed process or a failed write is asked for again, and the
+    run's record counts both calls (in ``usage``, in the trace's step numbers and in the
+    closing ``message``, "final answer after N steps")."""
+    seen = comparable(result)
+    usage = {k: v for k, v in seen["usage"].items() if k in ("tool_calls", "per_tool")}
+    trace = [{k: v for k, v in entry.items() if k != "step"} for entry in seen["trace"]]
+    return {**seen, "usage": usage, "trace": trace, "message": None}
+
+
+def model_calls_again(result: dict[str, Any], uninterrupted: dict[str, Any]) -> int:
+    """The model calls a run made beyond the uninterrupted run's (what its faults cost)."""
+    return int(result["usage"]["steps"]) - int(uninterrupted["usage"]["steps"])
+
+
 def without_ids(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """History entries without their calls' ids, which differ between runs (made from the
     model's message ids)."""

@@ -155,3 +155,13 @@ def reparent(url: str, thread: str, checkpoint_id: str, parent: str | None) -> N
             f" AND checkpoint_id = {mark}",
             (parent, thread, checkpoint_id),
         )
+
+
+def snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the savers' tables, sorted: to see that nothing was changed."""
+    kind, conn = _sql(url)
+    with conn:
+        return {
+            table: sorted(tuple(map(str, row)) for row in conn.execute(f"SELECT * FROM {table}"))
+            for table, _ in _TABLES[kind]
+        }

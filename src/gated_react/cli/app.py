@@ -10,7 +10,17 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from gated_react.cli.commands import graph, questions, queue, resume, run, runs, show
+from gated_react.cli.commands import (
+    delete,
+    graph,
+    questions,
+    queue,
+    resume,
+    run,
+    runs,
+    show,
+    sign,
+)
 from gated_react.cli.exits import CliError, Exit, say_error
 from gated_react.errors import exception_line
 from gated_react.records import RecordError
@@ -87,3 +97,6 @@ app.command("graph")(graph.graph_command)
 app.command("queue")(queue.queue_command)
 app.command("questions")(questions.questions_command)
 app.command("answer")(questions.answer_command)
+app.command("sign")(sign.sign_command)
+app.command("delete")(delete.delete_command)
+app.command("prune")(delete.prune_command)

@@ -17,10 +17,10 @@ from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
 from gated_react._engine import tracing
+from gated_react._engine.authority.budgets import Limits, check_before_step, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.authority.budgets import Limits, check_before_step, enforce
 from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps

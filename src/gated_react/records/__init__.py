@@ -1,8 +1,10 @@
 """What every host reads and writes about runs: the CLI, the workers and Studio alike.
 
 A run's events (``events``), its run log in a file or the store's table (``run_log``), the
-listings of runs and open questions (``run_listing``), the workers' queue as a client sees it:
-its names and enqueueing (``queue``), its jobs (``queue_listing``). Neither ``cli`` nor
+listings of runs and open questions (``run_listing``, ``question_listing``; ``windows``: ages and
+dates as checkpoint ids), the workers' queue as a client sees it:
+its names and enqueueing (``queue``), its jobs (``queue_listing``); every table a thread is
+written to, and a thread deleted from all of them (``places``). Neither ``cli`` nor
 ``workers`` imports the other; both import this (``make lint`` checks it).
 
 Modules load on first import (``gated_react.records.run_log``...), so the CLI's start stays quick.

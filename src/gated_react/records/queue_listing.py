@@ -77,7 +77,7 @@ def queue_jobs(
 ) -> tuple[list[JobRow], dict[str, int]]:
     """The jobs to show (all with ``everything``; else every job not simply succeeded), by
     thread, and the count of jobs per state."""
-    params = {"task": _task(), "thread": thread, "all": everything, "limit": limit}
+    params = {"task": task_name(), "thread": thread, "all": everything, "limit": limit}
     with _connect(target) as conn:
         rows = conn.execute(_JOBS, params).fetchall()
         counts = conn.execute(_COUNTS, params).fetchall()
@@ -90,7 +90,7 @@ def owned_by_fleet(target: str, thread: str) -> bool:
     with _connect(target, missing_ok=True) as conn:
         if conn is None:
             return False
-        return conn.execute(_OWNED, {"task": _task(), "thread": thread}).fetchone() is not None
+        return conn.execute(_OWNED, {"task": task_name(), "thread": thread}).fetchone() is not None
 
 
 @contextmanager
@@ -111,7 +111,7 @@ def _connect(target: str, *, missing_ok: bool = False) -> Iterator[Any]:
             )
 
 
-def _task() -> str:
+def task_name() -> str:
     """The name workers register their one task under (from the workers extra)."""
     try:
         from gated_react.records.queue import TASK
@@ -153,6 +153,6 @@ _ANSWERED = (
 def queued_answer(target: str, thread: str, question: str) -> int | None:
     """The job that already carries an answer to this question and has not run yet, if any."""
     with _connect(target) as conn:
-        params = {"task": _task(), "thread": thread, "question": question}
+        params = {"task": task_name(), "thread": thread, "question": question}
         row = conn.execute(_ANSWERED, params).fetchone()
     return None if row is None else int(row["id"])

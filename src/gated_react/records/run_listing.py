@@ -1,4 +1,4 @@
-"""The latest runs in a store, fast on big stores.
+"""The latest runs in a store, fast on big stores, by status and age.
 
 One SQL query finds the newest checkpoint id per thread (checkpoint ids are time-ordered UUIDs,
 and the savers' primary key ``(thread_id, checkpoint_ns, checkpoint_id)`` serves the grouping);
@@ -10,33 +10,40 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from gated_react.records.store import check_signed, pg_connection, readable
+from gated_react.records.store import pg_connection, readable
+from gated_react.records.windows import Window, id_time
+from gated_react.store.serializer import SignatureRefused
 
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
 LangGraph stores only scalar metadata, so the value is JSON text."""
 
 _LATEST = (
-    "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints "
-    "WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY latest DESC LIMIT {param}"
+    "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints"
+    " WHERE checkpoint_ns = '' GROUP BY thread_id{having} ORDER BY latest DESC, thread_id{page}"
 )
-_COUNT = "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints WHERE checkpoint_ns = ''"
-# Threads whose latest checkpoint holds an open question (an interrupt not yet answered),
-# longest waiting first. ``{writes}``: the savers name the table of pending writes differently.
-_WAITING = (
-    "SELECT c.thread_id, c.latest FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
-    " FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id) AS c"
-    " WHERE EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
-    " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__interrupt__')"
-    " AND NOT EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
-    " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__resume__')"
-    " ORDER BY c.latest LIMIT {param}"
+_COUNT = (
+    "SELECT COUNT(*) AS n FROM (SELECT thread_id FROM checkpoints"
+    " WHERE checkpoint_ns = '' GROUP BY thread_id{having}) AS threads"
 )
+_ALWAYS = Window()
+_PAGE = 200  # threads loaded at a time while a status filter skips some
+
+STATUSES = ("ok", "stopped", "paused", "unfinished", "unsigned", "unverified", "keyed")
+"""A run's status as the listings show it; the last three: its signature refused it, and
+``problem`` says what to do."""
+REFUSED = {
+    "unsigned": "written without the store key: `gated-react sign --unsigned` signs it, once you"
+    " trust the store as it is",
+    "unverified": "signed, but no key in GATED_REACT_STORE_KEY verifies it (another key signed"
+    " it, or it was edited): give that key, or delete the thread",
+    "keyed": "signed with a store key: set GATED_REACT_STORE_KEY to read it",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,43 +60,89 @@ class RunRow:
     updated: str
     goal: str
     model: str | None
+    problem: str | None = None
+    """Why the thread was not read (status ``unsigned``, ``unverified`` or ``keyed``)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def latest_runs(
+    saver: Any, limit: int | None, *, window: Window = _ALWAYS, statuses: Collection[str] = ()
+) -> tuple[list[RunRow], int]:
+    """The ``limit`` (None: all) most recently updated threads in ``window`` with one of
+    ``statuses`` (any if none), newest first, and how many threads the window holds. Only the
+    rows looked at are loaded: all of them when ``statuses`` skips some."""
+    wanted = frozenset(statuses)
+    page = limit if not wanted else _PAGE
+    rows: list[RunRow] = []
+    offset, total, reader = 0, None, Reader(saver)
+    while limit is None or len(rows) < limit:
+        ids, counted = _latest_ids(saver, window, page, offset)
+        total = counted if total is None else total
+        for thread_id, checkpoint_id in ids:
+            with readable(thread_id):  # values of the wrong shape: one line naming the thread
+                try:
+                    row = _row(thread_id, reader.read(thread_id, checkpoint_id))
+                except SignatureRefused as refused:  # listed as such, not a failed listing
+                    row = _refused_row(thread_id, checkpoint_id, refused)
+            if row is not None and (not wanted or row.status in wanted):
+                rows.append(row)
+        if page is None or len(ids) < page:
+            break
+        offset += page
+    return rows[:limit], total or 0
+
+
+def load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, str, Any]]:
+    """The stored checkpoint of each ``(thread, checkpoint id)``, or the ``SignatureRefused``
+    that refused it; vanished ones skipped."""
+    for thread_id, checkpoint_id in ids:
+        config = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+        with readable(thread_id):
+            try:
+                found = saver.get_tuple(config)
+            except SignatureRefused as refused:  # listed as such, not a failed listing
+                found = refused
+        if found is not None:
+            yield thread_id, checkpoint_id, found
 
 
 @dataclass(frozen=True, slots=True)
-class QuestionRow:
-    """One open question as ``gated-react questions`` lists it."""
+class Found:
+    """A thread as stored at one checkpoint: LangGraph's snapshot and the result it makes."""
 
-    thread_id: str
-    question: str
-    tool: str | None
-    args: Any
-    kind: str | None
-    step: int | None
-    since: str
-    goal: str
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+    snapshot: Any
+    result: Any
 
 
-def latest_runs(saver: Any, limit: int) -> tuple[list[RunRow], int]:
-    """The ``limit`` most recently updated threads, newest first, and how many there are."""
-    ids, total = _latest_ids(saver, limit)
-    rows = [_row(thread_id, found) for thread_id, found in _load(saver, ids)]
-    return rows, total
+class Reader:
+    """Reads threads as a run's result (its conversation rebuilt, its counts from its record);
+    the graph that reads them is built at the first read."""
 
+    def __init__(self, saver: Any) -> None:
+        self._saver: Any = saver
+        self._graph: Any = None
 
-def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
-    """The open questions of up to ``limit`` threads, the longest waiting first."""
-    rows: list[QuestionRow] = []
-    for thread_id, found in _load(saver, _waiting_ids(saver, limit)):
-        with readable(thread_id):
-            since, goal = _local(found.snapshot.created_at or ""), goal_of(found.result)
-            rows.extend(_question(thread_id, one, since, goal) for one in found.result["pending"])
-    return rows
+    def read(self, thread_id: str, checkpoint_id: str) -> Found | None:
+        """The thread at that checkpoint; None when it holds no values."""
+        from gated_react.graph import idle_graph
+        from gated_react.runs import from_snapshot, run_book
+
+        if self._graph is None:
+            self._graph = idle_graph(self._saver)
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "",
+                                   "checkpoint_id": checkpoint_id}}  # fmt: skip
+        snapshot = self._graph.get_state(config)
+        if not snapshot.values:
+            return None
+        return Found(snapshot, from_snapshot(snapshot, thread_id, run_book(self._saver, thread_id)))
 
 
 def goal_of(result: Mapping[str, Any]) -> str:
@@ -101,106 +154,52 @@ def goal_of(result: Mapping[str, Any]) -> str:
     return ""
 
 
-def _question(thread_id: str, asked: Any, since: str, goal: str) -> QuestionRow:
-    asked = asked if isinstance(asked, dict) else {"value": asked}
-    step = asked.get("step")
-    return QuestionRow(
-        thread_id=thread_id,
-        question=str(asked.get("id", "")),
-        tool=None if asked.get("tool") is None else str(asked["tool"]),
-        args=asked.get("args"),
-        kind=None if asked.get("kind") is None else str(asked["kind"]),
-        step=step if isinstance(step, int) else None,
-        since=since,
-        goal=goal,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    """A thread as stored at one checkpoint: LangGraph's snapshot and the result it makes."""
-
-    snapshot: Any
-    result: Any
-
-
-def _load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, _Found]]:
-    """The state at each ``(thread, checkpoint id)``, skipping vanished ones; a thread this
-    version cannot read is one line naming it (signed with a key this store was opened
-    without, or damaged)."""
-    if not ids:
-        return  # nothing to read: the graph's stack is not even loaded
-    from gated_react.graph import idle_graph
-    from gated_react.runs import from_snapshot, run_book
-
-    reader = idle_graph(saver)
-    for thread_id, checkpoint_id in ids:
-        config = {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": "",
-                "checkpoint_id": checkpoint_id,
-            }
-        }
-        with readable(thread_id):
-            try:
-                snapshot = reader.get_state(config)  # type: ignore[arg-type]
-            except Exception:
-                stored = saver.get_tuple(config)
-                check_signed(saver, thread_id, stored.metadata if stored else None)
-                raise
-        if snapshot.values:
-            result = from_snapshot(snapshot, thread_id, run_book(saver, thread_id))
-            yield thread_id, _Found(snapshot, result)
-
-
-def _waiting_ids(saver: Any, limit: int) -> list[tuple[str, str]]:
+def _latest_ids(
+    saver: Any, window: Window, limit: int | None, offset: int = 0
+) -> tuple[list[tuple[str, str]], int]:
+    """Up to ``limit`` (None: all) threads in ``window`` from ``offset`` on, newest first, with
+    their latest checkpoint ids; and how many threads the window holds."""
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
+        latest, count, params = _queries(window, limit, offset, "?")
         with saver.lock:
-            query = _WAITING.format(writes="writes", param="?")
-            return [(r[0], r[1]) for r in conn.execute(query, (limit,)).fetchall()]
-    pg_conn = pg_connection(saver)
-    if pg_conn is not None:
-        with saver.lock, pg_conn as pg, pg.cursor() as cur:
-            cur.execute(_WAITING.format(writes="checkpoint_writes", param="%s"), (limit,))
-            return [(r["thread_id"], r["latest"]) for r in cur.fetchall()]
-    ids, _ = _scan(saver, None)  # any other saver (the in-memory one): check each thread
-    waiting = [(thread, cid) for thread, cid in ids if _open(_stored(saver, thread, cid))]
-    return waiting[::-1][:limit]
-
-
-def _stored(saver: Any, thread_id: str, checkpoint_id: str) -> Any:
-    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id":
-                               checkpoint_id}}  # fmt: skip
-    return saver.get_tuple(config)
-
-
-def _open(found: Any) -> bool:
-    """The checkpoint holds a question that no answer has reached yet."""
-    channels = {write[1] for write in found.pending_writes or ()}
-    return "__interrupt__" in channels and "__resume__" not in channels
-
-
-def _latest_ids(saver: Any, limit: int) -> tuple[list[tuple[str, str]], int]:
-    conn = getattr(saver, "conn", None)
-    if isinstance(conn, sqlite3.Connection):
-        with saver.lock:
-            rows = conn.execute(_LATEST.format(param="?"), (limit,)).fetchall()
-            total = conn.execute(_COUNT).fetchone()[0]
+            rows = conn.execute(latest, params).fetchall()
+            total = conn.execute(count, params[: _bounds(window)]).fetchone()[0]
         return [(r[0], r[1]) for r in rows], int(total)
     pg_conn = pg_connection(saver)
     if pg_conn is not None:
+        latest, count, params = _queries(window, limit, offset, "%s")
         with saver.lock, pg_conn as pg, pg.cursor() as cur:
-            cur.execute(_LATEST.format(param="%s"), (limit,))
+            cur.execute(latest, params)
             rows = cur.fetchall()
-            cur.execute(_COUNT)
+            cur.execute(count, params[: _bounds(window)])
             total = cur.fetchone()["n"]
         return [(r["thread_id"], r["latest"]) for r in rows], int(total)
-    return _scan(saver, limit)
+    ids, total = scan(saver, None, window)
+    return ids[offset:][:limit], total
 
 
-def _scan(saver: Any, limit: int | None) -> tuple[list[tuple[str, str]], int]:
+def _queries(
+    window: Window, limit: int | None, offset: int, mark: str
+) -> tuple[str, str, list[Any]]:
+    """The listing's and the count's SQL, and their parameters (the count takes the window's)."""
+    low, high = window.bounds()
+    having = [f"MAX(checkpoint_id) >= {mark}"] * (low is not None)
+    having += [f"MAX(checkpoint_id) < {mark}"] * (high is not None)
+    params: list[Any] = [bound for bound in (low, high) if bound is not None]
+    clause = f" HAVING {' AND '.join(having)}" if having else ""
+    page = "" if limit is None else f" LIMIT {mark} OFFSET {mark}"
+    params += [] if limit is None else [limit, offset]
+    return _LATEST.format(having=clause, page=page), _COUNT.format(having=clause), params
+
+
+def _bounds(window: Window) -> int:
+    return sum(bound is not None for bound in window.bounds())
+
+
+def scan(
+    saver: Any, limit: int | None, window: Window = _ALWAYS
+) -> tuple[list[tuple[str, str]], int]:
     """Any other saver (the in-memory one): walk every checkpoint."""
     latest: dict[str, str] = {}
     for item in saver.list(None):
@@ -208,22 +207,33 @@ def _scan(saver: Any, limit: int | None) -> tuple[list[tuple[str, str]], int]:
         if conf.get("checkpoint_ns", "") == "":
             thread, checkpoint = conf["thread_id"], conf["checkpoint_id"]
             latest[thread] = max(latest.get(thread, ""), checkpoint)
-    ordered = sorted(latest.items(), key=lambda kv: kv[1], reverse=True)
-    return ordered[:limit], len(latest)
+    held = [(t, c) for t, c in latest.items() if window.holds(c)]
+    ordered = sorted(held, key=lambda kv: kv[1], reverse=True)
+    return ordered[:limit], len(held)
 
 
-def _row(thread_id: str, found: _Found) -> RunRow:
+def _refused_row(thread_id: str, checkpoint_id: str, found: Any) -> RunRow | None:
+    """A thread its signature kept from being read, as such."""
+    if not isinstance(found, SignatureRefused):
+        return None
+    updated = local_id(checkpoint_id)
+    says = REFUSED[found.kind]
+    return RunRow(thread_id, found.kind, None, 0, 0, None, updated, "", None, says)
+
+
+def _row(thread_id: str, found: Found | None) -> RunRow | None:
+    if found is None:
+        return None
     result, usage = found.result, found.result["usage"]
-    status = result["status"] or "unfinished"
     options = started_with(found.snapshot.metadata) or {}
     return RunRow(
         thread_id=thread_id,
-        status=status,
+        status=result["status"] or "unfinished",
         stop_reason=result["stop_reason"],
         steps=int(usage.get("steps", 0)),
         tokens=int(usage.get("tokens", 0)),
         cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
-        updated=_local(found.snapshot.created_at or ""),
+        updated=local(found.snapshot.created_at or ""),
         goal=goal_of(result),
         model=model if isinstance(model := options.get("model"), str) else None,
     )
@@ -240,7 +250,13 @@ def started_with(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def _local(ts: str) -> str:
+def local_id(checkpoint_id: str) -> str:
+    """When a checkpoint was made, from its id (the row itself was not read)."""
+    made = id_time(checkpoint_id)
+    return "" if made is None else local(made.isoformat())
+
+
+def local(ts: str) -> str:
     try:
         return datetime.fromisoformat(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
     except ValueError:

@@ -1,7 +1,8 @@
 """The run log: one JSON object per line for every node event, safe to ``tail -f``.
 
 Each line is written with a single ``write`` on a file opened for appending, so lines from
-concurrent runs never interleave, and it is on disk before the next node starts. Every line
+concurrent runs never interleave, and it is on disk before the next node starts; under a shared
+``flock``, so that ``forget_lines`` (which takes it exclusively) never loses one. Every line
 passes ``redact`` first: no API key, token or password reaches the file; and no control
 character is written raw (JSON escapes them), so ``tail -f`` cannot drive the terminal.
 """
@@ -9,11 +10,12 @@ character is written raw (JSON escapes them), so ``tail -f`` cannot drive the te
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,12 @@ class RunLog:
         if self._fd is None:
             return
         try:
-            os.write(self._fd, (log_line(event, self._secrets) + "\n").encode())
+            line = (log_line(event, self._secrets) + "\n").encode()
+            fcntl.flock(self._fd, fcntl.LOCK_SH)  # many writers at once; none while forgetting
+            try:
+                os.write(self._fd, line)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         except OSError as exc:  # a full disk: the store holds the run; the log is its echo
             self.close()
             _warn(f"cannot write the run log {self.path} ({exc.strerror})")
@@ -101,6 +108,43 @@ def _lines(path: Path, needle: str) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8", errors="replace") as handle:
         lines = (line for line in handle if needle in line)  # cheap: logs hold many threads
         yield from parse_lines(lines)
+
+
+def forget_lines(path: Path | None, threads: Collection[str]) -> dict[str, int]:
+    """Remove the lines of ``threads`` from the log at ``path`` (a missing log holds none); the
+    lines removed per thread. The file is rewritten in place under an exclusive ``flock``: runs
+    appending to it meanwhile wait, then append after what is kept."""
+    removed: dict[str, int] = {}
+    if path is None or not path.is_file() or not threads:
+        return removed
+    needles = [json.dumps(thread) for thread in threads]
+    with path.open("r+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        kept: list[bytes] = []
+        for line in handle.read().splitlines(keepends=True):
+            thread = _of(line, needles, threads)
+            if thread is None:
+                kept.append(line)
+            else:
+                removed[thread] = removed.get(thread, 0) + 1
+        if removed:
+            handle.seek(0)
+            handle.write(b"".join(kept))
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+    return removed
+
+
+def _of(line: bytes, needles: list[str], threads: Collection[str]) -> str | None:
+    """The thread of ``threads`` the line is of, if any."""
+    text = line.decode("utf-8", "replace")
+    if not any(needle in text for needle in needles):  # cheap: logs hold many threads
+        return None
+    for event in parse_lines([text]):
+        if isinstance(thread := event.get("thread"), str) and thread in threads:
+            return thread
+    return None
 
 
 def parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,7 @@ Postgres saver's connection is reached the same way by every listing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -42,19 +42,6 @@ def readable(thread: str) -> Iterator[None]:
             f"({name if why == name else f'{name}: {why}'}); the store is damaged or was "
             "written by another program or version"
         ) from None
-
-
-def check_signed(saver: Any, thread: str, metadata: Mapping[str, Any] | None) -> None:
-    """A thread signed with a store key, read from a store opened without one, is one line
-    saying so (its values cannot be read without the key: LangChain fails on them)."""
-    from gated_react.store.key import TAG
-    from gated_react.store.signed import key_of
-
-    if key_of(saver) is None and isinstance(metadata, Mapping) and TAG in metadata:
-        raise RecordError(
-            f"thread {thread!r} is signed with a store key: set GATED_REACT_STORE_KEY to the "
-            "key it was written with to read it"
-        )
 
 
 def store_failure(exc: BaseException) -> str | None:

@@ -13,10 +13,8 @@ revived, so whoever can write the store cannot make a reader run code.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react.errors import GatedReactError, exception_line
 from gated_react.redact import redact
 from gated_react.store.key import KeyInput, StoreKey, store_key
+from gated_react.store.postgres import apg_setup, pg_kwargs, pg_setup
 from gated_react.store.serializer import AllowedType, GuardedSerializer, serializer
 from gated_react.store.signed import signed
 
@@ -95,7 +94,8 @@ def open_checkpointer(
     is refused on read (``UnsafeCheckpoint``). ``key``: the store key (or keys, the first signs,
     the others are older keys still read): every checkpoint and write is signed, and a row the
     key did not sign is refused on read (``UnsafeCheckpoint``); see ``gated_react.store.key``."""
-    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
+    store, keys = StoreURL.parse(url), _key(key)
+    serde = serializer(allow, keyed=keys is not None)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":
@@ -114,8 +114,10 @@ async def aopen_checkpointer(
     key: KeyInput | StoreKey | None = None,
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The async twin: AsyncSqliteSaver or AsyncPostgresSaver, for ``ainvoke`` and servers,
-    with what the LangGraph server asks of a custom checkpointer (``savers``)."""
-    store, serde, keys = StoreURL.parse(url), serializer(allow), _key(key)
+    with what the LangGraph server asks of a custom checkpointer (``savers``). On Postgres it
+    keeps a pool of connections checked before each use: a restarted server costs a reconnect."""
+    store, keys = StoreURL.parse(url), _key(key)
+    serde = serializer(allow, keyed=keys is not None)
     if store.kind == "memory":
         yield signed(InMemorySaver(serde=serde), keys)
     elif store.kind == "sqlite":
@@ -208,59 +210,6 @@ async def _asqlite(
         await conn.close()
 
 
-# Many workers may open a fresh database at once; PostgresSaver.setup() is not safe to run
-# concurrently (duplicate-key errors on its migration table), so its callers take turns. They
-# poll with short statements: one blocked in pg_advisory_lock() would be an open transaction,
-# which the holder's CREATE INDEX CONCURRENTLY waits for (a deadlock). Two-key advisory locks
-# never collide with the one-key locks in ``locks.py``.
-SETUP_TRY = "SELECT pg_try_advisory_lock(1735549284, 1) AS ok"
-SETUP_UNLOCK = "SELECT pg_advisory_unlock(1735549284, 1)"
-SETUP_POLL_SECONDS = 0.05
-SETUP_WAIT_SECONDS = 120.0
-
-
-def _setup_turns() -> Iterator[float]:
-    """Pauses between tries for the setup lock; runs out after SETUP_WAIT_SECONDS."""
-    for _ in range(int(SETUP_WAIT_SECONDS / SETUP_POLL_SECONDS)):
-        yield SETUP_POLL_SECONDS
-    raise TimeoutError(f"another process held the setup lock for {SETUP_WAIT_SECONDS:g} s")
-
-
-def _pg_setup(conn: Any, saver: Any) -> None:
-    for pause in _setup_turns():
-        if conn.execute(SETUP_TRY).fetchone()["ok"]:
-            break
-        time.sleep(pause)
-    try:
-        saver.setup()
-    finally:
-        conn.execute(SETUP_UNLOCK)
-
-
-async def _apg_setup(conn: Any, saver: Any) -> None:
-    for pause in _setup_turns():
-        if (await (await conn.execute(SETUP_TRY)).fetchone())["ok"]:
-            break
-        await asyncio.sleep(pause)
-    try:
-        await saver.setup()
-    finally:
-        await conn.execute(SETUP_UNLOCK)
-
-
-def pg_kwargs() -> dict[str, Any]:
-    """What every connection a Postgres saver uses is opened with (workers' pools too)."""
-    from psycopg.rows import dict_row
-
-    # PostgresSaver needs these, or setup() fails on a fresh database (CREATE INDEX CONCURRENTLY).
-    return {
-        "autocommit": True,
-        "row_factory": dict_row,
-        "prepare_threshold": 0,
-        "connect_timeout": 10,
-    }
-
-
 @contextmanager
 def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
     try:
@@ -275,18 +224,28 @@ def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpo
     with conn:  # closed on every exit, a failed setup included
         saver = PostgresSaver(conn, serde=serde)
         try:
-            _pg_setup(conn, saver)
+            pg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:
             raise _store_error(store, exc) from None
         yield saver
+
+
+POOL_SIZE = 10
+"""Connections the async Postgres saver's pool holds at most: one per run that holds its
+thread lock, and the saver's own statements, each on a connection only while it runs."""
 
 
 @asynccontextmanager
 async def _apostgres(
     store: StoreURL, serde: GuardedSerializer
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The async saver on a pool whose connections are checked before each use: a server that
+    restarted, or closed a connection, costs a reconnect, not every later call (a server such
+    as ``langgraph dev`` holds its saver for days). The tables are set up first on a connection
+    of their own, which is also where an unreachable store is told, in one line."""
     try:
         import psycopg
+        from psycopg_pool import AsyncConnectionPool
 
         from gated_react.store.savers import postgres_store
 
@@ -298,12 +257,24 @@ async def _apostgres(
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     async with conn:
-        saver = saver_type(conn, serde=serde)
         try:
-            await _apg_setup(conn, saver)
+            await apg_setup(conn, saver_type(conn, serde=serde))
         except (psycopg.Error, TimeoutError) as exc:
             raise _store_error(store, exc) from None
-        yield saver
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        store.target,
+        kwargs=pg_kwargs(),
+        min_size=1,
+        max_size=POOL_SIZE,
+        check=AsyncConnectionPool.check_connection,
+        open=False,
+        name="gated-react-store",
+    )
+    await pool.open(wait=False)
+    try:
+        yield saver_type(pool, serde=serde)
+    finally:
+        await pool.close()
 
 
 def _store_error(store: StoreURL, exc: BaseException) -> StoreError:

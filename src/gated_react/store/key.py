@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 TAG = "gated_react_tag"
 """The metadata key holding a checkpoint's tag."""
@@ -31,8 +31,8 @@ SEALED = "gated-react/signed-write/1"
 MIN_KEY_BYTES = 16
 WITHOUT = "it was written without the store key, or the row was replaced"
 MIGRATE = (
-    "a store written without GATED_REACT_STORE_KEY is read without it: finish its threads "
-    "first, or keep keyed runs in a new store"
+    "a thread written before the key was set is signed by `gated-react sign --unsigned`, once "
+    "you trust the store as it is"
 )
 
 Key = str | bytes
@@ -63,11 +63,16 @@ class StoreKey:
         return hmac.digest(self._keys[0], digest, "sha256").hex()
 
     def holds(self, digest: bytes, tag: object) -> bool:
+        return self.signer(digest, tag) is not None
+
+    def signer(self, digest: bytes, tag: object) -> int | None:
+        """Which key signed ``digest`` with ``tag`` (0: the signing one), None: none of them."""
         if not isinstance(tag, str):
-            return False
-        return any(
-            hmac.compare_digest(hmac.digest(k, digest, "sha256").hex(), tag) for k in self._keys
-        )
+            return None
+        for n, k in enumerate(self._keys):
+            if hmac.compare_digest(hmac.digest(k, digest, "sha256").hex(), tag):
+                return n
+        return None
 
 
 def store_key(key: KeyInput | StoreKey | None) -> StoreKey | None:
@@ -93,3 +98,78 @@ def stored_json(value: Any) -> bytes:
     JSONB does not keep their order."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return text.encode("utf-8", "ignore")
+
+
+# ---- what is signed ----
+
+
+class Serde(Protocol):
+    """What the digests need of a saver's serializer: the bytes it stores a value as."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]: ...
+
+
+Where = tuple[str, str, str, str | None]
+"""Where a checkpoint is: thread id, namespace, checkpoint id, parent id."""
+
+
+def stored_metadata(metadata: Mapping[str, Any]) -> bytes:
+    """The metadata a tag covers: all of it but the tag and digest ("writes" is dropped by the
+    Postgres saver: LangGraph no longer reads it)."""
+    return stored_json({k: v for k, v in metadata.items() if k not in (TAG, VALUES, "writes")})
+
+
+def header_digest(where: Where, checkpoint: Mapping[str, Any], metadata: bytes,
+                  values: bytes) -> bytes:  # fmt: skip
+    """What a checkpoint's tag covers: where the row is, all of it but its values, and the
+    digest of its values (kept in the metadata: a walk of the parent chain checks rows without
+    serializing their values again)."""
+    thread, ns, cid, parent = where
+    skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+    parts: list[bytes | str] = [thread, ns, cid, parent or "", stored_json(skeleton)]
+    return framed_digest("checkpoint", *parts, metadata, values)
+
+
+def value_digest(serde: Serde, channel: str, value: Any) -> bytes:
+    """The digest of one channel's value, as the serializer stores it."""
+    return framed_digest(channel, *serde.dumps_typed(value))
+
+
+def values_digest(serde: Serde, values: Mapping[str, Any]) -> bytes:
+    """The digest of a checkpoint's channel values, from the values themselves."""
+    return framed_digest(*(value_digest(serde, ch, values[ch]) for ch in sorted(values)))
+
+
+def write_digest(serde: Serde, where: tuple[str, str, str], task: str, *, idx: int,
+                 channel: str, value: Any) -> bytes:  # fmt: skip
+    """What a pending write's tag covers: its checkpoint (thread, namespace, id), task, index,
+    channel and value."""
+    thread, ns, cid = where
+    parts = (thread, ns, cid, task, str(idx), channel, *serde.dumps_typed(value))
+    return framed_digest("write", *parts)
+
+
+def row_signer(key: StoreKey, where: Where, checkpoint: Mapping[str, Any],
+               metadata: Mapping[str, Any]) -> int | None:  # fmt: skip
+    """Which key signed a checkpoint row as it is stored (its values are checked against the
+    digest it carries apart: ``values_digest``); None: no key given did."""
+    tag, values = metadata.get(TAG), metadata.get(VALUES)
+    try:
+        digest = bytes.fromhex(values) if isinstance(values, str) else b""
+    except ValueError:
+        digest = b""
+    return key.signer(header_digest(where, checkpoint, stored_metadata(metadata), digest), tag)
+
+
+def is_sealed(value: Any) -> bool:
+    """A pending write as a saver with a store key stores it: ``(SEALED, index, tag, value)``."""
+    return isinstance(value, list | tuple) and len(value) == 4 and value[0] == SEALED
+
+
+def write_signer(key: StoreKey, serde: Serde, where: tuple[str, str, str], task: str, *,
+                 channel: str, sealed: Any) -> int | None:  # fmt: skip
+    """Which key sealed a stored pending write; None: it is not sealed, or no key given did."""
+    if not is_sealed(sealed) or not isinstance(sealed[1], int):
+        return None
+    digest = write_digest(serde, where, task, idx=sealed[1], channel=channel, value=sealed[3])
+    return key.signer(digest, sealed[2])

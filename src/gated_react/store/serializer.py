@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import ormsgpack
 from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
@@ -30,6 +30,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
 from gated_react.errors import GatedReactError, printable
+from gated_react.store.key import is_sealed
 
 AllowedType = type | tuple[str, str]
 """A type a store may revive: the class itself, or ``(module, name)`` as the store names it."""
@@ -80,6 +81,26 @@ def _key(allowed: AllowedType) -> tuple[str, str]:
 class UnsafeCheckpoint(GatedReactError):
     """A stored checkpoint holds a value gated-react will not revive (reviving it would import
     and call what the store names); nothing was imported or called. The message is one line."""
+
+
+Signature = Literal["unsigned", "unverified", "keyed"]
+"""Why a row's signature refused it: written without a key (``unsigned``), signed but verified
+by no key given (``unverified``: edited, forged, or another key's), signed and read without a
+key (``keyed``)."""
+
+
+class SignatureRefused(UnsafeCheckpoint):
+    """A row refused for its signature (``kind``): listings show such a thread as such."""
+
+    def __init__(self, message: str, kind: Signature) -> None:
+        super().__init__(message)
+        self.kind: Signature = kind
+
+
+KEY_NEEDED = (
+    "it is signed with a store key, and no key was given: set GATED_REACT_STORE_KEY "
+    "(open_checkpointer(url, key=...) in the API) to read it"
+)
 
 
 class _Held:
@@ -195,7 +216,8 @@ class GuardedSerializer(JsonPlusSerializer):
     """``JsonPlusSerializer`` that refuses, instead of reviving, any type not allowed; the
     payload kinds it never writes (pickle, legacy JSON constructors) are refused too."""
 
-    def __init__(self, allow: Iterable[AllowedType] = ()) -> None:
+    def __init__(self, allow: Iterable[AllowedType] = (), *, keyed: bool = False) -> None:
+        self.keyed = keyed  # a saver signing with a store key opens sealed writes itself
         extra = frozenset(_key(item) for item in allow)
         self.named: frozenset[tuple[str, str]] = (
             frozenset(key for key in SAFE_MSGPACK_TYPES if len(key) == 2) | extra
@@ -219,14 +241,19 @@ class GuardedSerializer(JsonPlusSerializer):
             return super().loads_typed(data)
         reading = _Read(self.allowed)
         try:
-            return ormsgpack.unpackb(payload, ext_hook=reading, option=ormsgpack.OPT_NON_STR_KEYS)
+            found = ormsgpack.unpackb(payload, ext_hook=reading, option=ormsgpack.OPT_NON_STR_KEYS)
         except ValueError:
             if reading.refused is None:
                 raise
-        raise UnsafeCheckpoint(f"a stored checkpoint holds {reading.refused}")
+            raise UnsafeCheckpoint(f"a stored checkpoint holds {reading.refused}") from None
+        if not self.keyed and is_sealed(found):  # read as it is, it is nothing the graph knows
+            raise SignatureRefused(KEY_NEEDED, "keyed")
+        return found
 
 
-def serializer(allow: Iterable[AllowedType] = ()) -> GuardedSerializer:
+def serializer(allow: Iterable[AllowedType] = (), *, keyed: bool = False) -> GuardedSerializer:
     """The serializer for a checkpointer: pass it as ``serde=`` to a saver you build yourself.
-    ``allow`` names the types of your own that your state stores (classes or ``(module, name)``)."""
-    return GuardedSerializer(allow)
+    ``allow`` names the types of your own that your state stores (classes or ``(module, name)``).
+    ``keyed``: the saver signs with a store key; without one, a row it signed is refused in one
+    line (``SignatureRefused``) instead of read as values it does not hold."""
+    return GuardedSerializer(allow, keyed=keyed)

@@ -29,28 +29,31 @@ from gated_react.store.key import (
     VALUES,
     WITHOUT,
     StoreKey,
+    Where,
     framed_digest,
-    stored_json,
+    header_digest,
+    row_signer,
+    stored_metadata,
+    value_digest,
+    values_digest,
+    write_digest,
+    write_signer,
 )
-from gated_react.store.serializer import UnsafeCheckpoint
+from gated_react.store.serializer import Signature, SignatureRefused, UnsafeCheckpoint
 
 _WRITTEN_MAX = 4096  # channel digests remembered per saver (a few runs' worth)
 
 
-def _stored_metadata(metadata: CheckpointMetadata | dict[str, Any]) -> bytes:
-    # "writes" is dropped by the Postgres saver (LangGraph no longer reads it).
-    return stored_json({k: v for k, v in metadata.items() if k not in (TAG, VALUES, "writes")})
-
-
-def _where(found: CheckpointTuple) -> tuple[str, str, str, str | None]:
+def _where(found: CheckpointTuple) -> Where:
     c = found.config["configurable"]
     parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
     return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
 
 
-def _refused(found: CheckpointTuple, why: str) -> UnsafeCheckpoint:
+def _refused(found: CheckpointTuple, why: str, kind: Signature = "unverified") -> UnsafeCheckpoint:
     thread, _, cid, _ = _where(found)
-    return UnsafeCheckpoint(f"checkpoint {printable(cid)} of thread {printable(thread)!r} {why}")
+    what = f"checkpoint {printable(cid)} of thread {printable(thread)!r} {why}"
+    return SignatureRefused(what, kind)
 
 
 _MISMATCH = (
@@ -63,6 +66,8 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     """``inner`` with every checkpoint and write it stores signed, and checked when read."""
 
     def __init__(self, inner: BaseCheckpointSaver[Any], key: StoreKey) -> None:
+        if getattr(inner.serde, "keyed", True) is False:  # it would refuse the writes we seal
+            raise ValueError("a saver signing with a store key needs serializer(keyed=True)")
         super().__init__(serde=inner.serde)
         self.inner, self.key = inner, key
         self._written: dict[tuple[str, str, str, str], bytes] = {}  # values this saver signed
@@ -80,46 +85,19 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     def _values_digest(self, thread: str, ns: str, checkpoint: Checkpoint, writing: bool) -> bytes:
         values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+        if not writing:  # what the store holds: always from its bytes
+            return values_digest(self.serde, values)
         parts: list[bytes | str] = []
         for channel in sorted(values):
-            if not writing:  # what the store holds: always from its bytes
-                parts.append(self._value_digest(channel, values[channel]))
-                continue
             # A channel keeps its value until its version changes: a superstep that updates
             # one channel serializes that one again, not every channel of the state.
             seen = (thread, ns, channel, str(versions.get(channel)))
             if (digest := self._written.get(seen)) is None:
                 if len(self._written) > _WRITTEN_MAX:
                     self._written.clear()
-                digest = self._written[seen] = self._value_digest(channel, values[channel])
+                digest = self._written[seen] = value_digest(self.serde, channel, values[channel])
             parts.append(digest)
         return framed_digest(*parts)
-
-    def _value_digest(self, channel: str, value: Any) -> bytes:
-        return framed_digest(channel, *self.serde.dumps_typed(value))
-
-    @staticmethod
-    def _header_digest(
-        where: tuple[str, str, str, str | None], checkpoint: Checkpoint, metadata: bytes,
-        values: bytes,
-    ) -> bytes:  # fmt: skip
-        """What the tag covers: where the row is, all of it but its values, and the digest of
-        its values (kept in the metadata: a walk of the parent chain checks rows without
-        serializing their values again)."""
-        thread, ns, cid, parent = where
-        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        parts: list[bytes | str] = [thread, ns, cid, parent or "", stored_json(skeleton)]
-        parts += [metadata, values]
-        return framed_digest("checkpoint", *parts)
-
-    def _write_digest(
-        self, config: RunnableConfig, task: str, idx: int, channel: str, value: Any
-    ) -> bytes:
-        c = config["configurable"]
-        return framed_digest(
-            "write", str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]),
-            task, str(idx), channel, *self.serde.dumps_typed(value),
-        )  # fmt: skip
 
     def _signed(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
@@ -127,18 +105,24 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         c = config["configurable"]
         thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns", ""))
         where = (thread, ns, str(checkpoint["id"]), c.get("checkpoint_id"))
-        stored = _stored_metadata(get_checkpoint_metadata(config, metadata))
+        stored = stored_metadata(get_checkpoint_metadata(config, metadata))
         values = self._values_digest(thread, ns, checkpoint, writing=True)
-        tag = self.key.sign(self._header_digest(where, checkpoint, stored, values))
+        tag = self.key.sign(header_digest(where, checkpoint, stored, values))
         return cast(CheckpointMetadata, {**metadata, TAG: tag, VALUES: values.hex()})
 
     def _sealed(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
     ) -> list[tuple[str, Any]]:
+        c = config["configurable"]
+        where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]))
         return [
-            (ch, (SEALED, i, self.key.sign(self._write_digest(config, task_id, i, ch, v)), v))
+            (ch, (SEALED, i, self.key.sign(self._write_digest(where, task_id, i, ch, v)), v))
             for i, (ch, v) in enumerate(writes)
         ]
+
+    def _write_digest(self, where: tuple[str, str, str], task: str, idx: int, channel: str,
+                      value: Any) -> bytes:  # fmt: skip
+        return write_digest(self.serde, where, task, idx=idx, channel=channel, value=value)
 
     # ---- what is checked ----
 
@@ -156,16 +140,10 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         where = _where(found)
         if where[2] != found.checkpoint.get("id"):
             raise _refused(found, f"holds checkpoint {printable(str(found.checkpoint.get('id')))}")
-        tag, values = found.metadata.get(TAG), found.metadata.get(VALUES)
-        if tag is None:
-            raise _refused(found, f"is not signed with the store key ({WITHOUT}); {MIGRATE}")
-        try:
-            digest = bytes.fromhex(values) if isinstance(values, str) else b""
-        except ValueError:
-            digest = b""
-        header = self._header_digest(where, found.checkpoint, _stored_metadata(found.metadata),
-                                     digest)  # fmt: skip
-        if not self.key.holds(header, tag):
+        if found.metadata.get(TAG) is None:
+            why = f"is not signed with the store key ({WITHOUT}); {MIGRATE}"
+            raise _refused(found, why, "unsigned")
+        if row_signer(self.key, where, found.checkpoint, found.metadata) is None:
             raise _refused(found, _MISMATCH)
 
     def _check_values(self, found: CheckpointTuple) -> None:
@@ -177,11 +155,8 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     def _opened(self, found: CheckpointTuple, write: tuple[str, str, Any]) -> tuple[str, str, Any]:
         task, channel, sealed = write
-        ok = isinstance(sealed, list | tuple) and len(sealed) == 4 and sealed[0] == SEALED
-        if ok and isinstance(sealed[1], int):
-            digest = self._write_digest(found.config, task, sealed[1], channel, sealed[3])
-            ok = self.key.holds(digest, sealed[2])
-        if not ok:
+        where = _where(found)[:3]
+        if write_signer(self.key, self.serde, where, task, channel=channel, sealed=sealed) is None:
             why = f"has a pending write to {printable(channel)!r} that is not signed by the key"
             raise _refused(found, f"{why} (edited, forged or copied); refused")
         return task, channel, sealed[3]

@@ -20,9 +20,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from gated_react.errors import causes
 from gated_react.runs import Graph
-from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer, pg_kwargs
+from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer
 from gated_react.store.coalesced import CoalescedPostgresSaver
 from gated_react.store.key import KeyInput, store_key
+from gated_react.store.postgres import pg_kwargs
 from gated_react.store.serializer import serializer
 from gated_react.store.signed import key_of, signed
 
@@ -70,7 +71,8 @@ def pool_saver(pool: AsyncConnectionPool[Any], key: KeyInput = ()) -> BaseCheckp
         keys = store_key(key)
     except ValueError as exc:
         raise StoreError(str(exc)) from None
-    return signed(AsyncPostgresSaver(pool, serde=serializer()), keys)
+    serde = serializer(keyed=keys is not None)
+    return signed(AsyncPostgresSaver(pool, serde=serde), keys)
 
 
 @asynccontextmanager
@@ -81,6 +83,7 @@ async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> Asy
     run held is dropped, as a killed worker's is."""
     base = graph.checkpointer
     async with pool.connection() as conn:
-        raw = CoalescedPostgresSaver(conn, serde=getattr(base, "serde", None) or serializer())
+        serde = getattr(base, "serde", None) or serializer(keyed=key_of(base) is not None)
+        raw = CoalescedPostgresSaver(conn, serde=serde)
         saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
         yield graph.copy(update={"checkpointer": saver})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react.records.run_listing import _scan, latest_runs
+from gated_react.records.run_listing import latest_runs, scan
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -113,7 +114,7 @@ def test_listing_loads_only_the_rows_shown(tmp_path: Path) -> None:
         assert counting.loads == 5
         assert total == 30
         assert [r.thread_id for r in rows] == ["t29", "t28", "t27", "t26", "t25"]
-        assert [thread for thread, _ in _scan(saver, 5)[0]] == [r.thread_id for r in rows]
+        assert [thread for thread, _ in scan(saver, 5)[0]] == [r.thread_id for r in rows]
 
 
 def test_show_prints_history_trace_and_log(store: Path) -> None:
@@ -187,3 +188,69 @@ def test_show_reads_a_run_that_had_no_time_limit(state_dir: Path) -> None:
     unlimited = Policy().replace(max_seconds=float("inf"), tool_timeout_seconds=float("inf"))
     lines = _shown_after_a_run(state_dir, unlimited, "unlimited")
     assert lines["seconds"].split()[1].endswith("/inf")
+
+
+def _ids(*args: str) -> list[str]:
+    out = invoke("runs", "--json", *args)
+    assert out.exit_code == 0, out.stderr
+    return [row["thread_id"] for row in json.loads(out.stdout)["runs"]]
+
+
+def test_runs_by_status_and_age(
+    server: FakeOpenAI, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``runs`` had no ``--status``, ``--since`` or ``--before`` (a usage error)."""
+    monkeypatch.setenv("GATED_REACT_DB", store_url)
+    server.push(*REFUND[:2])
+    assert invoke("run", "stop", "--thread", "t1-stopped", "--max-tool-calls", "1").exit_code == 2
+    server.push(reply("fine"))
+    assert invoke("run", "hi", "--thread", "t2-ok").exit_code == 0
+    between = datetime.now(UTC).isoformat()
+    server.push(tool_call("get_user_billing", user_id=42))
+    args = ("--thread", "t3-paused", "--approve-tool", "get_user_billing")
+    assert invoke("run", "pause", *args).exit_code == 4
+    server.push(reply("fine"))
+    assert invoke("run", "hi", "--thread", "t4-ok").exit_code == 0
+    assert _ids("--status", "ok") == ["t4-ok", "t2-ok"]
+    assert _ids("--status", "ok", "--status", "paused") == ["t4-ok", "t3-paused", "t2-ok"]
+    assert _ids("--since", between) == ["t4-ok", "t3-paused"]
+    assert _ids("--before", between) == ["t2-ok", "t1-stopped"]
+    assert _ids("--before", between, "--status", "stopped") == ["t1-stopped"]
+    assert _ids("--since", "1h") == ["t4-ok", "t3-paused", "t2-ok", "t1-stopped"]
+    assert _ids("--before", "1h") == []
+    assert _ids("--status", "ok", "--limit", "1") == ["t4-ok"]
+    counted = json.loads(invoke("runs", "--json", "--since", between).stdout)["total"]
+    assert counted == 2
+    table = invoke("runs", "--before", between, "--status", "stopped").stdout.splitlines()
+    assert table[-1].startswith("1 stopped of 2 runs before ")
+
+
+def test_a_status_filter_reads_on_past_a_page(
+    server: FakeOpenAI, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest threads are read a page at a time until ``--limit`` of the status are found."""
+    from gated_react.records import run_listing
+
+    monkeypatch.setattr(run_listing, "_PAGE", 2)
+    for i in range(5):
+        server.push(reply("fine") if i % 4 else REFUND[0])
+        code = invoke("run", "x", "--thread", f"t{i}", "--max-tool-calls", "0").exit_code
+        assert code == (0 if i % 4 else 2)
+    assert _ids("--status", "stopped") == ["t4", "t0"]
+    assert _ids("--status", "stopped", "--limit", "1") == ["t4"]
+    assert _ids("--status", "ok", "--limit", "2") == ["t3", "t2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--since", "yesterday"], "'yesterday' is neither an age nor a date"),
+        (["--before", "3 fortnights"], "is neither an age nor a date"),
+        (["--status", "done"], "unknown status 'done'; choose from ok, stopped"),
+    ],
+)
+def test_a_bad_filter_is_one_line(state_dir: Path, args: list[str], says: str) -> None:
+    out = invoke("runs", *args)
+    assert out.exit_code == 1
+    assert says in out.stderr
+    assert out.stderr.count("\n") == 1

@@ -19,10 +19,10 @@ from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.approval import answered_text, ask, question
+from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
 from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, loop_key
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause, runtime_of

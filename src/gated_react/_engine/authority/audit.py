@@ -10,8 +10,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.budgets import entry
+from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import ran
 from gated_react._engine.tool_results import is_blocks, record

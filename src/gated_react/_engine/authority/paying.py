@@ -22,9 +22,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.pricing import Tokens
 from gated_react.errors import GatedReactError

@@ -22,10 +22,10 @@ from gated_react.cli.commands.resume import (
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place
-from gated_react.records.store import check_signed, readable
+from gated_react.records.store import readable
 
 if TYPE_CHECKING:
-    from gated_react.records.run_listing import QuestionRow
+    from gated_react.records.question_listing import QuestionRow
 
 _HEADS = ("thread", "since", "step", "tool", "question")
 
@@ -36,7 +36,7 @@ def questions_command(
     json_out: flags.Json = False,
 ) -> None:
     """List every run waiting on a question: thread, since when, tool and arguments."""
-    from gated_react.records.run_listing import waiting_runs
+    from gated_react.records.question_listing import waiting_runs
 
     config = resources.settings()
     url = resources.store_url(config, db)
@@ -56,6 +56,9 @@ def questions_command(
     console.print(render.row_line(list(_HEADS), widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
         console.print(render.row_line(cell, widths, "yellow", 3), soft_wrap=True)
+        if row.problem is not None:  # not read: what it asks is not shown, nor trusted
+            console.print(f"  [red]{row.status}[/] {render.safe(row.problem, secrets)}")
+            continue
         # The arguments are what an approver must read: in full on a line of their own (the
         # console wraps them), never cut to whatever width the columns leave.
         args = render.safe(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
@@ -68,7 +71,8 @@ def questions_command(
 
 
 def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
-    values = [row.thread_id, row.since, str(row.step or "-"), row.tool or "-", row.question]
+    question = row.question if row.problem is None else f"({row.status})"
+    values = [row.thread_id, row.since, str(row.step or "-"), row.tool or "-", question]
     return [render.plain(value, secrets) for value in values]
 
 
@@ -110,8 +114,7 @@ def answer_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     with resources.opened(url) as saver, user_errors(), readable(thread):
-        found = saver.get_tuple(config_for(thread))
-        check_signed(saver, thread, found.metadata if found else None)
+        saver.get_tuple(config_for(thread))  # a thread it cannot read: one line, here
         asked = _asked(read(resources.reader_graph(saver), thread), thread, question, answer)
     target = _fleet_target(url, thread)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)

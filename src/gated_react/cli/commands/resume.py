@@ -20,7 +20,7 @@ from gated_react.cli.live.session import Place, Result, Session, exit_code, logg
 from gated_react.cli.model_source import model_for_run
 from gated_react.errors import one_line, printable
 from gated_react.records.events import Tracker
-from gated_react.records.store import check_signed, readable
+from gated_react.records.store import readable
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
@@ -233,7 +233,6 @@ def _metadata(saver: Any, thread: str) -> Mapping[str, Any] | None:
     found = saver.get_tuple(config_for(thread))
     if found is None:
         raise CliError(str(UnknownThread(thread)))
-    check_signed(saver, thread, found.metadata)
     return found.metadata  # type: ignore[no-any-return]
 
 

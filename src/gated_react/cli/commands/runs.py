@@ -1,4 +1,4 @@
-"""``gated-react runs``: the latest threads in the store."""
+"""``gated-react runs``: the latest threads in the store, by status and age if asked."""
 
 from __future__ import annotations
 
@@ -12,12 +12,24 @@ from gated_react.cli.live import render
 if TYPE_CHECKING:
     from gated_react.records.run_listing import RunRow
 
-_COLOR = {"ok": "green", "stopped": "red", "paused": "yellow", "unfinished": "yellow"}
+_COLOR = {
+    "ok": "green",
+    "stopped": "red",
+    "paused": "yellow",
+    "unfinished": "yellow",
+    "unsigned": "yellow",
+    "unverified": "red",
+    "keyed": "yellow",
+}
 _HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
 
 
 def runs_command(
+    *,
     limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many threads to list.")] = 20,
+    status: flags.Status = None,
+    since: flags.Since = None,
+    before: flags.Before = None,
     db: flags.Db = None,
     json_out: flags.Json = False,
 ) -> None:
@@ -27,25 +39,29 @@ def runs_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     secrets = config.secrets()
+    window, statuses = flags.window(since, before), flags.statuses(status)
+
     with resources.opened(url) as saver:
-        rows, total = latest_runs(saver, limit)
+        rows, total = latest_runs(saver, limit, window=window, statuses=statuses)
     if json_out:
         render.print_json({"total": total, "runs": [row.as_json() for row in rows]}, secrets)
         return
     console = render.console()
+    where = render.safe(resources.shown(url))
+    which = f" {'/'.join(statuses)}" if statuses else ""
     if not rows:
-        console.print(f"no runs in {render.safe(resources.shown(url))}")
+        console.print(f"no{which} runs{flags.described(window)} in {where}")
         return
     cells = [_cells(row, secrets) for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
     room = max(console.width - sum(widths) - 2 * len(widths), 20)
     console.print(render.row_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
-        goal = render.plain(row.goal, secrets, limit=room)
+        goal = render.plain(row.problem or row.goal, secrets, limit=room)
         line = render.row_line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
         console.print(line, soft_wrap=True)
-    footer = f"[dim]{len(rows)} of {total} runs in {render.safe(resources.shown(url))}[/]"
-    console.print(footer, soft_wrap=True)
+    counted = f"{len(rows)}{which} of {total} runs{flags.described(window)}"
+    console.print(f"[dim]{render.safe(counted)} in {where}[/]", soft_wrap=True)
 
 
 def _cells(row: RunRow, secrets: tuple[str, ...]) -> list[str]:

@@ -16,7 +16,7 @@ from gated_react.cli.live import render
 from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
 from gated_react.records.run_log import merged, read_events, stored_events
-from gated_react.records.store import check_signed, readable
+from gated_react.records.store import readable
 
 Secrets = tuple[str, ...]
 
@@ -38,7 +38,6 @@ def show_command(
     with resources.opened(url) as saver, user_errors(), readable(thread):
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
         metadata = found.metadata if found else None
-        check_signed(saver, thread, metadata)
         result = read(resources.reader_graph(saver), thread)
         opened = run_book(saver, thread).tally.opened
         context = None if opened is None else dict(opened.body)

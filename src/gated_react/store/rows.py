@@ -1,0 +1,162 @@
+"""A store's rows as LangGraph's SQLite and Postgres savers keep them, read and rewritten one
+row at a time (``signing``): which threads a store holds, a thread's pending writes with their
+index, and a checkpoint's tag or a write's value set in place, only where it is still the one
+that was read."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
+
+from gated_react.store.key import TAG, VALUES
+
+Write = tuple[str, str, str, int, str, tuple[str, bytes]]
+"""A stored pending write: namespace, checkpoint id, task id, index, channel, (type, bytes)."""
+Run = Callable[..., int]
+"""Runs one of a dialect's statements in a transaction: ``run(dialect.set_write, ...)``."""
+
+
+class Dialect(Protocol):
+    """The SQL of one kind of saver."""
+
+    def threads(self, raw: Any) -> list[str]: ...
+
+    def writes(self, raw: Any, thread: str) -> list[Write]: ...
+
+    def transaction(self, raw: Any) -> AbstractContextManager[Run]: ...
+
+    def set_metadata(
+        self, conn: Any, where: tuple[str, str, str, str | None], metadata: dict[str, Any],
+        old_tag: str | None,
+    ) -> int: ...  # fmt: skip
+
+    def set_write(
+        self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
+    ) -> int: ...
+
+
+class _Sqlite:
+    _THREADS = "SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM writes ORDER BY 1"
+    _WRITES = (
+        "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value FROM writes"
+        " WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx"
+    )
+    _METADATA = (
+        "UPDATE checkpoints SET metadata = ? WHERE thread_id = ? AND checkpoint_ns = ?"
+        f" AND checkpoint_id = ? AND json_extract(CAST(metadata AS TEXT), '$.{TAG}') IS ?"
+    )
+    _WRITE = (
+        "UPDATE writes SET type = ?, value = ? WHERE thread_id = ? AND checkpoint_ns = ?"
+        " AND checkpoint_id = ? AND task_id = ? AND idx = ? AND type IS ? AND value = ?"
+    )
+
+    def threads(self, raw: Any) -> list[str]:
+        with raw.lock:
+            return [row[0] for row in raw.conn.execute(self._THREADS)]
+
+    def writes(self, raw: Any, thread: str) -> list[Write]:
+        with raw.lock:
+            rows = raw.conn.execute(self._WRITES, (thread,)).fetchall()
+        return [(r[0], r[1], r[2], int(r[3]), r[4], (r[5], r[6])) for r in rows]
+
+    @contextmanager
+    def transaction(self, raw: Any) -> Iterator[Run]:
+        conn = raw.conn
+        with raw.lock:
+            try:
+                yield lambda statement, *args: statement(conn, *args)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    def set_metadata(
+        self, conn: Any, where: tuple[str, str, str, str | None], metadata: dict[str, Any],
+        old_tag: str | None,
+    ) -> int:  # fmt: skip
+        text = json.dumps(metadata, ensure_ascii=False)  # as SqliteSaver writes it
+        return int(conn.execute(self._METADATA, (text, *where[:3], old_tag)).rowcount)
+
+    def set_write(
+        self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
+    ) -> int:
+        return int(conn.execute(self._WRITE, (*new, *key, *old)).rowcount)
+
+
+class _Postgres:
+    _THREADS = (
+        "SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM checkpoint_writes ORDER BY 1"
+    )
+    _WRITES = (
+        "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob"
+        " FROM checkpoint_writes WHERE thread_id = %s"
+        " ORDER BY checkpoint_ns, checkpoint_id, task_id, idx"
+    )
+    # Only the tag and the digest change; every other key of the metadata stays as stored.
+    _METADATA = (
+        f"UPDATE checkpoints SET metadata = (metadata - '{TAG}' - '{VALUES}') || %s"
+        " WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+        f" AND (metadata ->> '{TAG}') IS NOT DISTINCT FROM %s"
+    )
+    _WRITE = (
+        "UPDATE checkpoint_writes SET type = %s, blob = %s WHERE thread_id = %s"
+        " AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s AND idx = %s"
+        " AND type IS NOT DISTINCT FROM %s AND blob = %s"
+    )
+
+    def threads(self, raw: Any) -> list[str]:
+        with raw.lock, _pg(raw.conn) as conn:
+            return [row["thread_id"] for row in conn.execute(self._THREADS).fetchall()]
+
+    def writes(self, raw: Any, thread: str) -> list[Write]:
+        with raw.lock, _pg(raw.conn) as conn:
+            rows = conn.execute(self._WRITES, (thread,)).fetchall()
+        return [
+            (r["checkpoint_ns"], r["checkpoint_id"], r["task_id"], int(r["idx"]), r["channel"],
+             (r["type"], bytes(r["blob"])))
+            for r in rows
+        ]  # fmt: skip
+
+    @contextmanager
+    def transaction(self, raw: Any) -> Iterator[Run]:
+        with raw.lock, _pg(raw.conn) as conn, conn.transaction():
+            yield lambda statement, *args: statement(conn, *args)
+
+    def set_metadata(
+        self, conn: Any, where: tuple[str, str, str, str | None], metadata: dict[str, Any],
+        old_tag: str | None,
+    ) -> int:  # fmt: skip
+        from psycopg.types.json import Jsonb
+
+        fields = Jsonb({TAG: metadata[TAG], VALUES: metadata[VALUES]})
+        return int(conn.execute(self._METADATA, (fields, *where[:3], old_tag)).rowcount)
+
+    def set_write(
+        self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
+    ) -> int:
+        return int(conn.execute(self._WRITE, (*new, *key, *old)).rowcount)
+
+
+@contextmanager
+def _pg(conn: Any) -> Iterator[Any]:
+    """A connection from a psycopg connection or pool (PostgresSaver takes either)."""
+    if hasattr(conn, "getconn"):
+        with conn.connection() as pooled:
+            yield pooled
+    else:
+        yield conn
+
+
+def dialect(raw: Any) -> Dialect | None:
+    """The SQL of ``raw``'s store: a sync SQLite or Postgres saver; None for any other."""
+    conn = getattr(raw, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        return _Sqlite()
+    if type(conn).__module__.partition(".")[0] in ("psycopg", "psycopg_pool") and not type(
+        conn
+    ).__name__.startswith("Async"):
+        return _Postgres()
+    return None

@@ -1,0 +1,189 @@
+"""Signing a store that exists: threads written before the store key was set (``unsigned``), and
+rows signed by an older key after a rotation, signed again with the first key, so that an older
+key can be retired. A row that no key given verifies (edited, forged, or signed by a key not
+given) is never signed over: the whole store is checked first, and if any thread holds such a
+row, nothing is signed and those threads are named.
+
+Only tags change: a checkpoint's metadata gets its tag (and its values' digest), a pending write
+its seal; no value is rewritten. Each thread is signed in one transaction, each row only if it
+is still the row that was checked (a row changed meanwhile is left as it is, and counted).
+Runs may go on while a store is signed: rows written by a saver with the new key are signed
+already; run it while savers still write without a key and their rows stay unsigned.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass, field
+from typing import Any
+
+from gated_react.errors import GatedReactError, exception_line, printable
+from gated_react.store.key import (
+    SEALED,
+    TAG,
+    VALUES,
+    StoreKey,
+    header_digest,
+    is_sealed,
+    row_signer,
+    stored_metadata,
+    values_digest,
+    write_digest,
+    write_signer,
+)
+from gated_react.store.rows import Dialect, dialect
+from gated_react.store.serializer import UnsafeCheckpoint
+from gated_react.store.signed import key_of, unwrapped
+
+
+class SigningError(GatedReactError):
+    """The store cannot be signed as it is (no key, or a store that keeps nothing)."""
+
+
+@dataclass
+class Signing:
+    """What signing a store found and did (or, on a dry run, would do)."""
+
+    threads: int = 0
+    current: int = 0
+    """Rows signed by the first key already."""
+    older: int = 0
+    """Rows signed by an older key: signed again."""
+    unsigned: int = 0
+    """Rows written without a key: signed when unsigned threads are, else left."""
+    unsigned_threads: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    """Threads holding a row no key given verifies, and why."""
+    changed: list[str] = field(default_factory=list)
+    """Threads whose rows changed while they were signed; sign again to finish them."""
+    signed: int = 0
+    """Rows signed by this run."""
+
+
+@dataclass
+class _Plan:
+    """One thread: its rows to sign, and what it holds."""
+
+    checkpoints: list[tuple[Any, dict[str, Any], str | None]] = field(default_factory=list)
+    writes: list[tuple[tuple[Any, ...], tuple[str, bytes], tuple[str, bytes]]] = field(
+        default_factory=list
+    )
+    current: int = 0
+    older: int = 0
+    unsigned: int = 0
+    refused: str | None = None
+
+
+def sign_store(saver: Any, *, unsigned: bool = False, dry_run: bool = False) -> Signing:
+    """Sign every row of ``saver``'s store with its key's first key (``saver`` as
+    ``open_checkpointer(url, key=[new, old...])`` gives it). Threads written without a key are
+    signed only with ``unsigned``. Nothing is signed when a thread holds a row no key verifies,
+    or (without ``unsigned``) a thread was written without a key: see ``Signing.refused`` and
+    ``Signing.unsigned_threads``."""
+    key, raw = key_of(saver), unwrapped(saver)
+    if key is None:
+        raise SigningError("no store key: set GATED_REACT_STORE_KEY to the key to sign with")
+    sql = dialect(raw)
+    if sql is None:
+        raise SigningError(f"a {type(raw).__name__} store keeps nothing to sign")
+    report = Signing()
+    for thread in sql.threads(raw):  # first the whole store is checked
+        _count(report, thread, _plan(raw, sql, key, thread))
+    if dry_run or report.refused or (report.unsigned_threads and not unsigned):
+        return report
+    for thread in sql.threads(raw):
+        plan = _plan(raw, sql, key, thread)
+        if plan.refused is not None:  # it changed into one since it was checked
+            report.refused[thread] = plan.refused
+        elif plan.older or (plan.unsigned and unsigned):
+            _apply(raw, sql, thread, plan, report)
+    return report
+
+
+def _count(report: Signing, thread: str, plan: _Plan) -> None:
+    report.threads += 1
+    report.current += plan.current
+    report.older += plan.older
+    report.unsigned += plan.unsigned
+    if plan.refused is not None:
+        report.refused[thread] = plan.refused
+    elif plan.unsigned:
+        report.unsigned_threads.append(thread)
+
+
+def _plan(raw: Any, sql: Dialect, key: StoreKey, thread: str) -> _Plan:
+    plan = _Plan()
+    try:
+        for found in raw.list({"configurable": {"thread_id": thread}}):
+            _plan_checkpoint(plan, raw, key, found)
+        for row in sql.writes(raw, thread) if plan.refused is None else ():
+            _plan_write(plan, raw, key, thread, row)
+    except UnsafeCheckpoint as exc:  # a value no reader revives: nothing to vouch for
+        plan.refused = exception_line(exc)
+    if plan.refused is None and plan.unsigned and (plan.current or plan.older):
+        plan.refused = "it holds signed and unsigned rows: an unsigned row was added to it"
+    return plan
+
+
+def _where(found: Any) -> tuple[str, str, str, str | None]:
+    c = found.config["configurable"]
+    parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
+    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
+
+
+def _plan_checkpoint(plan: _Plan, raw: Any, key: StoreKey, found: Any) -> None:
+    where, metadata = _where(found), dict(found.metadata)
+    checkpoint, tag = found.checkpoint, metadata.get(TAG)
+    if checkpoint.get("id") != where[2]:  # a reader refuses it, signed or not
+        plan.refused = plan.refused or f"checkpoint {printable(where[2])} holds another one"
+        return
+    digest = values_digest(raw.serde, checkpoint["channel_values"])
+    if tag is None:
+        plan.unsigned += 1
+        header = header_digest(where, checkpoint, stored_metadata(metadata), digest)
+        signed = {**metadata, TAG: key.sign(header), VALUES: digest.hex()}
+        plan.checkpoints.append((where, signed, None))
+        return
+    signer = row_signer(key, where, checkpoint, metadata)
+    if signer is None or not hmac.compare_digest(digest.hex(), str(metadata.get(VALUES))):
+        plan.refused = (
+            plan.refused or f"checkpoint {printable(where[2])} does not match its signature"
+        )
+        return
+    if signer == 0:
+        plan.current += 1
+        return
+    plan.older += 1
+    header = header_digest(where, checkpoint, stored_metadata(metadata), digest)
+    plan.checkpoints.append((where, {**metadata, TAG: key.sign(header)}, tag))
+
+
+def _plan_write(plan: _Plan, raw: Any, key: StoreKey, thread: str, row: tuple[Any, ...]) -> None:
+    ns, cid, task, idx, channel, stored = row
+    value, where = raw.serde.loads_typed(stored), (thread, ns, cid)
+    if not is_sealed(value):
+        plan.unsigned += 1
+        inner, index = value, idx
+    else:
+        signer = write_signer(key, raw.serde, where, task, channel=channel, sealed=value)
+        if signer is None:
+            why = f"a pending write to {printable(channel)!r} does not match its seal"
+            plan.refused = plan.refused or why
+            return
+        if signer == 0:
+            plan.current += 1
+            return
+        plan.older += 1
+        inner, index = value[3], value[1]
+    digest = write_digest(raw.serde, where, task, idx=index, channel=channel, value=inner)
+    sealed = raw.serde.dumps_typed((SEALED, index, key.sign(digest), inner))
+    plan.writes.append(((thread, ns, cid, task, idx), stored, sealed))
+
+
+def _apply(raw: Any, sql: Dialect, thread: str, plan: _Plan, report: Signing) -> None:
+    with sql.transaction(raw) as run:
+        done = sum(run(sql.set_metadata, where, meta, old) for where, meta, old in plan.checkpoints)
+        done += sum(run(sql.set_write, key, old, new) for key, old, new in plan.writes)
+    report.signed += done
+    if done < len(plan.checkpoints) + len(plan.writes):
+        report.changed.append(thread)

@@ -1,0 +1,170 @@
+"""A thread removed from every place this package writes it (issue 45): checkpoints, their
+writes and blobs, the run log's table, the workers' queue (jobs and their events) and the call
+records table where a store has one; nothing of it is left in any table, every other thread
+reads as before, and a thread a run or a worker holds is left whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from langchain_core.tools import tool
+
+from gated_react import Policy, build_graph, open_checkpointer, read
+from gated_react.records.places import PLACES, forget
+from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
+from gated_react.store.checkpointer import StoreURL
+from gated_react.store.locks import thread_lock
+from gated_react.testing import ScriptedChatModel, call
+
+KEY = "k" * 32
+GONE, KEPT = "gone-7f3a9c", "kept-52d1e0"
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def _run(saver: Any, thread: str) -> None:
+    graph = build_graph(
+        ScriptedChatModel(replies=[call("lookup", q=thread), "done"]), [lookup],
+        policy=Policy(allow=frozenset({"lookup"})), checkpointer=saver,
+    )  # fmt: skip
+    assert graph.invoke({"goal": f"look {thread} up"}, {"configurable": {"thread_id": thread}})
+
+
+def _reads(url: str, thread: str) -> str:
+    with open_checkpointer(url, key=KEY) as saver:
+        graph = build_graph(ScriptedChatModel(replies=[]), [lookup], checkpointer=saver)
+        return str(read(graph, thread)["stop_reason"])
+
+
+def _mentions(url: str, thread: str) -> list[str]:
+    """Every table of the database with a row whose text holds ``thread`` anywhere."""
+    with psycopg.connect(StoreURL.parse(url).target, autocommit=True) as conn:
+        tables = [row[0] for row in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        )]  # fmt: skip
+        return [
+            table for table in tables
+            if conn.execute(
+                f"SELECT count(*) FROM {table} AS t WHERE position(%s in t::text) > 0"
+                " OR position(%s in encode(convert_to(t::text, 'UTF8'), 'escape')) > 0",
+                (thread, thread),
+            ).fetchone()[0]  # type: ignore[index]
+        ]  # fmt: skip
+
+
+def _events(url: str, thread: str) -> int:
+    """The queue's events of the thread's jobs (as they were numbered when queued)."""
+    with psycopg.connect(StoreURL.parse(url).target, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM procrastinate_events WHERE job_id IN"
+            " (SELECT id FROM procrastinate_jobs WHERE args->>'thread_id' = %s)"
+            " OR job_id NOT IN (SELECT id FROM procrastinate_jobs)",
+            (thread,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _queued_and_logged(url: str, *threads: str) -> None:
+    """A job queued for each thread (procrastinate's own tables), run log lines in the store's
+    table (the runs' call records are theirs already: ``_run`` wrote them)."""
+    from gated_react.workers import enqueue_run, install_queue, make_app
+
+    install_queue(url)
+    app = make_app(url)
+    with app.open():
+        for thread in threads:
+            enqueue_run(app, f"again {thread}", thread_id=thread)
+    with psycopg.connect(StoreURL.parse(url).target, autocommit=True) as conn:
+        conn.execute(STORE_SCHEMA)
+        lines = [f'{{"thread": "{thread}"}}' for thread in threads]
+        conn.execute(STORE_INSERT, {"threads": list(threads), "lines": lines})
+
+
+@pytest.mark.postgres
+def test_a_thread_goes_from_every_table_and_the_others_stay(pg_url: str) -> None:
+    """Before: LangGraph's delete_thread left the run log's rows (its goal and arguments) and
+    the queue's jobs, which would start the thread again."""
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        _run(saver, GONE)
+        _run(saver, KEPT)
+    _queued_and_logged(pg_url, GONE, KEPT)
+    everywhere = _mentions(pg_url, GONE)
+    assert len(everywhere) == 6  # and its job's events, which name the job, not the thread
+    assert _events(pg_url, GONE) > 0
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        done = forget(saver, [GONE])
+    assert set(done.removed[GONE]) == {p.what for p in PLACES if "postgres" in p.stores}
+    assert done.left == {}
+    assert _mentions(pg_url, GONE) == []
+    assert _events(pg_url, GONE) == 0
+    assert _mentions(pg_url, KEPT) == everywhere
+    assert _events(pg_url, KEPT) > 0
+    assert _reads(pg_url, KEPT) == "success"  # its signatures untouched
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        again = forget(saver, [GONE])  # a thread not there: nothing
+    assert (again.removed, again.left) == ({}, {})
+
+
+def test_a_thread_goes_from_an_sqlite_store_with_its_call_records(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with open_checkpointer(url, key=KEY) as saver:
+        _run(saver, GONE)
+        _run(saver, KEPT)
+        removed = forget(saver, [GONE]).removed[GONE]
+        assert set(removed) == {"checkpoints", "pending writes", "call records"}
+        assert removed["call records"] >= 4  # its model calls, its call's permit and result
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "runs.sqlite") as conn:
+        for table in ("checkpoints", "writes", "gated_react_records"):
+            count = f"SELECT count(*) FROM {table} WHERE thread_id = ?"
+            assert conn.execute(count, (GONE,)).fetchone() == (0,)
+            assert conn.execute(count, (KEPT,)).fetchone() != (0,)
+
+
+@pytest.mark.postgres
+def test_a_thread_a_worker_runs_is_left_whole_and_the_others_go(pg_url: str) -> None:
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        _run(saver, GONE)
+        _run(saver, KEPT)
+    _queued_and_logged(pg_url, GONE, KEPT)
+    with psycopg.connect(StoreURL.parse(pg_url).target, autocommit=True) as conn:
+        conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE args->>'thread_id' = %s",
+                     (KEPT,))  # fmt: skip
+    before = _mentions(pg_url, KEPT)
+    with open_checkpointer(pg_url, key=KEY) as saver:
+        done = forget(saver, [KEPT, GONE])
+    assert done.left == {KEPT: "a worker is running it"}
+    assert list(done.removed) == [GONE]
+    assert _mentions(pg_url, KEPT) == before
+    assert _reads(pg_url, KEPT) == "success"
+
+
+def test_a_thread_a_run_advances_is_left_whole(store_url: str) -> None:
+    with open_checkpointer(store_url, key=KEY) as one, open_checkpointer(store_url, key=KEY) as two:
+        _run(one, GONE)
+        _run(one, KEPT)
+        with thread_lock(one, GONE):
+            done = forget(two, [GONE, KEPT])
+    assert done.left == {GONE: "a run is advancing it"}
+    assert list(done.removed) == [KEPT]
+    assert _reads(store_url, GONE) == "success"
+
+
+def test_threads_go_a_batch_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gated_react.records import places
+
+    monkeypatch.setattr(places, "BATCH", 2)
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with open_checkpointer(url, key=KEY) as saver:
+        for n in range(5):
+            _run(saver, f"t{n}")
+        done = forget(saver, [f"t{n}" for n in range(5)] + ["nowhere"])
+        assert sorted(done.removed) == [f"t{n}" for n in range(5)]
+        assert saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)

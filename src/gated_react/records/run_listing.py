@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -28,15 +29,22 @@ _LATEST = (
 _COUNT = "SELECT COUNT(DISTINCT thread_id) AS n FROM checkpoints WHERE checkpoint_ns = ''"
 # Threads whose latest checkpoint holds an open question (an interrupt not yet answered),
 # longest waiting first. ``{writes}``: the savers name the table of pending writes differently.
-_WAITING = (
-    "SELECT c.thread_id, c.latest FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
+_WAITING_FROM = (
+    " FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
     " FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id) AS c"
     " WHERE EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
     " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__interrupt__')"
     " AND NOT EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
     " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__resume__')"
-    " ORDER BY c.latest LIMIT {param}"
 )
+_WAITING = "SELECT c.thread_id, c.latest" + _WAITING_FROM + " ORDER BY c.latest LIMIT {param}"
+# How many wait, and since when the longest waiting one has (its checkpoint's time, as JSON).
+_BACKLOG = "SELECT count(*) AS n, min(k.checkpoint->>'ts') AS since" + _WAITING_FROM.replace(
+    " WHERE EXISTS",
+    " JOIN checkpoints AS k ON k.thread_id = c.thread_id AND k.checkpoint_ns = ''"
+    " AND k.checkpoint_id = c.latest WHERE EXISTS",
+    1,
+).format(writes="checkpoint_writes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +104,26 @@ def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
             asked = [i for write in found.pending_writes or () if _asks(write) for i in write[2]]
             rows.extend(_question(thread_id, found, values, one) for one in questions(asked))
     return rows
+
+
+def questions_backlog(target: str) -> tuple[int, float]:
+    """How many threads of the Postgres store at ``target`` wait on a question, and how many
+    seconds the longest waiting one has (0 when none does): a count, no checkpoint decoded."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(
+        target,
+        autocommit=True,
+        row_factory=dict_row,
+        connect_timeout=5,
+        options="-c statement_timeout=5000",  # a scrape never waits long on a busy store
+    ) as conn:
+        row = conn.execute(_BACKLOG).fetchone()
+    if row is None or not row["n"]:
+        return 0, 0.0
+    since = datetime.fromisoformat(str(row["since"])).timestamp()
+    return int(row["n"]), max(time.time() - since, 0.0)
 
 
 def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) -> QuestionRow:

@@ -4,7 +4,10 @@
                   a worker stuck in a blocking call is dead to its jobs; restart it.
 ``GET /readyz``   200 when alive and no connection is lost (``worker_log.connection_lost``
                   until ``reconnected``), else 503: the worker waits for its store.
-``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight.
+``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight; runs
+                  ended (by stop reason), model tokens, cost and call latency, tool calls
+                  (by outcome); the store's questions waiting and queue, read at each scrape
+                  (``metrics``).
 
 The server (``health_server``) runs on a thread and event loop of its own, so a busy or blocked
 worker loop still answers (with 503), and clients that open connections and send nothing never
@@ -33,6 +36,7 @@ from gated_react.workers.health_server import (
     Answer,
     HealthServer,
 )
+from gated_react.workers.metrics import RunMetrics, StoreBacklog
 
 BEAT_SECONDS = 1.0
 """How often the worker's loop says it is alive."""
@@ -41,10 +45,16 @@ BEAT_SECONDS = 1.0
 class Health:
     """One worker process's liveness and job counters (its own Prometheus registry)."""
 
-    def __init__(self, worker: str, *, stalled_after: float = 30.0) -> None:
+    def __init__(
+        self, worker: str, *, stalled_after: float = 30.0, store: str | None = None
+    ) -> None:
+        """``store``: the Postgres connection string whose backlog each scrape reads."""
         self.worker = worker
         self.stalled_after = stalled_after
         self.registry = CollectorRegistry()
+        self.runs = RunMetrics(self.registry)
+        if store is not None:
+            self.registry.register(StoreBacklog(store))
         self.done = Counter(
             "gated_react_jobs_done",
             "Jobs whose run ended (outcome=ended) or now waits for a human (outcome=waiting)",

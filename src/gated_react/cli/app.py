@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
-from gated_react.cli.commands import graph, questions, queue, resume, run, runs, show
+from gated_react.cli.commands import enqueue, graph, questions, queue, resume, run, runs, show
 from gated_react.cli.exits import CliError, Exit, say_error
 from gated_react.errors import exception_line
 from gated_react.records import RecordError
@@ -85,5 +85,6 @@ app.command("runs")(runs.runs_command)
 app.command("show")(show.show_command)
 app.command("graph")(graph.graph_command)
 app.command("queue")(queue.queue_command)
+app.command("enqueue")(enqueue.enqueue_command)
 app.command("questions")(questions.questions_command)
 app.command("answer")(questions.answer_command)

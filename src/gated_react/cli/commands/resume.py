@@ -114,13 +114,13 @@ def parse_answer(
     if respond is not None:
         return {"decisions": [{"type": "respond", "message": respond}]}
     if args is not None:
-        return {"approved": True, "args": _json_object("--args", args)}
+        return {"approved": True, "args": json_object("--args", args)}
     if answer is not None:
-        return _json_object("--answer", answer)
+        return json_object("--answer", answer)
     return {"approved": True} if approve else None
 
 
-def _json_object(flag: str, text: str) -> dict[str, Any]:
+def json_object(flag: str, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:

@@ -52,6 +52,10 @@ _BACKLOG = (
     " now() AS now"
     " FROM procrastinate_jobs j WHERE j.task_name = %(task)s AND j.status IN ('todo', 'doing')"
 )
+_AMONG = (
+    "SELECT DISTINCT args->>'thread_id' AS thread FROM procrastinate_jobs"
+    " WHERE task_name = %(task)s AND args->>'thread_id' = ANY(%(threads)s)"
+)
 _OWNED = (
     "SELECT 1 FROM procrastinate_jobs"
     " WHERE task_name = %(task)s AND args->>'thread_id' = %(thread)s LIMIT 1"
@@ -103,6 +107,15 @@ def queue_backlog(target: str) -> tuple[dict[str, int], float]:
         return {"queued": 0, "running": 0}, 0.0
     waited = 0.0 if row["oldest"] is None else (row["now"] - row["oldest"]).total_seconds()
     return {"queued": int(row["queued"]), "running": int(row["running"])}, max(waited, 0.0)
+
+
+def fleet_threads(target: str, threads: list[str]) -> set[str]:
+    """Those of ``threads`` that have a job in the queue: their runs belong to the workers."""
+    with _connect(target, missing_ok=True) as conn:
+        if conn is None or not threads:
+            return set()
+        rows = conn.execute(_AMONG, {"task": _task(), "threads": threads}).fetchall()
+    return {str(row["thread"]) for row in rows}
 
 
 def owned_by_fleet(target: str, thread: str) -> bool:

@@ -21,6 +21,9 @@ from gated_react.stops import ended_status
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
 LangGraph stores only scalar metadata, so the value is JSON text."""
+SERVER_KEY = "langgraph_api_version"
+"""Checkpoint metadata key a LangGraph server (``langgraph dev``, the Agent Server) writes in
+every run it makes: its version."""
 
 _LATEST = (
     "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints "
@@ -78,6 +81,12 @@ class QuestionRow:
     step: int | None
     since: str
     goal: str
+    started_by: str
+    """``cli``, ``workers`` (the CLI tells them apart by the queue), ``langgraph`` (a LangGraph
+    server) or ``program`` (the library): who answers its question (``started_by``)."""
+    assistant_id: str | None = None
+    """The LangGraph server's assistant that runs the thread (what an answer through the
+    LangGraph SDK names); None for the other threads."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,6 +138,8 @@ def questions_backlog(target: str) -> tuple[int, float]:
 def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) -> QuestionRow:
     asked = asked if isinstance(asked, dict) else {"value": asked}
     step = asked.get("step")
+    metadata = found.metadata or {}
+    assistant = metadata.get("assistant_id")
     return QuestionRow(
         thread_id=thread_id,
         question=str(asked.get("id", "")),
@@ -138,7 +149,18 @@ def _question(thread_id: str, found: Any, values: dict[str, Any], asked: Any) ->
         step=step if isinstance(step, int) else None,
         since=_local(found.checkpoint.get("ts", "")),
         goal=str(values.get("goal", "")),
+        started_by=started_by(metadata),
+        assistant_id=str(assistant) if assistant and started_by(metadata) == "langgraph" else None,
     )
+
+
+def started_by(metadata: Mapping[str, Any] | None) -> str:
+    """Who started a thread's run, from its checkpoint's metadata: ``cli`` (what it was started
+    with is recorded, ``METADATA_KEY``), ``langgraph`` (a LangGraph server, ``SERVER_KEY``),
+    else ``program``: the library, or the workers (only the queue tells those apart)."""
+    if started_with(metadata) is not None:
+        return "cli"
+    return "langgraph" if (metadata or {}).get(SERVER_KEY) else "program"
 
 
 def _asks(write: Any) -> bool:

@@ -142,15 +142,31 @@ def recorded_options(saver: Any, thread: str, url: str | None = None) -> RunOpti
     options = RunOptions.from_metadata(found.metadata)
     if options is None:
         _refuse_a_fleet_run(url, thread)
-        raise CliError(
-            f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
-            "program that started it (gated_react.resume)"
-        )
+        from gated_react.records.run_listing import started_by
+
+        assistant = (found.metadata or {}).get("assistant_id")
+        raise CliError(answered_elsewhere(started_by(found.metadata), thread, assistant))
     if options.example:  # where the files are follows from the thread, never from the store
         from gated_react.cli.commands.run import example_dir
 
         options = options.model_copy(update={"example_dir": str(example_dir(thread))})
     return options
+
+
+def answered_elsewhere(started: str, thread: str, assistant: Any = None) -> str:
+    """How a thread the CLI cannot continue is continued (``started``: ``langgraph`` or
+    ``program``, ``run_listing.started_by``), as one sentence."""
+    if started == "langgraph":
+        named = repr(str(assistant)) if assistant else "ASSISTANT_ID"
+        return (
+            f"thread {thread!r} is run by a LangGraph server (langgraph dev): answer it there, "
+            f"in Studio or with the LangGraph SDK: client.runs.create({thread!r}, {named}, "
+            "command={'resume': ANSWER})"
+        )
+    return (
+        f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
+        "program that started it (gated_react.resume)"
+    )
 
 
 def _refuse_a_fleet_run(url: str | None, thread: str) -> None:

@@ -134,3 +134,24 @@ def test_max_cost_stops_before_the_tool_call_after_the_limit() -> None:
     assert out["message"] == "max_cost 0.002 USD reached (0.002400 USD spent)"
     assert out["history"] == []  # the billing call never ran
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("policy", "requests"),
+    [
+        (None, 3),  # no graph retries: the client's own (OPENAI_MAX_RETRIES=2) try it 3 times
+        (Policy(), 1),  # the graph retries (model_retries=2): the client sends one request
+        (Policy(model_retries=0), 3),
+    ],
+)
+def test_the_clients_retries_are_off_while_the_graphs_are_on(
+    policy: Policy | None, requests: int
+) -> None:
+    """Each of the graph's attempts would be retried again by the client: a 500 would be sent
+    3 x 3 times."""
+    with FakeOpenAI(default=Status(500)) as server:
+        settings = Settings(OPENAI_BASE_URL=server.base_url, OPENAI_MAX_RETRIES=2)  # type: ignore[call-arg]
+        model = chat_model(settings, policy=policy)
+        with pytest.raises(Exception, match="scripted error"):
+            model.invoke("hi")
+        assert len(server.requests) == requests

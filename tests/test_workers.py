@@ -25,8 +25,11 @@ from gated_react.workers import (
     start_workers,
 )
 
+from .support.docs import page, python_blocks
 from .support.helpers import REFUND_42, REFUND_GOAL
+from .support.openai_server import Delay, FakeOpenAI, reply
 from .support.procs import WAIT, wait_until
+from .support.reaping import PATIENCE
 from .support.scenarios import graph_for
 from .support.worker_graphs import LOG_VAR, STALL_VAR
 
@@ -251,6 +254,39 @@ def test_a_killed_workers_run_finishes_on_another_worker(
         wait_until(lambda: jobs(pg_url) == [("orphan", "succeeded", 2)])
     assert scripted(stored(pg_url, "orphan"))
     assert len(decisions.read_text().splitlines()) == 1
+
+
+@pytest.mark.postgres
+def test_the_documented_factorys_model_call_ends_at_openai_timeout_seconds(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The factory of the workers' guide, as written there, on a real worker against a model
+    server that hangs: the call ends at ``OPENAI_TIMEOUT_SECONDS`` (``llm_timeout``). The
+    guide's ``ChatOpenAI(model=...)`` read no timeout: the run waited out its whole
+    ``max_seconds`` (20 s) and ended ``max_seconds``."""
+    factory = python_blocks(page("guides/workers.md"))[0]
+    (tmp_path / "myapp").mkdir()
+    (tmp_path / "myapp" / "__init__.py").write_text("")
+    (tmp_path / "myapp" / "agent.py").write_text(factory)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with FakeOpenAI(default=Delay(PATIENCE, reply("late"))) as model:
+        for name, value in {
+            "PYTHONPATH": str(tmp_path),
+            "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_TIMEOUT_SECONDS": "1",
+            "OPENAI_MAX_RETRIES": "0",
+        }.items():
+            monkeypatch.setenv(name, value)
+        with app.open():
+            enqueue_run(app, REFUND_GOAL, thread_id="hung")
+        with workers(pg_url, "myapp.agent:make_graph", 1, burst=True) as (proc,):
+            assert proc.wait(WAIT) == 0
+    ended = stored(pg_url, "hung")
+    assert ended["stop_reason"] == "llm_timeout", ended["message"]
+    assert "did not answer in time" in str(ended["message"])
+    assert len(model.requests) == 1
 
 
 def _has(url: str, thread: str, check: Callable[[dict[str, Any]], bool]) -> bool:

@@ -9,6 +9,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from gated_react.errors import GatedReactError
+from gated_react.policy import Policy
 from gated_react.settings import Settings, check_base_url
 
 
@@ -18,9 +19,15 @@ class ModelNotConfigured(GatedReactError, RuntimeError):
 
 
 def chat_model(
-    settings: Settings, *, model: str | None = None, base_url: str | None = None
+    settings: Settings,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    policy: Policy | None = None,
 ) -> BaseChatModel:
-    """A ``ChatOpenAI`` for OpenAI or any compatible server, at temperature 0."""
+    """A ``ChatOpenAI`` for OpenAI or any compatible server, at temperature 0, each request
+    bounded by ``OPENAI_TIMEOUT_SECONDS``; retried by the client as ``client_retries`` says for
+    the ``policy`` the graph runs under (None: ``OPENAI_MAX_RETRIES``)."""
     from langchain_openai import ChatOpenAI  # slow import (about a second): only when needed
 
     url = base_url or settings.openai_base_url
@@ -41,12 +48,21 @@ def chat_model(
         # Local servers accept any key; the client insists on one.
         api_key=key or "not-needed",
         timeout=settings.openai_timeout_seconds,
-        max_retries=settings.openai_max_retries,
+        max_retries=client_retries(settings, policy),
         temperature=0,
         # Servers behind a base URL send no token counts when streaming unless asked: without
         # them a cost budget cannot hold under stream_mode="messages".
         stream_usage=True,
     )
+
+
+def client_retries(settings: Settings, policy: Policy | None) -> int:
+    """The chat client's own retries: none when the graph retries model errors itself
+    (``Policy.model_retries`` > 0), since each of its attempts would be retried again by the
+    client (a 500: 3 x 3 requests); else ``OPENAI_MAX_RETRIES``."""
+    if policy is not None and policy.model_retries > 0:
+        return 0
+    return settings.openai_max_retries
 
 
 def init_model(model: BaseChatModel | str) -> BaseChatModel:

@@ -196,6 +196,12 @@ class Policy(BaseModel):
     """Per-tool timeouts that override the default."""
     tool_retries: int = Field(default=0, ge=0, le=10)
     """Extra attempts for a failing idempotent tool (exponential backoff with jitter)."""
+    model_retries: int = Field(default=2, ge=0, le=10)
+    """Extra attempts for a model call that failed in a way that passes (429, 500, 502, 503,
+    504, a refused or dropped connection, a read timeout), after exponential waits with jitter
+    (longer if the server's ``Retry-After`` asks), within the seconds left in the budget; never
+    for 400, 401, 403 or a context too long. A chat client's own retries come on top of these:
+    ``chat_model(settings, policy=...)`` turns ``ChatOpenAI``'s off while these are on."""
     max_parallel_calls: int = Field(default=1, ge=1, le=16)
     """How many tool calls one reply may hold (``tools`` protocol). The gate checks them all
     before any runs; the allowed ones run at once. With 1, providers are asked for one call."""

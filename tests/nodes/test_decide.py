@@ -102,7 +102,7 @@ def test_a_json_reply_is_a_call_with_no_protocol_text_in_the_conversation() -> N
 def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reason: str) -> None:
     config = saved()
     paid_steps(config, 2, seconds=1.0)
-    update = decide(state(), config, deps=deps([error]))
+    update = decide(state(), config, deps=deps([error], model_retries=0))
     assert ending(update)["reason"] == reason
     assert ending(update)["message"]
     assert usage(config).steps == 3  # the failed call counts, at its estimate

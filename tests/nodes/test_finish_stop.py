@@ -8,9 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from pydantic import BaseModel
 
-from gated_react import Policy, build_graph, read
+from gated_react import build_graph, read
 from gated_react._engine.steps import ending
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.finish import finish
@@ -20,7 +19,7 @@ from gated_react.stops import Stop, StopReason
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
-from ..support.helpers import node_deps, state
+from ..support.helpers import state
 from .hand import paid_steps as paid
 from .hand import proposal, records, saved
 
@@ -48,10 +47,6 @@ def test_finish_writes_success_and_the_answer_and_records_the_end() -> None:
 
 
 def test_finish_under_an_answer_schema_writes_its_data() -> None:
-    class Refund(BaseModel):
-        amount: float
-
-    deps = node_deps(ScriptedChatModel(replies=[]), [], Policy(answer_schema=Refund))
     answered = state(answer={"text": '{"amount": 49.0}', "data": {"amount": 49.0}})
     assert finish(answered)["structured_response"] == {"amount": 49.0}
 

@@ -151,3 +151,19 @@ def reads_its_context(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     model = ScriptedChatModel(replies=[call("_whose"), "done"], cycle=True)
     approve = Policy(require_approval=frozenset({"_whose"}))
     return build_graph(model, [_whose], policy=approve, checkpointer=checkpointer)
+
+
+def pays_after_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """``pays`` with each payment asked of a human, on a model the price table knows
+    (``gpt-4.1-mini``, as the scripted server is told), and no retry by the client."""
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(
+        base_url=os.environ[MODEL_URL_VAR],
+        api_key=SecretStr("test"),
+        model="gpt-4.1-mini",
+        timeout=60,
+        max_retries=0,
+    )
+    policy = Policy(require_approval=frozenset({"pay"}))
+    return build_graph(model, [look_up_order, pay], policy=policy, checkpointer=checkpointer)

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import select
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,7 +23,7 @@ from gated_react.workers import log
 from gated_react.workers.health import Health
 
 from ..support.reaping import PATIENCE
-from ..support.worker_procs import until
+from ..support.worker_procs import fleet, until
 
 
 @pytest.fixture
@@ -121,9 +124,8 @@ def _silent(url: str, count: int) -> list[socket.socket]:
     return [socket.create_connection((host, int(port)), timeout=30) for _ in range(count)]
 
 
-def test_silent_connections_time_out_and_free_their_threads() -> None:
-    """150 connections that never send a byte held 150 threads of the worker 15 s later (a slow
-    client could exhaust it); each is closed after ``idle`` seconds of silence now."""
+def test_silent_connections_time_out() -> None:
+    """150 connections that never send a byte: each closed after ``idle`` seconds of silence."""
     probe = Health("worker-t")
     server = probe.serve("127.0.0.1", 0, idle=0.5)
     url = "http://{}:{}".format(*server.server_address[:2])
@@ -131,7 +133,7 @@ def test_silent_connections_time_out_and_free_their_threads() -> None:
     try:
         until(lambda: len(_ended(silent)) == 150, "every silent connection closed by the server")
         assert all(conn.recv(1) == b"" for conn in silent)
-        assert server.serving == 0  # no thread left on them
+        until(lambda: server.open_connections == 0, "none left open")
         assert _get(url + "/healthz")[0] == 200
     finally:
         for conn in silent:
@@ -140,20 +142,44 @@ def test_silent_connections_time_out_and_free_their_threads() -> None:
         server.server_close()
 
 
-def test_connections_beyond_the_limit_are_closed_at_once_and_probes_answer_after() -> None:
-    """However slowly clients trickle, the server holds at most ``limit`` threads."""
+def test_a_probe_is_answered_while_idle_connections_are_open() -> None:
+    """40 connections opened and left silent, then a real probe. Each connection held one of 32
+    threads: the probe was closed unanswered (``RemoteDisconnected``) for as long as they
+    stayed, and an orchestrator would have restarted a healthy worker. Silent connections hold
+    no thread now, and the probe is answered while they are all still open."""
+    probe = Health("worker-t")
+    probe.beat()
+    server = probe.serve("127.0.0.1", 0, idle=PATIENCE)
+    url = "http://{}:{}".format(*server.server_address[:2])
+    threads = threading.active_count()
+    silent = _silent(url, 40)  # accepted before the probe: in the order they connected
+    try:
+        status, body = _get(url + "/healthz")
+        assert status == 200
+        assert json.loads(body)["alive"] is True
+        assert _ended(silent) == []  # all still open
+        assert threading.active_count() <= threads  # no thread per connection
+        until(lambda: server.open_connections == 40, "the probe's own connection closed")
+    finally:
+        for conn in silent:
+            conn.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_beyond_the_limit_the_connection_silent_longest_makes_room() -> None:
+    """However many connections wait, a new probe gets in: the oldest silent one is closed."""
     probe = Health("worker-t")
     server = probe.serve("127.0.0.1", 0, idle=PATIENCE, limit=8)
     url = "http://{}:{}".format(*server.server_address[:2])
     silent: list[socket.socket] = []
     try:
-        silent += _silent(url, 40)
-        until(lambda: len(_ended(silent)) == 32, "the connections beyond 8 closed")
-        assert all(conn.recv(1) == b"" for conn in _ended(silent))
-        assert server.serving == 8
-        for conn in silent:
-            conn.close()
-        until(lambda: _answered(url + "/healthz"), "a probe answered once slots are free")
+        silent += _silent(url, 40)  # accepted in the order they connected
+        until(lambda: len(_ended(silent)) == 32, "all 40 accepted")
+        assert _ended(silent) == silent[:32]  # the oldest went first
+        assert server.open_connections == 8
+        assert _get(url + "/healthz")[0] in (200, 503)
+        until(lambda: _ended(silent) == silent[:33], "the probe took the oldest one's place")
     finally:
         for conn in silent:
             conn.close()
@@ -161,39 +187,74 @@ def test_connections_beyond_the_limit_are_closed_at_once_and_probes_answer_after
         server.server_close()
 
 
-def test_idle_connections_never_turn_a_real_probe_away() -> None:
-    """Before: 32 idle connections took every slot for ``IDLE_SECONDS`` and a real probe was
-    closed unanswered (``RemoteDisconnected``): an orchestrator would restart a healthy worker.
-    The one silent the longest makes room now, and the limit still holds."""
+def test_a_request_trickled_a_byte_at_a_time_is_cut_off_at_the_idle_time() -> None:
+    """A byte every 20 ms kept a connection (and its thread) for as long as the client went on:
+    each read had its own timeout. The request must now arrive whole within ``idle``."""
     probe = Health("worker-t")
-    server = probe.serve("127.0.0.1", 0, idle=PATIENCE)  # the default limit: 32
+    server = probe.serve("127.0.0.1", 0, idle=0.5)
     url = "http://{}:{}".format(*server.server_address[:2])
-    silent = _silent(url, 32)
+    (slow,) = _silent(url, 1)
+    trickle = b"GET /healthz HTTP/1.1\r\nX-Padding: " + b"a" * 400  # 8 s at this pace
+    sent = 0
     try:
-        until(lambda: server.serving == 32, "every idle connection holds a slot")
-        for _ in range(3):  # the first takes the oldest's place, and frees it for the next
-            assert _get(url + "/healthz")[0] == 200
-        until(lambda: bool(_ended(silent)), "the longest silent connection closed")
-        assert _ended(silent) == [silent[0]]
-        assert silent[0].recv(1) == b""
-        until(lambda: server.serving == 31, "the probes' slots given back")  # their threads end
+        with contextlib.suppress(ConnectionError):  # closed between a check and a send
+            while sent < len(trickle) and not _ended([slow]):
+                slow.send(trickle[sent : sent + 1])
+                sent += 1
+                time.sleep(0.02)
+        assert sent < len(trickle)
+        with contextlib.suppress(ConnectionResetError):  # bytes sent after the close: a reset
+            assert slow.recv(100) == b""  # closed unanswered
     finally:
-        for conn in silent:
-            conn.close()
+        slow.close()
         server.shutdown()
         server.server_close()
 
 
-def _answered(url: str) -> bool:
-    """A 200 from ``url``; False while the server still turns connections away: the threads of
-    the closed connections end only when the server next reads them, which a loaded machine
-    delays, and a probe refused then raised out of the wait (a flake at load 8)."""
+def test_a_scraper_keeps_its_connection_for_the_next_scrape(health: tuple[Health, str]) -> None:
+    host, port = health[1].removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
-        return _get(url)[0] == 200
-    except (urllib.error.URLError, ConnectionError, http.client.HTTPException):
-        return False
+        for path in ("/metrics", "/healthz", "/metrics"):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.status in (200, 503)
+            assert response.read()
+            assert response.getheader("Connection") == "keep-alive"
+        conn.request("HEAD", "/metrics")
+        head = conn.getresponse()
+        assert (head.status, head.read()) == (200, b"")
+    finally:
+        conn.close()
+
+
+def test_what_is_not_a_get_is_refused_and_closed(health: tuple[Health, str]) -> None:
+    host, port = health[1].removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("POST", "/healthz", body=b"{}")
+        response = conn.getresponse()
+        assert (response.status, response.getheader("Connection")) == (405, "close")
+    finally:
+        conn.close()
 
 
 def _ended(conns: list[socket.socket]) -> list[socket.socket]:
     """The connections the server closed (readable: it never sends a byte unasked)."""
-    return list(select.select(conns, [], [], 0)[0])
+    ready = set(select.select(conns, [], [], 0)[0])
+    return [conn for conn in conns if conn in ready]
+
+
+@pytest.mark.postgres
+def test_a_real_workers_probe_answers_past_40_idle_connections(pg_url: str, tmp_path: Path) -> None:
+    """The worker process as an orchestrator sees it: 40 idle connections to its health port
+    (a load balancer's pool, a stuck client), then the liveness probe."""
+    with fleet(pg_url, "tests.support.worker_graphs:refund", 1, tmp_path) as (worker,):
+        silent = _silent(worker.health, 40)
+        try:
+            status, body = worker.get("/healthz")
+            assert (status, json.loads(body)["alive"]) == (200, True)
+            assert _ended(silent) == []
+        finally:
+            for conn in silent:
+                conn.close()

@@ -12,6 +12,7 @@ from typer.exceptions import TyperException
 
 from gated_react.cli.commands import (
     delete,
+    enqueue,
     graph,
     questions,
     queue,
@@ -95,6 +96,7 @@ app.command("runs")(runs.runs_command)
 app.command("show")(show.show_command)
 app.command("graph")(graph.graph_command)
 app.command("queue")(queue.queue_command)
+app.command("enqueue")(enqueue.enqueue_command)
 app.command("questions")(questions.questions_command)
 app.command("answer")(questions.answer_command)
 app.command("sign")(sign.sign_command)

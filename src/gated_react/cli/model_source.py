@@ -43,8 +43,9 @@ def model_for_run(
 ) -> Iterator[Model]:
     """The chat model for one run: flags first, then settings (environment variables).
 
-    ``ChatOpenAI`` brings its own timeout and retries (``OPENAI_TIMEOUT_SECONDS``,
-    ``OPENAI_MAX_RETRIES``). The local model's server lives exactly as long as the block.
+    ``ChatOpenAI`` brings its timeout (``OPENAI_TIMEOUT_SECONDS``); the graph retries a failed
+    call (``OPENAI_MAX_RETRIES`` times: ``resources.graph_for``), the client never does. The
+    local model's server lives exactly as long as the block.
     """
     if uses_local(settings, base_url):
         from gated_react.hosting import local
@@ -56,7 +57,9 @@ def model_for_run(
             yield Model(chat, f"local SmolLM2-135M at {server.base_url}", local=True)
         return
     from gated_react.models import chat_model
+    from gated_react.policy import Policy
 
-    chat = chat_model(settings, model=model, base_url=base_url)
+    retrying = Policy(model_retries=settings.openai_max_retries)  # the graph's, as graph_for's
+    chat = chat_model(settings, model=model, base_url=base_url, policy=retrying)
     where = base_url or settings.openai_base_url or "OpenAI"
     yield Model(chat, f"{model or settings.openai_model} at {where}", local=False)

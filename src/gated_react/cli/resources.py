@@ -47,6 +47,18 @@ def store_url(config: Settings, db: str | None) -> str:
     return url
 
 
+def fleet_store(url: str) -> str:
+    """The Postgres connection string of ``url``, where the workers' queue lives; any other
+    store is one line."""
+    from gated_react.store.checkpointer import StoreURL
+
+    with user_errors():
+        store = StoreURL.parse(url)
+    if store.kind != "postgres":
+        raise CliError(f"store {store.shown}: the workers' queue lives in a postgresql:// store")
+    return store.target
+
+
 def _refuse_non_file(path: Path, shown: str) -> None:
     """SQLite writes ``<path>-journal`` beside what it opens: beside /dev/null that is
     /dev/null-journal, and a pipe or a folder can never hold a store anyway."""
@@ -106,8 +118,10 @@ def graph_for(options: RunOptions, model: BaseChatModel, saver: Any) -> Graph:
 
     setup_tracing(settings())
     tools = options.tools()
+    # The graph retries model calls (OPENAI_MAX_RETRIES of them), the client none (model_for_run)
+    policy = options.policy().replace(model_retries=settings().openai_max_retries)
     with user_errors():  # a cost budget for an unpriced model: one line
-        graph = build_graph(model, tools, policy=options.policy(), checkpointer=saver)
+        graph = build_graph(model, tools, policy=policy, checkpointer=saver)
     return graph.with_config(metadata=options.metadata())
 
 

@@ -88,6 +88,7 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
                     plan.left,
                 )
         except Exception as exc:
+            place.ledger.append(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
         return _decided(plan, called, config, span)
 
@@ -119,8 +120,15 @@ async def adecide(
                 calling = hooks.acall_model(deps, plan.messages, config, asked, plan.meter)
                 called = await await_within(calling, plan.left)
         except Exception as exc:
+            await place.ledger.aappend(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
         return _decided(plan, called, config, span)
+
+
+def _abandoned(plan: Planned, exc: Exception) -> list[Record]:
+    """The record of a model call the deadline cut off (its thread still waits on it)."""
+    record = plan.meter.abandoned() if isinstance(exc, DeadlinePassed) else None
+    return [] if record is None else [record]
 
 
 def _plain(plan: Planned, asked: Any) -> Called:
@@ -215,6 +223,8 @@ def _plan(
         plan.done = plan.update | ending(opened.step, over)
         return plan
     plan.left = plan.held.budget.max_seconds - usage.seconds
+    plan.meter.began = time.monotonic()
+    plan.meter.deadline = plan.meter.began + plan.left
     if plan.left <= 0:
         plan.done = plan.update | ending(opened.step, out_of_time(plan, usage.seconds))
         return plan

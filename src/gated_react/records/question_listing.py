@@ -5,7 +5,9 @@ whose latest checkpoint holds a question no answer has reached yet (``run_listin
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from gated_react.records.run_listing import (
@@ -17,21 +19,29 @@ from gated_react.records.run_listing import (
     local,
     local_id,
     scan,
+    started_by,
 )
 from gated_react.records.store import pg_connection, readable
 from gated_react.store.serializer import SignatureRefused
 
 # Threads whose latest checkpoint holds an open question (an interrupt not yet answered),
 # longest waiting first. ``{writes}``: the savers name the table of pending writes differently.
-_WAITING = (
-    "SELECT c.thread_id, c.latest FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
+_WAITING_FROM = (
+    " FROM (SELECT thread_id, MAX(checkpoint_id) AS latest"
     " FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id) AS c"
     " WHERE EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
     " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__interrupt__')"
     " AND NOT EXISTS (SELECT 1 FROM {writes} AS w WHERE w.thread_id = c.thread_id"
     " AND w.checkpoint_ns = '' AND w.checkpoint_id = c.latest AND w.channel = '__resume__')"
-    " ORDER BY c.latest LIMIT {param}"
 )
+_WAITING = "SELECT c.thread_id, c.latest" + _WAITING_FROM + " ORDER BY c.latest LIMIT {param}"
+# How many wait, and since when the longest waiting one has (its checkpoint's time, as JSON).
+_BACKLOG = "SELECT count(*) AS n, min(k.checkpoint->>'ts') AS since" + _WAITING_FROM.replace(
+    " WHERE EXISTS",
+    " JOIN checkpoints AS k ON k.thread_id = c.thread_id AND k.checkpoint_ns = ''"
+    " AND k.checkpoint_id = c.latest WHERE EXISTS",
+    1,
+).format(writes="checkpoint_writes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +56,12 @@ class QuestionRow:
     step: int | None
     since: str
     goal: str
+    started_by: str = "program"
+    """``cli``, ``workers`` (the CLI tells them apart by the queue), ``langgraph`` (a LangGraph
+    server) or ``program`` (the library): who answers its question (``started_by``)."""
+    assistant_id: str | None = None
+    """The LangGraph server's assistant that runs the thread (what an answer through the
+    LangGraph SDK names); None for the other threads."""
     status: str = "paused"
     """``paused``, or why the thread was not read: ``unsigned``, ``unverified``, ``keyed``."""
     problem: str | None = None
@@ -62,8 +78,8 @@ def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
     for thread_id, checkpoint_id, found in load(saver, _waiting_ids(saver, limit)):
         if isinstance(found, SignatureRefused):
             since, says = local_id(checkpoint_id), REFUSED[found.kind]
-            rows.append(QuestionRow(thread_id, "", None, None, None, None, since, "", found.kind,
-                                    says))  # fmt: skip
+            rows.append(QuestionRow(thread_id, "", None, None, None, None, since, "",
+                                    status=found.kind, problem=says))  # fmt: skip
             continue
         with readable(thread_id):
             for write in found.pending_writes or ():
@@ -74,9 +90,31 @@ def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
     return rows
 
 
+def questions_backlog(target: str) -> tuple[int, float]:
+    """How many threads of the Postgres store at ``target`` wait on a question, and how many
+    seconds the longest waiting one has (0 when none does): a count, no checkpoint decoded."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(
+        target,
+        autocommit=True,
+        row_factory=dict_row,
+        connect_timeout=5,
+        options="-c statement_timeout=5000",  # a scrape never waits long on a busy store
+    ) as conn:
+        row = conn.execute(_BACKLOG).fetchone()
+    if row is None or not row["n"]:
+        return 0, 0.0
+    since = datetime.fromisoformat(str(row["since"])).timestamp()
+    return int(row["n"]), max(time.time() - since, 0.0)
+
+
 def _question(thread_id: str, found: Found, asked: Any) -> QuestionRow:
     asked = asked if isinstance(asked, dict) else {"value": asked}
     step = asked.get("step")
+    metadata = found.snapshot.metadata or {}
+    by, assistant = started_by(metadata), metadata.get("assistant_id")
     return QuestionRow(
         thread_id=thread_id,
         question=str(asked.get("id", "")),
@@ -86,6 +124,8 @@ def _question(thread_id: str, found: Found, asked: Any) -> QuestionRow:
         step=step if isinstance(step, int) else None,
         since=local(found.snapshot.created_at or ""),
         goal=goal_of(found.result),
+        started_by=by,
+        assistant_id=str(assistant) if assistant and by == "langgraph" else None,
     )
 
 

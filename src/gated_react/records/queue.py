@@ -17,6 +17,8 @@ from typing import Any
 
 import procrastinate
 
+from gated_react.errors import exception_line
+from gated_react.records.run_log import STORE_SCHEMA
 from gated_react.runs import NO_ANSWER
 from gated_react.state.calls import canonical_json
 from gated_react.store.checkpointer import StoreError, StoreURL
@@ -46,6 +48,29 @@ def connector(url: str) -> procrastinate.PsycopgConnector:
 def client_app(url: str) -> procrastinate.App:
     """The queue at ``url`` for enqueueing only (no task: the workers run them)."""
     return procrastinate.App(connector=connector(url))
+
+
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(1735549284, 2)"  # one installer at a time
+
+
+def install_queue(url: str) -> None:
+    """Create procrastinate's tables and functions unless the database has them, and the
+    table workers write their runs' run logs to."""
+    import psycopg
+    from procrastinate.schema import SchemaManager
+
+    store = queue_store(url)
+    schema = SchemaManager.get_schema()
+    try:
+        with psycopg.connect(store.target, connect_timeout=10) as conn, conn.transaction():
+            conn.execute(_SCHEMA_LOCK)
+            found = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+            if found is None or found[0] is None:
+                conn.execute(schema)  # procrastinate's own SQL, applied once
+            conn.execute(STORE_SCHEMA)
+    except psycopg.Error as exc:
+        line = exception_line(exc, first_only=True)
+        raise StoreError(f"store {store.shown}: {line}") from None
 
 
 def _deferrer(app: procrastinate.App, thread_id: str, queueing_lock: str | None = None) -> Any:

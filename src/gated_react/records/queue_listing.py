@@ -43,6 +43,19 @@ _COUNTS = (
     "SELECT status::text AS status, count(*) AS n FROM procrastinate_jobs"
     " WHERE task_name = %(task)s GROUP BY status"
 )
+# Jobs queued and running, and when the oldest job still queued was first queued.
+_BACKLOG = (
+    "SELECT count(*) FILTER (WHERE j.status = 'todo') AS queued,"
+    " count(*) FILTER (WHERE j.status = 'doing') AS running,"
+    " (SELECT min(e.at) FROM procrastinate_events e JOIN procrastinate_jobs q ON q.id = e.job_id"
+    "   WHERE q.task_name = %(task)s AND q.status = 'todo' AND e.type = 'deferred') AS oldest,"
+    " now() AS now"
+    " FROM procrastinate_jobs j WHERE j.task_name = %(task)s AND j.status IN ('todo', 'doing')"
+)
+_AMONG = (
+    "SELECT DISTINCT args->>'thread_id' AS thread FROM procrastinate_jobs"
+    " WHERE task_name = %(task)s AND args->>'thread_id' = ANY(%(threads)s)"
+)
 _OWNED = (
     "SELECT 1 FROM procrastinate_jobs"
     " WHERE task_name = %(task)s AND args->>'thread_id' = %(thread)s LIMIT 1"
@@ -83,6 +96,26 @@ def queue_jobs(
         counts = conn.execute(_COUNTS, params).fetchall()
     jobs = [_row(row) for row in rows]
     return jobs, {STATES.get(r["status"], r["status"]): int(r["n"]) for r in counts}
+
+
+def queue_backlog(target: str) -> tuple[dict[str, int], float]:
+    """Jobs ``queued`` and ``running``, and the seconds since the oldest job still queued was
+    queued (0 when none is); nothing when the store has no queue yet."""
+    with _connect(target, missing_ok=True) as conn:
+        row = None if conn is None else conn.execute(_BACKLOG, {"task": task_name()}).fetchone()
+    if row is None:
+        return {"queued": 0, "running": 0}, 0.0
+    waited = 0.0 if row["oldest"] is None else (row["now"] - row["oldest"]).total_seconds()
+    return {"queued": int(row["queued"]), "running": int(row["running"])}, max(waited, 0.0)
+
+
+def fleet_threads(target: str, threads: list[str]) -> set[str]:
+    """Those of ``threads`` that have a job in the queue: their runs belong to the workers."""
+    with _connect(target, missing_ok=True) as conn:
+        if conn is None or not threads:
+            return set()
+        rows = conn.execute(_AMONG, {"task": task_name(), "threads": threads}).fetchall()
+    return {str(row["thread"]) for row in rows}
 
 
 def owned_by_fleet(target: str, thread: str) -> bool:

@@ -22,6 +22,9 @@ from gated_react.store.serializer import SignatureRefused
 METADATA_KEY = "gated_react_run"
 """Checkpoint metadata key of what a CLI run was started with (``cli.run_options.RunOptions``);
 LangGraph stores only scalar metadata, so the value is JSON text."""
+SERVER_KEY = "langgraph_api_version"
+"""Checkpoint metadata key a LangGraph server (``langgraph dev``, the Agent Server) writes in
+every run it makes: its version."""
 
 _LATEST = (
     "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints"
@@ -248,6 +251,15 @@ def started_with(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def started_by(metadata: Mapping[str, Any] | None) -> str:
+    """Who started a thread's run, from its checkpoint's metadata: ``cli`` (what it was started
+    with is recorded, ``METADATA_KEY``), ``langgraph`` (a LangGraph server, ``SERVER_KEY``),
+    else ``program``: the library, or the workers (only the queue tells those apart)."""
+    if started_with(metadata) is not None:
+        return "cli"
+    return "langgraph" if (metadata or {}).get(SERVER_KEY) else "program"
 
 
 def local_id(checkpoint_id: str) -> str:

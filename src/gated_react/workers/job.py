@@ -19,7 +19,17 @@ import procrastinate
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
 from gated_react.records.queue import answer_refused
-from gated_react.runs import NO_ANSWER, Graph, NotWaiting, ThreadExists, aresume, arun
+from gated_react.runs import (
+    NO_ANSWER,
+    Graph,
+    NotWaiting,
+    ThreadExists,
+    aresume,
+    arun,
+    arun_book,
+    config_for,
+    from_snapshot,
+)
 from gated_react.state import ThreadResult
 from gated_react.store.locks import ThreadBusy
 from gated_react.store.signed import key_of
@@ -61,7 +71,7 @@ async def advance(
                 return refused
         attempts = job_context.job.attempts
         asked = _Asked(goal, answer, question, context)
-        return await _advance(graph, thread_id, asked, attempts=attempts, job=job)
+        return await _advance(watch.timed(graph), thread_id, asked, attempts=attempts, job=job)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -81,6 +91,7 @@ async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
             started = await arun(graph, goal, thread_id=thread_id, on_update=watch, context=context)
             return _status(job.done(started))
+    job.before = await _stored(graph, thread_id)
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
     if answer is NO_ANSWER or (question is None and attempts > 0):
@@ -94,6 +105,14 @@ async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int
         job.refuse(f"answer refused: {refused}")
         return f"answer refused: {refused}"
     return _status(job.done(result))
+
+
+async def _stored(graph: Graph, thread_id: str) -> ThreadResult | None:
+    """The thread as stored before the job continues it (None if it has no run yet)."""
+    snapshot = await graph.aget_state(config_for(thread_id))
+    if not snapshot.values:
+        return None
+    return from_snapshot(snapshot, thread_id, await arun_book(graph.checkpointer, thread_id))
 
 
 def _status(result: ThreadResult) -> str:

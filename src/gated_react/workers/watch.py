@@ -27,6 +27,7 @@ import procrastinate
 from gated_react.errors import exception_line
 from gated_react.records.events import Tracker, Uncounted
 from gated_react.records.run_log import FILE_NAME, RunLog
+from gated_react.runs import Graph
 from gated_react.state import ThreadResult
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import store_lost
@@ -49,6 +50,8 @@ class Job:
         self.saver: Any = None
         """The run's checkpointer (its record holds the counters), once the job has one."""
         self.result: ThreadResult | None = None
+        self.before: ThreadResult | None = None
+        """The thread as the job found it (None: a new thread), to count what the job spent."""
         self.refused: str | None = None
         """Why the job's answer was refused (a repeated answer, or one not signed with the
         store key): the run goes on waiting."""
@@ -120,6 +123,10 @@ class Watch:
         down = time.time() - datetime.fromisoformat(since).timestamp()
         worker_log.reconnected(self.worker, seconds=down)
 
+    def timed(self, graph: Graph) -> Graph:
+        """The graph with its model calls timed (``gated_react_model_call_duration_seconds``)."""
+        return graph.with_config(callbacks=[self.health.runs.timer])
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
@@ -158,6 +165,8 @@ class Watch:
                 await job.settled()
             await job.writer.aclose()
             self.health.job_ended(outcome)
+            if job.result is not None:
+                self.health.runs.job_ran(job.before, job.result)
             worker_log.job_ended(
                 ids,
                 outcome=outcome,
@@ -254,9 +263,12 @@ def _why(exc: BaseException) -> str:
 
 
 @contextlib.asynccontextmanager
-async def observed(name: str, chosen: Options, *, stalled_after: float) -> AsyncIterator[Watch]:
-    """The worker's recorder for its lifetime: probes answered, beats, start and stop lines."""
-    health = Health(name, stalled_after=stalled_after)
+async def observed(
+    name: str, chosen: Options, *, stalled_after: float, store: str | None = None
+) -> AsyncIterator[Watch]:
+    """The worker's recorder for its lifetime: probes answered, beats, start and stop lines;
+    ``store`` (a Postgres connection string): whose backlog /metrics reads."""
+    health = Health(name, stalled_after=stalled_after, store=store)
     server = None
     if chosen.health_port is not None:
         try:

@@ -31,7 +31,7 @@ from gated_react.settings import Settings
 from gated_react.workers import heartbeat
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import open_pool, pool_saver, store_lost
-from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app
+from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app, queue_store
 from gated_react.workers.watch import Options, Watch, observed
 
 GraphFactory = Callable[[BaseCheckpointSaver[Any]], Graph]
@@ -174,7 +174,10 @@ async def work(
         "stalled_worker_timeout": stalled_after,
         "install_signal_handlers": False,
     }
-    async with observed(name, observe or Options(), stalled_after=stalled_after) as watch:
+    target = queue_store(url).target
+    async with observed(
+        name, observe or Options(), stalled_after=stalled_after, store=target
+    ) as watch:
         while not stopping.is_set():
             began = time.monotonic()
             try:

@@ -15,6 +15,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Price
+from gated_react._engine.authority.budgets import Limits
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.paying import (
     NO_USAGE,
@@ -25,7 +26,6 @@ from gated_react._engine.authority.paying import (
     reported_tokens,
     spent,
 )
-from gated_react._engine.authority.budgets import Limits
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.stops import StopReason
 
@@ -171,3 +171,84 @@ def test_a_report_of_no_tokens_or_of_something_else_is_no_report() -> None:
     tokens = reported_tokens(_reply(10, 5, input_token_details={"cache_read": 50}))  # type: ignore[typeddict-item]
     assert tokens is not None
     assert (tokens.input, tokens.cached, tokens.output) == (10, 10, 5)  # never more than input
+
+
+class _Status(Exception):
+    """What an OpenAI-compatible client raises for an error the server answered with."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"Error code: {status}")
+        self.status_code = status
+
+
+def _flaky(*failures: Exception) -> Any:
+    """A model that fails with ``failures`` in turn, then replies."""
+    left = list(failures)
+
+    def model() -> BaseMessage:
+        if left:
+            raise left.pop(0)
+        return _reply()
+
+    return model
+
+
+@pytest.fixture
+def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gated_react._engine import model_retry
+
+    monkeypatch.setattr(model_retry, "jittered", lambda attempt, first, cap: 0.0)
+
+
+@pytest.mark.usefixtures("no_waits")
+def test_an_attempt_the_server_refused_is_retried_and_is_no_model_call() -> None:
+    """A 500 or a 429 was answered, not served: not a step, no tokens, no cost; its time
+    counts. The attempt that replied is the decision's one model call."""
+    meter = _meter(**PRICED)
+    assert meter.call(_flaky(_Status(500), _Status(429)), ASKED).text == "The pro plan."
+    assert _kinds(meter) == ["model", "paid", "model", "paid", "model", "paid"]
+    usage = _usage(meter)
+    assert (usage.steps, usage.tokens, usage.estimated_tokens) == (1, 500, 0)
+    assert usage.cost == pytest.approx(0.5)
+
+
+@pytest.mark.usefixtures("no_waits")
+def test_a_reply_lost_on_its_way_back_is_retried_and_keeps_its_estimate() -> None:
+    import httpx
+
+    meter = _meter(**PRICED)
+    meter.call(_flaky(httpx.ReadTimeout("read timed out")), ASKED)
+    usage = _usage(meter)
+    assert usage.steps == 2  # the server may have answered (and billed) the lost reply
+    assert usage.tokens == 500 + usage.estimated_tokens
+    assert usage.estimated_tokens > 0
+
+
+@pytest.mark.usefixtures("no_waits")
+def test_retries_stop_at_model_retries_and_never_for_an_error_that_stays() -> None:
+    meter = _meter(model_retries=1, **PRICED)
+    with pytest.raises(_Status):
+        meter.call(_flaky(_Status(503), _Status(503), _Status(503)), ASKED)
+    assert _kinds(meter).count("model") == 2
+    refused = _meter(**PRICED)
+    with pytest.raises(_Status):
+        refused.call(_flaky(_Status(401)), ASKED)
+    assert _kinds(refused).count("model") == 1
+
+
+def test_a_call_the_deadline_abandoned_spent_the_seconds_left() -> None:
+    """The node's thread gives up on a hung call: its record counts from when the decision
+    began waiting, so the run's active seconds reach its budget."""
+    import time
+
+    meter = _meter(**PRICED)
+    meter.began = time.monotonic() - 3.0
+    opened = meter.before(ASKED)
+    meter.place.ledger.append([opened])
+    meter.attempt = (opened, time.monotonic() - 1.0)
+    abandoned = meter.abandoned()
+    assert abandoned is not None
+    assert meter.abandoned() is None  # once
+    meter.place.ledger.append([abandoned])
+    assert _usage(meter).seconds >= 3.0
+    assert _usage(meter).steps == 1

@@ -131,3 +131,24 @@ def test_the_runs_opening_and_end_are_kept() -> None:
     assert (tally.opened, tally.ended) == (opened, None)
     tally.add(ended)
     assert tally.ended == ended
+
+
+def test_a_paid_record_that_does_not_verify_lowers_nothing() -> None:
+    """Spend of any signature counts, so a record anyone could write may only raise it: a
+    forged ``paid`` of 0 tokens (or one saying the call was never billed) leaves the estimate."""
+    estimate = _rec(Kind.MODEL, "m1", tokens=900, estimated=900, input=900, cost=0.9)
+    forged = _rec(Kind.PAID, "m1", signed=False, tokens=0, input=0, cost=0.0, unbilled=True)
+    usage = _usage(estimate, forged)
+    assert (usage.steps, usage.tokens, usage.input_tokens) == (1, 900, 900)
+    assert usage.cost == pytest.approx(0.9)
+    more = _rec(Kind.PAID, "m1", signed=False, tokens=1200, input=1000, output=200, cost=1.2)
+    assert _usage(estimate, more).tokens == 1200  # a higher one still counts
+
+
+def test_an_attempt_the_server_refused_is_no_step_but_its_time_counts() -> None:
+    estimate = _rec(Kind.MODEL, "m1", tokens=900, estimated=900, input=900, cost=0.9)
+    refused = _rec(Kind.PAID, "m1", unbilled=True, seconds=0.4)
+    again = _rec(Kind.PAID, "m1", tokens=5, cost=0.01)  # nothing after it counts
+    usage = _usage(estimate, refused, again)
+    assert (usage.steps, usage.tokens, usage.cost) == (0, 0, 0.0)
+    assert usage.seconds == pytest.approx(0.4)

@@ -9,8 +9,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph_sdk.client import LangGraphClient
 
-from gated_react import open_checkpointer, read
+from gated_react import Policy, build_graph, open_checkpointer, read, run
+from gated_react.testing import ScriptedChatModel, call
+from gated_react.tools.support import SUPPORT_TOOLS
 from gated_react.workers import enqueue_run, install_queue, make_app
 
 from ...support.cli import invoke, spawn
@@ -18,6 +21,7 @@ from ...support.helpers import REFUND_GOAL
 from ...support.openai_server import FakeOpenAI, reply, tool_call
 from ...support.reaping import PATIENCE
 from ...support.scenarios import graph_for
+from ...support.studio_server import DevServer, drive
 from ...support.worker_graphs import LOG_VAR
 from ...support.worker_procs import fleet, until
 from ...test_workers import scripted
@@ -147,6 +151,7 @@ def test_ten_runs_on_workers_are_answered_from_the_cli_and_finish_on_the_workers
     listed = _questions()
     assert sorted(q["thread_id"] for q in listed) == threads
     assert {q["tool"] for q in listed} == {"get_user_billing"}
+    assert {q["started_by"] for q in listed} == {"workers"}  # answered through the queue
     shell = invoke("resume", threads[0], "--approve")  # resume would run it here: refused
     assert shell.exit_code == 1
     assert f"is run by the workers: answer its question with gated-react answer {threads[0]}" in (
@@ -217,3 +222,67 @@ def test_two_answers_at_once_queue_one_job_and_the_second_is_refused(
     assert refused.count("\n") == 1
     jobs = json.loads(invoke("queue", "--json", "--thread", "twice").stdout)["jobs"]
     assert [job["kind"] for job in jobs if job["status"] == "queued"] == ["answer"]
+
+
+def test_each_thread_says_how_it_is_answered_and_answer_is_never_offered_where_it_refuses(
+    server: FakeOpenAI, state_dir: Path
+) -> None:
+    """A thread a program started beside one of the CLI: the listing offered ``gated-react
+    answer`` for both, and ``answer`` refused the program's ("not started by the gated-react
+    CLI")."""
+    _pause(server, "from-cli")
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("get_user_billing", user_id=42)])
+        asks = Policy(require_approval=frozenset({"get_user_billing"}))
+        graph = build_graph(model, SUPPORT_TOOLS, policy=asks, checkpointer=saver)
+        assert run(graph, "refund?", thread_id="from-lib")["status"] == "paused"
+    lines = invoke("questions").stdout.splitlines()
+    (cli_row,) = [line for line in lines if line.startswith("from-cli")]
+    (lib_row,) = [line for line in lines if line.startswith("from-lib")]
+    assert cli_row.rstrip().endswith("gated-react answer")
+    assert lib_row.rstrip().endswith("its program")
+    footer = "\n".join(lines[-3:])
+    assert "those answered with gated-react answer: gated-react answer THREAD --approve" in footer
+    assert "a thread a program started is answered by that program: gated_react.resume(" in footer
+    by_thread = {q["thread_id"]: q for q in _questions()}
+    assert {t: (q["started_by"], q["assistant_id"]) for t, q in by_thread.items()} == {
+        "from-cli": ("cli", None),
+        "from-lib": ("program", None),
+    }
+    refused = invoke("answer", "from-lib", "--approve")
+    assert refused.exit_code == 1
+    assert "not started by the gated-react CLI" in refused.stderr
+
+
+@pytest.mark.studio
+def test_a_thread_of_langgraph_dev_is_listed_as_answered_through_the_langgraph_sdk(
+    dev: DevServer, studio_model: FakeOpenAI, state_dir: Path
+) -> None:
+    """``langgraph dev`` on the same store: its paused thread was listed with ``gated-react
+    answer``, which refused it. The listing now names the way that works (the LangGraph SDK,
+    with the assistant), and that way answers it."""
+    studio_model.push(tool_call("get_user_billing", user_id=42), reply("USD 49"))
+
+    async def paused(client: LangGraphClient) -> tuple[str, str]:
+        context = {"require_approval": ["get_user_billing"]}
+        aid = (await client.assistants.create(graph_id="refund", context=context))["assistant_id"]
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, aid, input={"goal": "User 42: can I get a refund?"})
+        return str(aid), str(tid)
+
+    aid, tid = drive(dev, paused)
+    db = str(dev.workdir / "runs.sqlite")
+    table = invoke("questions", "--db", db).stdout
+    assert "gated-react answer" not in table  # every thread of this store is the server's
+    assert "answered there: in Studio, or with the LangGraph SDK: client.runs.create(" in table
+    (listed,) = [q for q in _questions("--db", db) if q["thread_id"] == tid]
+    assert (listed["started_by"], listed["assistant_id"]) == ("langgraph", aid)
+    refused = invoke("answer", tid, "--approve", "--db", db)
+    assert refused.exit_code == 1
+    assert f"client.runs.create({tid!r}, {aid!r}, command=" in refused.stderr
+
+    async def answered(client: LangGraphClient) -> Any:
+        return await client.runs.wait(tid, aid, command={"resume": {"approved": True}})
+
+    assert drive(dev, answered)["stop_reason"] == "success"
+    assert [q for q in _questions("--db", db) if q["thread_id"] == tid] == []

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
+import math
 import os
 import threading
 import time
@@ -25,7 +27,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.deadline import DeadlinePassed
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.model_retry import Retries, Retry, aretried, billed, retried
 from gated_react._engine.pricing import Tokens
 from gated_react.errors import GatedReactError
 from gated_react.stops import Stop
@@ -61,46 +65,83 @@ class BudgetSpent(GatedReactError):
 
 @dataclass
 class Meter:
-    """The model calls of one decision, checked and recorded."""
+    """The model calls of one decision, checked, recorded and retried through errors that
+    pass (``model_retry``): each attempt is a model call of its own, recorded as one."""
 
     place: Place
     run: str
     deps: NodeDeps
     held: Limits
+    deadline: float = math.inf
+    """When (``time.monotonic``) the decision's calls must have ended: the run's time budget."""
+    began: float = 0.0
+    """When the decision started waiting on the model (what a call cut off at the deadline
+    spent: all of the seconds the budget had left)."""
+    attempt: tuple[Record, float] | None = None
+    """The attempt under way: its ``model`` record and when it started."""
 
     def call(
         self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
     ) -> BaseMessage:
-        """``invoke()`` (one model call with ``messages``), checked and recorded."""
-        ledger = self.place.ledger
-        opened = self.before(messages)
-        ledger.append([opened])
-        started = time.monotonic()
-        try:
-            reply = invoke()
-        except BaseException:
-            with contextlib.suppress(Exception):  # the store may be what failed
-                ledger.append([self.failed(opened, started)])
-            raise
-        ledger.append([self.paid(opened, messages, reply, started)])
-        return reply
+        """``invoke()`` (one model call with ``messages``), checked, recorded and retried."""
+        return retried(lambda: self._once(invoke, messages), self._retries())
 
     async def acall(
         self, invoke: Callable[[], Awaitable[BaseMessage]], messages: Sequence[BaseMessage]
     ) -> BaseMessage:
         """Async twin of ``call``."""
+        return await aretried(lambda: self._aonce(invoke, messages), self._retries())
+
+    def abandoned(self) -> Record | None:
+        """The record of the attempt still under way when the deadline passed (its thread
+        abandoned): its time counts, and it may have been paid."""
+        if self.attempt is None:
+            return None
+        opened, started = self.attempt
+        self.attempt = None
+        return self.failed(opened, min(started, self.began or started), DeadlinePassed())
+
+    def _once(
+        self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
+    ) -> BaseMessage:
+        ledger = self.place.ledger
+        opened = self.before(messages)
+        ledger.append([opened])
+        started = time.monotonic()
+        self.attempt = (opened, started)
+        try:
+            reply = invoke()
+        except BaseException as error:
+            with contextlib.suppress(Exception):  # the store may be what failed
+                ledger.append([self.failed(opened, started, error)])
+            raise
+        finally:
+            self.attempt = None
+        ledger.append([self.paid(opened, messages, reply, started)])
+        return reply
+
+    async def _aonce(
+        self, invoke: Callable[[], Awaitable[BaseMessage]], messages: Sequence[BaseMessage]
+    ) -> BaseMessage:
         ledger = self.place.ledger
         opened = await self.abefore(messages)
         await ledger.aappend([opened])
         started = time.monotonic()
+        self.attempt = (opened, started)
         try:
             reply = await invoke()
-        except BaseException:
+        except BaseException as error:
             with contextlib.suppress(Exception):
-                await ledger.aappend([self.failed(opened, started)])
+                await ledger.aappend([self.failed(opened, started, error)])
             raise
+        finally:
+            self.attempt = None
         await ledger.aappend([self.paid(opened, messages, reply, started)])
         return reply
+
+    def _retries(self) -> Retries:
+        seconds = self.deadline - time.monotonic()
+        return Retries(seconds, self.deps.policy.model_retries, on_retry=_said)
 
     def before(self, messages: Sequence[BaseMessage]) -> Record:
         """The record of a call about to be made; ``BudgetSpent`` if the budgets say no."""
@@ -128,10 +169,15 @@ class Meter:
         return Record(opened.thread, opened.run, Kind.PAID, opened.key,
                       spent(self.deps, messages, reply) | {"seconds": seconds})  # fmt: skip
 
-    def failed(self, opened: Record, started: float) -> Record:
-        """The record of a call that raised: its time counts; whether it was paid is unknown,
-        so it keeps its estimate."""
-        body = dict(opened.body, seconds=time.monotonic() - started)
+    def failed(self, opened: Record, started: float, error: BaseException) -> Record:
+        """The record of a call that raised: its time counts. One that may have been paid
+        (a reply lost on its way back, or unreadable) keeps its estimate; one the server
+        refused, or that never left, was not: it is no model call (``unbilled``)."""
+        seconds = time.monotonic() - started
+        if isinstance(error, Exception) and not billed(error):
+            body: dict[str, Any] = {"unbilled": True, "seconds": seconds}
+        else:
+            body = dict(opened.body, seconds=seconds)
         return Record(opened.thread, opened.run, Kind.PAID, opened.key, body)
 
 
@@ -156,6 +202,13 @@ def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -
         "input": reported.input, "output": reported.output, "cached": reported.cached,
         "cost": cost, "unpriced": None if cost is not None else deps.pricer.unpriced,
     }  # fmt: skip
+
+
+def _said(retry: Retry) -> None:
+    _LOG.warning("%s", retry.message)  # the workers' log and the CLI's stderr say it
+
+
+_LOG = logging.getLogger("gated_react")
 
 
 def estimated_tokens(messages: Sequence[BaseMessage]) -> int:

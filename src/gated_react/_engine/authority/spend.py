@@ -29,6 +29,8 @@ class Tally:
     sums: dict[str, float] = field(default_factory=dict)
     unpriced: dict[str, str] = field(default_factory=dict)
     """The model calls that could not be priced, by id, and why."""
+    unbilled: set[str] = field(default_factory=set)
+    """Attempts the server refused or that never left (no model call, no step)."""
     seconds: float = 0.0
     counted: dict[str, str] = field(default_factory=dict)
     """Calls let through or shown to the model as refused, each once, by what it is (its id,
@@ -64,8 +66,18 @@ class Tally:
         before = self.models.get(record.key)
         if before is not None and (record.kind is Kind.MODEL or before.get("paid")):
             return  # counted once: an estimate is replaced by what was paid, never twice
+        if record.key in self.unbilled:
+            return
         self._count(record.key, before, -1)
         body = dict(record.body, paid=record.kind is Kind.PAID)
+        if record.kind is Kind.PAID and not record.verified and before is not None:
+            body = _not_lower(before, body)  # a record anyone could write lowers nothing
+        elif record.kind is Kind.PAID and body.get("unbilled") is True:
+            # refused by the server, or never sent: no model call, only the time it took
+            self.models.pop(record.key, None)
+            self.unbilled.add(record.key)
+            self.seconds += _amount(body.get("seconds")) or 0.0
+            return
         self.models[record.key] = body
         self._count(record.key, body, 1)
 
@@ -116,6 +128,20 @@ class Tally:
             unpriced=unpriced,
             seconds=max(self.seconds, 0.0),
         )
+
+
+def _not_lower(estimate: dict[str, Any], paid: dict[str, Any]) -> dict[str, Any]:
+    """What a paid record that does not verify counts for: each figure at least the estimate
+    (an unknown cost stays unknown)."""
+    body = dict(paid, unbilled=False)
+    for name in _SUMMED:
+        body[name] = max(_whole(estimate.get(name)), _whole(paid.get(name)))
+    body["seconds"] = max(
+        _amount(estimate.get("seconds")) or 0.0, _amount(paid.get("seconds")) or 0.0
+    )
+    cost, was = _amount(paid.get("cost")), _amount(estimate.get("cost"))
+    body["cost"] = None if cost is None or was is None else max(cost, was)
+    return body
 
 
 def identity(call: str, tool: str, args_hash: str) -> str:

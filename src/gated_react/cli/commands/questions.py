@@ -9,9 +9,11 @@ answer a later question. Any other run continues in this shell, as ``resume`` wo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from gated_react.cli import flags, resources
 from gated_react.cli.commands.resume import (
@@ -27,7 +29,22 @@ from gated_react.records.store import readable
 if TYPE_CHECKING:
     from gated_react.records.question_listing import QuestionRow
 
-_HEADS = ("thread", "since", "step", "tool", "question")
+_HEADS = ("thread", "since", "step", "tool", "question", "answered with")
+_ANSWERED_WITH = {
+    "cli": "gated-react answer",
+    "workers": "gated-react answer",
+    "langgraph": "LangGraph SDK or Studio",
+    "program": "its program",
+}
+"""How each thread's question is answered, by who started its run (``QuestionRow``)."""
+_ELSEWHERE = {
+    "langgraph": "a thread of a LangGraph server (langgraph dev) is answered there: in Studio, "
+    "or with the LangGraph SDK: client.runs.create(THREAD, ASSISTANT_ID, "
+    "command={'resume': ANSWER})",
+    "program": "a thread a program started is answered by that program: "
+    "gated_react.resume(graph, THREAD, ANSWER, question=ID)",
+}
+_HERE = "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, ...)"
 
 
 def questions_command(
@@ -42,7 +59,7 @@ def questions_command(
     url = resources.store_url(config, db)
     secrets = config.secrets()
     with resources.opened(url) as saver:
-        rows = waiting_runs(saver, limit)
+        rows = _with_workers(url, waiting_runs(saver, limit))
     if json_out:
         render.print_json({"questions": [row.as_json() for row in rows]}, secrets)
         return
@@ -63,16 +80,40 @@ def questions_command(
         # console wraps them), never cut to whatever width the columns leave.
         args = render.safe(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
         console.print(f"  [yellow]args[/] {args}")
-    console.print(
-        f"[dim]{len(rows)} waiting in {where}; answer one with: "
-        "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, ...)[/]",
-        soft_wrap=True,
-    )
+    for line in _how_to_answer(rows, where):
+        console.print(f"[dim]{line}[/]", soft_wrap=True)
+
+
+def _how_to_answer(rows: list[QuestionRow], where: str) -> list[str]:
+    """The lines that say how the questions listed are answered: ``gated-react answer`` only
+    for the threads it answers (a thread of another host it refuses)."""
+    kinds = {row.started_by for row in rows}
+    here = kinds & {"cli", "workers"}
+    lines = [f"{len(rows)} waiting in {where}"]
+    if here == kinds:
+        lines[0] += f"; answer one with: {escape(_HERE)}"
+    elif here:
+        lines.append(f"those answered with gated-react answer: {escape(_HERE)}")
+    lines += [escape(_ELSEWHERE[kind]) for kind in ("langgraph", "program") if kind in kinds]
+    return lines
+
+
+def _with_workers(url: str, rows: list[QuestionRow]) -> list[QuestionRow]:
+    """The rows, those of threads with a job in the store's queue marked ``workers``."""
+    from gated_react.records.queue_listing import fleet_threads
+    from gated_react.store.checkpointer import StoreURL
+
+    store = StoreURL.parse(url)
+    if store.kind != "postgres" or not rows:
+        return rows
+    fleet = fleet_threads(store.target, [row.thread_id for row in rows])
+    return [replace(row, started_by="workers") if row.thread_id in fleet else row for row in rows]
 
 
 def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
     question = row.question if row.problem is None else f"({row.status})"
     values = [row.thread_id, row.since, str(row.step or "-"), row.tool or "-", question]
+    values.append(_ANSWERED_WITH.get(row.started_by, row.started_by))
     return [render.plain(value, secrets) for value in values]
 
 

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import CliError
 from gated_react.cli.live import render
 
 if TYPE_CHECKING:
@@ -34,17 +33,12 @@ def queue_command(
 ) -> None:
     """List the workers' queue: queued, running (which worker, since when), failed and retried
     jobs, per thread."""
-    from gated_react.cli.exits import user_errors
     from gated_react.records.queue_listing import queue_jobs
-    from gated_react.store.checkpointer import StoreURL
 
     config = resources.settings()
     url = resources.store_url(config, db)
-    with user_errors():
-        store = StoreURL.parse(url)
-    if store.kind != "postgres":
-        raise CliError(f"store {store.shown}: the workers' queue lives in a postgresql:// store")
-    jobs, counts = queue_jobs(store.target, thread=thread, everything=everything, limit=limit)
+    target = resources.fleet_store(url)
+    jobs, counts = queue_jobs(target, thread=thread, everything=everything, limit=limit)
     secrets = config.secrets()
     if json_out:
         render.print_json({"counts": counts, "jobs": [job.as_json() for job in jobs]}, secrets)
@@ -59,7 +53,8 @@ def queue_command(
             console.print(
                 render.row_line(cell, widths[:-1], _COLOR.get(job.status, ""), 3), soft_wrap=True
             )
-    console.print(f"[dim]{escape(totals)} in {render.safe(store.shown)}[/]", soft_wrap=True)
+    where = render.safe(resources.shown(url))
+    console.print(f"[dim]{escape(totals)} in {where}[/]", soft_wrap=True)
 
 
 def _cells(job: JobRow, secrets: tuple[str, ...]) -> list[str]:

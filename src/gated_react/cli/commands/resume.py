@@ -124,9 +124,9 @@ def parse_answer(
     if respond is not None:
         return {"decisions": [{"type": "respond", "message": respond}]}
     if args is not None:
-        return {"approved": True, "args": _json_object("--args", args)}
+        return {"approved": True, "args": json_object("--args", args)}
     if answer is not None:
-        return _json_object("--answer", answer)
+        return json_object("--answer", answer)
     return {"approved": True} if approve else None
 
 
@@ -135,7 +135,7 @@ MAX_DEPTH = 64
 whatever walks it next)."""
 
 
-def _json_object(flag: str, text: str) -> dict[str, Any]:
+def json_object(flag: str, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except RecursionError:
@@ -179,10 +179,10 @@ def options_for(
     said = recorded(metadata)
     if said is None:
         _refuse_a_fleet_run(url, thread)
-        raise CliError(
-            f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
-            "program that started it (gated_react.resume)"
-        )
+        from gated_react.records.run_listing import started_by
+
+        assistant = (metadata or {}).get("assistant_id")
+        raise CliError(answered_elsewhere(started_by(metadata), thread, assistant))
     if not any(value not in (None, []) for value in given.values()):
         again = shlex.join(["gated-react", "resume", thread, *said.flags()])
         raise CliError(
@@ -234,6 +234,22 @@ def _metadata(saver: Any, thread: str) -> Mapping[str, Any] | None:
     if found is None:
         raise CliError(str(UnknownThread(thread)))
     return found.metadata  # type: ignore[no-any-return]
+
+
+def answered_elsewhere(started: str, thread: str, assistant: Any = None) -> str:
+    """How a thread the CLI cannot continue is continued (``started``: ``langgraph`` or
+    ``program``, ``run_listing.started_by``), as one sentence."""
+    if started == "langgraph":
+        named = repr(str(assistant)) if assistant else "ASSISTANT_ID"
+        return (
+            f"thread {thread!r} is run by a LangGraph server (langgraph dev): answer it there, "
+            f"in Studio or with the LangGraph SDK: client.runs.create({thread!r}, {named}, "
+            "command={'resume': ANSWER})"
+        )
+    return (
+        f"thread {thread!r} was not started by the gated-react CLI; resume it from the "
+        "program that started it (gated_react.resume)"
+    )
 
 
 def _refuse_a_fleet_run(url: str | None, thread: str) -> None:

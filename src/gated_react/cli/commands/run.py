@@ -90,7 +90,7 @@ def _run(goal: str, options: RunOptions, thread: str, place: Place, base_url: st
             )
         saver = stack.enter_context(resources.opened(url))
         runlog = stack.enter_context(logged(url, place, config))
-        _refuse_existing(saver, thread)
+        refuse_existing(saver, thread)
         graph = resources.graph_for(options, model.chat, saver)
         budget = options.budget()
         session = Session(Tracker(thread, saver), budget, runlog, config.secrets(), place)
@@ -135,7 +135,7 @@ def _example_folder(thread: str) -> str:
     return f"{readable_part}~{digest}"
 
 
-def _refuse_existing(saver: object, thread_id: str) -> None:
+def refuse_existing(saver: object, thread_id: str) -> None:
     from gated_react.runs import ThreadExists, config_for
 
     get_tuple = getattr(saver, "get_tuple", None)

@@ -153,7 +153,7 @@ def call_model(call: Callable[[], T], retries: Retries) -> T:
 def retried(call: Callable[[], T], retries: Retries) -> T:
     """``call_model`` for a call already held to its deadline by its caller (a model call
     inside a node body that runs on a worker thread): each attempt runs here."""
-    return _attempts(_Plan(retries), lambda left: call())
+    return _attempts(_Plan(retries), lambda _left: call())
 
 
 def _attempts(plan: _Plan, attempt: Callable[[float], T]) -> T:
@@ -177,7 +177,7 @@ async def acall_model(call: Callable[[], Awaitable[T]], retries: Retries) -> T:
 
 async def aretried(call: Callable[[], Awaitable[T]], retries: Retries) -> T:
     """Async ``retried``."""
-    return await _aattempts(_Plan(retries), lambda left: call())
+    return await _aattempts(_Plan(retries), lambda _left: call())
 
 
 async def _aattempts(plan: _Plan, attempt: Callable[[float], Awaitable[T]]) -> T:

@@ -337,3 +337,29 @@ def test_idempotent_is_opt_in() -> None:
     assert _refund_desk().metadata == {"idempotent": False}
     flagged = as_tool(_agent(), "desk", "d", idempotent=True)
     assert flagged.metadata == {"idempotent": True}
+
+
+def test_a_replay_or_fork_of_the_parent_is_the_same_run_of_the_agent_inside() -> None:
+    """A tester replayed and forked a parent graph from before its agent node: each was a new
+    run of the agent (its records kept under the parent's task id, new every time), with fresh
+    budgets, and a payment ran five times. The agent's run is named by the node it runs in."""
+    from langchain_core.tools import tool
+
+    paid: list[str] = []
+
+    @tool
+    def pay(to: str) -> str:
+        """Pay someone."""
+        paid.append(to)
+        return f"paid {to}"
+
+    replies = [call("pay", to="bob"), "paid"] * 4  # each replay asks the model anew
+    agent = build_graph(ScriptedChatModel(replies=replies), [pay], policy=Policy())
+    desk = _desk(agent)
+    config: Any = {"configurable": {"thread_id": "d5"}}
+    assert desk.invoke({"question": "refund bob"}, config)["stop_reason"] == "success"
+    before = next(s for s in desk.get_state_history(config) if s.next == ("refunds",))
+    desk.invoke(None, before.config)  # Studio's "re-run from here"
+    forked = desk.update_state(before.config, {"handled_by": ["edited"]}, as_node="route")
+    desk.invoke(None, forked)
+    assert paid == ["bob"]

@@ -121,7 +121,7 @@ def test_every_protocol_yields_the_same_run(protocol: str, replies: list[str]) -
         ([call("get_user_profile", user_id="Anna")], {}, "tool_bad_args:get_user_profile"),
         ([call("slow", seconds=5)], {"tool_timeout_seconds": 0.2}, "tool_timeout:slow"),
         ([call("broken")], {}, "tool_error:broken"),
-        ([TimeoutError("model too slow")], {}, "llm_timeout"),
+        ([TimeoutError("model too slow")], {"model_retries": 0}, "llm_timeout"),
         ([ConnectionResetError("peer reset")], {}, "llm_error:ConnectionResetError"),
         ([""], {}, "invalid_action:missing_answer"),
     ],

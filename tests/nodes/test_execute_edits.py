@@ -333,3 +333,25 @@ def test_an_edit_of_another_channel_before_execute_runs_the_gates_call_once(
     assert out["stop_reason"] == "success"
     assert out["usage"]["tool_calls"] == 1
     assert out["usage"]["per_tool"] == {"lookup": 1}
+
+
+@pytest.mark.parametrize("copies", [2, 16])
+def test_a_permitted_call_copied_in_the_step_runs_not_even_once_more(
+    tmp_path: Path, copies: int
+) -> None:
+    """A tester copied the permitted call 16 times into the step (an idempotent tool, loop
+    detection off, 16 calls a reply allowed): it ran 16 times under ``max_tool_calls=1``."""
+    policy = POLICY.replace(
+        budget=Budget(max_tool_calls=1), loop_detection="off", max_parallel_calls=16
+    )
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("lookup", n=1), "done"])
+        graph = build_graph(model, TOOLS, policy=policy, checkpointer=saver)
+        graph.invoke({"goal": "look"}, CFG, interrupt_before=["execute"])
+        step = dict(saver.get_tuple(CFG).checkpoint["channel_values"]["step"])  # private
+        step["calls"] = step["calls"] * copies
+        graph.update_state(CFG, {"step": step}, as_node="gate")
+        graph.invoke(None, CFG)
+        out = read(graph, "t")
+    assert RAN == []
+    assert out["stop_reason"] == "invalid_action:duplicate_call"

@@ -68,12 +68,6 @@ def live_objects() -> Counter[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: ledger_for keeps every saver alive: _LEDGERS is a WeakKeyDictionary whose "
-    "value (the ledger's SqliteBackend) holds the saver, so no run's saver, books or records "
-    "are ever freed (about 360 objects a run, 23 of them Records)",
-)
 def test_soak_runs_stay_flat_and_identical(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/soak.sqlite"
     executions = Executions()

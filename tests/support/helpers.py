@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react import Policy, build_graph
 from gated_react._engine.authority import ledger as ledgers
@@ -75,4 +77,8 @@ def as_another_process() -> None:
     verify), the ledgers it had open, and the records kept in its memory."""
     records.process_key.cache_clear()
     ledgers._LEDGERS.clear()
+    for saver in gc.get_objects():  # each saver carries its ledger
+        if isinstance(saver, BaseCheckpointSaver):
+            vars(saver).pop(ledgers._ATTRIBUTE, None)
+    ledgers._LAST[0] = (lambda: None, ledgers._UNSAVED)
     ledgers._UNSAVED = ledgers.Ledger(ledgers.MemoryBackend(ledgers.UNSAVED_RUNS))

@@ -137,12 +137,15 @@ def _fresh_read(
 
 
 def run_key(config: RunnableConfig) -> tuple[Any, str]:
-    """Which run a node's task belongs to: its thread and the namespace of the graph it runs
-    in. A task's own namespace ends with the task (``node:task_id``), which every task has
-    anew; the graph's is what comes before (empty at the top, a parent's task in a subgraph)."""
+    """Which run a node's task belongs to: its thread and the graph it runs in, by the names
+    of the nodes it is nested in (empty at the top; ``agent`` in a parent's node ``agent``).
+    A namespace names each level ``node:task_id``, and a parent's task id is new at every
+    replay or fork of the parent: read with it, the same run of this graph would be another
+    one, with fresh budgets and its calls run again."""
     conf = config.get("configurable") or {}
     own = str(conf.get(CONFIG_KEY_CHECKPOINT_NS) or "")
-    return conf.get("thread_id"), own.rpartition(NS_SEP)[0]
+    levels = own.split(NS_SEP)[:-1]  # the last is the task itself
+    return conf.get("thread_id"), NS_SEP.join(level.partition(NS_END)[0] for level in levels)
 
 
 def saver_of(config: RunnableConfig) -> Any:

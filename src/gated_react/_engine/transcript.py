@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import operator
 import threading
-from collections import Counter, OrderedDict
+import weakref
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from collections.abc import Set as AbstractSet
 from functools import partial
@@ -80,12 +81,13 @@ def build_messages(
     Each step is built once and reused by the next decisions (``_BUILT``): between two folds a
     decision builds only its newest step."""
     question = messages[at]
-    steps = run_steps(messages, at)
+    run = _read(messages, at)
+    steps = run.steps
     folded = folded_count(len(steps), policy)
     goal = question.text.strip()
     if folded:
         older = steps[:folded]
-        folds = _built(
+        folds = run.built(
             ("summary", id(older[0][0]), folded),
             lambda: summary([entry for step in older for entry in step]),
             older,
@@ -94,8 +96,8 @@ def build_messages(
     before = messages[: at + 1]
     # A bound method is made anew at each attribute read: its protocol is what stays the same.
     protocol = getattr(replay, "__self__", replay)
-    earlier, instructions = _built(
-        (_BEFORE, question.id, at, id(protocol), id(policy)),
+    earlier, instructions = run.built(
+        (_BEFORE, at, id(protocol), id(policy)),
         partial(_before_run, before, at, policy, replay),
         (protocol, policy),
     )
@@ -104,32 +106,15 @@ def build_messages(
     out: list[BaseMessage] = [*head, *earlier, shown]
     for step in steps[folded:]:
         key = (id(protocol), id(step[0]), len(step))
-        out.extend(_built(key, partial(_replayed, replay, step), (protocol, step)))
+        out.extend(run.built(key, partial(_replayed, replay, step), (protocol, step)))
     note = _note(retry, last_step)
     return _with_note(out, note) if note else out
 
 
 _BEFORE = "before the run"
-_KEPT = 2048
-_BUILT_CACHE: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
+_BUILT_KEPT = 64
+"""Parts kept per run: its shown steps, its earlier turns, its latest fold's summary."""
 _LOCK = threading.Lock()
-
-
-def _built(key: Hashable, build: Callable[[], T], keep: Any = None) -> T:
-    """What ``build()`` makes, once while kept: parts of a request a run's next decisions
-    send again unchanged (its earlier turns, its steps). The entries they are built of are
-    kept alive with them, so an id is never reused for another while its key is kept."""
-    with _LOCK:
-        found = _BUILT_CACHE.get(key)
-        if found is not None:
-            _BUILT_CACHE.move_to_end(key)
-            return cast(T, found[0])
-    made = build()
-    with _LOCK:
-        _BUILT_CACHE[key] = (made, keep)
-        while len(_BUILT_CACHE) > _KEPT:
-            _BUILT_CACHE.popitem(last=False)
-    return made
 
 
 def _before_run(
@@ -172,28 +157,43 @@ def run_steps(messages: Sequence[BaseMessage], at: int) -> list[list[HistoryEntr
 
 
 def _read(messages: Sequence[BaseMessage], at: int) -> _Steps:
-    key = (messages[at].id, at)
+    """The run's steps, read on from where the last reading of this conversation stopped.
+    Kept with the run's question (a weak reference): they go when the conversation does."""
+    question = messages[at]
     with _LOCK:
-        found = _STEPS.get(key)
+        kept = _RUNS.get(id(question))
+    found = kept[1] if kept is not None and kept[0]() is question else None
     if (
         found is None
+        or found.at != at
         or found.seen > len(messages)
         or (found.seen and messages[found.seen - 1] is not found.last)
     ):
-        found = _Steps()
+        found = _Steps(at)
+        _remember(question, found)
     found.read(messages, at)
-    with _LOCK:
-        _STEPS[key] = found
-        _STEPS.move_to_end(key)
-        while len(_STEPS) > _KEPT:
-            _STEPS.popitem(last=False)
     return found
 
 
-class _Steps:
-    """A run's steps as read so far, and where the reading stopped."""
+def _remember(question: BaseMessage, found: _Steps) -> None:
+    key = id(question)
 
-    def __init__(self) -> None:
+    def forget(gone: weakref.ref[BaseMessage]) -> None:
+        with _LOCK:
+            if (held := _RUNS.get(key)) is not None and held[0] is gone:
+                del _RUNS[key]
+
+    with _LOCK:
+        _RUNS[key] = (weakref.ref(question, forget), found)
+
+
+class _Steps:
+    """A run's steps as read so far, where the reading stopped, and the parts of its requests
+    built so far (``built``)."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self._built: dict[Hashable, tuple[Any, Any]] = {}
         self.steps: list[list[HistoryEntry]] = []
         self.loops: list[str] = []
         """The loop keys of the steps' calls, as far as they were asked for."""
@@ -231,8 +231,22 @@ class _Steps:
             self.steps.append([_entry(n, c, self.results[str(c.get("id"))]) for n, c in answered])
         self.open = []
 
+    def built(self, key: Hashable, build: Callable[[], T], keep: Any = None) -> T:
+        """What ``build()`` makes, once while kept: parts of a request the run's next
+        decisions send again unchanged (its earlier turns, its steps). What they are built of
+        is kept alive with them, so an id in a key is never another object's."""
+        found = self._built.get(key)
+        if found is not None:
+            return cast(T, found[0])
+        made = build()
+        if len(self._built) >= _BUILT_KEPT:
+            self._built.pop(next(iter(self._built)))
+        self._built[key] = (made, keep)
+        return made
 
-_STEPS: OrderedDict[Hashable, _Steps] = OrderedDict()
+
+_RUNS: dict[int, tuple[weakref.ref[BaseMessage], _Steps]] = {}
+"""The runs read, by their question message (which each entry holds weakly)."""
 
 
 def _entry(step: int, call: dict[str, Any], result: ToolMessage) -> HistoryEntry:

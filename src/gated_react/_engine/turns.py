@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,7 +145,7 @@ def question_at(messages: Sequence[BaseMessage], hint: str | None = None) -> int
     kept = _WHERE.get(hint) if hint else None
     if kept is not None:
         at, seen, last = kept
-        if seen <= end and messages[seen - 1] is last and messages[at].id == hint:
+        if seen <= end and messages[seen - 1] is last() and messages[at].id == hint:
             if seen == end:
                 return at
             start = seen
@@ -156,17 +157,24 @@ def question_at(messages: Sequence[BaseMessage], hint: str | None = None) -> int
     if found is None and kept is not None and start:
         found = kept[0]
     if found is not None:
-        with _WHERE_LOCK:
-            _WHERE[str(messages[found].id)] = (found, end, messages[end - 1])
-            if len(_WHERE) > _WHERE_KEPT:
-                _WHERE.pop(next(iter(_WHERE)))
+        _remember(str(messages[found].id), found, end, messages[end - 1])
     return found
 
 
-_WHERE: dict[str, tuple[int, int, BaseMessage]] = {}
+def _remember(question: str, at: int, seen: int, last: BaseMessage) -> None:
+    def forget(gone: weakref.ref[BaseMessage]) -> None:
+        with _WHERE_LOCK:
+            if (held := _WHERE.get(question)) is not None and held[2] is gone:
+                del _WHERE[question]
+
+    with _WHERE_LOCK:
+        _WHERE[question] = (at, seen, weakref.ref(last, forget))
+
+
+_WHERE: dict[str, tuple[int, int, weakref.ref[BaseMessage]]] = {}
 """Where each question was last found: its place, how many messages the conversation had, and
-its last one (the same object: the conversation it was found in is a prefix of this one)."""
-_WHERE_KEPT = 1024
+its last one (held weakly; the same object: the conversation it was found in is a prefix of
+this one). An entry goes with that message."""
 _WHERE_LOCK = threading.Lock()
 
 

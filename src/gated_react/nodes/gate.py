@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine import gate_spans, tracing
-from gated_react._engine.authority.admit import gatekeeper
+from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
 from gated_react._engine.deps import NodeDeps
@@ -40,9 +40,11 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
+    ran = started(step, place.ledger.about(asked_ids(step, deps)))
     update, records = gated(
-        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config
-    )
+        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
+        ran=ran,
+    )  # fmt: skip
     place.ledger.append(records)
     return update
 
@@ -52,9 +54,11 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
+    ran = started(step, await place.ledger.aabout(asked_ids(step, deps)))
     update, records = gated(
-        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config
-    )
+        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
+        ran=ran,
+    )  # fmt: skip
     await place.ledger.aappend(records)
     return update
 
@@ -67,10 +71,13 @@ def gated(
     place: Place,
     deps: NodeDeps,
     config: RunnableConfig,
+    ran: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[Record]]:
     """The gate's update and the records it leaves (none when the run stops here: a stop
-    decided before any call runs leaves nothing let through)."""
+    decided before any call runs leaves nothing let through). ``ran``: the calls under approval
+    the run's record says started (this step replayed): not asked about again."""
     keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
+    keeper.ran = ran
     calls = []
     for call in step.calls:
         with gate_spans.guardrail(deps.spans, config, call.tool) as span:

@@ -152,3 +152,15 @@ def test_an_attempt_the_server_refused_is_no_step_but_its_time_counts() -> None:
     usage = _usage(estimate, refused, again)
     assert (usage.steps, usage.tokens, usage.cost) == (0, 0, 0.0)
     assert usage.seconds == pytest.approx(0.4)
+
+
+def test_a_forged_refusal_before_the_real_records_frees_nothing() -> None:
+    """A row written ahead of a call's own records (a trigger on the table) saying it was
+    never billed: the call's signed records still count, in full."""
+    forged = _rec(Kind.PAID, "m1", signed=False, unbilled=True)
+    estimate = _rec(Kind.MODEL, "m1", **ESTIMATE)
+    paid = _rec(Kind.PAID, "m1", **PAID)
+    assert _usage(forged, estimate, paid) == _usage(estimate, paid)
+    assert _usage(forged, estimate).tokens == 100  # crashed before paid: the estimate
+    low = _rec(Kind.PAID, "m1", signed=False, tokens=1, input=1, cost=0.0)
+    assert _usage(estimate, low, paid) == _usage(estimate, paid)  # the real one still lands

@@ -56,12 +56,17 @@ class Gatekeeper:
     """The step on this branch (its decisions that made calls): what a question and a record
     say the call belongs to, the same wherever the branch is replayed."""
     records: list[Record] = field(default_factory=list)
+    ran: frozenset[str] = frozenset()
+    """Calls (by id) the run's record says started: execute answers them from the record, or
+    asks whether they ran; the gate asks no approval of them again."""
 
     def admit(self, call: Call, *, ask_here: bool = True) -> Call | Stop:
         """``call`` admitted (with its key, and edited arguments if a human edited them), or
         settled with what the model is shown instead (``shown``), or the stop it causes.
         ``ask_here=False``: a call under approval is left to a question asked after (about
         a call that may already have run)."""
+        if call.id in self.ran:
+            return call.model_copy(update={"key": self.key_for(call)})
         settled = self._checked(call)
         if settled is not None:
             return settled
@@ -228,6 +233,22 @@ def key_for(deps: NodeDeps, thread: str, run: str, call: Call, seen: LoopIndex) 
     normalized = deps.policy.loop_detection == "normalized"
     earlier = seen.repeats(call.tool, call.args, "normalized" if normalized else "exact")
     return call_key(f"{thread}\n{run}", call.tool, call.args, earlier, normalized=normalized)
+
+
+def asked_ids(step: Step, deps: NodeDeps) -> list[str]:
+    """The ids of the step's calls a human would be asked about: what the gate looks up in
+    the record first (a replayed step's call may have run)."""
+    return [c.id for c in step.calls if c.tool in deps.policy.require_approval]
+
+
+def started(step: Step, records: Sequence[Record]) -> frozenset[str]:
+    """Of ``records``, the calls of ``step``'s run that started (same id and tool)."""
+    tools = {c.id: c.tool for c in step.calls}
+    return frozenset(
+        call for r in records
+        if r.kind in (Kind.STARTED, Kind.DONE) and r.run == step.run
+        and tools.get(call := str(r.body.get("call"))) == r.body.get("tool")
+    )  # fmt: skip
 
 
 def refuse(deps: NodeDeps, name: str) -> Stop | None:

@@ -295,11 +295,30 @@ def ledger_for(saver: Any) -> Ledger:
     # around the same saver, and a run's records must outlive the request.
     inner = unwrapped(saver)
     with _GUARD:
-        found = _LEDGERS.get(inner)
+        found = _kept(inner)
         if found is None:
-            found = _LEDGERS[inner] = _made_for(saver)
+            found = _made_for(saver)
+            _keep(inner, found)
         _LAST[0] = (weakref.ref(saver), found)
         return found
+
+
+_ATTRIBUTE = "_gated_react_ledger"
+
+
+def _kept(saver: Any) -> Ledger | None:
+    found = getattr(saver, "__dict__", {}).get(_ATTRIBUTE)
+    return found if isinstance(found, Ledger) else _LEDGERS.get(saver)
+
+
+def _keep(saver: Any, ledger: Ledger) -> None:
+    """The ledger kept on its saver: it goes with it (a SQL backend holds its saver, so a
+    weak mapping from saver to ledger would keep every saver alive). A saver that takes no
+    attributes (none of LangGraph's) is mapped weakly."""
+    try:
+        vars(saver)[_ATTRIBUTE] = ledger
+    except TypeError:
+        _LEDGERS[saver] = ledger
 
 
 def _made_for(saver: Any) -> Ledger:

@@ -16,6 +16,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -184,7 +185,8 @@ class Meter:
 def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -> dict[str, Any]:
     """What a reply cost: its tokens (the reported total, never less than its input and
     output; else an estimate, which counts for ``max_tokens`` and never for money), its tokens
-    by class and its price (unpriced when it reported no usable counts)."""
+    by class and its price (unpriced when it reported no usable counts). Counts that are counts
+    are taken as the server reports them: token and cost budgets hold on its numbers."""
     reported = reported_tokens(reply)
     usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
     total = reported_count(usage.get("total_tokens")) if usage else None
@@ -220,18 +222,28 @@ def estimated_tokens(messages: Sequence[BaseMessage]) -> int:
     for message in messages:
         size = len(message.content)
         kept = _COUNTED.get(id(message))
-        if kept is None or kept[0] is not message or kept[1] != size:
-            kept = (message, size, count_tokens_approximately([message]))
+        if kept is None or kept[0]() is not message or kept[1] != size:
+            kept = (_weak(message), size, count_tokens_approximately([message]))
             with _COUNTED_LOCK:
                 _COUNTED[id(message)] = kept
-                if len(_COUNTED) > _COUNTED_KEPT:
-                    _COUNTED.pop(next(iter(_COUNTED)))
         total += kept[2]
     return total
 
 
-_COUNTED: dict[int, tuple[BaseMessage, int, int]] = {}
-_COUNTED_KEPT = 4096
+def _weak(message: BaseMessage) -> weakref.ref[BaseMessage]:
+    """A weak reference to ``message`` whose end drops its count."""
+    key = id(message)
+
+    def forget(gone: weakref.ref[BaseMessage]) -> None:
+        with _COUNTED_LOCK:
+            if (held := _COUNTED.get(key)) is not None and held[0] is gone:
+                del _COUNTED[key]
+
+    return weakref.ref(message, forget)
+
+
+_COUNTED: dict[int, tuple[weakref.ref[BaseMessage], int, int]] = {}
+"""Each message's count, while it lives."""
 _COUNTED_LOCK = threading.Lock()
 
 

@@ -188,6 +188,12 @@ def planned(plan: Plan) -> None:
     """Each call's way, in the reply's order: shown, answered from the record, or run (its
     permit checked, or earned again); the first stop settles the rest as not run. Calls the
     gate did not let through are held to what one reply may hold, as the gate holds a reply."""
+    ids = [c.id for c in plan.calls]
+    if len(set(ids)) < len(ids):  # one result answers one call: a copy would run again
+        twice = next(i for i in ids if ids.count(i) > 1)
+        said = f"the step holds call {twice!r} more than once"
+        plan.stop = (_edited(Stop(StopReason.INVALID_ACTION, "duplicate_call", said)), twice)
+        return
     unpermitted = [
         c for c in plan.calls
         if c.shown is None and not permitted(plan.book.tally.permits.get(c.id), c, plan.deps)
@@ -247,14 +253,11 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
 
 
 def _same_call(records: Sequence[Record], call: Call) -> list[Record]:
-    """Of the records under ``call``'s id, those about this call: the same tool with the same
-    arguments (a copied thread keeps its calls' ids and its run; a model that numbers its
-    calls ``call_1`` in every run says nothing of this call in another)."""
-    digest = args_hash(call.args)
-    return [
-        r for r in records
-        if r.body.get("tool") == call.tool and r.body.get("args_hash", digest) == digest
-    ]  # fmt: skip
+    """Of the records under ``call``'s id (in its run), those of its tool: one proposal of
+    the model, whatever arguments it ran with (a human's edit, then an edit of the replayed
+    step, are still that one call; a model that numbers its calls ``call_1`` in every run
+    says nothing of this call in another)."""
+    return [r for r in records if r.body.get("tool") == call.tool]
 
 
 def _settled(admitted: Call | Stop) -> ToolMessage | Stop:

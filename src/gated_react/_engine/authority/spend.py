@@ -63,23 +63,29 @@ class Tally:
             self.ended = record
 
     def _model(self, record: Record) -> None:
-        before = self.models.get(record.key)
-        if before is not None and (record.kind is Kind.MODEL or before.get("paid")):
-            return  # counted once: an estimate is replaced by what was paid, never twice
-        if record.key in self.unbilled:
+        """A model call's figures: a verified ``paid`` record is final (what was paid replaces
+        the estimate; an attempt refused unbilled is no call); until one arrives, every record
+        about the call, of any signature, can only raise them."""
+        key, before = record.key, self.models.get(record.key)
+        if key in self.unbilled or (before is not None and before.get("final")):
+            return  # counted once
+        body: dict[str, Any] | None
+        if record.kind is Kind.PAID and record.verified:
+            refused = record.body.get("unbilled") is True
+            body = None if refused else dict(record.body, paid=True, final=True)
+        else:
+            shown = {} if record.body.get("unbilled") is True else record.body
+            body = dict(shown, paid=record.kind is Kind.PAID)
+            if before is not None:
+                body = _not_lower(before, body)
+        self._count(key, before, -1)
+        if body is None:  # refused by the server, or never sent: only the time it took
+            self.models.pop(key, None)
+            self.unbilled.add(key)
+            self.seconds += _amount(record.body.get("seconds")) or 0.0
             return
-        self._count(record.key, before, -1)
-        body = dict(record.body, paid=record.kind is Kind.PAID)
-        if record.kind is Kind.PAID and not record.verified and before is not None:
-            body = _not_lower(before, body)  # a record anyone could write lowers nothing
-        elif record.kind is Kind.PAID and body.get("unbilled") is True:
-            # refused by the server, or never sent: no model call, only the time it took
-            self.models.pop(record.key, None)
-            self.unbilled.add(record.key)
-            self.seconds += _amount(body.get("seconds")) or 0.0
-            return
-        self.models[record.key] = body
-        self._count(record.key, body, 1)
+        self.models[key] = body
+        self._count(key, body, 1)
 
     def _count(self, key: str, body: dict[str, Any] | None, sign: int) -> None:
         if body is None:
@@ -130,16 +136,17 @@ class Tally:
         )
 
 
-def _not_lower(estimate: dict[str, Any], paid: dict[str, Any]) -> dict[str, Any]:
-    """What a paid record that does not verify counts for: each figure at least the estimate
-    (an unknown cost stays unknown)."""
-    body = dict(paid, unbilled=False)
+def _not_lower(before: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """Two records' figures about one call, each at its higher (an unknown cost stays
+    unknown): what records anyone could write make of it."""
+    body = dict(before, **{k: v for k, v in more.items() if k not in before})
+    body["paid"] = bool(before.get("paid")) or bool(more.get("paid"))
     for name in _SUMMED:
-        body[name] = max(_whole(estimate.get(name)), _whole(paid.get(name)))
+        body[name] = max(_whole(before.get(name)), _whole(more.get(name)))
     body["seconds"] = max(
-        _amount(estimate.get("seconds")) or 0.0, _amount(paid.get("seconds")) or 0.0
+        _amount(before.get("seconds")) or 0.0, _amount(more.get("seconds")) or 0.0
     )
-    cost, was = _amount(paid.get("cost")), _amount(estimate.get("cost"))
+    cost, was = _amount(more.get("cost", before.get("cost"))), _amount(before.get("cost"))
     body["cost"] = None if cost is None or was is None else max(cost, was)
     return body
 

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-import random
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +23,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
 from gated_react._engine.deadline import DeadlinePassed, acall_within, await_within, call_within
+from gated_react._engine.model_retry import jittered
 from gated_react._engine.storable import Unstorable, clean_text, plain
 from gated_react.errors import GatedReactError, exception_line, shorten, validation_line
 
@@ -162,9 +162,8 @@ def accepts_key(tool: BaseTool) -> bool:
 
 
 def backoff(attempt: int) -> float:
-    """Seconds to wait before retry ``attempt`` (1-based): exponential with full jitter."""
-    base: float = min(0.1 * 2 ** (attempt - 1), 5.0)
-    return base / 2 + random.uniform(0, base / 2)
+    """Seconds to wait before retry ``attempt`` (1-based) of a tool: exponential, jittered."""
+    return jittered(attempt, 0.1, 5.0)
 
 
 def invoke(

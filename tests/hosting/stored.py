@@ -18,14 +18,7 @@ from gated_react.state import ThreadResult
 
 from ..support.studio_server import DevServer
 
-SERVER_RECORDS = pytest.mark.xfail(
-    strict=True,
-    reason="src: under langgraph dev a run's records stay in memory: the server hands the graph "
-    "its checkpointer wrapped (langgraph_api's _CustomCheckpointerAdapter), which "
-    "ledger_for/sql.backend_for do not see through; nothing outside reads the trace or usage, "
-    "a resume may read none (budgets count from 0 again: a budget question is not asked, its "
-    "answer goes unread) and a restart loses the permits and run-once records",
-)
+SERVER_RECORDS = pytest.mark.usefixtures()
 """The tests that read a Studio run's trace or usage (its record)."""
 
 

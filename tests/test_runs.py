@@ -264,3 +264,30 @@ def test_a_question_asked_again_is_still_answered_under_its_first_id() -> None:
         resume(graph, "asked", {"approved": True}, question="not-a-question-id")
     done = resume(graph, "asked", {"approved": True}, question=first["id"])
     assert done["stop_reason"] == "success"
+
+
+def test_run_context_is_what_the_threads_latest_run_ran_under(tmp_path: Path) -> None:
+    """Read from the record the run's first decision wrote (``opened``): None before a run, the
+    same context from an async saver's record through the async twin."""
+    from gated_react.runs import arun_context, run_context
+
+    policy = Policy().replace(max_steps=3)
+    with open_checkpointer(str(tmp_path / "s.sqlite")) as saver:
+        graph = _graph(saver, ["done"], policy)
+        assert run_context(graph, "ctx") is None
+        run(graph, "hello", thread_id="ctx")
+        found = run_context(graph, "ctx")
+
+    async def main() -> dict[str, Any] | None:
+        async with aopen_checkpointer(str(tmp_path / "a.sqlite")) as saver:
+            graph = _graph(saver, ["done"], policy)
+            await arun(graph, "hello", thread_id="ctx")
+            return await arun_context(graph, "ctx")
+
+    assert found is not None
+    assert (found["model"], found["protocol"], found["policy"]["budget"]["max_steps"]) == (
+        "scripted",
+        "tools",
+        3,
+    )
+    assert asyncio.run(main()) == found

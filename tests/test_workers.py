@@ -88,11 +88,6 @@ def scripted(result: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tests/support/worker_graphs.py: _reply logs messages[1] as the goal; the model's "
-    "request now starts with the goal (no system message), so every goal logs as ''",
-)
 @pytest.mark.postgres
 def test_eight_workers_drain_200_queued_runs(pg_url: str, decisions: Path) -> None:
     install_queue(pg_url)

@@ -5,7 +5,7 @@ Runs offline with scripted models."""
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
-from gated_react import Policy, as_tool, build_graph
+from gated_react import Policy, as_tool, build_graph, result_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -27,6 +27,7 @@ outer = build_graph(
     policy=Policy(budget={"max_tool_calls": 2}),
 )
 out = outer.invoke({"goal": "Handle ticket 7 from user 42."})
+out = result_of(outer, out)  # with the run's answer and history
 print("outer:", out["stop_reason"], "-", out["answer"])
 print("inner:", out["history"][0]["observation"]["stop_reason"])
 

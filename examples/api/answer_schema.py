@@ -1,10 +1,11 @@
 """Structured final answers: Policy.answer_schema makes the answer one JSON object of your
-pydantic model. A miss gets one reminder carrying the validation error, then the run stops
-with invalid_action:answer_schema. Runs offline with a scripted model."""
+pydantic model, which invoke returns validated under structured_response. A miss gets one
+reminder carrying the validation error, then the run stops with invalid_action:answer_schema.
+Runs offline with a scripted model."""
 
 from pydantic import BaseModel, Field
 
-from gated_react import Policy, build_graph
+from gated_react import Policy, build_graph, result_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -24,6 +25,6 @@ model = ScriptedChatModel(
 )
 graph = build_graph(model, SUPPORT_TOOLS, policy=Policy(answer_schema=RefundDecision))
 out = graph.invoke({"goal": "User 42: refund? Amount in USD."})
-decision = RefundDecision.model_validate_json(out["answer"])
+decision: RefundDecision = out["structured_response"]  # None unless the run succeeded
 print(out["stop_reason"], decision.eligible, decision.amount_usd)
-print("steps:", out["usage"]["steps"])
+print("steps:", result_of(graph, out)["usage"]["steps"])  # the run's record counts them

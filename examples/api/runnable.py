@@ -1,11 +1,13 @@
 """The compiled graph is a LangChain Runnable: invoke, ainvoke, batch, stream, astream_events.
+invoke returns the conversation and how the run ended; result_of adds the answer, trace,
+history and usage the run's record holds.
 
 Runs offline with a scripted model; use ChatOpenAI(model=..., temperature=0) for a real one.
 """
 
 import asyncio
 
-from gated_react import build_graph
+from gated_react import build_graph, result_of
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -23,8 +25,11 @@ def agent():
     return build_graph(ScriptedChatModel(replies=REPLIES), SUPPORT_TOOLS)
 
 
-out = agent().invoke({"goal": GOAL})
-print("invoke:", out["status"], out["stop_reason"], out["answer"])
+graph = agent()
+out = graph.invoke({"goal": GOAL})  # the conversation and how the run ended
+print("invoke:", out["status"], out["stop_reason"], out["messages"][-1].text)
+result = result_of(graph, out)  # with the run's answer, trace, history and usage
+print("calls:", [entry["tool"] for entry in result["trace"]], "steps:", result["usage"]["steps"])
 
 for update in agent().stream({"goal": GOAL}, stream_mode="updates"):
     node, change = next(iter(update.items()))

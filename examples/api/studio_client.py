@@ -1,6 +1,7 @@
 """Drive the dev server the way Studio does, with langgraph-sdk: an assistant whose context
 puts billing lookups under human approval, a thread, a streamed run, the pending question, the
-approval as a resume command, and the thread's final state.
+approval as a resume command, and the thread's final state: how the run ended, and its
+answer, the conversation's last AI message.
 
     make studio                                   # in one terminal (needs a model: OPENAI_*)
     .venv/bin/python examples/api/studio_client.py http://127.0.0.1:PORT
@@ -36,7 +37,8 @@ async def main():
     await client.runs.wait(tid, aid, command={"resume": {"approved": True}})
     final = (await client.threads.get_state(tid))["values"]
     print("stop_reason:", final["stop_reason"])
-    print("answer:", final["answer"])
+    answer = [m for m in final["messages"] if m["type"] == "ai"][-1]  # as a chat UI shows it
+    print("answer:", answer["content"])
     history = await client.threads.get_history(tid, limit=100)
     print("checkpoints:", len(history))
 

@@ -3,6 +3,7 @@ its answer, and escalate when it stops. Runs offline with a scripted model."""
 
 from typing import Literal, TypedDict
 
+from langchain_core.messages import AnyMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
@@ -21,8 +22,8 @@ agent = build_graph(
 class Desk(TypedDict, total=False):
     question: str
     goal: str  # the agent's input
-    answer: str | None  # the agent's output keys you care about
-    stop_reason: str | None
+    messages: list[AnyMessage]  # the agent's output: the conversation, its answer last
+    stop_reason: str | None  # and how the run ended
     reply: str
 
 
@@ -41,7 +42,7 @@ def faq(state: Desk) -> dict:
 def post(state: Desk) -> dict:
     if state["stop_reason"] != "success":
         return {"reply": f"Passed to a human ({state['stop_reason']})."}
-    return {"reply": state["answer"] + " Anything else?"}
+    return {"reply": state["messages"][-1].text + " Anything else?"}
 
 
 desk = StateGraph(Desk)

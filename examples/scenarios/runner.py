@@ -23,7 +23,7 @@ from gated_react.examples import Example
 from gated_react.graph import build_graph
 from gated_react.models import chat_model
 from gated_react.redact import redact
-from gated_react.runs import Graph
+from gated_react.runs import Graph, run
 from gated_react.settings import Settings
 from gated_react.testing import ScriptedChatModel
 from scenarios.spec import Scenario, Seed
@@ -32,10 +32,11 @@ from scenarios.spec import Scenario, Seed
 def run_scenario(
     example: Example, scenario: Scenario, model: BaseChatModel, workdir: Path
 ) -> dict[str, Any]:
-    """One run of ``scenario`` on ``model``, with the tools' files in ``workdir``."""
+    """One run of ``scenario`` on ``model``, with the tools' files in ``workdir``: the result
+    as ``run`` gives it (the answer, trace, history and usage with the run's end)."""
     goal, policy, tools = scenario.setup(example, workdir)
     graph: Graph = build_graph(model, tools, policy=policy)
-    return dict(graph.invoke({"goal": goal}))
+    return dict(run(graph, goal))
 
 
 def run_scripted(example: Example, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
@@ -103,8 +104,13 @@ def main(seed: Seed, argv: Sequence[str] | None = None, *, script: str) -> int:
 
 
 def _message(value: Any) -> dict[str, Any]:
-    """A chat message of the result as JSON: its type and content."""
-    return {"type": value.type, "content": value.content}
+    """A chat message of the result as JSON: its type and content, and the calls an AI
+    message makes (its content is empty then)."""
+    shown = {"type": value.type, "content": value.content}
+    calls = getattr(value, "tool_calls", None)
+    if calls:
+        shown["tool_calls"] = [{"name": c["name"], "args": c["args"]} for c in calls]
+    return shown
 
 
 def _scripted(example: Example, chosen: list[Scenario], *, as_json: bool) -> int:

@@ -366,3 +366,21 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
     if not snapshot.values:
         raise UnknownThread(thread_id)
     return from_snapshot(snapshot, thread_id, run_book(saver_of(graph), thread_id))
+
+
+def run_context(graph: Graph, thread_id: str) -> dict[str, Any] | None:
+    """What the thread's latest run ran under (``RunContext``'s fields as plain JSON: the
+    model's class, name and masked base URL, the protocol, the policy and its hash, where its
+    prices came from, the version), as its first decision recorded it; None before a run
+    opened on the thread."""
+    return _context(run_book(saver_of(graph), thread_id))
+
+
+async def arun_context(graph: Graph, thread_id: str) -> dict[str, Any] | None:
+    """Async twin of ``run_context`` (for a graph whose checkpointer is async)."""
+    return _context(await arun_book(saver_of(graph), thread_id))
+
+
+def _context(book: Book) -> dict[str, Any] | None:
+    opened = book.tally.opened
+    return None if opened is None else dict(opened.body)

@@ -240,11 +240,6 @@ def test_the_workbench_calculates_and_reads_its_workspace(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="examples/api/studio_client.py prints final['answer'] from the thread's values, which "
-    "hold the conversation and the stop, not the derived answer",
-)
 def test_the_sdk_example_drives_the_server(dev: DevServer, studio_model: FakeOpenAI) -> None:
     studio_model.push(*REFUND_SCRIPT)
     example = REPO / "examples" / "api" / "studio_client.py"
@@ -262,6 +257,7 @@ def test_the_sdk_example_drives_the_server(dev: DevServer, studio_model: FakeOpe
     ]
     assert "waiting at ['gate'] for: get_user_billing {'user_id': 42}" in lines
     assert "stop_reason: success" in lines
+    assert f"answer: {REFUND_SCRIPT[-1].content}" in lines
 
 
 def test_a_users_graph_reads_the_runs_context_under_langgraph_dev(tmp_path: Path) -> None:

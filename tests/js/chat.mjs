@@ -1,6 +1,9 @@
 // Drives a running `langgraph dev` the way chat UIs do (Agent Chat UI and the React useStream
 // hook build on this client): prints one JSON object of what the UI saw, for
 // tests/hosting/test_studio_js.py to check. Usage: node chat.mjs <server url>
+// A chat UI reads a thread's values: its messages, and how the run ended (status,
+// stop_reason). The trace and usage are not values but the run's record beside the
+// checkpoints (tests/hosting/stored.py reads them by thread id, reported with each scenario).
 import { Client } from "@langchain/langgraph-sdk";
 
 const client = new Client({ apiUrl: process.argv[2] });
@@ -36,7 +39,11 @@ async function chat() {
       });
     }
   }
-  return { streamed, messages: await finalMessages(thread.thread_id) };
+  return {
+    thread_id: thread.thread_id,
+    streamed,
+    messages: await finalMessages(thread.thread_id),
+  };
 }
 
 // A run that pauses on the approval question: the thread's interrupt, as the UI reads it.
@@ -57,11 +64,11 @@ async function decide(decision) {
   await client.runs.wait(tid, aid, { command: { resume: { decisions: [decision] } } });
   const after = await client.threads.getState(tid);
   return {
+    thread_id: tid,
     question: interrupt.value,
     next: state.next,
     status: after.values.status,
     stop_reason: after.values.stop_reason,
-    trace: after.values.trace,
     messages: rendered(after.values.messages),
   };
 }
@@ -74,10 +81,9 @@ async function cutIn() {
   });
   const after = await client.threads.getState(tid);
   return {
+    thread_id: tid,
     status: after.values.status,
     stop_reason: after.values.stop_reason,
-    usage: after.values.usage,
-    trace: after.values.trace,
     interrupts: after.interrupts,
     messages: rendered(after.values.messages),
   };

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import ToolRuntime
@@ -38,7 +38,8 @@ def _reply(messages: list[BaseMessage]) -> Any:
     if done == 1:
         _maybe_stall()
     if done >= len(REFUND_42) - 1:
-        goal = str(messages[1].content).split("\n\n", 1)[0]  # the goal's turn
+        # this run's goal: the thread's last human message
+        goal = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
         with open(os.environ[LOG_VAR], "a", encoding="utf-8") as log:
             log.write(f"{os.getpid()}\t{goal}\n")
     return REFUND_42[min(done, len(REFUND_42) - 1)]

@@ -11,8 +11,6 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from .. import RUNNER_READS_INVOKE
-
 ROOT = Path(__file__).resolve().parents[3]
 DATA = (
     "gated_react/examples/files/orders.sqlite",
@@ -78,7 +76,6 @@ def test_the_wheel_ships_no_test_machinery(wheel: Path) -> None:
             assert machinery not in source, f"{name}.py mentions {machinery}"
 
 
-@RUNNER_READS_INVOKE
 def test_the_examples_run_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

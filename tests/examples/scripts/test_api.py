@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 
 from ...support.reaping import PATIENCE
-from .. import RUNNER_READS_INVOKE
+from ...support.results import STALE_CALLS
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "api"
 EXPECTED = {
     "runnable.py": [
         "invoke: ok success Yes: USD 49.00, within the 14-day window.",
-        "stream: gate ['calls', 'seen', 'usage']",
-        "stream: finish ['answer', 'message', 'messages', 'status', 'stop_reason',"
-        " 'structured_response']",
+        "calls: ['get_user_profile', 'get_user_billing', 'search_policy'] steps: 4",
+        "stream: gate []",  # the gate's decisions are records; its channel is private
+        "stream: execute ['messages']",
+        "stream: finish ['message', 'messages', 'status', 'stop_reason']",
         "ainvoke: success",
         "tool finished: search_policy",
     ],
@@ -57,14 +58,13 @@ def test_every_example_is_run_by_a_test() -> None:
     assert found == {*EXPECTED, "studio_client.py"}
 
 
-BROKEN = {"agent_as_tool.py", "answer_schema.py", "runnable.py", "subgraph.py"}
-"""Examples that read the answer, history or usage from invoke's result (RUNNER_READS_INVOKE);
-their expected lines (runnable.py's streamed channels among them) are the old result's."""
+STALE = pytest.mark.xfail(strict=True, reason=STALE_CALLS)
+"""answer_schema.py's miss comes after a tool step: the reminder it earns is lost to the bug."""
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=RUNNER_READS_INVOKE) if n in BROKEN else n for n in sorted(EXPECTED)],
+    [pytest.param(n, marks=STALE) if n == "answer_schema.py" else n for n in sorted(EXPECTED)],
 )
 def test_example_runs_offline(name: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "LANGSMITH_TRACING": "false", "HOME": str(tmp_path)}

@@ -12,8 +12,6 @@ from gated_react.testing import ScriptedChatModel
 from scenarios import coding
 from scenarios.runner import run_scenario
 
-from .. import RUNNER_READS_INVOKE
-
 SEED = coding.SEED
 EXAMPLE = SEED.example
 ORIGINAL = Path(str(package_files() / PROJECT))
@@ -34,7 +32,6 @@ def run(name: str, workdir: Path) -> dict[str, Any]:
     return out
 
 
-@RUNNER_READS_INVOKE
 def test_the_agent_finds_the_cause_on_a_copy_and_the_original_is_untouched(
     tmp_path: Path,
 ) -> None:
@@ -50,7 +47,6 @@ def test_the_agent_finds_the_cause_on_a_copy_and_the_original_is_untouched(
     assert not (ORIGINAL / "tests" / "__pycache__").exists()
 
 
-@RUNNER_READS_INVOKE
 def test_the_diagnosis_is_right_fixing_that_line_makes_the_tests_pass(tmp_path: Path) -> None:
     run("find-the-cause", tmp_path)
     cart = tmp_path / PROJECT / "src" / "cart.py"
@@ -62,7 +58,6 @@ def test_the_diagnosis_is_right_fixing_that_line_makes_the_tests_pass(tmp_path: 
     assert run_tests.invoke({"path": "tests/test_cart.py"})["passed"] is True
 
 
-@RUNNER_READS_INVOKE
 def test_paths_out_of_the_copy_are_refused_and_the_model_reads_why(tmp_path: Path) -> None:
     out = run("stay-inside", tmp_path)
     shown = [str(h["observation"]) for h in out["history"]]

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from gated_react import build_graph
+from gated_react import build_graph, runs
 from gated_react.examples.data_agent import DATABASE
 from gated_react.examples.spec import package_files
 from gated_react.testing import ScriptedChatModel, call
@@ -14,7 +14,6 @@ from scenarios import data_agent
 from scenarios.runner import run_scenario
 from scenarios.spec import grounded
 
-from .. import RUNNER_READS_INVOKE
 from ..package.test_data_agent import dump
 
 SEED = data_agent.SEED
@@ -28,7 +27,6 @@ def run(name: str, workdir: Path) -> dict[str, Any]:
     return run_scenario(EXAMPLE, scenario, model, workdir)
 
 
-@RUNNER_READS_INVOKE
 def test_the_answer_is_read_from_the_query_and_the_calculator(tmp_path: Path) -> None:
     out = run("completed-total", tmp_path)
     assert out["stop_reason"] == "success"
@@ -40,7 +38,6 @@ def test_the_answer_is_read_from_the_query_and_the_calculator(tmp_path: Path) ->
     assert EXAMPLE.policy().protocol == "tools"
 
 
-@RUNNER_READS_INVOKE
 def test_a_number_from_the_models_head_is_caught(tmp_path: Path) -> None:
     model = ScriptedChatModel(replies=[call("describe_database"), "Completed orders: USD 1,500."])
     scenario = SEED.scenario("completed-total")
@@ -55,7 +52,6 @@ def test_a_number_from_the_models_head_is_caught(tmp_path: Path) -> None:
     ]
 
 
-@RUNNER_READS_INVOKE
 def test_a_write_is_refused_by_the_tool_and_changes_nothing(tmp_path: Path) -> None:
     EXAMPLE.tools(tmp_path)
     copy = tmp_path / DATABASE
@@ -66,7 +62,6 @@ def test_a_write_is_refused_by_the_tool_and_changes_nothing(tmp_path: Path) -> N
     assert dump(copy) == dump(SHIPPED)
 
 
-@RUNNER_READS_INVOKE
 def test_a_made_up_tool_is_shown_the_real_tools(tmp_path: Path) -> None:
     out = run("unknown-tool", tmp_path)
     assert out["history"][0]["observation"] == (
@@ -76,7 +71,6 @@ def test_a_made_up_tool_is_shown_the_real_tools(tmp_path: Path) -> None:
     assert out["usage"]["steps"] == 5
 
 
-@RUNNER_READS_INVOKE
 def test_a_locked_database_is_retried_and_the_call_counts_once(tmp_path: Path) -> None:
     scenario = SEED.scenario("retry")
     tools = data_agent.flaky_tools(tmp_path)
@@ -87,7 +81,6 @@ def test_a_locked_database_is_retried_and_the_call_counts_once(tmp_path: Path) -
     assert [t["tool"] for t in out["trace"]].count("query_database") == 1
 
 
-@RUNNER_READS_INVOKE
 def test_without_retries_the_lock_is_an_observed_error(tmp_path: Path) -> None:
     scenario = SEED.scenario("retry")
     tools = data_agent.flaky_tools(tmp_path)
@@ -100,4 +93,4 @@ def _run_with(scenario: Any, tools: list[Any], **changes: Any) -> dict[str, Any]
     graph = build_graph(
         ScriptedChatModel(replies=list(scenario.script)), tools, policy=EXAMPLE.policy(**changes)
     )
-    return dict(graph.invoke({"goal": EXAMPLE.goal}))
+    return dict(runs.run(graph, EXAMPLE.goal))

@@ -10,17 +10,8 @@ import scenarios
 from gated_react import examples
 from scenarios.runner import run_scripted
 
-from .. import RUNNER_READS_INVOKE
-
-UNAFFECTED = {"003-search/format-gives-up"}
-"""The one scenario that makes no call and gives no answer: nothing it checks is lost."""
 CASES = [
-    pytest.param(
-        seed.example.name,
-        scenario.name,
-        id=f"{seed.example.name}/{scenario.name}",
-        marks=() if f"{seed.example.name}/{scenario.name}" in UNAFFECTED else RUNNER_READS_INVOKE,
-    )
+    pytest.param(seed.example.name, scenario.name, id=f"{seed.example.name}/{scenario.name}")
     for seed in scenarios.SEEDS
     for scenario in seed.scenarios
 ]

@@ -16,7 +16,6 @@ from gated_react import examples
 
 from ...support.openai_server import FakeOpenAI, reply, tool_call
 from ...support.reaping import PATIENCE
-from .. import RUNNER_READS_INVOKE
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = {
@@ -47,7 +46,6 @@ def test_there_is_one_script_per_example() -> None:
     )
 
 
-@RUNNER_READS_INVOKE
 @pytest.mark.parametrize(("name", "script"), SCRIPTS.items())
 def test_each_script_runs_all_its_scenarios_scripted(name: str, script: str) -> None:
     done = run_script(script)
@@ -58,7 +56,6 @@ def test_each_script_runs_all_its_scenarios_scripted(name: str, script: str) -> 
     assert "Traceback" not in done.stderr
 
 
-@RUNNER_READS_INVOKE
 def test_json_output_is_one_result_per_line() -> None:
     done = run_script(SCRIPTS["000-support"], "--scenario", "user-7", "--json")
     assert done.returncode == 0, done.stderr
@@ -85,7 +82,6 @@ def _action(kind: str, **fields: Any) -> Any:
     return reply(json.dumps({"kind": kind, **fields}))
 
 
-@RUNNER_READS_INVOKE
 def test_support_runs_on_a_model_server_with_the_json_protocol() -> None:
     script = [
         _action("tool", name="get_user_profile", args={"user_id": 42}),
@@ -102,7 +98,6 @@ def test_support_runs_on_a_model_server_with_the_json_protocol() -> None:
     assert server.requests[0]["response_format"]["type"] == "json_schema"
 
 
-@RUNNER_READS_INVOKE
 def test_the_data_agent_uses_native_tool_calls_on_a_model_server() -> None:
     script = [
         tool_call(
@@ -121,7 +116,6 @@ def test_the_data_agent_uses_native_tool_calls_on_a_model_server() -> None:
     assert offered == {"describe_database", "query_database", "calculate"}
 
 
-@RUNNER_READS_INVOKE
 def test_the_coding_agent_sends_a_stop_sequence_and_reads_brackets() -> None:
     script = [
         reply("Thought: run them\nAction: run_tests[tests/test_cart.py]"),
@@ -136,7 +130,6 @@ def test_the_coding_agent_sends_a_stop_sequence_and_reads_brackets() -> None:
     assert server.requests[0]["stop"] == ["\nObservation:"]
 
 
-@RUNNER_READS_INVOKE
 def test_a_model_run_that_stops_exits_1_and_scripted_wins_when_asked() -> None:
     with FakeOpenAI([reply("no idea")] * 3) as server:
         done = run_script(SCRIPTS["003-search"], OPENAI_BASE_URL=server.base_url)

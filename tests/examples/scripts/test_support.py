@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gated_react import build_graph
+from gated_react import build_graph, run
 from gated_react.testing import ScriptedChatModel
 from scenarios import support
 from scenarios.runner import run_scenario, run_scripted
-
-from .. import RUNNER_READS_INVOKE
 
 SEED = support.SEED
 EXAMPLE = SEED.example
@@ -23,7 +21,6 @@ def scripted(name: str) -> dict[str, Any]:
     return result
 
 
-@RUNNER_READS_INVOKE
 def test_user_42_gets_yes_usd_49_from_the_tools() -> None:
     out = scripted("user-42")
     assert out["answer"].startswith("Yes")
@@ -33,7 +30,6 @@ def test_user_42_gets_yes_usd_49_from_the_tools() -> None:
     assert out["history"][2]["observation"]["matches"][0]["id"] == "refund-v3"
 
 
-@RUNNER_READS_INVOKE
 def test_user_7_gets_no() -> None:
     out = scripted("user-7")
     assert out["answer"].startswith("No")
@@ -41,7 +37,6 @@ def test_user_7_gets_no() -> None:
     assert out["history"][2]["observation"]["matches"][0]["id"] == "free-v1"
 
 
-@RUNNER_READS_INVOKE
 def test_without_search_policy_on_the_allowlist_the_gate_refuses_it() -> None:
     out = scripted("no-search-policy")
     assert [h["action"]["name"] for h in out["history"]] == ["get_user_profile", "get_user_billing"]
@@ -54,7 +49,6 @@ def test_without_search_policy_on_the_allowlist_the_gate_refuses_it() -> None:
     }
 
 
-@RUNNER_READS_INVOKE
 def test_max_tool_calls_1_the_policy_stops_the_model_that_wanted_more(tmp_path: Path) -> None:
     scenario = SEED.scenario("one-tool-call")
     model = ScriptedChatModel(replies=list(scenario.script))
@@ -67,14 +61,12 @@ def test_max_tool_calls_1_the_policy_stops_the_model_that_wanted_more(tmp_path: 
     assert json.loads(str(scenario.script[1]))["kind"] == "tool"
 
 
-@RUNNER_READS_INVOKE
 def test_a_tool_that_does_not_exist_is_tool_missing_and_never_runs() -> None:
     out = scripted("missing-tool")
     assert out["trace"][-1]["stop_reason"] == "tool_missing:issue_refund"
     assert [h["action"]["name"] for h in out["history"]] == ["get_user_profile"]
 
 
-@RUNNER_READS_INVOKE
 def test_soft_loop_mode_catches_what_exact_mode_lets_through(tmp_path: Path) -> None:
     scenario = SEED.scenario("soft-loop")
     assert scripted("soft-loop")["stop_reason"] == "loop_detected"
@@ -82,7 +74,7 @@ def test_soft_loop_mode_catches_what_exact_mode_lets_through(tmp_path: Path) -> 
     graph = build_graph(
         ScriptedChatModel(replies=replies), EXAMPLE.tools(tmp_path), policy=EXAMPLE.policy()
     )
-    out = graph.invoke({"goal": EXAMPLE.goal})
+    out = run(graph, EXAMPLE.goal)
     assert EXAMPLE.policy().loop_detection == "exact"
     assert out["stop_reason"] == "success"
     assert len(out["history"]) == 2

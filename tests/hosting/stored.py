@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pytest
 from langchain_core.messages import convert_to_messages
 
 from gated_react import open_checkpointer, read
@@ -17,9 +16,6 @@ from gated_react.runs import shape
 from gated_react.state import ThreadResult
 
 from ..support.studio_server import DevServer
-
-SERVER_RECORDS = pytest.mark.usefixtures()
-"""The tests that read a Studio run's trace or usage (its record)."""
 
 
 def viewed(values: Mapping[str, Any], thread_id: str = "") -> ThreadResult:

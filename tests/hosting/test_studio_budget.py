@@ -20,7 +20,6 @@ from gated_react._engine.transcript import calls_shown
 from ..support.cli import invoke
 from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive
-from .stored import SERVER_RECORDS
 
 pytestmark = pytest.mark.studio
 
@@ -93,7 +92,6 @@ def test_the_question_is_a_hitl_request_naming_the_budget(dev: DevServer) -> Non
     assert (final["status"], final["stop_reason"]) == ("ok", "success")
 
 
-@SERVER_RECORDS
 def test_the_record_holds_the_extension_and_the_contexts_prices(dev: DevServer) -> None:
     _, _, thread = _spent(dev, {"type": "approve"})
     record = _record(dev, thread)
@@ -108,14 +106,12 @@ def test_an_edit_sets_the_limit(dev: DevServer) -> None:
     assert final["stop_reason"] == "success"
 
 
-@SERVER_RECORDS
 def test_the_record_holds_the_limit_an_edit_set(dev: DevServer) -> None:
     edit = {"type": "edit", "edited_action": {"name": "max_steps", "args": {"limit": 4}}}
     _, _, thread = _spent(dev, edit)
     assert _extended(_record(dev, thread)) == ["max_steps 1 -> 4 (edit)"]
 
 
-@SERVER_RECORDS
 def test_a_reject_stops_with_the_budgets_reason(dev: DevServer) -> None:
     _, final, _ = _spent(dev, {"type": "reject", "message": "enough"})
     assert final["stop_reason"] == "max_steps"

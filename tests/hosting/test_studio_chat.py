@@ -19,7 +19,7 @@ from gated_react.stops import said
 
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive
-from .stored import SERVER_RECORDS, stored, viewed
+from .stored import stored, viewed
 
 pytestmark = pytest.mark.studio
 
@@ -128,7 +128,6 @@ def test_a_message_is_answered_by_the_last_message(
     assert FIRST in goals  # the message was the goal, with no earlier conversation
 
 
-@SERVER_RECORDS
 def test_a_follow_up_is_a_new_run_that_sees_the_conversation(
     dev: DevServer, studio_model: FakeOpenAI
 ) -> None:
@@ -257,7 +256,6 @@ def test_stored_ai_messages_keep_the_replys_usage_and_metadata(dev: DevServer) -
         assert "usage_metadata" not in message["additional_kwargs"]
 
 
-@SERVER_RECORDS
 def test_a_message_typed_while_a_question_waits_starts_a_new_run(dev: DevServer) -> None:
     """Agent Chat UI sends the new message as input on the paused thread: the waiting call is
     traced as refused, the chat says so, and the new message is answered with fresh budgets."""

@@ -21,7 +21,7 @@ from gated_react._engine.transcript import calls_shown
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
 from ..support.reaping import wait_for
 from ..support.studio_server import DevServer, drive, serving
-from .stored import SERVER_RECORDS, stored, viewed
+from .stored import stored, viewed
 
 pytestmark = pytest.mark.studio
 
@@ -133,7 +133,6 @@ def test_approve_runs_the_call_and_the_model_sees_its_result(dev: DevServer) -> 
     assert final["answer"] == f"observed: {json.dumps({'billing': ANNA})}"
 
 
-@SERVER_RECORDS
 def test_an_approved_call_is_traced_as_run(dev: DevServer) -> None:
     async def scenario(client: LangGraphClient) -> Any:
         aid, tid, _ = await _paused(client)
@@ -197,7 +196,6 @@ def test_a_reject_stops_the_thread_with_its_message(dev: DevServer) -> None:
     assert final["history"] == []
 
 
-@SERVER_RECORDS
 def test_a_rejected_call_is_traced_with_its_stop_reason(dev: DevServer) -> None:
     async def scenario(client: LangGraphClient) -> Any:
         aid, tid, _ = await _paused(client)
@@ -227,7 +225,6 @@ def test_a_respond_is_the_observation_and_the_tool_never_runs(dev: DevServer) ->
     assert final["answer"] == f"observed: {said}"  # what the model was shown as the result
 
 
-@SERVER_RECORDS
 def test_a_respond_is_traced_as_a_humans_answer(dev: DevServer) -> None:
     said = "Anna pays USD 49 a month; refund approved by support"
 

@@ -27,7 +27,6 @@ from gated_react import build_graph
 from gated_react.testing import ScriptedChatModel, call
 
 from ..support.studio_server import DevServer, drive
-from .stored import SERVER_RECORDS
 
 pytestmark = pytest.mark.studio
 
@@ -88,7 +87,6 @@ async def _paid_once(client: LangGraphClient) -> tuple[str, str]:
     return tid, before_gate["checkpoint"]["checkpoint_id"]
 
 
-@SERVER_RECORDS
 def test_rest_replay_without_a_command_stops_as_documented(server: DevServer) -> None:
     """Control (holds): ``runs.wait(input=None, checkpoint_id=<before the gate>)`` stops
     ``tool_outcome_unknown:pay``; 1 payment."""
@@ -103,7 +101,6 @@ def test_rest_replay_without_a_command_stops_as_documented(server: DevServer) ->
     assert len(_payments(server)) - before == 1
 
 
-@SERVER_RECORDS
 def test_rest_replay_sent_as_a_resume_pays_again_unasked(server: DevServer) -> None:
     """``runs.wait(command={"resume": 1}, checkpoint_id=<before the gate>)`` on a thread that
     paid once: the server's run is not seen as time travel, and the payment ran 2 times,
@@ -119,7 +116,6 @@ def test_rest_replay_sent_as_a_resume_pays_again_unasked(server: DevServer) -> N
     assert paid == 1, f"the payment ran {paid} times, unasked; the run says {out['stop_reason']}"
 
 
-@SERVER_RECORDS
 def test_rest_fork_of_an_old_checkpoint_continued_pays_again_unasked(server: DevServer) -> None:
     """``threads.update_state(tid, None, as_node="validate", checkpoint_id=<before the
     gate>)`` (no channel written) then ``runs.wait(input=None)`` with no checkpoint_id: the

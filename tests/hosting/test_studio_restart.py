@@ -15,7 +15,7 @@ from gated_react._engine.transcript import calls_shown
 
 from ..support.openai_server import Delay, FakeOpenAI, reply, tool_call
 from ..support.studio_server import dev_server, drive
-from .stored import SERVER_RECORDS, stored, viewed
+from .stored import stored, viewed
 
 pytestmark = pytest.mark.studio
 
@@ -53,7 +53,6 @@ async def _reattach(client: LangGraphClient, assistant: dict[str, Any], tids: li
         await client.threads.create(thread_id=tid, graph_id="refund", if_exists="do_nothing")
 
 
-@SERVER_RECORDS
 def test_a_killed_server_loses_no_run(tmp_path: Path) -> None:
     seen: set[str] = set()
     with FakeOpenAI(default=lambda request: _respond(request, seen)) as model:

@@ -19,7 +19,7 @@ from ..support.openai_server import FakeOpenAI, reply, tool_call
 from ..support.reaping import PATIENCE
 from ..support.studio_server import REPO, DevServer, drive
 from ..test_graph import EDGES, NODES
-from .stored import SERVER_RECORDS, stored, viewed
+from .stored import stored, viewed
 
 pytestmark = pytest.mark.studio
 SAMPLE = json.loads((REPO / "langgraph.json").read_text())["env"]["GATED_REACT_STUDIO_WORKSPACE"]
@@ -71,7 +71,6 @@ def test_the_assistant_form_is_the_policy_schema(dev: DevServer) -> None:
     drive(dev, scenario)
 
 
-@SERVER_RECORDS
 def test_refund_run_pauses_for_approval_and_resumes(
     dev: DevServer, studio_model: FakeOpenAI
 ) -> None:
@@ -131,7 +130,6 @@ def test_refund_run_pauses_for_approval_and_resumes(
     assert record["usage"]["steps"] == 4
 
 
-@SERVER_RECORDS
 def test_a_rejected_call_is_the_stop_reason_of_the_thread(
     dev: DevServer, studio_model: FakeOpenAI
 ) -> None:

@@ -16,7 +16,7 @@ from gated_react._engine.transcript import calls_shown
 
 from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive
-from .stored import SERVER_RECORDS, viewed
+from .stored import viewed
 
 pytestmark = pytest.mark.studio
 
@@ -103,7 +103,6 @@ def test_a_send_over_rest_runs_nothing(dev: DevServer) -> None:
     assert viewed(after)["history"] == []
 
 
-@SERVER_RECORDS
 def test_a_copied_thread_asks_again_before_an_approved_call_runs(dev: DevServer) -> None:
     """Approved and held just before execute, then copied by the server: the copy asks again
     (its execute cannot prove the gate's admission), and the original runs the call once."""

@@ -303,7 +303,8 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     if reply.tool_calls and len(named) == len(reply.tool_calls):  # validate names them alike
         calls = [dict(c, id=a.id) for c, a in zip(reply.tool_calls, named, strict=True)]
         reply = reply.model_copy(update={"tool_calls": calls})
-    step = opened.step.model_copy(update={"reply": reply, "ending": None})
+    # the step's calls are the reply's, named by validate: none are kept from the step before
+    step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None})
     update = plan.update | {"step": dump(step)}
     rewritten = _rewritten(opened.messages, called.rewritten)
     if rewritten:

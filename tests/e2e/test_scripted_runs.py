@@ -251,11 +251,6 @@ def test_without_loop_detection_a_retry_after_a_tool_step_runs_no_call_again() -
     assert (out["stop_reason"], out["usage"]["steps"]) == ("success", 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: a call execute answers with 'invalid arguments' under on_tool_error="
-    "'observe' leaves no done record, so the trace says it ran and worked (ok)",
-)
 def test_a_call_with_bad_arguments_observed_is_a_failed_call_in_the_trace() -> None:
     """Found by the fuzzing of whole runs: history and trace disagreed on the call."""
     replies = [call("get_user_profile", user_id=42), call("get_user_profile"), "Anna."]

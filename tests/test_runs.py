@@ -220,11 +220,13 @@ def test_edited_arguments_that_cannot_run_or_be_stored_ask_again(
     assert again["usage"]["tool_calls"] == 0
     done = resume(graph, thread, {"approved": True, "args": {"user_id": 7}})
     assert done["stop_reason"] == "success"
-    # the conversation keeps the model's call; what ran is the human's edit
+    # the conversation keeps the model's call; what ran is the human's edit, as history shows
+    proposed, result = done["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}
+    assert '{"user_id": 7} instead of the arguments in your call' in result.text
     (entry,) = done["history"]
-    assert entry["action"]["args"] == {"user_id": 42}
-    assert '{"user_id": 7} instead of the arguments in your call' in entry["observation"]
-    assert '"plan": "free"' in entry["observation"]  # user 7's billing, not user 42's
+    assert entry["action"]["args"] == {"user_id": 7}
+    assert entry["observation"]["billing"]["plan"] == "free"  # user 7's billing, not 42's
     assert done["trace"][0]["args_hash"] == args_hash({"user_id": 7})
 
 

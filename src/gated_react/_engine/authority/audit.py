@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from gated_react._engine.authority.budgets import entry
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import ran
+from gated_react._engine.chat import as_ran, ran
 from gated_react._engine.tool_results import is_blocks, record
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
@@ -96,9 +96,10 @@ def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
             found = results.get(str(call.get("id")))
             if found is None:
                 continue
+            args, text = as_ran(call, found)  # what ran, where a human edited the call
             shown: Any = found.content
-            observation = record(shown) if is_blocks(shown) else _data(found.text)
-            action = ToolAction(name=call["name"], args=call.get("args") or {}, id=call.get("id"))
+            observation = record(shown) if is_blocks(shown) else _data(text)
+            action = ToolAction(name=call["name"], args=args, id=call.get("id"))
             out.append(HistoryEntry(step=step, action=action, observation=observation,
                                     ok=found.status != "error"))  # fmt: skip
     return out

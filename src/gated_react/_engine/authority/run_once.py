@@ -186,9 +186,8 @@ class Plan:
         self.records.append(self.done(call, text, ok=ok, why=why, seconds=seconds))
         outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if ok else "")
         self.calls[self.calls.index(call)] = call.model_copy(update={"outcome": outcome})
-        if call.proposed is not None:  # the message shows the model's call: say what ran
-            content = edited(text, call.tool, call.args)
-        return result(call.tool, call.id, content, ok=ok, artifact=artifact), why
+        answer = result(call.tool, call.id, content, ok=ok, artifact=artifact)
+        return _as_edited(call, answer, text), why
 
 
 def planned(plan: Plan) -> None:
@@ -239,7 +238,7 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     known = [*plan.about.get(call.key, ()), *_same_call(plan.about.get(call.id, ()), call)]
     started, done = _progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
     if done is not None:  # it ran and returned: answered with what it returned, run again never
-        return done.model_copy(update={"tool_call_id": call.id})
+        return _as_edited(call, done.model_copy(update={"tool_call_id": call.id}), done.text)
     started = started and not deps.idempotent(call.tool)
     if not permitted(plan.book.tally.permits.get(call.id), call, deps):
         admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)
@@ -252,6 +251,12 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
             plan.again.add(index)
         return asked
     return _args_checked(plan, call)
+
+
+def _as_edited(call: Call, answer: ToolMessage, text: str) -> ToolMessage:
+    """The result of a call a human edited says what ran (the message shows the model's
+    call); any other as it is."""
+    return answer if call.proposed is None else edited(answer, text, call.args)
 
 
 def _same_call(records: Sequence[Record], call: Call) -> list[Record]:

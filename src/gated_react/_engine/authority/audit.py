@@ -14,6 +14,7 @@ from gated_react._engine.authority.budgets import entry
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import as_ran, ran
+from gated_react._engine.storable import plain
 from gated_react._engine.tool_results import is_blocks, record
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
@@ -107,13 +108,17 @@ def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
 
 def _data(text: str) -> Any:
     """A result as the tool returned it: JSON data as data (a result is stored as the text the
-    model read), anything else as that text."""
-    if text[:1] in ("{", "["):
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-    return text
+    model read: an object, an array, a number, a string, true, false or null), anything else
+    as that text. So is JSON no store could hold (nested deeper than ``MAX_NESTING``, an
+    integer past 64 bits, NaN): a run read back must serialize."""
+    try:
+        return plain(json.loads(text, parse_constant=_not_json))
+    except (ValueError, RecursionError):  # Unstorable is a ValueError
+        return text
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def answer(values: Mapping[str, Any]) -> str | None:

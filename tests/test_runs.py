@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 from gated_react import (
     NotWaiting,
@@ -15,11 +16,13 @@ from gated_react import (
     ThreadBusy,
     ThreadExists,
     UnknownThread,
+    aresult_of,
     aresume,
     arun,
     build_graph,
     open_checkpointer,
     read,
+    result_of,
     resume,
     run,
 )
@@ -266,3 +269,38 @@ def test_a_question_asked_again_is_still_answered_under_its_first_id() -> None:
         resume(graph, "asked", {"approved": True}, question="not-a-question-id")
     done = resume(graph, "asked", {"approved": True}, question=first["id"])
     assert done["stop_reason"] == "success"
+
+
+def _refund_graph(saver: Any = None) -> Any:
+    return build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS, checkpointer=saver)
+
+
+def _hi_graph(saver: Any = None) -> Any:
+    return build_graph(ScriptedChatModel(replies=["Hi."]), SUPPORT_TOOLS, checkpointer=saver)
+
+
+def _read_as_its_own(out: ThreadResult) -> None:
+    """The refund run's own trace and usage: 3 calls, 4 steps."""
+    assert [t["tool"] for t in out["trace"]] == [h["action"]["name"] for h in out["history"]]
+    assert (len(out["trace"]), out["usage"]["steps"]) == (3, 4)
+
+
+@pytest.mark.parametrize("kind", ["goal", "messages"])
+def test_result_of_an_unsaved_run_reads_its_own_record_after_another_request(kind: str) -> None:
+    """Without a checkpointer each invocation is a run of its own: before, result_of read the
+    newest run of the thread (None), another request's served meanwhile (1 step, no call)."""
+    goal = "Can user 42 get a refund?"
+    asked = {"goal": goal} if kind == "goal" else {"messages": [HumanMessage(goal)]}
+    graph = _refund_graph()
+    returned = graph.invoke(asked)
+    _hi_graph().invoke({"messages": [HumanMessage("Say hi.")]})
+    _read_as_its_own(result_of(graph, returned))
+    _read_as_its_own(asyncio.run(aresult_of(graph, returned)))
+
+
+def test_result_of_a_saved_run_reads_the_run_the_output_answers(store: Any) -> None:
+    """Before: the thread's newest run, a later question's on the same thread."""
+    config = config_for("later")
+    returned = _refund_graph(store).invoke({"goal": "Can user 42 get a refund?"}, config)
+    _hi_graph(store).invoke({"goal": "Say hi."}, config)
+    _read_as_its_own(result_of(_refund_graph(store), returned, config))

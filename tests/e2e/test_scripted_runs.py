@@ -316,12 +316,6 @@ def test_runs_whose_model_reuses_a_call_id_each_run_their_own_call(idempotent: b
     assert ran == [f"{verb} anna@example.com", f"{verb} bob@example.com"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: without a checkpointer result_of reads the newest run of thread 'None', "
-    "whichever graph made it: another graph's run in between gives this run its trace and "
-    "usage (the output names no run)",
-)
 def test_result_of_reads_the_run_invoke_returned_not_the_newest() -> None:
     graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS)
     returned = graph.invoke({"goal": REFUND_GOAL})

@@ -74,7 +74,7 @@ def opening(
     shown: list[BaseMessage] = list(messages)
     update: dict[str, Any] = {}
     held = held_step(step)
-    hint = held.run.partition("#")[0] if held is not None else None
+    hint = question_of(held.run) if held is not None else None
     if goal is not None and unfinished and held is not None and _asks(shown, held, goal):
         RunInput.model_validate({"goal": goal})
         at = question_at(shown, hint)
@@ -105,11 +105,11 @@ def opening(
 
 def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
     """Whether ``goal`` is the question the step in hand's run answers."""
-    at = question_at(messages, held.run.partition("#")[0])
+    at = question_at(messages, question_of(held.run))
     if at is None or not isinstance(goal, str):
         return False
     question = messages[at]
-    return str(question.id) == held.run.partition("#")[0] and question.text.strip() == goal.strip()
+    return str(question.id) == question_of(held.run) and question.text.strip() == goal.strip()
 
 
 def held_step(step: Any) -> Step | None:
@@ -120,18 +120,24 @@ def held_step(step: Any) -> Step | None:
         return None
 
 
+def question_of(run: str) -> str:
+    """The id of the question a run answers: the run's name, less the nonce an unsaved run
+    carries (``<question id>#<nonce>``)."""
+    return run.partition("#")[0]
+
+
 def of_run(run: str, question: str, saved: bool) -> bool:
     """Whether a step named ``run`` belongs to the run answering ``question``. A saved thread's
     run is its question's id: nothing stored names it, so no edit of the step buys a run (and
     its budgets) of its own. Without a checkpointer, each invocation is a run of its own."""
     if saved:
         return run == question
-    return run.partition("#")[0] == question and "#" in run
+    return question_of(run) == question and "#" in run
 
 
 def run_of(messages: Sequence[BaseMessage], run: str, saved: bool) -> bool:
     """Whether the step named ``run`` belongs to the run the conversation is on."""
-    at = question_at(messages, run.partition("#")[0])
+    at = question_at(messages, question_of(run))
     return at is not None and of_run(run, str(messages[at].id), saved)
 
 

@@ -16,6 +16,7 @@ from gated_react._engine.call_keys import args_hash
 from gated_react._engine.chat import as_ran, ran
 from gated_react._engine.storable import plain
 from gated_react._engine.tool_results import is_blocks, record
+from gated_react._engine.turns import of_run, question_at
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
 
@@ -119,6 +120,22 @@ def _data(text: str) -> Any:
 
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
+
+
+def question(messages: Sequence[BaseMessage]) -> str | None:
+    """The id of the conversation's last human message: the question its run answers."""
+    at = question_at(messages)
+    return None if at is None else str(messages[at].id)
+
+
+def newest_run(records: Sequence[Record], thread: str, asked: str) -> str | None:
+    """Of ``records``, the newest unsaved run on question ``asked`` in ``thread``, by the
+    records that opened them (keyed by their question)."""
+    opened = [
+        r for r in records
+        if r.kind is Kind.OPENED and r.thread == thread and of_run(r.run, asked, saved=False)
+    ]  # fmt: skip
+    return max(opened, key=lambda r: r.seq).run if opened else None
 
 
 def answer(values: Mapping[str, Any]) -> str | None:

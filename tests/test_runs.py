@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 from gated_react import (
     NotWaiting,
@@ -15,11 +16,13 @@ from gated_react import (
     ThreadBusy,
     ThreadExists,
     UnknownThread,
+    aresult_of,
     aresume,
     arun,
     build_graph,
     open_checkpointer,
     read,
+    result_of,
     resume,
     run,
 )
@@ -220,11 +223,13 @@ def test_edited_arguments_that_cannot_run_or_be_stored_ask_again(
     assert again["usage"]["tool_calls"] == 0
     done = resume(graph, thread, {"approved": True, "args": {"user_id": 7}})
     assert done["stop_reason"] == "success"
-    # the conversation keeps the model's call; what ran is the human's edit
+    # the conversation keeps the model's call; what ran is the human's edit, as history shows
+    proposed, result = done["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}
+    assert '{"user_id": 7} instead of the arguments in your call' in result.text
     (entry,) = done["history"]
-    assert entry["action"]["args"] == {"user_id": 42}
-    assert '{"user_id": 7} instead of the arguments in your call' in entry["observation"]
-    assert '"plan": "free"' in entry["observation"]  # user 7's billing, not user 42's
+    assert entry["action"]["args"] == {"user_id": 7}
+    assert entry["observation"]["billing"]["plan"] == "free"  # user 7's billing, not 42's
     assert done["trace"][0]["args_hash"] == args_hash({"user_id": 7})
 
 
@@ -291,3 +296,38 @@ def test_run_context_is_what_the_threads_latest_run_ran_under(tmp_path: Path) ->
         3,
     )
     assert asyncio.run(main()) == found
+
+
+def _refund_graph(saver: Any = None) -> Any:
+    return build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS, checkpointer=saver)
+
+
+def _hi_graph(saver: Any = None) -> Any:
+    return build_graph(ScriptedChatModel(replies=["Hi."]), SUPPORT_TOOLS, checkpointer=saver)
+
+
+def _read_as_its_own(out: ThreadResult) -> None:
+    """The refund run's own trace and usage: 3 calls, 4 steps."""
+    assert [t["tool"] for t in out["trace"]] == [h["action"]["name"] for h in out["history"]]
+    assert (len(out["trace"]), out["usage"]["steps"]) == (3, 4)
+
+
+@pytest.mark.parametrize("kind", ["goal", "messages"])
+def test_result_of_an_unsaved_run_reads_its_own_record_after_another_request(kind: str) -> None:
+    """Without a checkpointer each invocation is a run of its own: before, result_of read the
+    newest run of the thread (None), another request's served meanwhile (1 step, no call)."""
+    goal = "Can user 42 get a refund?"
+    asked = {"goal": goal} if kind == "goal" else {"messages": [HumanMessage(goal)]}
+    graph = _refund_graph()
+    returned = graph.invoke(asked)
+    _hi_graph().invoke({"messages": [HumanMessage("Say hi.")]})
+    _read_as_its_own(result_of(graph, returned))
+    _read_as_its_own(asyncio.run(aresult_of(graph, returned)))
+
+
+def test_result_of_a_saved_run_reads_the_run_the_output_answers(store: Any) -> None:
+    """Before: the thread's newest run, a later question's on the same thread."""
+    config = config_for("later")
+    returned = _refund_graph(store).invoke({"goal": "Can user 42 get a refund?"}, config)
+    _hi_graph(store).invoke({"goal": "Say hi."}, config)
+    _read_as_its_own(result_of(_refund_graph(store), returned, config))

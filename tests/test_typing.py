@@ -87,7 +87,8 @@ def test_the_docs_code_passes_mypy_strict_and_result_keys_are_checked(
         (tmp_path / name).write_text(code)
     # Incremental, in pytest's cache folder: the libraries' types are checked once, not on every
     # run (a cold run is most of a minute); this test's own files are new each time.
-    cache = pytestconfig.cache.mkdir("mypy-docs-code") if pytestconfig.cache else tmp_path
+    cached = getattr(pytestconfig, "cache", None)  # None with -p no:cacheprovider
+    cache = cached.mkdir("mypy-docs-code") if cached else tmp_path
     mypy = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), *files]
     done = subprocess.run(
         mypy, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False

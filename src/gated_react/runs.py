@@ -104,7 +104,14 @@ def result_of(
     graph: Graph, output: dict[str, Any], config: RunnableConfig | None = None
 ) -> ThreadResult:
     """What ``graph.invoke(..., config)`` returned, as ``run`` returns it: with the run's
-    answer, history, trace and usage, read from its conversation and record."""
+    answer, history, trace and usage, read from its conversation and record.
+
+    The run is the one the output answers, named by its last question (human message). A
+    graph without a checkpointer makes each invocation a run of its own, named by its question
+    and a nonce the output does not hold: the newest run on that question is read. So two
+    invocations on the same thread id (or none) with the same question, which only input
+    messages with the same ids (or with none: theirs are made from their content) can share,
+    are read as the newer one, while the process keeps its record."""
     thread = str((config or {}).get("configurable", {}).get("thread_id"))
     return _from_output(graph, output, thread)
 
@@ -125,6 +132,29 @@ def run_book(saver: Any, thread_id: str) -> Book:
 async def arun_book(saver: Any, thread_id: str) -> Book:
     """Async twin of ``run_book`` (an async saver's records are read with await)."""
     return await ledger_for(saver).alast(thread_id)
+
+
+def output_book(saver: Any, thread_id: str, output: dict[str, Any]) -> Book:
+    """The record of the run ``output`` answers (``result_of`` says which; with no question
+    in it, the thread's latest run's, and none for a graph without a checkpointer)."""
+    ledger, question = ledger_for(saver), audit.question(output.get("messages") or [])
+    if question is None:
+        return ledger.last(thread_id) if saver is not None else Book()
+    if saver is not None:
+        return ledger.book(thread_id, question)
+    run = audit.newest_run(ledger.about([question]), thread_id, question)
+    return ledger.book(thread_id, run) if run is not None else Book()
+
+
+async def aoutput_book(saver: Any, thread_id: str, output: dict[str, Any]) -> Book:
+    """Async twin of ``output_book``."""
+    ledger, question = ledger_for(saver), audit.question(output.get("messages") or [])
+    if question is None:
+        return await ledger.alast(thread_id) if saver is not None else Book()
+    if saver is not None:
+        return await ledger.abook(thread_id, question)
+    run = audit.newest_run(await ledger.aabout([question]), thread_id, question)
+    return await ledger.abook(thread_id, run) if run is not None else Book()
 
 
 def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
@@ -148,12 +178,13 @@ def from_snapshot(
 
 def _from_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
     pending = questions(output.get("__interrupt__", ()))
-    return shape(output, thread_id, pending, run_book(saver_of(graph), thread_id))
+    return shape(output, thread_id, pending, output_book(saver_of(graph), thread_id, output))
 
 
 async def _afrom_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
     pending = questions(output.get("__interrupt__", ()))
-    return shape(output, thread_id, pending, await arun_book(saver_of(graph), thread_id))
+    book = await aoutput_book(saver_of(graph), thread_id, output)
+    return shape(output, thread_id, pending, book)
 
 
 def has_ended(snapshot: StateSnapshot) -> bool:

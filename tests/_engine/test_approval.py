@@ -47,11 +47,13 @@ def _resumed(graph: Any, config: Any, answer: Any) -> Any:
     return invoked(graph, Command(resume=answer), config)
 
 
-def _ran_edited(entry: dict[str, Any], args: dict[str, Any]) -> None:
-    """A history entry of a call a human edited: the conversation keeps the model's call, its
-    result says what ran instead (and is what the edited call returned)."""
-    assert entry["action"]["args"] == {"user_id": 42}
-    assert f"{json.dumps(args)} instead of the arguments in your call" in entry["observation"]
+def _ran_edited(out: Any, args: dict[str, Any]) -> None:
+    """A call a human edited: the conversation keeps the model's call, its result says what
+    ran instead; the history holds the call as it ran, with what it returned."""
+    proposed, result = out["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}
+    assert f"{json.dumps(args)} instead of the arguments in your call" in result.text
+    assert out["history"][0]["action"]["args"] == args
 
 
 def test_the_run_pauses_with_the_question_and_continues_when_approved() -> None:
@@ -81,8 +83,8 @@ def test_rejection_stops_with_the_reason() -> None:
 def test_edited_args_run_instead() -> None:
     graph, config, _ = _paused([call("get_user_billing", user_id=42), "done"], "edit")
     out = _resumed(graph, config, {"approved": True, "args": {"user_id": 7}})
-    _ran_edited(out["history"][0], {"user_id": 7})
-    assert '"plan": "free"' in out["history"][0]["observation"]  # user 7's, not user 42's
+    _ran_edited(out, {"user_id": 7})
+    assert out["history"][0]["observation"]["billing"]["plan"] == "free"  # user 7's, not 42's
     assert out["trace"][0]["args_hash"] == args_hash({"user_id": 7})
 
 
@@ -104,7 +106,7 @@ def test_edited_args_that_miss_the_tool_schema_ask_again_with_the_reason() -> No
     assert "user_id" in error
     out = _resumed(graph, config, {"approved": True, "args": {"user_id": 7}})
     assert out["stop_reason"] == "success"
-    _ran_edited(out["history"][0], {"user_id": 7})
+    _ran_edited(out, {"user_id": 7})
 
 
 def test_a_malformed_answer_asks_again() -> None:

@@ -88,7 +88,7 @@ def test_run_key_and_saver_of_name_a_nodes_thread_graph_and_checkpointer() -> No
     assert top == ("top", "t", "", saver, True)
     assert first[1:] == second[1:]  # one run of the subgraph: one place
     assert first[1] == "t"
-    assert first[2].startswith("agent:")
+    assert first[2] == "agent"  # the node path, without task ids (new on each attempt)
     assert NS_SEP not in first[2]
     assert (first[3], first[4]) == (saver, True)
     seen.clear()

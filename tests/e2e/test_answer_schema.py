@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +17,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI, reply, tool_call
-from ..support.results import STALE_CALLS, invoked
+from ..support.results import invoked
 
 
 class RefundDecision(BaseModel):
@@ -91,7 +90,6 @@ def test_json_protocol_over_http_carries_the_answer_as_a_json_string() -> None:
     assert json.loads(out["answer"])["amount_usd"] == 49.0
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_CALLS)
 def test_tools_protocol_over_http_reminds_then_succeeds() -> None:
     script = [tool_call("get_user_profile", user_id=42), reply("Anna"), reply(GOOD)]
     with FakeOpenAI(script) as server:

@@ -95,9 +95,12 @@ def test_edit_runs_the_edited_arguments_and_may_not_change_the_tool() -> None:
     edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}
     out = resume(graph, "t", _answer(edit))
     assert out["stop_reason"] == "success"
+    proposed, result = out["messages"][1:3]
+    assert proposed.tool_calls[0]["args"] == {"user_id": 42}  # the model's call, as it made it
+    assert 'get_user_billing was called with {"user_id": 7}' in result.text
     (entry,) = out["history"]
-    assert entry["action"]["args"] == {"user_id": 42}  # the model's call, as it made it
-    assert 'get_user_billing was called with {"user_id": 7}' in entry["observation"]
+    assert entry["action"]["args"] == {"user_id": 7}  # the call as it ran
+    assert entry["observation"]["billing"]["plan"] == "free"
     (traced,) = out["trace"]
     assert traced["args_hash"] == args_hash({"user_id": 7})  # what ran, under its permit
 

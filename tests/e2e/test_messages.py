@@ -230,12 +230,6 @@ EDIT_SCRIPTS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: history takes a call's arguments from the model's AI message (HistoryEntry."
-    "action: 'as the model made it'), so a call a human edited shows user 42 though user 7 "
-    "ran; the trace hashes user 7, so history and trace disagree on the call",
-)
 @pytest.mark.parametrize("protocol", ["tools", "json", "text"])
 def test_a_call_a_human_edited_is_replayed_in_later_turns_as_the_run_showed_it(
     protocol: str,

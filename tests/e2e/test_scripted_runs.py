@@ -20,7 +20,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import RAN, SENT, broken, lookup, send_email, slow
 from ..support.helpers import REFUND_42, REFUND_GOAL, as_another_process, policy, run
-from ..support.results import STALE_CALLS, ainvoked, invoked
+from ..support.results import ainvoked, answered_once, invoked
 
 PROFILE = call("get_user_profile", user_id=42)
 ALL_TOOLS = [*SUPPORT_TOOLS, slow, broken, send_email]
@@ -215,7 +215,6 @@ def test_text_protocol_retry_reminds_and_recovers() -> None:
     assert "no_action" in model.requests[1][-1].content
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_CALLS)
 def test_a_reply_retried_after_a_tool_step_is_asked_again_not_the_old_calls() -> None:
     """Found by the fuzzing of whole runs: the step before's call was gated again (a loop)."""
     replies = [
@@ -233,11 +232,25 @@ def test_a_reply_retried_after_a_tool_step_is_asked_again_not_the_old_calls() ->
     assert "no_action" in model.requests[2][-1].content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: a call execute answers with 'invalid arguments' under on_tool_error="
-    "'observe' leaves no done record, so the trace says it ran and worked (ok)",
-)
+def test_without_loop_detection_a_retry_after_a_tool_step_runs_no_call_again() -> None:
+    """The step before's call was gated again with no loop check: answered a second time in
+    the conversation (two results for one call), unasked and with no trace entry of its own."""
+    RAN.clear()
+    replies = [
+        'Thought: look\nAction: lookup\nAction Input: {"q": "anna"}',
+        "Let me think...",
+        "Thought: ok\nFinish: Anna is on the pro plan.",
+    ]
+    fields = {"protocol": "text", "on_invalid_action": "retry", "loop_detection": "off"}
+    out = run(replies, tools=[lookup], **fields)
+    assert RAN == ["lookup anna"]
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]
+    assert answered_once(out["messages"])
+    assert [h["action"]["name"] for h in out["history"]] == ["lookup"]
+    assert [(t["tool"], t["ok"]) for t in out["trace"]] == [("lookup", True)]
+    assert (out["stop_reason"], out["usage"]["steps"]) == ("success", 3)
+
+
 def test_a_call_with_bad_arguments_observed_is_a_failed_call_in_the_trace() -> None:
     """Found by the fuzzing of whole runs: history and trace disagreed on the call."""
     replies = [call("get_user_profile", user_id=42), call("get_user_profile"), "Anna."]
@@ -303,12 +316,6 @@ def test_runs_whose_model_reuses_a_call_id_each_run_their_own_call(idempotent: b
     assert ran == [f"{verb} anna@example.com", f"{verb} bob@example.com"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: without a checkpointer result_of reads the newest run of thread 'None', "
-    "whichever graph made it: another graph's run in between gives this run its trace and "
-    "usage (the output names no run)",
-)
 def test_result_of_reads_the_run_invoke_returned_not_the_newest() -> None:
     graph = build_graph(ScriptedChatModel(replies=REFUND_42), SUPPORT_TOOLS)
     returned = graph.invoke({"goal": REFUND_GOAL})

@@ -143,11 +143,6 @@ def test_an_approved_call_is_traced_as_run(dev: DevServer) -> None:
     assert "by_human" not in entry  # the tool ran: only a human answer is marked
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: audit.history shows the model's arguments of a call a human edited, not the "
-    "ones it ran with",
-)
 def test_an_edit_runs_the_edited_arguments(dev: DevServer) -> None:
     async def scenario(client: LangGraphClient) -> Any:
         aid, tid, _ = await _paused(client)

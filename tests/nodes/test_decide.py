@@ -62,6 +62,17 @@ def test_reply_keeps_tool_calls_and_joins_the_conversation_with_them() -> None:
     assert said.id == update["step"]["reply"]["id"]
 
 
+@pytest.mark.parametrize("text", ["Let me think...", "Anna, pro."], ids=["garbage", "answer"])
+def test_a_new_reply_keeps_none_of_the_step_befores_calls(text: str) -> None:
+    """The calls in hand are the reply's, named by validate: a reply after a tool step that
+    validate rejects (a retry) must not leave the gate the calls of the step before."""
+    before = {"id": "c0", "tool": "get_user_profile", "args": {"user_id": 42}, "key": "k" * 24}
+    earlier = step_messages("get_user_profile", {"user_id": 42}, '{"name": "Anna"}')
+    update = decide(state(messages=earlier, calls=[before]), saved(), deps=deps([text]))
+    assert update["step"]["reply"]["text"] == text
+    assert update["step"]["calls"] == []
+
+
 def test_tool_calls_join_the_conversation_under_their_ids() -> None:
     """The AI message of the step holds every call, with the text the model wrote with them
     and the model's own ids (made up, stable, where it gave none), as create_agent's model node

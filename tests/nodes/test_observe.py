@@ -13,12 +13,14 @@ from gated_react._engine.authority import admit, audit
 from gated_react._engine.call_keys import args_hash
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.decide import decide
+from gated_react.nodes.execute import execute
+from gated_react.nodes.gate import gate
 from gated_react.nodes.observe import observe
 from gated_react.routing import after_observe
 
 from ..support.fakes import broken
 from ..support.helpers import deps, state
-from .hand import ending, paid_steps, proposal, ran, saved, trace
+from .hand import ending, paid_steps, proposal, ran, saved, through, trace
 
 BILLING = ("get_user_billing", {"user_id": 42})
 
@@ -108,11 +110,15 @@ def test_a_call_a_human_edited_keeps_the_models_arguments_and_its_result_says_wh
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Before: the result said "sent to user 7" under a call to user 42, and nothing said a
-    human had changed it (the model's next turn read its own call as what ran)."""
+    human had changed it (the model's next turn read its own call as what ran). The history
+    shows the call as it ran, with what it returned (before, the model's arguments beside
+    user 7's billing, and the note in the observation)."""
     monkeypatch.setattr(admit, "ask", lambda *_: Decision(approved=True, args={"user_id": 7}))
     after = _ran(BILLING, require_approval=frozenset({"get_user_billing"}))
+    assert after["messages"][-2].tool_calls[0]["args"] == {"user_id": 42}  # the model's call
     (entry,) = _history(after)
-    assert entry["action"]["args"] == {"user_id": 42}  # the model's call, as it made it
+    assert entry["action"]["args"] == {"user_id": 7}  # what ran
+    assert entry["observation"]["billing"]["plan"] == "free"  # user 7's, without the note
     answer = after["messages"][-1]
     assert answer.text.startswith("Note: a human reviewer replaced this call before it ran")
     assert 'get_user_billing was called with {"user_id": 7}' in answer.text
@@ -120,6 +126,25 @@ def test_a_call_a_human_edited_keeps_the_models_arguments_and_its_result_says_wh
     monkeypatch.setattr(admit, "ask", lambda *_: Decision(approved=True, args={"user_id": 42}))
     same = _ran(BILLING, require_approval=frozenset({"get_user_billing"}))
     assert not same["messages"][-1].text.startswith("Note:")  # stored as before
+
+
+def test_an_edited_call_replayed_is_answered_from_the_record_as_it_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """execute replayed after the edited call returned (a crash before its checkpoint): the
+    answer from the record says what ran, as the first one did (before: the bare result under
+    the model's call, and the history showed user 42)."""
+    monkeypatch.setattr(admit, "ask", lambda *_: Decision(approved=True, args={"user_id": 7}))
+    config, parts = saved(), deps(require_approval=frozenset({"get_user_billing"}))
+    asked = proposal(BILLING)
+    gated = through(gate, state(messages=[asked["message"]], calls=asked["calls"]), config, parts)
+    first, again = (through(execute, gated, config, parts) for _ in range(2))
+    assert again["messages"][-1].text == first["messages"][-1].text
+    (entry,) = _history(again)
+    assert (entry["action"]["args"], entry["observation"]["billing"]["plan"]) == (
+        {"user_id": 7},
+        "free",
+    )
 
 
 @tool(return_direct=True)

@@ -174,12 +174,6 @@ def known(protocol: str) -> list[tuple[Policy, list[Any]]]:
     return [(retried, [ran, ("garbage", "")]), (observed, [ran, ("tool", ("calculate", {}))])]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: two bugs the fuzzing finds, each with a test of its own in "
-    "tests/e2e/test_scripted_runs.py: a reply retried after a tool step gates the old calls "
-    "again (STALE_CALLS), and a call observed with bad arguments reads ok in the trace",
-)
 @pytest.mark.parametrize("protocol", ["tools", "json", "text"])
 def test_random_scripts_keep_every_promise(toolkits: Toolkits, protocol: str) -> None:
     retried, observed = known(protocol)

@@ -80,12 +80,6 @@ def test_a_server_restarted_mid_run(tmp_path: Path) -> None:
         cluster.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: the CLI's note of a failed store (session.drive -> note -> events.usage) "
-    "reads the run's usage from the record on the connection that just failed, so its "
-    "error replaces the line that says the run is kept and how to resume it",
-)
 def test_the_cli_when_postgres_drops_its_connection(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,7 +97,7 @@ def test_the_cli_when_postgres_drops_its_connection(
         line = failed.one_error_line()
         assert failed.code == 1
         assert "the store failed during the run: " in line
-        assert "gated-react resume t --db 'postgresql://postgres:***@" in line
+        assert "gated-react resume t --toolkit support --db 'postgresql://postgres:***@" in line
         assert PASSWORD not in failed.out + failed.err
         resumed = here("resume", "t", "--toolkit", "support", "--db", url, "--json")
     assert resumed.code == 0, resumed.err

@@ -147,17 +147,8 @@ MODES = [
 ]
 
 
-DEEP_JSON = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="src: audit.history parses a result that reads as JSON without a depth bound; "
-    "reading the run back raises pydantic's 'Maximum serialization depth exceeded'",
-)
-RETURN_CASES = [pytest.param(c, marks=DEEP_JSON) if c == "nested 300" else c for c in RETURNS]
-
-
 @pytest.mark.parametrize(("asynchronous", "use_async"), MODES)
-@pytest.mark.parametrize("case", RETURN_CASES)
+@pytest.mark.parametrize("case", list(RETURNS))
 def test_whatever_a_tool_returns_is_stored_as_bounded_json(
     tmp_path: Path, case: str, asynchronous: bool, use_async: bool
 ) -> None:

@@ -52,11 +52,3 @@ def answered_once(messages: Sequence[BaseMessage]) -> bool:
                 return False
             open_ids.remove(message.tool_call_id)
     return not open_ids
-
-
-STALE_CALLS = (
-    "src: decide keeps the previous step's calls in the new step, so a reply rejected after "
-    "a tool step routes to the gate with the old calls: loop_detected instead of a retry, "
-    "and with loop detection off the old call runs again, unasked and untraced"
-)
-"""Why the tests of a retry after a tool step fail (an xfail reason shared by several)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -129,10 +129,35 @@ EDIT_NOTE = (
 its message (as ``create_agent`` keeps it), so the result says what ran instead."""
 
 
-def edited(content: str, tool: str, args: dict[str, Any]) -> str:
-    """A result, after the note that a human replaced the call with ``tool(args)``."""
+EDITED = "edited_args"
+"""The mark (``response_metadata``) of a result whose call a human edited before it ran: the
+arguments it ran with."""
+
+
+def edited(message: ToolMessage, text: str, args: dict[str, Any]) -> ToolMessage:
+    """``message``, the result of a call a human replaced with ``args`` before it ran: its
+    ``text`` after the note that says so, and marked with ``args``, what the history shows."""
+    return message.model_copy(
+        update={
+            "content": _edit_note(str(message.name), args) + text,
+            "response_metadata": {**message.response_metadata, EDITED: args},
+        }
+    )
+
+
+def as_ran(call: Mapping[str, Any], message: ToolMessage) -> tuple[dict[str, Any], str]:
+    """A call's arguments and its result's text as the call ran: for a call a human edited,
+    the arguments its result is marked with and the text after the note (the AI message
+    keeps the model's own call)."""
+    args = message.response_metadata.get(EDITED)
+    if not isinstance(args, dict):
+        return dict(call.get("args") or {}), message.text
+    return args, message.text.removeprefix(_edit_note(str(message.name), args))
+
+
+def _edit_note(tool: str, args: dict[str, Any]) -> str:
     shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
-    return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n{content}"
+    return f"{EDIT_NOTE.format(tool=tool, args=shown)}\n\nResult:\n"
 
 
 NOT_RUN = "not_run"

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 import operator
-import threading
-import weakref
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from collections.abc import Set as AbstractSet
@@ -40,6 +38,7 @@ from langchain_core.messages import (
 
 from gated_react._engine.call_keys import loop_key
 from gated_react._engine.chat import ran
+from gated_react._engine.held import Held
 from gated_react._engine.tool_results import is_blocks, record
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Retry, ToolAction
@@ -114,7 +113,6 @@ def build_messages(
 _BEFORE = "before the run"
 _BUILT_KEPT = 64
 """Parts kept per run: its shown steps, its earlier turns, its latest fold's summary."""
-_LOCK = threading.Lock()
 
 
 def _before_run(
@@ -160,9 +158,8 @@ def _read(messages: Sequence[BaseMessage], at: int) -> _Steps:
     """The run's steps, read on from where the last reading of this conversation stopped.
     Kept with the run's question (a weak reference): they go when the conversation does."""
     question = messages[at]
-    with _LOCK:
-        kept = _RUNS.get(id(question))
-    found = kept[1] if kept is not None and kept[0]() is question else None
+    kept = _RUNS.get(id(question), question)
+    found = kept[1] if kept is not None else None
     if (
         found is None
         or found.at != at
@@ -170,21 +167,9 @@ def _read(messages: Sequence[BaseMessage], at: int) -> _Steps:
         or (found.seen and messages[found.seen - 1] is not found.last)
     ):
         found = _Steps(at)
-        _remember(question, found)
+        _RUNS.put(id(question), question, found)
     found.read(messages, at)
     return found
-
-
-def _remember(question: BaseMessage, found: _Steps) -> None:
-    key = id(question)
-
-    def forget(gone: weakref.ref[BaseMessage]) -> None:
-        with _LOCK:
-            if (held := _RUNS.get(key)) is not None and held[0] is gone:
-                del _RUNS[key]
-
-    with _LOCK:
-        _RUNS[key] = (weakref.ref(question, forget), found)
 
 
 class _Steps:
@@ -245,8 +230,8 @@ class _Steps:
         return made
 
 
-_RUNS: dict[int, tuple[weakref.ref[BaseMessage], _Steps]] = {}
-"""The runs read, by their question message (which each entry holds weakly)."""
+_RUNS: Held[int, _Steps] = Held()
+"""The runs read, held with their question message."""
 
 
 def _entry(step: int, call: dict[str, Any], result: ToolMessage) -> HistoryEntry:

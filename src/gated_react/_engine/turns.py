@@ -14,9 +14,7 @@ unknown outcome when it had been started), so every tool call id keeps exactly o
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +24,7 @@ from langgraph.types import Overwrite
 from pydantic import ValidationError
 
 from gated_react._engine.chat import not_run, result, said
+from gated_react._engine.held import Held
 from gated_react.state import RunInput, Step, dump
 from gated_react.stops import StopReason
 
@@ -75,7 +74,7 @@ def opening(
     shown: list[BaseMessage] = list(messages)
     update: dict[str, Any] = {}
     held = held_step(step)
-    hint = held.run.partition("#")[0] if held is not None else None
+    hint = question_of(held.run) if held is not None else None
     if goal is not None and unfinished and held is not None and _asks(shown, held, goal):
         RunInput.model_validate({"goal": goal})
         at = question_at(shown, hint)
@@ -106,11 +105,11 @@ def opening(
 
 def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
     """Whether ``goal`` is the question the step in hand's run answers."""
-    at = question_at(messages, held.run.partition("#")[0])
+    at = question_at(messages, question_of(held.run))
     if at is None or not isinstance(goal, str):
         return False
     question = messages[at]
-    return str(question.id) == held.run.partition("#")[0] and question.text.strip() == goal.strip()
+    return str(question.id) == question_of(held.run) and question.text.strip() == goal.strip()
 
 
 def held_step(step: Any) -> Step | None:
@@ -121,18 +120,24 @@ def held_step(step: Any) -> Step | None:
         return None
 
 
+def question_of(run: str) -> str:
+    """The id of the question a run answers: the run's name, less the nonce an unsaved run
+    carries (``<question id>#<nonce>``)."""
+    return run.partition("#")[0]
+
+
 def of_run(run: str, question: str, saved: bool) -> bool:
     """Whether a step named ``run`` belongs to the run answering ``question``. A saved thread's
     run is its question's id: nothing stored names it, so no edit of the step buys a run (and
     its budgets) of its own. Without a checkpointer, each invocation is a run of its own."""
     if saved:
         return run == question
-    return run.partition("#")[0] == question and "#" in run
+    return question_of(run) == question and "#" in run
 
 
 def run_of(messages: Sequence[BaseMessage], run: str, saved: bool) -> bool:
     """Whether the step named ``run`` belongs to the run the conversation is on."""
-    at = question_at(messages, run.partition("#")[0])
+    at = question_at(messages, question_of(run))
     return at is not None and of_run(run, str(messages[at].id), saved)
 
 
@@ -142,10 +147,11 @@ def question_at(messages: Sequence[BaseMessage], hint: str | None = None) -> int
     conversation before, only the messages added since are looked through (a run's
     conversation grows between its steps: a 600-message run is not walked at every step)."""
     end, start = len(messages), 0
-    kept = _WHERE.get(hint) if hint else None
-    if kept is not None:
-        at, seen, last = kept
-        if seen <= end and messages[seen - 1] is last() and messages[at].id == hint:
+    held = _WHERE.get(hint) if hint else None
+    kept = held[1] if held is not None else None
+    if held is not None and kept is not None:
+        at, seen = kept
+        if seen <= end and messages[seen - 1] is held[0] and messages[at].id == hint:
             if seen == end:
                 return at
             start = seen
@@ -157,25 +163,14 @@ def question_at(messages: Sequence[BaseMessage], hint: str | None = None) -> int
     if found is None and kept is not None and start:
         found = kept[0]
     if found is not None:
-        _remember(str(messages[found].id), found, end, messages[end - 1])
+        _WHERE.put(str(messages[found].id), messages[end - 1], (found, end))
     return found
 
 
-def _remember(question: str, at: int, seen: int, last: BaseMessage) -> None:
-    def forget(gone: weakref.ref[BaseMessage]) -> None:
-        with _WHERE_LOCK:
-            if (held := _WHERE.get(question)) is not None and held[2] is gone:
-                del _WHERE[question]
-
-    with _WHERE_LOCK:
-        _WHERE[question] = (at, seen, weakref.ref(last, forget))
-
-
-_WHERE: dict[str, tuple[int, int, weakref.ref[BaseMessage]]] = {}
-"""Where each question was last found: its place, how many messages the conversation had, and
-its last one (held weakly; the same object: the conversation it was found in is a prefix of
-this one). An entry goes with that message."""
-_WHERE_LOCK = threading.Lock()
+_WHERE: Held[str, tuple[int, int]] = Held()
+"""Where each question was last found: its place and how many messages the conversation had,
+held with that conversation's last message (the same object: the conversation it was found in
+is a prefix of this one)."""
 
 
 def unanswered(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:

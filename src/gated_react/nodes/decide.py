@@ -28,7 +28,14 @@ from gated_react._engine.model_errors import classify
 from gated_react._engine.steps import ended, ending, joined, stale
 from gated_react._engine.streaming import model_config, stream_calls
 from gated_react._engine.transcript import build_messages, run_call_ids
-from gated_react._engine.turns import Opened, cut_short, held_step, opening, settled
+from gated_react._engine.turns import (
+    Opened,
+    cut_short,
+    held_step,
+    opening,
+    question_of,
+    settled,
+)
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
 from gated_react.state import dump
@@ -211,7 +218,9 @@ def _plan(
     plan.stale = stale(state)
     if opened.new and book.tally.opened is None:
         context = deps.context.model_dump(mode="json")
-        plan.records.append(place.record(opened.run, Kind.OPENED, opened.run, **context))
+        # keyed by its question: how a reader finds the run an output answers (result_of)
+        question = question_of(opened.run)
+        plan.records.append(place.record(opened.run, Kind.OPENED, question, **context))
     if opened.waiting:
         _cut_in(plan, state, started)
     usage = book.tally.usage()
@@ -303,7 +312,8 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     if reply.tool_calls and len(named) == len(reply.tool_calls):  # validate names them alike
         calls = [dict(c, id=a.id) for c, a in zip(reply.tool_calls, named, strict=True)]
         reply = reply.model_copy(update={"tool_calls": calls})
-    step = opened.step.model_copy(update={"reply": reply, "ending": None})
+    # the step's calls are the reply's, named by validate: none are kept from the step before
+    step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None})
     update = plan.update | {"step": dump(step)}
     rewritten = _rewritten(opened.messages, called.rewritten)
     if rewritten:

@@ -75,9 +75,10 @@ class HistoryEntry(StrictModel):
     step: int
     """The step number in its run (1-based)."""
     action: ToolAction
-    """The call as the model made it."""
+    """The call as it ran: the model's, with the arguments a human edited it to, if one did
+    (the conversation's AI message keeps the model's own)."""
     observation: Any
-    """What the model was shown of its result."""
+    """What the model was shown of its result (without the note on a call a human edited)."""
     ok: bool = True
     """False when the call failed or was refused."""
     message_id: str | None = Field(default=None, exclude_if=lambda value: value is None)

@@ -120,15 +120,27 @@ def test_history_is_every_call_with_a_real_result_numbered_by_its_run() -> None:
     assert entries[2]["action"]["args"] == {"amount": 5}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: audit.history parses a result as JSON only when it is an object or an array: "
-    "a tool that returned 42 shows '42' (redesign.md: JSON data when the result text is JSON)",
-)
 def test_a_result_that_is_json_is_its_data_in_the_history() -> None:
     messages = [HumanMessage("q"), *_step("c1", "double", "42", x=21),
                 *_step("c2", "flags", "[true, null]"), *_step("c3", "say", "hello")]  # fmt: skip
     assert [e.observation for e in history(messages)] == [42, [True, None], "hello"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 300 + "]" * 300, "[" * 5000 + "]" * 5000, "[1, NaN]", '{"x": -Infinity}', f"[{2**64}]"],
+    ids=["300 deep", "5000 deep", "NaN", "Infinity", "past 64 bits"],
+)
+def test_a_result_that_is_json_no_store_holds_is_its_text_in_the_history(text: str) -> None:
+    """Before: a 300-deep array was its data, and the history did not serialize (pydantic's
+    'Maximum serialization depth exceeded'); 5000 deep raised RecursionError; NaN and an
+    integer no store holds were data too."""
+    (entry,) = history([HumanMessage("q"), *_step("c1", "fetch", text)])
+    assert entry.observation == text
+    assert entry.model_dump_json()
+    deep = "[" * 60 + "]" * 60
+    (kept,) = history([HumanMessage("q"), *_step("c1", "fetch", deep)])
+    assert kept.model_dump_json().count("[") == 60  # nested as deep as a store holds: data
 
 
 def test_the_answer_is_the_last_messages_text_once_the_run_ended_with_one() -> None:

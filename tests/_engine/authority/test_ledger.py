@@ -204,7 +204,9 @@ def test_a_nodes_place_is_its_savers_ledger_and_its_thread() -> None:
     namespace = "agent:p1|decide:task-2"  # a node of a subgraph run by the parent's task p1
     inner = Place.of({"configurable": {"thread_id": "t", CONFIG_KEY_CHECKPOINTER: saver,
                                        CONFIG_KEY_CHECKPOINT_NS: namespace}})  # fmt: skip
-    assert inner.thread == "t|agent:p1"  # a subgraph's records are its own
+    # A subgraph's records are its own, named by the node path without task ids: a task id is
+    # new on every attempt, so a retried parent task must find the records its first try wrote.
+    assert inner.thread == "t|agent"
     unsaved = Place.of({"configurable": {"thread_id": "t"}})
     assert (unsaved.ledger, unsaved.saved) == (ledger_for(None), False)
     record = top.record("q-1", Kind.DONE, "k1", call="c1", ok=True)

@@ -64,14 +64,6 @@ def test_reject_ends_the_run_as_a_policy_stop(server: FakeOpenAI) -> None:
     assert result["history"] == []
 
 
-EDITED = pytest.mark.xfail(
-    strict=True,
-    reason="src: audit.history shows the model's arguments of a call a human edited, not the "
-    "ones it ran with",
-)
-
-
-@EDITED
 def test_args_approve_with_edited_arguments(server: FakeOpenAI) -> None:
     _paused(server, reply("Max is on the free plan"))
     out = _resume("--args", '{"user_id": 7}', "--json")
@@ -91,7 +83,6 @@ def test_respond_answers_in_place_of_the_tool(server: FakeOpenAI) -> None:
     assert len(server.requests) == 2  # the model was asked again; the tool never ran
 
 
-@EDITED
 def test_answer_takes_langchains_decisions(server: FakeOpenAI) -> None:
     _paused(server, reply("Max is on the free plan"))
     edit = {"type": "edit", "edited_action": {"name": "get_user_billing", "args": {"user_id": 7}}}

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from ...support.reaping import PATIENCE
-from ...support.results import STALE_CALLS
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples" / "api"
@@ -58,14 +57,7 @@ def test_every_example_is_run_by_a_test() -> None:
     assert found == {*EXPECTED, "studio_client.py"}
 
 
-STALE = pytest.mark.xfail(strict=True, reason=STALE_CALLS)
-"""answer_schema.py's miss comes after a tool step: the reminder it earns is lost to the bug."""
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=STALE) if n == "answer_schema.py" else n for n in sorted(EXPECTED)],
-)
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs_offline(name: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "LANGSMITH_TRACING": "false", "HOME": str(tmp_path)}
     done = subprocess.run(

@@ -28,7 +28,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import can_pause, runtime_of
 from gated_react._engine.tool_runner import check_args
 from gated_react._engine.transcript import run_decisions, run_loop_keys
-from gated_react._engine.turns import question_at
+from gated_react._engine.turns import question_at, question_of
 from gated_react.state import Call, Shown, Step, Usage
 from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
@@ -320,12 +320,12 @@ def gatekeeper(
 def branch_step(messages: Sequence[BaseMessage], run: str | None = None) -> int:
     """The step the run is on, on this branch: its AI messages that made calls. ``run``: the
     run expected (where its question was found before, only newer messages are read)."""
-    at = question_at(messages, run.partition("#")[0] if run else None)
+    at = question_at(messages, question_of(run) if run else None)
     return run_decisions(messages, at) if at is not None else 0
 
 
 def branch_calls(messages: Sequence[BaseMessage], run: str | None = None) -> LoopIndex:
     """The calls of this run on this branch that reached a result (ran, or were refused and
     shown): what loop detection compares a new call against."""
-    at = question_at(messages, run.partition("#")[0] if run else None)
+    at = question_at(messages, question_of(run) if run else None)
     return LoopIndex(run_loop_keys(messages, at) if at is not None else ())

@@ -13,8 +13,10 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from gated_react._engine.authority.budgets import entry
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import ran
+from gated_react._engine.chat import as_ran, ran
+from gated_react._engine.storable import plain
 from gated_react._engine.tool_results import is_blocks, record
+from gated_react._engine.turns import of_run, question_at
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
 
@@ -96,9 +98,10 @@ def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
             found = results.get(str(call.get("id")))
             if found is None:
                 continue
+            args, text = as_ran(call, found)  # what ran, where a human edited the call
             shown: Any = found.content
-            observation = record(shown) if is_blocks(shown) else _data(found.text)
-            action = ToolAction(name=call["name"], args=call.get("args") or {}, id=call.get("id"))
+            observation = record(shown) if is_blocks(shown) else _data(text)
+            action = ToolAction(name=call["name"], args=args, id=call.get("id"))
             out.append(HistoryEntry(step=step, action=action, observation=observation,
                                     ok=found.status != "error"))  # fmt: skip
     return out
@@ -106,13 +109,33 @@ def history(messages: Sequence[BaseMessage]) -> list[HistoryEntry]:
 
 def _data(text: str) -> Any:
     """A result as the tool returned it: JSON data as data (a result is stored as the text the
-    model read), anything else as that text."""
-    if text[:1] in ("{", "["):
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-    return text
+    model read: an object, an array, a number, a string, true, false or null), anything else
+    as that text. So is JSON no store could hold (nested deeper than ``MAX_NESTING``, an
+    integer past 64 bits, NaN): a run read back must serialize."""
+    try:
+        return plain(json.loads(text, parse_constant=_not_json))
+    except (ValueError, RecursionError):  # Unstorable is a ValueError
+        return text
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def question(messages: Sequence[BaseMessage]) -> str | None:
+    """The id of the conversation's last human message: the question its run answers."""
+    at = question_at(messages)
+    return None if at is None else str(messages[at].id)
+
+
+def newest_run(records: Sequence[Record], thread: str, asked: str) -> str | None:
+    """Of ``records``, the newest unsaved run on question ``asked`` in ``thread``, by the
+    records that opened them (keyed by their question)."""
+    opened = [
+        r for r in records
+        if r.kind is Kind.OPENED and r.thread == thread and of_run(r.run, asked, saved=False)
+    ]  # fmt: skip
+    return max(opened, key=lambda r: r.seq).run if opened else None
 
 
 def answer(values: Mapping[str, Any]) -> str | None:

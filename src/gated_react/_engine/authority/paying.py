@@ -14,9 +14,7 @@ import contextvars
 import logging
 import math
 import os
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -30,6 +28,7 @@ from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.deadline import DeadlinePassed
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.held import Held
 from gated_react._engine.model_retry import Retries, Retry, aretried, billed, retried
 from gated_react._engine.pricing import Tokens
 from gated_react.errors import GatedReactError
@@ -221,30 +220,18 @@ def estimated_tokens(messages: Sequence[BaseMessage]) -> int:
     total = 0
     for message in messages:
         size = len(message.content)
-        kept = _COUNTED.get(id(message))
-        if kept is None or kept[0]() is not message or kept[1] != size:
-            kept = (_weak(message), size, count_tokens_approximately([message]))
-            with _COUNTED_LOCK:
-                _COUNTED[id(message)] = kept
-        total += kept[2]
+        kept = _COUNTED.get(id(message), message)
+        if kept is None or kept[1][0] != size:
+            count = count_tokens_approximately([message])
+            _COUNTED.put(id(message), message, (size, count))
+        else:
+            count = kept[1][1]
+        total += count
     return total
 
 
-def _weak(message: BaseMessage) -> weakref.ref[BaseMessage]:
-    """A weak reference to ``message`` whose end drops its count."""
-    key = id(message)
-
-    def forget(gone: weakref.ref[BaseMessage]) -> None:
-        with _COUNTED_LOCK:
-            if (held := _COUNTED.get(key)) is not None and held[0] is gone:
-                del _COUNTED[key]
-
-    return weakref.ref(message, forget)
-
-
-_COUNTED: dict[int, tuple[weakref.ref[BaseMessage], int, int]] = {}
-"""Each message's count, while it lives."""
-_COUNTED_LOCK = threading.Lock()
+_COUNTED: Held[int, tuple[int, int]] = Held()
+"""Each message's content size and count, while it lives."""
 
 
 def reported_count(value: Any) -> int | None:

@@ -68,6 +68,9 @@ class Plan:
     about: dict[str, list[Record]] = field(default_factory=dict)
     again: set[int] = field(default_factory=set)
     """Calls a human said to run again though they may have run: not claimed, just run."""
+    refused: list[Record] = field(default_factory=list)
+    """The ``done`` records of calls whose arguments their tool's schema refused (under
+    ``on_tool_error="observe"``: answered with why, never run), so the trace says they failed."""
     stop: tuple[Stop, str] | None = None
     _keeper: Gatekeeper | None = None
 
@@ -155,6 +158,14 @@ class Plan:
             return update
         return update | ending(step, stop[0], stop[1], self.keeper.step)
 
+    def done(self, call: Call, text: str, *, ok: bool, why: Stop | None, seconds: float) -> Record:
+        """The record that closes ``call``: how it went and what the model was shown."""
+        return self.place.record(
+            self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool,
+            args_hash=args_hash(call.args), ok=ok, error=None if why is None else str(why),
+            seconds=seconds, shown=text[:_SHOWN_CHARS],
+        )  # fmt: skip
+
     def _result(
         self, call: Call, value: Any, error: Exception | None, seconds: float
     ) -> tuple[ToolMessage, Stop | None]:
@@ -172,16 +183,11 @@ class Plan:
             why = _failure(deps, call, error)
             content, artifact, ok = why.message, None, False
         text = content if isinstance(content, str) else tool_results.record(content)
-        self.records.append(self.place.record(
-            self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool,
-            args_hash=args_hash(call.args), ok=ok,
-            error=None if why is None else str(why), seconds=seconds, shown=text[:_SHOWN_CHARS],
-        ))  # fmt: skip
+        self.records.append(self.done(call, text, ok=ok, why=why, seconds=seconds))
         outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if ok else "")
         self.calls[self.calls.index(call)] = call.model_copy(update={"outcome": outcome})
-        if call.proposed is not None:  # the message shows the model's call: say what ran
-            content = edited(text, call.tool, call.args)
-        return result(call.tool, call.id, content, ok=ok, artifact=artifact), why
+        answer = result(call.tool, call.id, content, ok=ok, artifact=artifact)
+        return _as_edited(call, answer, text), why
 
 
 def planned(plan: Plan) -> None:
@@ -223,6 +229,7 @@ def planned(plan: Plan) -> None:
     keeper = plan._keeper  # the checks ran only if a call needed them
     if keeper is not None:
         plan.records = [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
+    plan.records += plan.refused  # after the permits the checks wrote for them
 
 
 def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
@@ -237,7 +244,7 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     known = [*plan.about.get(call.key, ()), *_same_call(plan.about.get(call.id, ()), call)]
     started, done = _progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
     if done is not None:  # it ran and returned: answered with what it returned, run again never
-        return done.model_copy(update={"tool_call_id": call.id})
+        return _as_edited(call, done.model_copy(update={"tool_call_id": call.id}), done.text)
     started = started and not deps.idempotent(call.tool)
     if not permitted(plan.book.tally.permits.get(call.id), call, deps):
         admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)
@@ -249,7 +256,13 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
         if isinstance(asked, Call):
             plan.again.add(index)
         return asked
-    return _args_checked(deps, call)
+    return _args_checked(plan, call)
+
+
+def _as_edited(call: Call, answer: ToolMessage, text: str) -> ToolMessage:
+    """The result of a call a human edited says what ran (the message shows the model's
+    call); any other as it is."""
+    return answer if call.proposed is None else edited(answer, text, call.args)
 
 
 def _same_call(records: Sequence[Record], call: Call) -> list[Record]:
@@ -268,15 +281,19 @@ def _settled(admitted: Call | Stop) -> ToolMessage | Stop:
     return _shown_result(admitted, admitted.shown)
 
 
-def _args_checked(deps: NodeDeps, call: Call) -> Call | ToolMessage | Stop:
+def _args_checked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
     """The call, or what arguments its tool's schema refuses make of it (with tool hooks,
-    they are given the error, ``ToolNode``'s way)."""
+    they are given the error, ``ToolNode``'s way): a stop, or under ``on_tool_error=
+    "observe"`` an answer saying why, and a ``done`` record saying the call failed."""
+    deps = plan.deps
     hooked = deps.middleware is not None and bool(deps.middleware.tool_wraps)
     problem = None if hooked else tool_runner.check_args(deps.tools[call.tool], call.args)
     if problem is None:
         return call
+    why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
     if deps.policy.on_tool_error == "stop":
-        return Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)
+        return why
+    plan.refused.append(plan.done(call, problem, ok=False, why=why, seconds=0.0))
     return result(call.tool, call.id, problem, ok=False)
 
 

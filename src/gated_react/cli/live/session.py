@@ -6,7 +6,7 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +90,15 @@ class Session:
         render.header(self.console, rows)
 
     def note(self, decision: str, **extra: Any) -> None:
-        """A run-level event (started, resumed, interrupted) in the log."""
-        self.log.write(self.tracker.make("run", decision=decision, **extra).record())
+        """A run-level event (started, resumed, interrupted, failed) in the log, with the
+        counters of the run's record; without them when the record cannot be read (a store
+        that just failed): what was spent stays in the record for a resume, and the note, and
+        the way to resume said after it, must not be lost to that read."""
+        try:
+            event = self.tracker.make("run", decision=decision, **extra)
+        except Exception:
+            event = replace(self.tracker, saver=None).make("run", decision=decision, **extra)
+        self.log.write(event.record())
 
     def on_update(self, node: str, update: Any) -> None:
         event = self.tracker.event(node, update)

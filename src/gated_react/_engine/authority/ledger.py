@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react._engine.authority.spend import Tally
 from gated_react._engine.langgraph_internals import run_key, saver_of
+from gated_react.state import Usage
 from gated_react.store.key import StoreKey
 
 
@@ -328,3 +329,15 @@ class Place:
 
     def record(self, run: str, kind: Kind, key: str, **body: Any) -> Record:
         return Record(self.thread, run, kind, key, body)
+
+    @property
+    def awaited(self) -> bool:
+        """Whether its records are read with ``await`` (an async saver's table)."""
+        return getattr(self.ledger.backend, "synchronous", True) is False
+
+    def usage(self, run: str) -> Usage:
+        """What ``run`` has spent, as its record says now."""
+        return self.ledger.book(self.thread, run).tally.usage()
+
+    async def ausage(self, run: str) -> Usage:
+        return (await self.ledger.abook(self.thread, run)).tally.usage()

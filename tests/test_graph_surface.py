@@ -128,11 +128,6 @@ def test_a_response_format_that_is_no_schema_is_one_line() -> None:
     assert out["structured_response"] == {"city": "Oslo"}  # a TypedDict, as create_agent takes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: build_graph(response_format=<a typing.TypedDict>) under Python < 3.12 raises "
-    "pydantic's PydanticUserError (several lines, not a GatedReactError)",
-)
 def test_a_typing_typeddict_pydantic_cannot_read_is_one_line() -> None:
     class Plain(TypedDict):
         city: str
@@ -140,6 +135,7 @@ def test_a_typing_typeddict_pydantic_cannot_read_is_one_line() -> None:
     with pytest.raises(GatedReactError) as caught:
         build_graph(ScriptedChatModel(replies=[]), [], response_format=Plain)
     assert "\n" not in str(caught.value)
+    assert "typing_extensions.TypedDict" in str(caught.value)
 
 
 @pytest.mark.parametrize("protocol", ["tools", "json"])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph, add_messages
 
 from gated_react import Policy, build_graph
 from gated_react._engine.authority import ledger as ledgers
@@ -76,3 +78,19 @@ def as_another_process() -> None:
     records.process_key.cache_clear()
     ledgers._LEDGERS.clear()
     ledgers._UNSAVED = ledgers.Ledger(ledgers.MemoryBackend(ledgers.UNSAVED_RUNS))
+
+
+class Outer(TypedDict):
+    """A parent graph's state: the conversation its one node, an agent, carries on."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def as_subgraph(agent: Any, saver: BaseCheckpointSaver[Any]) -> Any:
+    """A parent graph with ``agent`` (a graph compiled without a checkpointer) as its one node
+    ``agent``, saved by ``saver``: the agent's records are kept under ``<thread>|agent:<task>``."""
+    outer = StateGraph(Outer)
+    outer.add_node("agent", agent)
+    outer.add_edge(START, "agent")
+    outer.add_edge("agent", END)
+    return outer.compile(checkpointer=saver)

@@ -86,9 +86,11 @@ class Outer(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def as_subgraph(agent: Any, saver: BaseCheckpointSaver[Any]) -> Any:
+def as_subgraph(agent: Any, saver: BaseCheckpointSaver[Any] | None) -> Any:
     """A parent graph with ``agent`` (a graph compiled without a checkpointer) as its one node
-    ``agent``, saved by ``saver``: the agent's records are kept under ``<thread>|agent:<task>``."""
+    ``agent``, saved by ``saver`` (None: itself a node of another graph): the agent's records
+    are kept under ``<thread>|agent:<task>`` (``<thread>|agent:<task>|agent:<task>`` one more
+    level down)."""
     outer = StateGraph(Outer)
     outer.add_node("agent", agent)
     outer.add_edge(START, "agent")

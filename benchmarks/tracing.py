@@ -72,16 +72,16 @@ def helpers_us_per_step(rounds: int = 20_000) -> float:
     handler's per-event question (about a dozen events a step). Microseconds per step."""
     import time
 
-    from gated_react._engine import gate_spans, tracing
+    from gated_react._engine import agent_spans, gate_spans, tracing
     from gated_react._engine.span_content import Labels
     from gated_react.state import Call
 
-    spans, config = tracing.AgentSpans(Labels()), {"callbacks": None}
+    spans, config = agent_spans.AgentSpans(Labels()), {"callbacks": None}
     call = Call(step=1, tool="lookup", args={"record": 1}, key="k")
     started = time.process_time()
     for _ in range(rounds):
         for _ in range(3):
-            tracing.carry(spans, None, config)  # type: ignore[arg-type]
+            agent_spans.carry(spans, None, config)  # type: ignore[arg-type]
         with tracing.chat(spans, config) as span:  # type: ignore[arg-type]
             tracing.replied(spans, span, ([], None), None, None)
         with gate_spans.guardrail(spans, config, "lookup") as span:  # type: ignore[arg-type]

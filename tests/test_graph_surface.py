@@ -128,11 +128,6 @@ def test_a_response_format_that_is_no_schema_is_one_line() -> None:
     assert out["structured_response"] == {"city": "Oslo"}  # a TypedDict, as create_agent takes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: build_graph(response_format=<a typing.TypedDict>) under Python < 3.12 raises "
-    "pydantic's PydanticUserError (several lines, not a GatedReactError)",
-)
 def test_a_typing_typeddict_pydantic_cannot_read_is_one_line() -> None:
     class Plain(TypedDict):
         city: str
@@ -140,21 +135,22 @@ def test_a_typing_typeddict_pydantic_cannot_read_is_one_line() -> None:
     with pytest.raises(GatedReactError) as caught:
         build_graph(ScriptedChatModel(replies=[]), [], response_format=Plain)
     assert "\n" not in str(caught.value)
+    assert "typing_extensions.TypedDict" in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: build_graph takes response_format and another Policy.answer_schema without a "
-    "word (policy.with_response_format, which refused it, is no longer called)",
-)
-def test_two_answer_schemas_are_refused() -> None:
+@pytest.mark.parametrize("protocol", ["tools", "json"])
+def test_two_answer_schemas_are_refused(protocol: Any) -> None:
+    """Under native tool calling (LangChain's strategies) and under a text protocol alike."""
     with pytest.raises(ValueError, match=r"response_format Weather and Policy\.answer_schema Ctx"):
         build_graph(
             ScriptedChatModel(replies=[]),
             [],
-            response_format=Weather,
-            policy=Policy(answer_schema=Ctx),
+            response_format=ToolStrategy(Weather) if protocol == "tools" else Weather,
+            policy=Policy(answer_schema=Ctx, protocol=protocol),
         )
+    with pytest.raises(GatedReactError):
+        build_graph(ScriptedChatModel(replies=[]), [], response_format=Weather,
+                    policy=Policy(answer_schema=Ctx, protocol=protocol))  # fmt: skip
 
 
 def test_context_reaches_tools_through_invoke_stream_and_ainvoke() -> None:

@@ -36,7 +36,7 @@ from gated_react.nodes.gate import GateChannels, agate, gate
 from gated_react.nodes.observe import ObserveChannels, observe
 from gated_react.nodes.stop import StopChannels, astop, stop
 from gated_react.nodes.validate import ValidateChannels, validate
-from gated_react.policy import Policy, with_response_format
+from gated_react.policy import Policy, response_schema, with_response_format
 from gated_react.protocols import PROTOCOLS
 from gated_react.settings import capture_content
 from gated_react.state import RunInput, RunInputDict, RunResult, State
@@ -99,6 +99,8 @@ def build_graph(
     native = response_format is not None and policy.protocol == "tools" and _has_langchain()
     if response_format is not None and not native:
         policy = with_response_format(policy, response_format)
+    elif response_format is not None:
+        response_schema(policy, response_format)  # one answer schema, not two
     deps = NodeDeps.build(
         init_model(model),
         () if tools is None else tools,

@@ -63,6 +63,10 @@ class UnsupportedResponseFormat(GatedReactError, TypeError):
     """A ``response_format`` that is not a pydantic model (nor a LangChain strategy holding one)."""
 
 
+class TwoAnswerSchemas(GatedReactError, ValueError):
+    """``response_format`` and ``Policy.answer_schema`` name different schemas."""
+
+
 class UnpricedModel(GatedReactError, ValueError):
     """A cost budget for a model no price is known for: it could never be enforced."""
 
@@ -291,18 +295,32 @@ def with_response_format(policy: Policy, response_format: Any) -> Policy:
     ``ProviderStrategy`` holding one (either way the answer is checked JSON text here)."""
     if response_format is None:
         return policy
-    schema = response_format
-    if not isinstance(schema, type):  # LangChain's strategies keep the schema as ``.schema``
-        schema = getattr(response_format, "schema", response_format)
+    schema = response_schema(policy, response_format)
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise UnsupportedResponseFormat(
             "response_format must be a pydantic model (or ToolStrategy/ProviderStrategy of one), "
             f"got {type(schema).__name__}: a TypedDict, dataclass or JSON schema cannot be "
             "checked as one; write it as a pydantic model"
         )
+    return policy.replace(answer_schema=schema)
+
+
+def response_schema(policy: Policy, response_format: Any) -> Any:
+    """The schema ``response_format`` asks for (LangChain's strategies keep it as ``.schema``);
+    ``TwoAnswerSchemas`` when ``Policy.answer_schema`` is another one."""
+    schema = response_format
+    if not isinstance(schema, type):
+        schema = getattr(response_format, "schema", response_format)
     if policy.answer_schema not in (None, schema):
-        raise ValueError(
-            f"response_format {schema.__name__} and Policy.answer_schema "
+        raise TwoAnswerSchemas(
+            f"response_format {schema_name(schema)} and Policy.answer_schema "
             f"{policy.answer_schema.__name__} differ: give one of them"
         )
-    return policy.replace(answer_schema=schema)
+    return schema
+
+
+def schema_name(schema: Any) -> str:
+    """A schema as a message names it."""
+    if isinstance(schema, dict):  # a JSON schema
+        return str(schema.get("title") or "(a JSON schema)")
+    return str(getattr(schema, "__name__", None) or repr(schema))

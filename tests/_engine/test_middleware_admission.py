@@ -51,11 +51,6 @@ def test_every_shipped_class_has_a_verdict() -> None:
     assert not set(REFUSED) & SAME
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs: guides/chat.md's table still marks HumanInTheLoopMiddleware and "
-    "SummarizationMiddleware refused; build_graph takes both",
-)
 def test_the_docs_table_has_a_row_per_class_with_the_same_verdict() -> None:
     section = TABLE.read_text().split("### Middleware under the gate", 1)[1]
     rows = re.findall(r"^\| `(\w+)` \| (same|refused) \|", section, re.MULTILINE)

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
 from gated_react import Policy, build_graph, open_checkpointer, read
@@ -17,6 +18,9 @@ from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
 from gated_react.store.checkpointer import StoreURL
 from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel, call
+
+from ..support.helpers import as_subgraph
+from ..support.tamper import records
 
 KEY = "k" * 32
 GONE, KEPT = "gone-7f3a9c", "kept-52d1e0"
@@ -34,6 +38,18 @@ def _run(saver: Any, thread: str) -> None:
         policy=Policy(allow=frozenset({"lookup"})), checkpointer=saver,
     )  # fmt: skip
     assert graph.invoke({"goal": f"look {thread} up"}, {"configurable": {"thread_id": thread}})
+
+
+def _run_inside(saver: Any, thread: str, *, nested: bool = False) -> None:
+    """The same run, the agent a node of a parent graph (a subgraph) saved by ``saver``
+    (``nested``: of a graph that is itself a node of the parent)."""
+    agent = build_graph(
+        ScriptedChatModel(replies=[call("lookup", q=thread), "done"]), [lookup],
+        policy=Policy(allow=frozenset({"lookup"})),
+    )  # fmt: skip
+    question = {"messages": [HumanMessage(f"look {thread} up")]}
+    parent = as_subgraph(as_subgraph(agent, None), saver) if nested else as_subgraph(agent, saver)
+    assert parent.invoke(question, {"configurable": {"thread_id": thread}})
 
 
 def _reads(url: str, thread: str) -> str:
@@ -144,6 +160,26 @@ def test_a_thread_a_worker_runs_is_left_whole_and_the_others_go(pg_url: str) -> 
     assert list(done.removed) == [GONE]
     assert _mentions(pg_url, KEPT) == before
     assert _reads(pg_url, KEPT) == "success"
+
+
+def test_a_threads_subgraph_records_go_with_it(store_url: str) -> None:
+    """A graph run as a subgraph keeps its records under ``<thread>|<namespace>``. Before:
+    records were deleted by ``thread_id = ?``, so those stayed. A thread whose own id starts
+    with the deleted one and ``|`` is another thread: its records stay."""
+    beside, inside = f"{GONE}|{KEPT}", f"{GONE}|agent"
+    with open_checkpointer(store_url, key=KEY) as saver:
+        for thread in (GONE, beside, KEPT):
+            _run_inside(saver, thread, nested=thread == GONE)
+        before = [row[0] for row in records(store_url)]
+        done = forget(saver, [GONE])
+    gone = [t for t in before if t.startswith(inside)]
+    assert gone
+    assert all(t.count("|agent") == 2 for t in gone)  # a subgraph's subgraph
+    assert done.removed[GONE]["call records"] == len(gone)
+    left = [row[0] for row in records(store_url)]
+    assert left == [t for t in before if not t.startswith(inside)]
+    assert any(t.startswith(f"{beside}|agent") for t in left)
+    assert any(t.startswith(f"{KEPT}|agent") for t in left)
 
 
 def test_a_thread_a_run_advances_is_left_whole(store_url: str) -> None:

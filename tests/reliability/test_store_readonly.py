@@ -74,7 +74,10 @@ def test_a_read_only_store_is_one_line_and_loses_nothing(
     # A store key lets every process verify the records: without one, each process signs with
     # a key of its own, and another process counts a model call at no less than its estimate.
     key = {"GATED_REACT_STORE_KEY": "read-only-test-key-0123456789abcdef"}
-    db, env = str(folder / "runs.sqlite"), environment(monkeypatch, tmp_path, server.base_url, **key)
+    db, env = (
+        str(folder / "runs.sqlite"),
+        environment(monkeypatch, tmp_path, server.base_url, **key),
+    )
     before = prepare(server, db, here)
     suffixes, opens = CASES[case]
     paths = [folder if s == "/" else Path(db + s) for s in suffixes]

@@ -7,17 +7,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
 
 from gated_react import Policy, UnsafeCheckpoint, build_graph, open_checkpointer, read, resume
+from gated_react._engine.authority.ledger import ledger_for
 from gated_react.store.signed import unwrapped
 from gated_react.store.signing import SigningError, sign_store
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 
 from ..support.fakes import RAN
-from ..support.tamper import forge_metadata, snapshot
+from ..support.helpers import as_subgraph
+from ..support.tamper import forge_metadata, forge_record, records, snapshot
 
 KEY, OLD, OTHER = "k" * 32, "o" * 32, "x" * 32
 POLICY = Policy(allow=frozenset({"refund"}), require_approval=frozenset({"refund"}))
@@ -43,6 +47,21 @@ def _paused(url: str, thread: str, key: str | list[str] | None) -> None:
             {"goal": "refund user 7"}, {"configurable": {"thread_id": thread}}
         )
     assert out["__interrupt__"]
+
+
+def _config(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def _unverified(url: str, key: str) -> list[str]:
+    """The kinds of the store's run records that ``key`` alone does not verify, as a run
+    reads them."""
+    runs = {(thread, run) for thread, run, _, _ in records(url)}
+    assert runs
+    with open_checkpointer(url, key=key) as saver:
+        ledger = ledger_for(saver)
+        found = [r for thread, run in runs for r in ledger.book(thread, run).records]
+    return sorted(str(r.kind) for r in found if not r.verified)
 
 
 def _approved(url: str, thread: str, key: str) -> str:
@@ -82,6 +101,71 @@ def test_a_rotation_is_finished_by_signing_and_the_old_key_dropped(store_url: st
     with open_checkpointer(store_url, key=OLD) as saver, pytest.raises(UnsafeCheckpoint):
         read(_graph(saver), "rotated")
     assert RAN == ["refund 7"]
+
+
+def test_a_rotation_keeps_the_permits_granted_under_the_old_key(store_url: str) -> None:
+    """The run records (``gated_react_records``) are signed again too. Before: they kept the
+    old key's signatures, so once it was dropped a human's approval given under it no longer
+    verified and was asked again (a budget a human extended was lost the same way)."""
+    _paused(store_url, "granted", OLD)
+    with open_checkpointer(store_url, key=OLD) as saver:  # approved; stopped before it ran
+        held = _graph(saver, "done").invoke(
+            Command(resume={"approved": True}), _config("granted"), interrupt_before=["execute"]
+        )
+    assert "__interrupt__" not in held
+    with open_checkpointer(store_url, key=[KEY, OLD]) as saver:
+        report = sign_store(saver)
+    assert (report.refused, report.changed) == ({}, [])
+    assert report.signed == report.older
+    assert {kind for _, _, kind, _ in records(store_url)} >= {"opened", "paid", "permit"}
+    assert _unverified(store_url, KEY) == []
+    with open_checkpointer(store_url, key=KEY) as saver:  # the old key dropped
+        out = _graph(saver, "done").invoke(None, _config("granted"))
+    assert "__interrupt__" not in out  # the approval holds: no human is asked again
+    assert out["stop_reason"] == "success"
+    assert RAN == ["refund 7"]
+
+
+def test_a_subgraphs_records_are_signed_with_its_thread(store_url: str) -> None:
+    """A graph run as a node of another keeps its records under ``<thread>|<namespace>``."""
+    question = {"messages": [HumanMessage("refund user 7", id="q-7")]}
+    with open_checkpointer(store_url, key=OLD) as saver:
+        desk = as_subgraph(_graph(None, call("refund", user_id=7)), saver)  # type: ignore[arg-type]
+        assert desk.invoke(question, _config("desk"))["__interrupt__"]
+    kept = {thread for thread, *_ in records(store_url)}
+    assert kept
+    assert kept == {"desk|agent"}  # the node path, without task ids
+    with open_checkpointer(store_url, key=[KEY, OLD]) as saver:
+        report = sign_store(saver)
+    assert (report.threads, report.refused, report.changed) == (1, {}, [])
+    assert _unverified(store_url, KEY) == []
+
+
+def test_a_record_no_key_verifies_is_never_signed_over_and_nothing_is(store_url: str) -> None:
+    """A record edited with SQL (or forged) in a keyed thread: signing it would vouch for it."""
+    _paused(store_url, "forged", OLD)
+    assert forge_record(store_url, "forged", "opened", '{"policy": {}}') == 1
+    before = (snapshot(store_url), records(store_url))
+    with open_checkpointer(store_url, key=[KEY, OLD]) as saver:
+        report = sign_store(saver, unsigned=True)
+    assert list(report.refused) == ["forged"]
+    assert report.refused["forged"].startswith("opened record of run ")
+    assert report.refused["forged"].endswith(" does not match its signature")
+    assert report.signed == 0
+    assert (snapshot(store_url), records(store_url)) == before
+
+
+def test_a_thread_written_without_a_key_has_its_records_signed_with_it(store_url: str) -> None:
+    """Their signatures are the writing process's own key's, which no key given verifies:
+    unsigned rows of that thread, signed with ``--unsigned`` like its checkpoints."""
+    _paused(store_url, "plain", None)
+    with open_checkpointer(store_url, key=KEY) as saver:
+        dry = sign_store(saver, dry_run=True)
+        report = sign_store(saver, unsigned=True)
+    assert dry.unsigned_threads == ["plain"]
+    assert dry.unsigned > len(snapshot(store_url)["checkpoints"])  # the records counted too
+    assert report.signed == report.unsigned == dry.unsigned
+    assert _unverified(store_url, KEY) == []
 
 
 def test_a_row_no_key_verifies_is_never_signed_over_and_nothing_is(store_url: str) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph, add_messages
 
 from gated_react import Policy, build_graph
 from gated_react._engine.authority import ledger as ledgers
@@ -82,3 +83,21 @@ def as_another_process() -> None:
             vars(saver).pop(ledgers._ATTRIBUTE, None)
     ledgers._LAST[0] = (lambda: None, ledgers._UNSAVED)
     ledgers._UNSAVED = ledgers.Ledger(ledgers.MemoryBackend(ledgers.UNSAVED_RUNS))
+
+
+class Outer(TypedDict):
+    """A parent graph's state: the conversation its one node, an agent, carries on."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def as_subgraph(agent: Any, saver: BaseCheckpointSaver[Any] | None) -> Any:
+    """A parent graph with ``agent`` (a graph compiled without a checkpointer) as its one node
+    ``agent``, saved by ``saver`` (None: itself a node of another graph): the agent's records
+    are kept under ``<thread>|agent:<task>`` (``<thread>|agent:<task>|agent:<task>`` one more
+    level down)."""
+    outer = StateGraph(Outer)
+    outer.add_node("agent", agent)
+    outer.add_edge(START, "agent")
+    outer.add_edge("agent", END)
+    return outer.compile(checkpointer=saver)

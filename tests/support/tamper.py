@@ -165,3 +165,29 @@ def snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
             table: sorted(tuple(map(str, row)) for row in conn.execute(f"SELECT * FROM {table}"))
             for table, _ in _TABLES[kind]
         }
+
+
+def records(url: str) -> list[tuple[Any, ...]]:
+    """Every run record in the store (``gated_react_records``), in order: thread, run, kind,
+    signature."""
+    _, conn = _sql(url)
+    with conn:
+        rows = conn.execute(
+            "SELECT thread_id, run, kind, mac FROM gated_react_records ORDER BY seq"
+        )
+        return [tuple(row) for row in rows]
+
+
+def forge_record(url: str, thread: str, kind: str, body: str) -> int:
+    """Replace the body of ``thread``'s records of ``kind`` (what someone with SQL access would
+    do to a permit's arguments); the number of rows changed."""
+    sql_kind, conn = _sql(url)
+    mark = "?" if sql_kind == "sqlite" else "%s"
+    with conn:
+        return int(
+            conn.execute(
+                f"UPDATE gated_react_records SET body = {mark} WHERE thread_id = {mark}"
+                f" AND kind = {mark}",
+                (body, thread, kind),
+            ).rowcount
+        )

@@ -156,7 +156,8 @@ def reads_its_context(checkpointer: BaseCheckpointSaver[Any]) -> Any:
 
 def pays_after_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     """``pays`` with each payment asked of a human, on a model the price table knows
-    (``gpt-4.1-mini``, as the scripted server is told), and no retry by the client."""
+    (``gpt-4.1-mini``, as the scripted server is told), and no retry, by the client or the
+    graph: a model server's error ends the run at once."""
     from langchain_openai import ChatOpenAI
 
     model = ChatOpenAI(
@@ -166,5 +167,5 @@ def pays_after_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
         timeout=60,
         max_retries=0,
     )
-    policy = Policy(require_approval=frozenset({"pay"}))
+    policy = Policy(require_approval=frozenset({"pay"}), model_retries=0)
     return build_graph(model, [look_up_order, pay], policy=policy, checkpointer=checkpointer)

@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import Command
 
+from gated_react._engine.agent_spans import AgentSpans
 from gated_react._engine.injection import Injector, Shown
 from gated_react._engine.pricing import Pricer, pricer_for
 from gated_react._engine.prompt import app_section, rules
@@ -20,7 +21,6 @@ from gated_react._engine.reviews import Review, reviews_of, with_reviews
 from gated_react._engine.run_context import run_context
 from gated_react._engine.span_content import Labels
 from gated_react._engine.tool_runner import KEY_PARAM, accepts_key, build_schemas
-from gated_react._engine.tracing import AgentSpans
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.redact import secrets_of
 from gated_react.state import RunContext

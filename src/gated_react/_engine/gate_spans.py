@@ -13,8 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
-from gated_react._engine.span_content import quiet
-from gated_react._engine.tracing import (
+from gated_react._engine.agent_spans import (
     OP,
     PROVIDER,
     TOOL,
@@ -23,6 +22,7 @@ from gated_react._engine.tracing import (
     api_alone,
     parent,
 )
+from gated_react._engine.span_content import quiet
 from gated_react.state import Call
 from gated_react.stops import Stop, StopReason, parse_stop_reason
 

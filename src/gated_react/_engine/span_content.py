@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -23,8 +23,9 @@ from opentelemetry.trace import Span, SpanContext, Status, StatusCode, TraceFlag
 
 from gated_react._engine.pricing import model_name
 from gated_react._engine.tool_runner import cut, storable
+from gated_react.errors import one_line
 from gated_react.redact import redact
-from gated_react.state import RunContext
+from gated_react.state import RunContext, Usage
 from gated_react.stops import is_failure
 
 _MAX_CHARS = 4000
@@ -50,6 +51,20 @@ def quiet(helper: Callable[_P, _R]) -> Callable[_P, _R | None]:
         try:
             return helper(*args, **kwargs)
         except Exception:  # an exporter's bug, an attribute that will not encode
+            SPAN_FAILURES[helper.__name__] += 1
+            return None
+
+    return guarded
+
+
+def aquiet(helper: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[_R | None]]:
+    """Async ``quiet``."""
+
+    @functools.wraps(helper)
+    async def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R | None:
+        try:
+            return await helper(*args, **kwargs)
+        except Exception:
             SPAN_FAILURES[helper.__name__] += 1
             return None
 
@@ -209,17 +224,16 @@ def span_context(value: str | None) -> SpanContext | None:
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
 
 
-def record_outcome(span: Span, outputs: Mapping[str, Any], content: bool = False) -> None:
-    """The run's status, stop reason and usage; a failure (model or tool) is an error status,
+def record_outcome(
+    span: Span, outputs: Mapping[str, Any], usage: Usage | None, content: bool = False
+) -> None:
+    """The run's status and stop reason (invoke's output), and its usage as its record says
+    (None: no node said which run it was); a failure (model or tool) is an error status,
     described by the run's message only with content capture on (it may quote an error)."""
     status = outputs.get("status") or "paused"  # returned without an end: waiting on a human
     span.set_attribute("gated_react.status", status)
-    usage = outputs.get("usage") or {}
-    for key in _USAGE:
-        if isinstance(usage.get(key), int | float) and not isinstance(usage.get(key), bool):
-            span.set_attribute(f"gated_react.usage.{key}", usage[key])
-    if usage.get("unpriced"):
-        span.set_attribute("gated_react.usage.unpriced", str(usage["unpriced"]))
+    if usage is not None:
+        _record_usage(span, usage)
     reason = outputs.get("stop_reason")
     if not reason:
         return
@@ -228,6 +242,15 @@ def record_outcome(span: Span, outputs: Mapping[str, Any], content: bool = False
         span.set_attribute("error.type", reason)
         said = str(outputs.get("message") or reason) if content else reason
         span.set_status(Status(StatusCode.ERROR, said[:300]))
+
+
+def _record_usage(span: Span, usage: Usage) -> None:
+    for key in _USAGE:
+        value = getattr(usage, key)
+        if value is not None:
+            span.set_attribute(f"gated_react.usage.{key}", value)
+    if usage.unpriced:
+        span.set_attribute("gated_react.usage.unpriced", usage.unpriced)
 
 
 _USAGE = ("steps", "tool_calls", "tokens", "input_tokens", "output_tokens", "cached_tokens", "cost")
@@ -241,14 +264,27 @@ def _failed(reason: str) -> bool:
         return False
 
 
+def record_error(span: Span, kind: str, error: BaseException, labels: Labels) -> None:
+    """An error status: described by the error's text (masked) only with content capture on,
+    else by its type (the text may quote arguments: a card number, a customer's name)."""
+    span.set_attribute("error.type", kind)
+    if not labels.content:
+        span.set_status(Status(StatusCode.ERROR, kind))
+        return
+    said = redact(one_line(str(error) or type(error).__name__), *labels.secrets)
+    span.set_status(Status(StatusCode.ERROR, said[:300]))
+
+
 __all__ = [
     "SPAN_FAILURES",
     "Labels",
+    "aquiet",
     "masked",
     "masked_json",
     "messages_json",
     "output_json",
     "quiet",
+    "record_error",
     "record_outcome",
     "span_context",
     "traceparent",

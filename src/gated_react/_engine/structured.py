@@ -22,6 +22,10 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
+from pydantic import PydanticUserError
+
+from gated_react.errors import exception_line
+from gated_react.policy import UnsupportedResponseFormat, schema_name
 
 Kind = Literal["tool", "provider"]
 
@@ -92,12 +96,18 @@ def structured_of(
     strategy = response_format
     if not isinstance(strategy, ToolStrategy | ProviderStrategy | AutoStrategy):
         strategy = AutoStrategy(schema=response_format)
-    if isinstance(strategy, AutoStrategy):
-        provider = _supports_provider_strategy(model, tools=list(tools))
-        strategy = (ProviderStrategy if provider else ToolStrategy)(schema=strategy.schema)
-    if isinstance(strategy, ProviderStrategy):
-        return Structured("provider", strategy, strategy.schema)
-    outputs = {
-        spec.name: OutputToolBinding.from_schema_spec(spec) for spec in strategy.schema_specs
-    }
+    try:
+        if isinstance(strategy, AutoStrategy):
+            provider = _supports_provider_strategy(model, tools=list(tools))
+            strategy = (ProviderStrategy if provider else ToolStrategy)(schema=strategy.schema)
+        if isinstance(strategy, ProviderStrategy):
+            return Structured("provider", strategy, strategy.schema)
+        outputs = {
+            spec.name: OutputToolBinding.from_schema_spec(spec) for spec in strategy.schema_specs
+        }
+    except PydanticUserError as exc:  # a schema pydantic cannot read (a typing.TypedDict < 3.12)
+        said = exception_line(exc, first_only=True)
+        raise UnsupportedResponseFormat(
+            f"response_format {schema_name(strategy.schema)}: {said}"
+        ) from None
     return Structured("tool", strategy, strategy.schema, outputs)

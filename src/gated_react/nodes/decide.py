@@ -215,6 +215,7 @@ def _plan(
     """The decision up to its model call: the run opened (an unfinished one cut short), the
     budgets checked (a spent one may ask a human), the request built."""
     plan = Planned(opened, place, deps, Limits(deps.policy, book.tally.extensions))
+    deps.spans.note(config, place, opened.run)
     plan.stale = stale(state)
     if opened.new and book.tally.opened is None:
         context = deps.context.model_dump(mode="json")

@@ -48,6 +48,7 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     """Sync body: one call runs here, several on threads of their own."""
     place = Place.of(config)
     step = run_step(state, "execute", place.saved, config)
+    deps.spans.note(config, place, step.run)
     ledger = place.ledger
     book = ledger.book(place.thread, step.run)
     messages = state.get("messages") or []
@@ -79,6 +80,7 @@ async def aexecute(
     """Async body: the calls are awaited together."""
     place = Place.of(config)
     step = run_step(state, "execute", place.saved, config)
+    deps.spans.note(config, place, step.run)
     ledger = place.ledger
     book = await ledger.abook(place.thread, step.run)
     messages = state.get("messages") or []

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import gate_spans, tracing
+from gated_react._engine import agent_spans, gate_spans
 from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
@@ -76,6 +76,7 @@ def gated(
     """The gate's update and the records it leaves (none when the run stops here: a stop
     decided before any call runs leaves nothing let through). ``ran``: the calls under approval
     the run's record says started (this step replayed): not asked about again."""
+    deps.spans.note(config, place, step.run)
     keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
     keeper.ran = ran
     calls = []
@@ -88,7 +89,7 @@ def gated(
             return ending(step, checked, call.id, keeper.step), extended
         calls.append(checked)
     records = [*keeper.held.records(place.thread, step.run), *keeper.records]
-    linked = tracing.carry(deps.spans, step.traceparent, config)
+    linked = agent_spans.carry(deps.spans, step.traceparent, config)
     held = step.model_copy(update={"calls": calls})
     if linked.get("traceparent") is not None:
         held = held.model_copy(update={"traceparent": linked["traceparent"]})

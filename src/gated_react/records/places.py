@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from gated_react.records import RecordError
 from gated_react.records.store import pg_connection
+from gated_react.store.rows import RECORDS, owners
 
 Kind = Literal["sqlite", "postgres"]
 _BOTH: frozenset[Kind] = frozenset({"sqlite", "postgres"})
@@ -37,13 +38,16 @@ class Place:
     stores: frozenset[Kind] = _BOTH
     queue: bool = False
     """A table of the workers' queue: only the rows of gated-react's task."""
+    subgraphs: bool = False
+    """Rows of the graphs a thread ran as subgraphs are kept under ``<thread>|<namespace>``
+    (the run records: ``store.rows.owners``)."""
 
 
 PLACES: tuple[Place, ...] = (
     # the workers' queue: a job still queued would start the thread again (events go with it)
     Place("procrastinate_jobs", "queue jobs", "args->>'thread_id'", _PG, queue=True),
     Place("gated_react_run_log", "run log lines", stores=_PG),  # records.run_log's table
-    Place("gated_react_records", "call records"),  # one row per call, where the store has it
+    Place(RECORDS, "call records", subgraphs=True),  # one row per call, where the store has it
     Place("checkpoint_writes", "pending writes", stores=_PG),
     Place("checkpoint_blobs", "channel values", stores=_PG),
     Place("writes", "pending writes", stores=frozenset({"sqlite"})),
@@ -105,10 +109,13 @@ def _exists(kind: Kind) -> str:
 
 def _deleted(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, int]:
     """Delete the threads' rows of ``place``; how many each had."""
+    owner = _parts(run, kind, place, threads) if place.subgraphs else {t: t for t in threads}
+    if not owner:
+        return {}
     mark = "?" if kind == "sqlite" else "%s"
-    among = f"{place.thread} IN ({', '.join([mark] * len(threads))})"
+    among = f"{place.thread} IN ({', '.join([mark] * len(owner))})"
     task = f" AND task_name = {mark}" if place.queue else ""
-    params = (*threads, _task()) if place.queue else tuple(threads)
+    params = (*owner, _task()) if place.queue else tuple(owner)
     counted = run(
         f"SELECT {place.thread} AS thread, count(*) AS n FROM {place.table}"
         f" WHERE {among}{task} GROUP BY {place.thread}",
@@ -116,7 +123,50 @@ def _deleted(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str
         every=True,
     )
     run(f"DELETE FROM {place.table} WHERE {among}{task}", *params)
-    return {str(thread): int(n) for thread, n in counted}
+    found: dict[str, int] = {}
+    for thread, n in counted:
+        found[owner[str(thread)]] = found.get(owner[str(thread)], 0) + int(n)
+    return found
+
+
+def _parts(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, str]:
+    """The thread ids ``place`` keeps the threads' rows under, each with its thread: its own
+    and its subgraphs' (``<thread>|<namespace>``), never those of another thread whose id
+    starts with one of these and ``|`` (``store.rows.owners``)."""
+    mark = "?" if kind == "sqlite" else "%s"
+    starts = f"substr({place.thread}, 1, {mark}) = {mark}"
+    prefixes = [arg for t in threads for arg in (len(t) + 1, f"{t}|")]
+    held = run(
+        f"SELECT DISTINCT {place.thread} FROM {place.table} WHERE {place.thread} IN"
+        f" ({', '.join([mark] * len(threads))}) OR {' OR '.join([starts] * len(threads))}",
+        *threads,
+        *prefixes,
+        every=True,
+    )
+    found = [str(row[0]) for row in held]
+    heads = sorted({h for f in found for h in _heads(f)} - set(threads))
+    others = _threads_among(run, kind, heads) if heads else []
+    owned = owners([*threads, *others], found)
+    return {part: thread for thread in threads for part in owned.get(thread, ())}
+
+
+def _heads(thread: str) -> list[str]:
+    """Each thread id ``thread`` could be a subgraph's part of (what precedes a ``|``)."""
+    parts = thread.split("|")
+    return ["|".join(parts[:n]) for n in range(1, len(parts))]
+
+
+def _threads_among(run: Any, kind: Kind, ids: list[str]) -> list[str]:
+    """Of ``ids``, the threads of the store (a subgraph's records are never a thread's own:
+    its checkpoints are its thread's, under a namespace)."""
+    mark = "?" if kind == "sqlite" else "%s"
+    held = run(
+        f"SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id IN"
+        f" ({', '.join([mark] * len(ids))})",
+        *ids,
+        every=True,
+    )
+    return [str(row[0]) for row in held]
 
 
 def _not_running(run: Any, place: Place, threads: list[str], done: Forgotten) -> list[str]:

@@ -161,6 +161,18 @@ def row_signer(key: StoreKey, where: Where, checkpoint: Mapping[str, Any],
     return key.signer(header_digest(where, checkpoint, stored_metadata(metadata), digest), tag)
 
 
+def record_digest(
+    thread: str, run: str, kind: str, key: str, *, body: Mapping[str, Any], at: float
+) -> bytes:
+    """What a run record's signature covers (``_engine/authority/records.py``): its thread,
+    run, kind and key, its body as JSON with sorted keys, and when it was written."""
+    return framed_digest("record/1", thread, run, kind, key, _RECORD_BODY.encode(body),
+                         repr(float(at)))  # fmt: skip
+
+
+_RECORD_BODY = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def is_sealed(value: Any) -> bool:
     """A pending write as a saver with a store key stores it: ``(SEALED, index, tag, value)``."""
     return isinstance(value, list | tuple) and len(value) == 4 and value[0] == SEALED

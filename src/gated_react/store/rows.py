@@ -1,13 +1,14 @@
-"""A store's rows as LangGraph's SQLite and Postgres savers keep them, read and rewritten one
-row at a time (``signing``): which threads a store holds, a thread's pending writes with their
-index, and a checkpoint's tag or a write's value set in place, only where it is still the one
-that was read."""
+"""A store's rows as LangGraph's SQLite and Postgres savers keep them, and the run records kept
+beside them (``RECORDS``), read and rewritten one row at a time (``signing``): which threads a
+store holds, a thread's pending writes with their index and its records, and a checkpoint's tag,
+a write's value or a record's signature set in place, only where it is still the one that was
+read."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
@@ -15,6 +16,13 @@ from gated_react.store.key import TAG, VALUES
 
 Write = tuple[str, str, str, int, str, tuple[str, bytes]]
 """A stored pending write: namespace, checkpoint id, task id, index, channel, (type, bytes)."""
+RecordRow = tuple[int, str, str, str, str, dict[str, Any], float, str]
+"""A stored run record: seq, thread, run, kind, key, body, when, signature (``mac``)."""
+
+RECORDS = "gated_react_records"
+"""The table of the run records (``_engine/authority/sql.py``), in the saver's own database.
+A graph run as a subgraph keeps its records under ``<thread>|<namespace>``: ``owners``."""
+_RECORD_ROWS = f"SELECT seq, thread_id, run, kind, key, body, at, mac FROM {RECORDS}"
 Run = Callable[..., int]
 """Runs one of a dialect's statements in a transaction: ``run(dialect.set_write, ...)``."""
 
@@ -36,6 +44,49 @@ class Dialect(Protocol):
     def set_write(
         self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
     ) -> int: ...
+
+    def record_threads(self, raw: Any) -> list[str]:
+        """The thread ids the store's records are kept under (none without the table)."""
+        ...
+
+    def records(self, raw: Any, thread: str) -> list[RecordRow]:
+        """The records kept under ``thread``, in order."""
+        ...
+
+    def set_record(self, conn: Any, seq: int, old_mac: str, new_mac: str) -> int: ...
+
+
+def record_body(text: str) -> dict[str, Any]:
+    """A record's stored body; one that is not a JSON object (edited with SQL) reads as empty,
+    and its record's signature then fails."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _record(row: Any) -> RecordRow:
+    seq, thread, run, kind, key, body, at, mac = row.values() if isinstance(row, dict) else row
+    return int(seq), thread, run, kind, key, record_body(body), float(at), str(mac)
+
+
+def owners(threads: Iterable[str], record_threads: Iterable[str]) -> dict[str, list[str]]:
+    """The record threads of each thread: its own, and those of the graphs it ran as subgraphs
+    (``<thread>|<namespace>``, a namespace holding ``|`` too), each going to the longest thread
+    it starts with (a thread id may hold ``|`` itself). A record thread no thread has is its
+    own owner."""
+    known = set(threads)
+    found: dict[str, list[str]] = {thread: [] for thread in known}
+    for held in record_threads:
+        owner, head = held, held
+        while held not in known and "|" in head:
+            head = head.rpartition("|")[0]
+            if head in known:
+                owner = head
+                break
+        found.setdefault(owner, []).append(held)
+    return found
 
 
 class _Sqlite:
@@ -84,6 +135,24 @@ class _Sqlite:
         self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
     ) -> int:
         return int(conn.execute(self._WRITE, (*new, *key, *old)).rowcount)
+
+    _HAS_RECORDS = f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{RECORDS}'"
+
+    def record_threads(self, raw: Any) -> list[str]:
+        with raw.lock:
+            if not raw.conn.execute(self._HAS_RECORDS).fetchone()[0]:
+                return []
+            rows = raw.conn.execute(f"SELECT DISTINCT thread_id FROM {RECORDS} ORDER BY 1")
+            return [row[0] for row in rows]
+
+    def records(self, raw: Any, thread: str) -> list[RecordRow]:
+        with raw.lock:
+            rows = raw.conn.execute(f"{_RECORD_ROWS} WHERE thread_id = ? ORDER BY seq", (thread,))
+            return [_record(row) for row in rows.fetchall()]
+
+    def set_record(self, conn: Any, seq: int, old_mac: str, new_mac: str) -> int:
+        statement = f"UPDATE {RECORDS} SET mac = ? WHERE seq = ? AND mac = ?"
+        return int(conn.execute(statement, (new_mac, seq, old_mac)).rowcount)
 
 
 class _Postgres:
@@ -138,6 +207,22 @@ class _Postgres:
         self, conn: Any, key: tuple[Any, ...], old: tuple[str, bytes], new: tuple[str, bytes]
     ) -> int:
         return int(conn.execute(self._WRITE, (*new, *key, *old)).rowcount)
+
+    def record_threads(self, raw: Any) -> list[str]:
+        with raw.lock, _pg(raw.conn) as conn:
+            if not conn.execute(f"SELECT to_regclass('{RECORDS}') AS t").fetchone()["t"]:
+                return []
+            rows = conn.execute(f"SELECT DISTINCT thread_id FROM {RECORDS} ORDER BY 1")
+            return [row["thread_id"] for row in rows.fetchall()]
+
+    def records(self, raw: Any, thread: str) -> list[RecordRow]:
+        with raw.lock, _pg(raw.conn) as conn:
+            rows = conn.execute(f"{_RECORD_ROWS} WHERE thread_id = %s ORDER BY seq", (thread,))
+            return [_record(row) for row in rows.fetchall()]
+
+    def set_record(self, conn: Any, seq: int, old_mac: str, new_mac: str) -> int:
+        statement = f"UPDATE {RECORDS} SET mac = %s WHERE seq = %s AND mac = %s"
+        return int(conn.execute(statement, (new_mac, seq, old_mac)).rowcount)
 
 
 @contextmanager

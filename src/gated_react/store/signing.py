@@ -4,9 +4,16 @@ key can be retired. A row that no key given verifies (edited, forged, or signed 
 given) is never signed over: the whole store is checked first, and if any thread holds such a
 row, nothing is signed and those threads are named.
 
+The rows are the checkpoints, their pending writes and the run records beside them (permits,
+budgets a human extended, what was paid: ``rows.RECORDS``), a subgraph's records with its
+thread's. A thread written without a key has its records signed by the key of the process that
+wrote them, which no key given verifies: they are that thread's unsigned rows. In a thread
+written with a key, a record no key verifies is refused like any other row.
+
 Only tags change: a checkpoint's metadata gets its tag (and its values' digest), a pending write
-its seal; no value is rewritten. Each thread is signed in one transaction, each row only if it
-is still the row that was checked (a row changed meanwhile is left as it is, and counted).
+its seal, a record its signature; no value is rewritten. Each thread is signed in one
+transaction, each row only if it is still the row that was checked (a row changed meanwhile is
+left as it is, and counted).
 Runs may go on while a store is signed: rows written by a saver with the new key are signed
 already; run it while savers still write without a key and their rows stay unsigned.
 """
@@ -14,6 +21,7 @@ already; run it while savers still write without a key and their rows stay unsig
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +33,14 @@ from gated_react.store.key import (
     StoreKey,
     header_digest,
     is_sealed,
+    record_digest,
     row_signer,
     stored_metadata,
     values_digest,
     write_digest,
     write_signer,
 )
-from gated_react.store.rows import Dialect, dialect
+from gated_react.store.rows import Dialect, RecordRow, dialect, owners
 from gated_react.store.serializer import UnsafeCheckpoint
 from gated_react.store.signed import key_of, unwrapped
 
@@ -68,6 +77,8 @@ class _Plan:
     writes: list[tuple[tuple[Any, ...], tuple[str, bytes], tuple[str, bytes]]] = field(
         default_factory=list
     )
+    records: list[tuple[int, str, str]] = field(default_factory=list)
+    """Records to sign: seq, the signature they hold, the new one."""
     current: int = 0
     older: int = 0
     unsigned: int = 0
@@ -87,12 +98,12 @@ def sign_store(saver: Any, *, unsigned: bool = False, dry_run: bool = False) -> 
     if sql is None:
         raise SigningError(f"a {type(raw).__name__} store keeps nothing to sign")
     report = Signing()
-    for thread in sql.threads(raw):  # first the whole store is checked
-        _count(report, thread, _plan(raw, sql, key, thread))
+    for thread, parts in _threads(raw, sql).items():  # first the whole store is checked
+        _count(report, thread, _plan(raw, sql, key, thread, parts))
     if dry_run or report.refused or (report.unsigned_threads and not unsigned):
         return report
-    for thread in sql.threads(raw):
-        plan = _plan(raw, sql, key, thread)
+    for thread, parts in _threads(raw, sql).items():
+        plan = _plan(raw, sql, key, thread, parts)
         if plan.refused is not None:  # it changed into one since it was checked
             report.refused[thread] = plan.refused
         elif plan.older or (plan.unsigned and unsigned):
@@ -111,7 +122,17 @@ def _count(report: Signing, thread: str, plan: _Plan) -> None:
         report.unsigned_threads.append(thread)
 
 
-def _plan(raw: Any, sql: Dialect, key: StoreKey, thread: str) -> _Plan:
+def _threads(raw: Any, sql: Dialect) -> dict[str, list[str]]:
+    """The store's threads, each with the record threads it owns (its own, its subgraphs')."""
+    found = owners(sql.threads(raw), sql.record_threads(raw))
+    return {thread: found[thread] for thread in sorted(found)}
+
+
+def _plan(
+    raw: Any, sql: Dialect, key: StoreKey, thread: str, parts: Sequence[str] | None = None
+) -> _Plan:
+    """What signing ``thread`` takes: its checkpoints, pending writes and the records kept
+    under ``parts`` (by default under the thread id itself)."""
     plan = _Plan()
     try:
         for found in raw.list({"configurable": {"thread_id": thread}}):
@@ -120,6 +141,10 @@ def _plan(raw: Any, sql: Dialect, key: StoreKey, thread: str) -> _Plan:
             _plan_write(plan, raw, key, thread, row)
     except UnsafeCheckpoint as exc:  # a value no reader revives: nothing to vouch for
         plan.refused = exception_line(exc)
+    signed = bool(plan.current or plan.older)
+    for part in (thread,) if parts is None else parts:
+        for record in sql.records(raw, part) if plan.refused is None else ():
+            _plan_record(plan, key, record, signed=signed)
     if plan.refused is None and plan.unsigned and (plan.current or plan.older):
         plan.refused = "it holds signed and unsigned rows: an unsigned row was added to it"
     return plan
@@ -180,10 +205,32 @@ def _plan_write(plan: _Plan, raw: Any, key: StoreKey, thread: str, row: tuple[An
     plan.writes.append(((thread, ns, cid, task, idx), stored, sealed))
 
 
+def _plan_record(plan: _Plan, key: StoreKey, row: RecordRow, *, signed: bool) -> None:
+    """A record: signed by the first key, by an older one, or by none given: the key of the
+    process that wrote it when its thread was written without a key (``signed`` False), else
+    an edited or forged record."""
+    seq, thread, run, kind, what, body, at, mac = row
+    digest = record_digest(thread, run, kind, what, body=body, at=at)
+    signer = key.signer(digest, mac)
+    if signer == 0:
+        plan.current += 1
+        return
+    if signer is None and signed:
+        said = f"{printable(kind)} record of run {printable(run)!r} does not match its signature"
+        plan.refused = plan.refused or said
+        return
+    if signer is None:
+        plan.unsigned += 1
+    else:
+        plan.older += 1
+    plan.records.append((seq, mac, key.sign(digest)))
+
+
 def _apply(raw: Any, sql: Dialect, thread: str, plan: _Plan, report: Signing) -> None:
     with sql.transaction(raw) as run:
         done = sum(run(sql.set_metadata, where, meta, old) for where, meta, old in plan.checkpoints)
         done += sum(run(sql.set_write, key, old, new) for key, old, new in plan.writes)
+        done += sum(run(sql.set_record, seq, old, new) for seq, old, new in plan.records)
     report.signed += done
-    if done < len(plan.checkpoints) + len(plan.writes):
+    if done < len(plan.checkpoints) + len(plan.writes) + len(plan.records):
         report.changed.append(thread)

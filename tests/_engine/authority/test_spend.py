@@ -27,8 +27,8 @@ def _rec(kind: Kind, key: str, *, signed: bool = True, **body: Any) -> Record:
     return record.signed(KEY) if signed else record
 
 
-def _usage(*records: Record) -> Usage:
-    tally = Tally()
+def _usage(*records: Record, unkeyed: bool = False) -> Usage:
+    tally = Tally(unkeyed=unkeyed)
     for record in records:
         tally.add(record)
     return tally.usage()
@@ -164,3 +164,17 @@ def test_a_forged_refusal_before_the_real_records_frees_nothing() -> None:
     assert _usage(forged, estimate).tokens == 100  # crashed before paid: the estimate
     low = _rec(Kind.PAID, "m1", signed=False, tokens=1, input=1, cost=0.0)
     assert _usage(estimate, low, paid) == _usage(estimate, paid)  # the real one still lands
+
+
+def test_without_a_store_key_another_processs_payment_is_taken_as_recorded() -> None:
+    """No record another process wrote verifies in a store without a key: a run shown by
+    ``show`` (or resumed) in a new process counts what it paid, as the run itself did, not the
+    larger estimates. With a key, an unverified payment still cannot lower them."""
+    cheap = {**PAID, "tokens": 40, "input": 30, "output": 10, "cached": 0, "cost": 0.001}
+    estimate = _rec(Kind.MODEL, "m1", signed=False, **ESTIMATE)
+    paid = _rec(Kind.PAID, "m1", signed=False, **cheap)
+    assert _usage(estimate, paid, unkeyed=True) == _usage(
+        _rec(Kind.MODEL, "m1", **ESTIMATE), _rec(Kind.PAID, "m1", **cheap)
+    )
+    assert _usage(estimate, paid, unkeyed=True).tokens == 40
+    assert _usage(estimate, paid).tokens == 100  # keyed: the estimate stands

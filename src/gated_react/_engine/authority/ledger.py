@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react._engine.authority.spend import Tally
 from gated_react._engine.langgraph_internals import run_key, saver_of
+from gated_react.state import Usage
 from gated_react.store.key import StoreKey
 
 
@@ -201,7 +202,7 @@ class Ledger:
     """A backend and the key its records are signed and checked with."""
 
     def __init__(self, backend: Backend, key: StoreKey | None = None) -> None:
-        self.backend, self.key = backend, key or process_key()
+        self.backend, self.key, self.keyed = backend, key or process_key(), key is not None
         self._in_process = getattr(backend, "in_process", False) is True
         self._books: OrderedDict[tuple[str, str], Book] = OrderedDict()
         self._lock = threading.Lock()
@@ -264,7 +265,7 @@ class Ledger:
         with self._lock:
             book = self._books.get((thread, run))
             if book is None:
-                book = self._books[thread, run] = Book()
+                book = self._books[thread, run] = Book(tally=Tally(unkeyed=not self.keyed))
                 while len(self._books) > BOOKS:
                     self._books.popitem(last=False)
             else:
@@ -347,3 +348,15 @@ class Place:
 
     def record(self, run: str, kind: Kind, key: str, **body: Any) -> Record:
         return Record(self.thread, run, kind, key, body)
+
+    @property
+    def awaited(self) -> bool:
+        """Whether its records are read with ``await`` (an async saver's table)."""
+        return getattr(self.ledger.backend, "synchronous", True) is False
+
+    def usage(self, run: str) -> Usage:
+        """What ``run`` has spent, as its record says now."""
+        return self.ledger.book(self.thread, run).tally.usage()
+
+    async def ausage(self, run: str) -> Usage:
+        return (await self.ledger.abook(self.thread, run)).tally.usage()

@@ -11,7 +11,6 @@ record of any signature means the call may have run; spend of any signature coun
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-from gated_react.store.key import StoreKey, framed_digest
+from gated_react.store.key import StoreKey, record_digest
 
 
 class Kind(StrEnum):
@@ -65,9 +64,7 @@ class Record:
     verified: bool = False
 
     def digest(self) -> bytes:
-        body = _BODY.encode(self.body)
-        return framed_digest("record/1", self.thread, self.run, self.kind, self.key, body,
-                             repr(float(self.at)))  # fmt: skip
+        return record_digest(self.thread, self.run, self.kind, self.key, body=self.body, at=self.at)
 
     def signed(self, key: StoreKey) -> Record:
         return self.stored(mac=key.sign(self.digest()), verified=True)
@@ -85,9 +82,6 @@ class Record:
             self.mac if mac is None else mac, self.seq if seq is None else seq,
             self.verified if verified is None else verified,
         )  # fmt: skip
-
-
-_BODY = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 @cache

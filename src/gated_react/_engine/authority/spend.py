@@ -44,6 +44,11 @@ class Tally:
     """Budgets a human extended (only records that verify: they raise a limit)."""
     opened: Record | None = None
     ended: Record | None = None
+    unkeyed: bool = False
+    """The store has no key: each process signs with a key of its own, so a record another
+    process wrote never verifies, and none can be told from a forgery either. A payment is
+    then taken as recorded (a store without a key protects nothing; the run's own figures
+    are the ones to show). With a key, one that does not verify can only raise the figures."""
 
     def add(self, record: Record) -> None:
         kind = record.kind
@@ -70,7 +75,7 @@ class Tally:
         if key in self.unbilled or (before is not None and before.get("final")):
             return  # counted once
         body: dict[str, Any] | None
-        if record.kind is Kind.PAID and record.verified:
+        if record.kind is Kind.PAID and (record.verified or self.unkeyed):
             refused = record.body.get("unbilled") is True
             body = None if refused else dict(record.body, paid=True, final=True)
         else:

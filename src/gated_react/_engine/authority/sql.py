@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gated_react._engine.authority.records import Kind, Record
+from gated_react.store.rows import RECORDS, record_body
 
-TABLE = "gated_react_records"
+TABLE = RECORDS
 T = TypeVar("T")
 Step = tuple[str, tuple[Any, ...], bool]
 """A statement, its parameters, and whether its rows are read."""
@@ -143,18 +144,8 @@ def _records(rows: list[Any]) -> list[Record]:
     for row in rows:
         seq, thread, run, kind, key, _, body, at, mac = _values(row)
         if kind in _KINDS:  # a kind this version does not know says nothing it could act on
-            found.append(Record(thread, run, Kind(kind), key, _body(body), at, mac, seq))
+            found.append(Record(thread, run, Kind(kind), key, record_body(body), at, mac, seq))
     return found
-
-
-def _body(text: str) -> dict[str, Any]:
-    """The stored body; one that is not a JSON object (edited with SQL) reads as empty, and its
-    record's signature then fails."""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 def _locks(dialect: Dialect, threads: Sequence[str]) -> tuple[Step, ...]:

@@ -9,7 +9,7 @@ which run and that none finished twice.
 from __future__ import annotations
 
 import os
-import time
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,12 +31,14 @@ if TYPE_CHECKING:  # the workers import this module; they need no pytest
 
 LOG_VAR = "GATED_REACT_TEST_DECISIONS"
 STALL_VAR = "GATED_REACT_TEST_STALL_ONCE"  # a file: the first worker to take it hangs in decide
+HANG_IN_PAY_VAR = "GATED_REACT_TEST_HANG_IN_PAY_ONCE"  # a file: the first payment to take it
+# pays, then hangs before it returns (its worker killed there leaves the payment's outcome unknown)
 
 
 def _reply(messages: list[BaseMessage]) -> Any:
     done = progress(messages)
     if done == 1:
-        _maybe_stall()
+        _hang_once(STALL_VAR)  # the test kills this worker there
     if done >= len(REFUND_42) - 1:
         # this run's goal: the thread's last human message
         goal = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
@@ -47,22 +49,38 @@ def _reply(messages: list[BaseMessage]) -> Any:
 
 def stall_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Arm the stall: the first worker to reach step 2 hangs there; the file then vanishes."""
-    stall = folder / "stall-once"
-    stall.touch()
-    monkeypatch.setenv(STALL_VAR, str(stall))
-    return stall
+    return _arm(folder / "stall-once", STALL_VAR, monkeypatch)
 
 
-def _maybe_stall() -> None:
-    once = os.environ.get(STALL_VAR)
+def hang_in_pay_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Arm the hang: the first ``pay`` call pays, then hangs; the file is then renamed
+    ``<name>.taken-by-<pid>``, the pid of the worker to kill (``taken_by``)."""
+    return _arm(folder / "hang-in-pay-once", HANG_IN_PAY_VAR, monkeypatch)
+
+
+def taken_by(armed: Path) -> int | None:
+    """The pid of the process that took an armed hang, once it has."""
+    found = list(armed.parent.glob(f"{armed.name}.taken-by-*"))
+    return int(found[0].name.rsplit("-", 1)[1]) if found else None
+
+
+def _arm(file: Path, var: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    file.touch()
+    monkeypatch.setenv(var, str(file))
+    return file
+
+
+def _hang_once(var: str) -> None:
+    """Hang for ever (until the test kills this process) if this process is the first to take
+    the file ``$var`` names."""
+    once = os.environ.get(var)
     if not once:
         return
     try:
         os.rename(once, f"{once}.taken-by-{os.getpid()}")  # atomic: exactly one taker
     except FileNotFoundError:
         return
-    while True:  # hangs inside decide until the test kills this worker
-        time.sleep(1)
+    threading.Event().wait()  # nothing sets it: the process ends only when it is killed
 
 
 def refund(checkpointer: BaseCheckpointSaver[Any], policy: Policy | None = None) -> Any:
@@ -99,6 +117,7 @@ def pay(order: int, amount: str, idempotency_key: Annotated[str, InjectedToolArg
     """Pay an order (not idempotent: every call pays)."""
     with open(os.environ[PAYMENTS_VAR], "a", encoding="utf-8") as log:
         log.write(f"{order}\t{amount}\t{idempotency_key}\n")
+    _hang_once(HANG_IN_PAY_VAR)  # paid: killed here, the run's record cannot say so
     return f"paid {amount} for order {order}"
 
 
@@ -158,6 +177,16 @@ def pays_after_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     """``pays`` with each payment asked of a human, on a model the price table knows
     (``gpt-4.1-mini``, as the scripted server is told), and no retry, by the client or the
     graph: a model server's error ends the run at once."""
+    return _pays_asking(checkpointer, "pay")
+
+
+def pays_after_an_approved_look_up(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """``pays_after_approval``, but the human approves the look-up, and the payment that
+    follows it (in the same job) runs without a question."""
+    return _pays_asking(checkpointer, "look_up_order")
+
+
+def _pays_asking(checkpointer: BaseCheckpointSaver[Any], asked: str) -> Any:
     from langchain_openai import ChatOpenAI
 
     model = ChatOpenAI(
@@ -167,5 +196,5 @@ def pays_after_approval(checkpointer: BaseCheckpointSaver[Any]) -> Any:
         timeout=60,
         max_retries=0,
     )
-    policy = Policy(require_approval=frozenset({"pay"}), model_retries=0)
+    policy = Policy(require_approval=frozenset({asked}), model_retries=0)
     return build_graph(model, [look_up_order, pay], policy=policy, checkpointer=checkpointer)

@@ -1,4 +1,5 @@
-"""The job a worker runs: with a store key, an answer in the queue runs only with its signature.
+"""The job a worker runs: with a store key, an answer in the queue runs only with its
+signature; an answer's job tried again after its worker died continues the run.
 
 Anyone with the database's credentials can write a row into procrastinate's jobs table; before,
 a row ``enqueue_resume(..., {"approved": True})`` made a keyed worker run the call it approved.
@@ -7,6 +8,7 @@ a row ``enqueue_resume(..., {"approved": True})`` made a keyed worker run the ca
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,22 @@ from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make
 
 from ..support.cli import invoke
 from ..support.helpers import REFUND_GOAL
+from ..support.openai_server import FakeOpenAI
+from ..support.procs import WAIT
 from ..support.scenarios import graph_for
-from ..support.worker_graphs import LOG_VAR
+from ..support.worker_graphs import (
+    LOG_VAR,
+    MODEL_URL_VAR,
+    PAYMENTS_VAR,
+    hang_in_pay_once,
+    pay_reply,
+    taken_by,
+)
 from ..support.worker_procs import Worker, fleet, until
 
 KEY = "worker-store-key-" + "q" * 20
 ASKING = "tests.support.worker_graphs:refund_with_approval"
+PAYS_ASKING = "tests.support.worker_graphs:pays_after_approval"
 
 
 def _statuses(url: str) -> list[str]:
@@ -104,3 +116,130 @@ def test_a_keyed_worker_refuses_an_answer_not_signed_with_its_key(
     with fleet(pg_url, ASKING, 1, tmp_path / "third"):
         until(lambda: len(_stored(pg_url)["history"]) > 1, "the signed answer ran the call")
     assert _stored(pg_url)["history"][1]["action"]["name"] == "get_user_billing"
+
+
+# --- a worker killed inside an approved payment --------------------------------------------
+#
+# The job that answered the question pays, and its worker is SIGKILLed before the payment
+# returns. The fleet's stalled-job recovery tries the job again; it used to resend its answer,
+# be refused as a double click ("thread is not waiting for an answer") and leave the run
+# stranded: not in `questions`, nothing queued. The retried job now continues the run, and the
+# run's record settles it: a question where the payment is under approval, else a stop.
+
+PAYING = "paying"
+STALLED_AFTER = "1.5"
+
+
+def _asking(url: str) -> dict[str, Any] | None:
+    """The question the paying run waits on, if it waits on one."""
+    try:
+        pending = _read(url, PAYING)["pending"]
+    except LookupError:  # not stored yet
+        return None
+    return dict(pending[0]) if pending else None
+
+
+def _read(url: str, thread: str) -> dict[str, Any]:
+    with open_checkpointer(url) as saver:
+        return dict(read(graph_for({}, saver), thread))
+
+
+def _jobs(url: str) -> list[tuple[str, int]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT status::text, attempts FROM procrastinate_jobs ORDER BY id"
+        ).fetchall()
+    return [(str(status), int(attempts)) for status, attempts in rows]
+
+
+def _killed_in_pay(url: str, armed: Path, workers: list[Worker]) -> tuple[dict[str, Any], Any]:
+    """The run started, its question answered with ``gated-react answer``, the worker that
+    took the answer killed inside the payment, and the job tried again by the fleet: the
+    question answered, and the retried job's end line."""
+    app = make_app(url)
+    with app.open():
+        enqueue_run(app, "Pay order 7", thread_id=PAYING)
+    until(lambda: _asking(url) is not None, "the run asks its first question")
+    asked = _asking(url) or {}
+    assert asked["kind"] == "approval"
+    queued = json.loads(invoke("answer", PAYING, "--approve", "--db", url, "--json").stdout)
+    assert queued["queued"] is True
+    until(lambda: taken_by(armed) is not None, "a worker is inside the payment")
+    (doomed,) = [w for w in workers if w.proc.pid == taken_by(armed)]
+    doomed.proc.send_signal(signal.SIGKILL)
+    doomed.proc.wait(WAIT)
+    until(lambda: _finished(url, 2), "the fleet tried the answer's job again")
+    assert _jobs(url) == [("succeeded", 1), ("succeeded", 2)]  # tries: 1, then 2
+    (end,) = [
+        line for w in workers for line in w.events("job_ended") if line["job"] == queued["job"]
+    ]
+    assert end["attempt"] == 2  # the killed try left no end line
+    return asked, end
+
+
+def _finished(url: str, count: int) -> bool:
+    """The queue holds ``count`` jobs, none waiting to run or running."""
+    jobs = _jobs(url)
+    return len(jobs) == count and all(status not in ("todo", "doing") for status, _ in jobs)
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_inside_an_approved_payment_leaves_a_question(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payments = tmp_path / "payments.tsv"
+    monkeypatch.setenv(PAYMENTS_VAR, str(payments))
+    armed = hang_in_pay_once(tmp_path, monkeypatch)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with FakeOpenAI(default=pay_reply) as server:
+        monkeypatch.setenv(MODEL_URL_VAR, server.base_url)
+        with fleet(pg_url, PAYS_ASKING, 2, tmp_path, "--stalled-after", STALLED_AFTER) as workers:
+            first, retried = _killed_in_pay(pg_url, armed, workers)
+            assert retried["outcome"] == "waiting"
+            listed = json.loads(invoke("questions", "--db", pg_url, "--json").stdout)
+            (row,) = listed["questions"]
+            assert (row["thread_id"], row["kind"], row["tool"]) == (
+                PAYING,
+                "outcome_unknown",
+                "pay",
+            )
+            assert row["started_by"] == "workers"
+            with app.open():  # the first approval sent again on purpose: a double click
+                again = enqueue_resume(app, PAYING, {"approved": True}, question=first["id"])
+            until(lambda: _finished(pg_url, 3), "the second answer's job ended")
+            ends = {line["job"]: line for w in workers for line in w.events("job_ended")}
+            assert ends[again]["outcome"] == "refused"
+            assert "is not waiting for an answer to question" in ends[again]["error"]
+            assert (_asking(pg_url) or {}).get("id") == row["question"]  # still asked
+            said = invoke("answer", PAYING, "--respond", "paid: USD 17.00", "--db", pg_url)
+            assert "queued for the workers" in said.stdout, said.output
+            until(lambda: _read(pg_url, PAYING)["stop_reason"] == "success", "the run ended")
+    assert len(payments.read_text().splitlines()) == 1  # paid exactly once
+    history = _read(pg_url, PAYING)["history"]
+    assert [e["action"]["name"] for e in history] == ["look_up_order", "pay"]
+    assert history[1]["observation"] == "paid: USD 17.00"  # what the human said came of it
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_inside_a_payment_without_approval_stops_the_run(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payments = tmp_path / "payments.tsv"
+    monkeypatch.setenv(PAYMENTS_VAR, str(payments))
+    armed = hang_in_pay_once(tmp_path, monkeypatch)
+    install_queue(pg_url)
+    factory = "tests.support.worker_graphs:pays_after_an_approved_look_up"
+    with FakeOpenAI(default=pay_reply) as server:
+        monkeypatch.setenv(MODEL_URL_VAR, server.base_url)
+        with fleet(pg_url, factory, 2, tmp_path, "--stalled-after", STALLED_AFTER) as workers:
+            _, retried = _killed_in_pay(pg_url, armed, workers)
+    assert (retried["outcome"], retried["stop_reason"]) == ("ended", "tool_outcome_unknown:pay")
+    ended = _read(pg_url, PAYING)
+    assert (ended["status"], ended["stop_reason"]) == ("stopped", "tool_outcome_unknown:pay")
+    assert "pay may already have run" in ended["message"]
+    listed = json.loads(invoke("questions", "--db", pg_url, "--json").stdout)
+    assert listed["questions"] == []
+    shown = invoke("show", PAYING, "--db", pg_url)
+    assert "tool_outcome_unknown:pay" in shown.stdout, shown.output
+    assert len(payments.read_text().splitlines()) == 1  # paid once, reported as possibly paid

@@ -3,10 +3,14 @@ when a job that did not reach its run's end is tried again.
 
 Only a run's own end (any stop reason, or a pause for a human) finishes a job. A job that
 failed because the infrastructure failed (the store lost or unreachable, the thread held by
-another advancer) is retried with backoff for as long as it takes; the resumed run continues
-from its last checkpoint, and a non-idempotent call it may have made stops it with
-``tool_outcome_unknown`` instead of running twice. Any other exception is a defect in the graph
-or its tools: retried a few times, then the job fails and the thread waits where it stopped.
+another advancer) is retried with backoff for as long as it takes, and a job whose worker died
+is tried again by the stalled-job recovery (``worker.py``); the resumed run continues from its
+last checkpoint, and a non-idempotent call it may have made is settled by the run's record: a
+human is asked (``outcome_unknown``) where the tool is under approval, else the run stops with
+``tool_outcome_unknown`` instead of running it twice. An answer job tried again finds its
+question answered by its earlier try and continues the run without it; a second answer job to
+the same question (a double click) is refused. Any other exception is a defect in the graph or
+its tools: retried a few times, then the job fails and the thread waits where it stopped.
 """
 
 from __future__ import annotations
@@ -86,25 +90,36 @@ class _Asked:
 
 async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int, job: Job) -> str:
     watch, context = job.on_update, asked.context
-    goal, answer, question = asked.goal, asked.answer, asked.question
-    if goal is not None:
+    if asked.goal is not None:
         with contextlib.suppress(ThreadExists):  # a repeated start job continues the run
-            started = await arun(graph, goal, thread_id=thread_id, on_update=watch, context=context)
+            started = await arun(
+                graph, asked.goal, thread_id=thread_id, on_update=watch, context=context
+            )
             return _status(job.done(started))
     job.before = await _stored(graph, thread_id)
     # A retried job may have used its answer already: unless the answer names its question,
     # never let it answer a newer one.
-    if answer is NO_ANSWER or (question is None and attempts > 0):
-        resumed = await aresume(graph, thread_id, on_update=watch, context=context)
-        return _status(job.done(resumed))
+    answer = NO_ANSWER if asked.question is None and attempts > 0 else asked.answer
     try:
         result = await aresume(
-            graph, thread_id, answer, question=question, on_update=watch, context=context
+            graph, thread_id, answer, question=asked.question, on_update=watch, context=context
         )
-    except NotWaiting as refused:  # a repeated answer: the run is untouched and goes on waiting
-        job.refuse(f"answer refused: {refused}")
-        return f"answer refused: {refused}"
+    except NotWaiting as refused:
+        if attempts == 0:  # a repeated answer: the run is untouched and goes on waiting
+            job.refuse(f"answer refused: {refused}")
+            return f"answer refused: {refused}"
+        # An earlier try of this job gave the answer and was cut short (its worker killed,
+        # its store lost): the run goes on from its last checkpoint, and its record settles
+        # a call that try began (asked again under approval, else tool_outcome_unknown).
+        job.note("resumed", _TAKEN_BEFORE)
+        result = await aresume(graph, thread_id, on_update=watch, context=context)
     return _status(job.done(result))
+
+
+_TAKEN_BEFORE = (
+    "an earlier try of this job gave its answer and was cut short; the run continues from "
+    "its last checkpoint"
+)
 
 
 async def _stored(graph: Graph, thread_id: str) -> ThreadResult | None:

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import PrivateAttr
 
 from gated_react import Budget, Policy, build_graph
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 OBSERVATION_BYTES = 1000
 PEERS = ("ours", "create_agent", "create_react_agent", "floor", "plain_loop")

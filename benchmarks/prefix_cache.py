@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks import llama_replay
 from benchmarks.common import Stat
 from benchmarks.prefix_record import BASELINE, RUNTIMES, record
-from gated_react._engine.pricing import Pricer, Tokens
+from gated_react._engine.model.pricing import Pricer, Tokens
 
 PRICED_AS = "gpt-4.1-mini"
 """The model the dollar column is priced as: the CLI's default model (0.40 USD per million

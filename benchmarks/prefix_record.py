@@ -20,7 +20,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
 from gated_react import Policy, build_graph
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 RUNTIMES = ("ours_json", "ours_tools", "create_agent", "create_react_agent")
 BASELINE = "create_agent"

@@ -72,8 +72,8 @@ def helpers_us_per_step(rounds: int = 20_000) -> float:
     handler's per-event question (about a dozen events a step). Microseconds per step."""
     import time
 
-    from gated_react._engine import agent_spans, gate_spans, tracing
-    from gated_react._engine.span_content import Labels
+    from gated_react._engine.observability import agent_spans, gate_spans, tracing
+    from gated_react._engine.observability.span_content import Labels
     from gated_react.state import Call
 
     spans, config = agent_spans.AgentSpans(Labels()), {"callbacks": None}

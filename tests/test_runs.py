@@ -26,7 +26,7 @@ from gated_react import (
     resume,
     run,
 )
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.runs import config_for
 from gated_react.state import RESULT_KEYS, ThreadResult
 from gated_react.store.checkpointer import aopen_checkpointer

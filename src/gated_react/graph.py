@@ -25,7 +25,7 @@ from langgraph.store.base import BaseStore
 from langgraph.typing import ContextT
 
 from gated_react import routing
-from gated_react._engine.create_agent_args import refuse as refuse_args
+from gated_react._engine.compat.create_agent_args import refuse as refuse_args
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.langgraph_internals import narrow_routes, node, route
 from gated_react.models import NoModel, init_model

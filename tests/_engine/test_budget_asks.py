@@ -14,12 +14,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import Price
-from gated_react._engine.approval import Decision
 from gated_react._engine.authority import audit, budgets
+from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.budgets import proposal
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.chat import result
+from gated_react._engine.conversation.chat import result
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.decide import decide
 from gated_react.nodes.gate import gate

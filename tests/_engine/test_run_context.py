@@ -9,7 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react import Budget, Policy, build_graph
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind
-from gated_react._engine.pricing import pricer_for
+from gated_react._engine.model.pricing import pricer_for
 from gated_react._engine.run_context import policy_fields, run_context
 from gated_react.state import dump
 from gated_react.testing import ScriptedChatModel, call

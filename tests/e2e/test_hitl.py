@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import TypeAdapter
 
 from gated_react import Policy, build_graph, resume, run
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 

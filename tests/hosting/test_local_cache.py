@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import ConfigDict, Field
 
 from gated_react import Policy, build_graph
-from gated_react._engine.transcript import folded_count
+from gated_react._engine.conversation.transcript import folded_count
 from gated_react.hosting.local import local_chat_model, local_server
 
 from ..support.results import invoked

@@ -15,7 +15,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Command
 from pydantic import TypeAdapter
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.cli import invoke
 from ..support.openai_server import Reply, reply, tool_call

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import convert_to_messages
 from langgraph_sdk.client import LangGraphClient
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 from gated_react.stops import said
 
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call

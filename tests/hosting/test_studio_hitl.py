@@ -16,7 +16,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Command
 from pydantic import TypeAdapter
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.openai_server import FakeOpenAI, Reply, reply, tool_call
 from ..support.reaping import wait_for

@@ -20,7 +20,7 @@ from langchain.agents.middleware.human_in_the_loop import HITLRequest
 from langchain_core.messages import convert_to_messages
 from pydantic import TypeAdapter
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import convert_to_messages
 from langgraph_sdk.client import LangGraphClient
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.openai_server import Delay, FakeOpenAI, reply, tool_call
 from ..support.studio_server import dev_server, drive

@@ -12,7 +12,7 @@ from langchain_core.messages import convert_to_messages
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Command
 
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.openai_server import Reply, reply, tool_call
 from ..support.studio_server import DevServer, drive

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage
 
-from gated_react._engine.chat import call_id
-from gated_react._engine.transcript import build_messages
+from gated_react._engine.conversation.chat import call_id
+from gated_react._engine.conversation.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
 from gated_react.testing import ScriptedChatModel
 

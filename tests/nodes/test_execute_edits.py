@@ -270,8 +270,8 @@ def test_an_extension_raises_the_limits_only_of_a_policy_that_asks_and_only_sign
     """Before: an extension written into the state raised the limits; now it is a record
     that counts only when its signature verifies, and only under ``on_budget="ask"`` (where
     a spent budget asks a human: here, who says no)."""
-    from gated_react._engine.approval import Decision
     from gated_react._engine.authority import budgets
+    from gated_react._engine.authority.approval import Decision
 
     asked: list[str] = []
 

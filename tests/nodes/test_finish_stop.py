@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from gated_react import build_graph, read
-from gated_react._engine.steps import ending
+from gated_react._engine.conversation.steps import ending
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.finish import finish
 from gated_react.nodes.stop import stop

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate
 from gated_react.tools.support import SUPPORT_TOOLS

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gated_react._engine.approval import Decision
 from gated_react._engine.authority import admit
+from gated_react._engine.authority.approval import Decision
 from gated_react._engine.deps import NodeDeps
 from gated_react.nodes.gate import gate
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate

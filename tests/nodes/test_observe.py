@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from gated_react._engine.approval import Decision
 from gated_react._engine.authority import admit, audit
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.authority.approval import Decision
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.errors import MisroutedStep
 from gated_react.nodes.decide import decide
 from gated_react.nodes.execute import execute

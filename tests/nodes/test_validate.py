@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gated_react._engine.chat import call_id
+from gated_react._engine.conversation.chat import call_id
 from gated_react.nodes.validate import validate
 from gated_react.testing import ScriptedChatModel
 

@@ -12,7 +12,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from gated_react import build_graph
-from gated_react._engine.contract import ActionError
+from gated_react._engine.model.contract import ActionError
 from gated_react.protocols.native import ToolsProtocol, one_call_per_reply
 from gated_react.state import Reply
 from gated_react.testing import ScriptedChatModel

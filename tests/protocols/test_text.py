@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from gated_react._engine.contract import ActionError
+from gated_react._engine.model.contract import ActionError
 from gated_react.protocols.text import parse_text
 from gated_react.tools.support import SUPPORT_TOOLS
 

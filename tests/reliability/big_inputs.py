@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from gated_react._engine.contract import ActionError, check_contract
+from gated_react._engine.model.contract import ActionError, check_contract
 from gated_react.nodes.decide import reply_of
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import Reply

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, tool
 
 from gated_react import Policy
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.stops import StopReason, parse_stop_reason
 from gated_react.tools.calculator import calculate
 from gated_react.tools.search import search_tool

@@ -11,7 +11,7 @@ from langchain_core.messages import convert_to_messages
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react import UnknownThread, read, resume, run
-from gated_react._engine.transcript import calls_shown
+from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import reply, tool_call

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from gated_react._engine.contract import ActionError, check_contract
+from gated_react._engine.model.contract import ActionError, check_contract
 from gated_react._engine.storable import MAX_NESTING, Unstorable, clean_text, plain
 from gated_react.nodes.decide import reply_of
 from gated_react.protocols import PROTOCOLS

@@ -11,8 +11,8 @@ from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from gated_react import Policy, build_graph
+from gated_react._engine.conversation.transcript import calls_shown
 from gated_react._engine.langgraph_internals import CONFIG_KEY_DURABILITY
-from gated_react._engine.transcript import calls_shown
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS

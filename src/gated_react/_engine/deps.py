@@ -12,22 +12,22 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import Command
 
-from gated_react._engine.agent_spans import AgentSpans
-from gated_react._engine.injection import Injector, Shown
-from gated_react._engine.pricing import Pricer, pricer_for
-from gated_react._engine.prompt import app_section, rules
-from gated_react._engine.protocol import ActionProtocol, BoundModel
-from gated_react._engine.reviews import Review, reviews_of, with_reviews
+from gated_react._engine.compat.reviews import Review, reviews_of, with_reviews
+from gated_react._engine.conversation.prompt import app_section, rules
+from gated_react._engine.execution.injection import Injector, Shown
+from gated_react._engine.execution.tool_runner import KEY_PARAM, accepts_key, build_schemas
+from gated_react._engine.model.pricing import Pricer, pricer_for
+from gated_react._engine.model.protocol import ActionProtocol, BoundModel
+from gated_react._engine.observability.agent_spans import AgentSpans
+from gated_react._engine.observability.span_content import Labels
 from gated_react._engine.run_context import run_context
-from gated_react._engine.span_content import Labels
-from gated_react._engine.tool_runner import KEY_PARAM, accepts_key, build_schemas
 from gated_react.policy import Policy, UnpricedModel
 from gated_react.redact import secrets_of
 from gated_react.state import RunContext
 
 if TYPE_CHECKING:
-    from gated_react._engine.middleware import Middleware
-    from gated_react._engine.structured import Structured
+    from gated_react._engine.compat.middleware import Middleware
+    from gated_react._engine.compat.structured import Structured
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +53,14 @@ class NodeDeps:
     """What every run of this graph records it ran under (``State.run_context``)."""
     answer_streams: bool = False
     """Whether a final answer streams token by token (native tool calling, no
-    ``answer_schema``); see ``_engine/streaming.py``."""
+    ``answer_schema``); see ``_engine/conversation/streaming.py``."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The model's keys: masked in every message a failed call leaves in the state."""
     spans: AgentSpans = field(default_factory=lambda: AgentSpans(Labels()))
     """The graph's OpenTelemetry spans: what they say about its agent and model, and each
     invocation's span (the graph carries it as a callback handler)."""
     middleware: Middleware | None = None
-    """LangChain middleware run under the gate (``_engine/middleware.py``); None without any,
+    """LangChain middleware run under the gate (``_engine/compat/middleware.py``); None without any,
     so a graph without middleware runs exactly the code it ran before."""
     injector: Injector | None = None
     """The tools that take injected arguments (``ToolRuntime``, ``InjectedState``, ...) and
@@ -70,7 +70,7 @@ class NodeDeps:
     the JSON and text protocols use ``Policy.answer_schema``)."""
     reviews: Mapping[str, Review] = field(default_factory=dict)
     """How calls under approval are described and when they are asked about
-    (``HumanInTheLoopMiddleware``'s configuration, ``_engine/reviews.py``)."""
+    (``HumanInTheLoopMiddleware``'s configuration, ``_engine/compat/reviews.py``)."""
     app_prompt: str | None = None
     """The application's prompt (``build_graph(system_prompt=)``): what model hooks see as
     ``request.system_message`` and may replace."""
@@ -156,7 +156,7 @@ def _structured(
     imported only then)."""
     if response_format is None:
         return None
-    from gated_react._engine.structured import structured_of
+    from gated_react._engine.compat.structured import structured_of
 
     return structured_of(response_format, model, visible)
 
@@ -182,7 +182,7 @@ def _middleware(middleware: Sequence[Any]) -> Middleware | None:
     """The middleware, admitted; LangChain (the ``langchain`` extra) is imported only then."""
     if isinstance(middleware, Sequence) and not isinstance(middleware, str) and not middleware:
         return None
-    from gated_react._engine.middleware import Middleware
+    from gated_react._engine.compat.middleware import Middleware
 
     return Middleware.of(middleware)
 

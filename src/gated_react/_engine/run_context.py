@@ -9,8 +9,8 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from gated_react._engine.call_keys import short_hash
-from gated_react._engine.pricing import Pricer
+from gated_react._engine.execution.call_keys import short_hash
+from gated_react._engine.model.pricing import Pricer
 from gated_react.policy import Policy
 from gated_react.redact import redact_url, secrets_of
 from gated_react.state import RunContext

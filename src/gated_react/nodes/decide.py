@@ -16,19 +16,15 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
-from gated_react._engine import tracing
 from gated_react._engine.authority.budgets import Limits, check_before_step, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.chat import proposal, proposed, reply_of, with_ids
-from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
-from gated_react._engine.deps import NodeDeps
-from gated_react._engine.model_errors import classify
-from gated_react._engine.steps import ended, ending, joined, stale
-from gated_react._engine.streaming import model_config, stream_calls
-from gated_react._engine.transcript import build_messages, run_call_ids
-from gated_react._engine.turns import (
+from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
+from gated_react._engine.conversation.steps import ended, ending, joined, stale
+from gated_react._engine.conversation.streaming import model_config, stream_calls
+from gated_react._engine.conversation.transcript import build_messages, run_call_ids
+from gated_react._engine.conversation.turns import (
     Opened,
     cut_short,
     held_step,
@@ -36,6 +32,10 @@ from gated_react._engine.turns import (
     question_of,
     settled,
 )
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
+from gated_react._engine.deps import NodeDeps
+from gated_react._engine.model.model_errors import classify
+from gated_react._engine.observability import tracing
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
 from gated_react.state import dump

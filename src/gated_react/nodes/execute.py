@@ -26,11 +26,12 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import tool_runner, tracing
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.run_once import Plan, planned
+from gated_react._engine.conversation.steps import run_step
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.steps import run_step
+from gated_react._engine.execution import tool_runner
+from gated_react._engine.observability import tracing
 from gated_react.state import Call
 
 Ran = tuple[int, Any, Exception | None, float]

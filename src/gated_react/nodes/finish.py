@@ -12,9 +12,9 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind
-from gated_react._engine.chat import proposed, result
-from gated_react._engine.steps import step_of
-from gated_react._engine.turns import closing
+from gated_react._engine.conversation.chat import proposed, result
+from gated_react._engine.conversation.steps import step_of
+from gated_react._engine.conversation.turns import closing
 from gated_react.errors import MisroutedStep
 from gated_react.state import Answer, Reply, Step, ToolAction
 from gated_react.stops import StopReason

@@ -17,12 +17,12 @@ from typing import Any, TypedDict
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import agent_spans, gate_spans
 from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
+from gated_react._engine.conversation.steps import ending, run_step
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.steps import ending, run_step
+from gated_react._engine.observability import agent_spans, gate_spans
 from gated_react.state import Step, dump
 from gated_react.stops import Stop
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from gated_react._engine.conversation.steps import step_of
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.steps import step_of
 from gated_react.errors import MisroutedStep
 from gated_react.state import Answer, Step, dump
 

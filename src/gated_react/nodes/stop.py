@@ -11,10 +11,10 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import not_run
-from gated_react._engine.steps import step_of
-from gated_react._engine.turns import closing, unanswered
+from gated_react._engine.conversation.chat import not_run
+from gated_react._engine.conversation.steps import step_of
+from gated_react._engine.conversation.turns import closing, unanswered
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.errors import MisroutedStep
 from gated_react.state import Step
 from gated_react.stops import said

@@ -11,10 +11,15 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage
 
-from gated_react._engine.chat import not_run, proposal, proposed, result, with_ids
-from gated_react._engine.contract import ActionError, check_answer, check_calls, check_contract
+from gated_react._engine.conversation.chat import not_run, proposal, proposed, result, with_ids
+from gated_react._engine.conversation.steps import ending, step_of
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.steps import ending, step_of
+from gated_react._engine.model.contract import (
+    ActionError,
+    check_answer,
+    check_calls,
+    check_contract,
+)
 from gated_react.state import (
     Answer,
     Call,
@@ -90,7 +95,7 @@ def rejected(step: Step, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
 
 
 def structured_answer(step: Step, deps: NodeDeps) -> dict[str, Any] | None:
-    """The final answer under a ``response_format`` (``_engine/structured.py``): a call of an
+    """The final answer under a ``response_format`` (``_engine/compat/structured.py``): a call of an
     output tool, or the provider's JSON text; None for a reply that is neither (the contract
     then applies as to any other)."""
     structured, reply = deps.structured, step.reply

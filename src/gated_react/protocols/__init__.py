@@ -5,7 +5,7 @@ protocol must provide is the engine's ``ActionProtocol``; ``build_graph`` picks 
 
 from __future__ import annotations
 
-from gated_react._engine.protocol import ActionProtocol, BoundModel
+from gated_react._engine.model.protocol import ActionProtocol, BoundModel
 from gated_react.protocols.jsonmode import JsonProtocol
 from gated_react.protocols.native import ToolsProtocol
 from gated_react.protocols.text import TextProtocol

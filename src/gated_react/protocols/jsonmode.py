@@ -11,8 +11,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.contract import check_count, load_json
-from gated_react._engine.transcript import replies
+from gated_react._engine.conversation.transcript import replies
+from gated_react._engine.model.contract import check_count, load_json
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import args_schema, describe
 from gated_react.state import HistoryEntry, Reply

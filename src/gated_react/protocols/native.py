@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from gated_react._engine.contract import ActionError, check_count
-from gated_react._engine.transcript import content_of
+from gated_react._engine.conversation.transcript import content_of
+from gated_react._engine.model.contract import ActionError, check_count
 from gated_react.policy import Policy
 from gated_react.state import HistoryEntry, Reply
 

@@ -18,8 +18,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from gated_react._engine.contract import ActionError, check_count, load_json
-from gated_react._engine.transcript import replies
+from gated_react._engine.conversation.transcript import replies
+from gated_react._engine.model.contract import ActionError, check_count, load_json
 from gated_react.policy import Policy
 from gated_react.protocols.catalog import all_params, describe, required_params
 from gated_react.state import HistoryEntry, Reply

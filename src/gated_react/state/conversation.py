@@ -44,7 +44,7 @@ def _named(start: int, batch: Any) -> Any:
     ``("user", "hi")``), made of its place and content. A DeltaChannel stores the write as it
     came and replays it through this reducer whenever a checkpoint is read: ``add_messages``
     would give such a message a new random id at every read, and a run is named by its
-    question's id (``_engine/turns.py``)."""
+    question's id (``_engine/conversation/turns.py``)."""
     items = batch if isinstance(batch, list) else [batch]
     if all(isinstance(item, BaseMessage) and item.id for item in items):
         return batch

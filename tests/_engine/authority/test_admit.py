@@ -13,14 +13,14 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react._engine.approval import Decision
 from gated_react._engine.authority import admit as admitting
 from gated_react._engine.authority.admit import Gatekeeper, gatekeeper, permitted
+from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import result
+from gated_react._engine.conversation.chat import result
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.state import Call, Step
 from gated_react.state.calls import canonical_json

@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from gated_react._engine.authority.audit import answer, history, trace
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import not_run, result
+from gated_react._engine.conversation.chat import not_run, result
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react.state import Extension
 from gated_react.state.calls import canonical_json
 from gated_react.store.key import StoreKey

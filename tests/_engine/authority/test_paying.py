@@ -195,7 +195,7 @@ def _flaky(*failures: Exception) -> Any:
 
 @pytest.fixture
 def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gated_react._engine import model_retry
+    from gated_react._engine.model import model_retry
 
     monkeypatch.setattr(model_retry, "jittered", lambda attempt, first, cap: 0.0)
 

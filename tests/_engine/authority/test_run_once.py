@@ -12,14 +12,14 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react._engine.approval import Decision
 from gated_react._engine.authority import run_once
 from gated_react._engine.authority.admit import Gatekeeper, gatekeeper
+from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind
 from gated_react._engine.authority.run_once import Plan, planned
-from gated_react._engine.call_keys import args_hash
 from gated_react._engine.deps import NodeDeps
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.state import Call, Shown, Step
 

@@ -13,25 +13,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.approval import answered_text, ask, question
+from gated_react._engine.authority.approval import answered_text, ask, question
 from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.call_keys import LoopIndex, args_hash, call_key, loop_key
-from gated_react._engine.deps import NodeDeps
+from gated_react._engine.conversation.transcript import run_decisions, run_loop_keys
+from gated_react._engine.conversation.turns import question_at, question_of
+from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
+from gated_react._engine.execution.tool_runner import check_args
 from gated_react._engine.langgraph_internals import can_pause, runtime_of
-from gated_react._engine.tool_runner import check_args
-from gated_react._engine.transcript import run_decisions, run_loop_keys
-from gated_react._engine.turns import question_at, question_of
 from gated_react.state import Call, Shown, Step, Usage
 from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
+
+if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
+    from gated_react._engine.deps import NodeDeps
 
 
 @dataclass
@@ -142,7 +144,7 @@ class Gatekeeper:
         """The call as a reviewer's ``when`` predicate reads it (LangChain's ToolCallRequest)."""
         from langgraph.prebuilt.tool_node import ToolCallRequest
 
-        from gated_react._engine.injection import tool_runtime
+        from gated_react._engine.execution.injection import tool_runtime
 
         tool_call = ToolCall(name=call.tool, args=call.frozen(), id=call.id, type="tool_call")
         runtime = tool_runtime(None, tool_call, self.config, self.deps.shown)

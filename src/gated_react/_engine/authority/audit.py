@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from gated_react._engine.authority.budgets import entry
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash
-from gated_react._engine.chat import as_ran, ran
+from gated_react._engine.conversation.chat import as_ran, ran
+from gated_react._engine.conversation.turns import of_run, question_at
+from gated_react._engine.execution.call_keys import args_hash
+from gated_react._engine.execution.tool_results import is_blocks, record
 from gated_react._engine.storable import plain
-from gated_react._engine.tool_results import is_blocks, record
-from gated_react._engine.turns import of_run, question_at
 from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.approval import ask, question
+from gated_react._engine.authority.approval import ask, question
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash
+from gated_react._engine.execution.call_keys import args_hash
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react.policy import WHOLE_BUDGETS, Budget, Policy
 from gated_react.state import Extension, TraceEntry, Usage

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -26,13 +26,15 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.conversation.held import Held
 from gated_react._engine.deadline import DeadlinePassed
-from gated_react._engine.deps import NodeDeps
-from gated_react._engine.held import Held
-from gated_react._engine.model_retry import Retries, Retry, aretried, billed, retried
-from gated_react._engine.pricing import Tokens
+from gated_react._engine.model.model_retry import Retries, Retry, aretried, billed, retried
+from gated_react._engine.model.pricing import Tokens
 from gated_react.errors import GatedReactError
 from gated_react.stops import Stop
+
+if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
+    from gated_react._engine.deps import NodeDeps
 
 TOKEN_CAP = 10**15
 """The most one token count holds. A larger report is capped here, not refused, so it still
@@ -288,6 +290,7 @@ def _details(details: Any, keys: tuple[str, ...]) -> tuple[int, ...] | None:
 METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
     "gated_react_meter", default=None
 )
+
 """The meter of the decision running on this thread or task: what a middleware's own model
 calls are checked and recorded by (``Metered``)."""
 

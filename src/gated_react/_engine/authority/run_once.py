@@ -15,13 +15,11 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine import tool_results, tool_runner
-from gated_react._engine.approval import answered_text, ask, question
 from gated_react._engine.authority.admit import (
     Gatekeeper,
     branch_calls,
@@ -30,16 +28,20 @@ from gated_react._engine.authority.admit import (
     permitted,
     refuse,
 )
+from gated_react._engine.authority.approval import answered_text, ask, question
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.call_keys import args_hash, loop_key
-from gated_react._engine.chat import edited, result
-from gated_react._engine.contract import ActionError, check_count
-from gated_react._engine.deps import NodeDeps
-from gated_react._engine.steps import ending
+from gated_react._engine.conversation.chat import edited, result
+from gated_react._engine.conversation.steps import ending
+from gated_react._engine.execution import tool_results, tool_runner
+from gated_react._engine.execution.call_keys import args_hash, loop_key
+from gated_react._engine.model.contract import ActionError, check_count
 from gated_react._engine.storable import error_text
 from gated_react.state import Call, Outcome, Shown, Step, dump
 from gated_react.stops import Stop, StopReason
+
+if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
+    from gated_react._engine.deps import NodeDeps
 
 _SEQ = operator.attrgetter("seq")
 _SHOWN_CHARS = 20_000

@@ -1,0 +1,310 @@
+"""Running one tool call: argument check, timeout, retries, and a JSON-safe, bounded result.
+
+Sync tools run on the deadline module's daemon threads, so a call that hangs past its timeout
+is abandoned without keeping the process alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphInterrupt
+from langgraph.prebuilt.tool_node import ToolInvocationError
+from langgraph.types import Command
+from pydantic import BaseModel, ValidationError
+
+from gated_react._engine.deadline import (
+    DeadlinePassed,
+    acall_within,
+    await_within,
+    call_within,
+)
+from gated_react._engine.model.model_retry import jittered
+from gated_react._engine.storable import Unstorable, clean_text, plain
+from gated_react.errors import GatedReactError, exception_line, shorten, validation_line
+
+KEY_PARAM = "idempotency_key"
+
+
+class ToolTimeout(GatedReactError):
+    """The tool did not return within its timeout."""
+
+
+class CallChanged(GatedReactError):
+    """A middleware's tool hook tried to run a call other than the one the gate let through
+    (another tool, other arguments, or a non-idempotent tool a second time): it never runs."""
+
+
+class ToolCommand(GatedReactError):
+    """The tool returned a ``Command``: a state update, which only the graph's nodes write."""
+
+
+class ToolPaused(GatedReactError):
+    """The tool called LangGraph's ``interrupt()`` (or ran a graph that did): a gated run does
+    not pause inside a tool. On resume the tool would run again from its start, and nothing
+    tells that resume from the one after a crash, so a tool that is not idempotent could run
+    twice, or run on after a crash as if the answer had just come."""
+
+
+class ToolExit(GatedReactError):
+    """The tool raised ``SystemExit`` (or another non-error exit): a failed call, never the
+    end of the process that runs the agent."""
+
+
+def _contained(exc: BaseException, tool: BaseTool) -> BaseException:
+    """Errors pass through; a tool's exit is turned into an error. Ctrl-C and cancellation
+    still propagate: they are the user's, not the tool's."""
+    if isinstance(exc, Exception | KeyboardInterrupt | asyncio.CancelledError):
+        return exc
+    return ToolExit(f"{tool.name} raised {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def build_schemas(tools: Iterable[BaseTool]) -> None:
+    """Each tool's model-facing schema, built now, when the graph is: LangChain builds it on
+    first use and keeps it on the tool (about 1 ms a tool), and ``check_args`` reads it at every
+    call, so a run's first call would otherwise pay for it. (A model's ``bind_tools`` builds
+    the same schemas; one that binds nothing, a scripted model, leaves them to here.)"""
+    for tool in tools:
+        with contextlib.suppress(Exception):  # a schema that will not build fails its calls
+            _ = tool.tool_call_schema
+
+
+def check_args(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the tool's schema (unknown keys included), or None when they do.
+
+    A pydantic schema: the model-facing schema names the allowed keys; the full argument model
+    (with its field validators) checks the values, except for injected arguments the model
+    never supplies. A JSON schema (MCP servers give one): ``check_json_args``.
+    """
+    visible = tool.tool_call_schema
+    if isinstance(visible, dict):
+        return check_json_args(tool.name, visible, args)
+    if not (isinstance(visible, type) and issubclass(visible, BaseModel)):
+        return None
+    known = set(visible.model_fields)
+    unknown = sorted(set(args) - known)
+    if unknown:
+        return _unknown(tool.name, unknown, known)
+    full = tool.args_schema if isinstance(tool.args_schema, type) else visible
+    try:
+        full.model_validate(args)  # type: ignore[union-attr]
+    except ValidationError as exc:
+        errors = [
+            e for e in exc.errors() if not (e["type"] == "missing" and e["loc"][0] not in known)
+        ]
+        if errors:
+            problems = validation_line(errors, root="args", limit=3)
+            return f"invalid arguments for {tool.name}: {problems}"
+    return None
+
+
+def invocation_error(tool: BaseTool, args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the tool, worded as LangGraph's ``ToolNode`` words it for the
+    model (what ``create_agent`` shows), else as ``check_args`` does; None when they fit."""
+    visible, full = tool.tool_call_schema, tool.args_schema
+    if isinstance(visible, type) and issubclass(visible, BaseModel) and isinstance(full, type):
+        try:
+            full.model_validate(args)  # type: ignore[union-attr]
+        except ValidationError as exc:
+            known = set(visible.model_fields)
+            errors = [e for e in exc.errors() if e["loc"] and e["loc"][0] in known]
+            if errors:
+                return ToolInvocationError(tool.name, exc, args, errors).message
+    return check_args(tool, args)
+
+
+def check_json_args(name: str, schema: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """Why ``args`` do not fit the JSON schema of tool ``name``, or None, by ``jsonschema``.
+
+    Keys the schema does not name are refused, as they are for every other tool, unless the
+    schema itself says which other keys it takes (``additionalProperties`` or
+    ``patternProperties``): JSON Schema's own default would let them through to the server.
+    A schema that cannot be checked refuses every call.
+    """
+    known = set(schema.get("properties") or {})
+    if not {"additionalProperties", "patternProperties"} & set(schema):
+        unknown = sorted(set(args) - known)
+        if unknown:
+            return _unknown(name, unknown, known)
+    try:
+        import jsonschema
+
+        validator = jsonschema.validators.validator_for(schema)
+        validator.check_schema(schema)
+        errors = list(itertools.islice(validator(schema).iter_errors(args), 3))
+    except ImportError:
+        return f"cannot check the arguments of {name}: pip install 'gated-react[mcp]'"
+    except Exception as exc:  # a schema that is not one, or a $ref that resolves nowhere
+        why = shorten(exception_line(exc, first_only=True), 200)
+        return f"cannot check the arguments of {name}: its schema is invalid: {why}"
+    problems = [
+        {"loc": tuple(error.absolute_path), "msg": shorten(error.message, 200)} for error in errors
+    ]
+    if problems:
+        return f"invalid arguments for {name}: {validation_line(problems, root='args')}"
+    return None
+
+
+def _unknown(name: str, unknown: list[str], known: set[str]) -> str:
+    return f"unknown arguments {unknown[:5]}; {name} takes {sorted(known)}"
+
+
+def accepts_key(tool: BaseTool) -> bool:
+    """Whether the tool declares an ``idempotency_key`` parameter (usually an InjectedToolArg)."""
+    schema = tool.get_input_schema()
+    if hasattr(schema, "model_fields"):
+        return KEY_PARAM in schema.model_fields
+    return KEY_PARAM in getattr(schema, "__fields__", {})  # pydantic v1 argument schemas
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based) of a tool: exponential, jittered."""
+    return jittered(attempt, 0.1, 5.0)
+
+
+def invoke(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
+) -> Any:
+    """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error."""
+    for attempt in range(retries + 1):
+        try:
+            return returned(tool, _invoke_once(tool, args, config, timeout))
+        except Exception:
+            if attempt == retries:
+                raise
+            time.sleep(backoff(attempt + 1))
+    raise AssertionError("unreachable")
+
+
+async def ainvoke(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
+) -> Any:
+    """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
+    for attempt in range(retries + 1):
+        try:
+            return returned(tool, await _ainvoke_once(tool, args, config, timeout))
+        except Exception:
+            if attempt == retries:
+                raise
+            await asyncio.sleep(backoff(attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def returned(tool: BaseTool, value: Any) -> Any:
+    """What a call returned; a ``ToolMessage`` (what a tool invoked with a full ``ToolCall``
+    returns) is kept whole: its artifact is the conversation's (``tool_results``)."""
+    if isinstance(value, Command):
+        raise ToolCommand(
+            f"{tool.name} returned a Command; gated-react's state is written by its nodes "
+            "only: return the data instead"
+        )
+    return value
+
+
+def _invoke_once(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
+) -> Any:
+    try:
+        return call_within(lambda: _call(tool, args, config), timeout)
+    except DeadlinePassed:
+        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+    except GraphInterrupt:
+        raise _paused(tool) from None
+
+
+async def _ainvoke_once(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
+) -> Any:
+    try:
+        if _is_async(tool):
+            return await await_within(tool.ainvoke(args, config), timeout)
+        return await acall_within(lambda: _call(tool, args, config), timeout)
+    except DeadlinePassed:
+        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+    except GraphInterrupt:
+        raise _paused(tool) from None
+
+
+def _paused(tool: BaseTool) -> ToolPaused:
+    return ToolPaused(
+        f"{tool.name} called interrupt(), which a gated run does not take inside a tool; ask "
+        f"before the call instead: Policy(require_approval={{{tool.name!r}}})"
+    )
+
+
+def _call(tool: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
+    """The call a worker thread makes; a tool's exit becomes an error there."""
+    try:
+        if isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None:
+            return asyncio.run(tool.ainvoke(args, config))  # an async-only tool under sync invoke
+        return tool.invoke(args, config)
+    except BaseException as exc:
+        contained = _contained(exc, tool)
+        if contained is exc:
+            raise
+        raise contained from None
+
+
+def _is_async(tool: BaseTool) -> bool:
+    if isinstance(tool, StructuredTool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+def to_observation(value: Any, limit: int, secrets: tuple[str, ...] = ()) -> Any:
+    """The tool's result as storable JSON data (``storable``), cut with a visible marker when
+    its text exceeds ``limit``. Whatever a tool returns, this never raises."""
+    data = storable(value, secrets)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return data if len(text) <= limit else cut(text, limit)
+
+
+def storable(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """Any value as plain JSON data (``storable.plain``: nesting bounded, ``secrets``
+    masked), else as text: JSON too deep to store, or ``repr`` for what JSON cannot encode
+    (cycles included). The one bounded form of outside values the state and the spans share;
+    never raises."""
+    if type(value) is str:  # most results: the JSON round trip would give it back unchanged
+        return clean_text(value, secrets)
+    try:
+        text = json.dumps(value, default=_jsonable, ensure_ascii=False)
+        return plain(json.loads(text), secrets=secrets)
+    except Unstorable:  # huge integers or deep nesting: the model reads the same JSON as text
+        return clean_text(text, secrets)
+    except Exception:  # circular, unencodable, too deep to encode, a __repr__ that raises
+        return clean_text(_shown(value), secrets)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with a visible marker (unchanged when it fits)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ...[cut: {len(text)} chars, first {limit} shown]"
+
+
+def _shown(value: Any) -> str:
+    try:
+        return clean_text(repr(value))
+    except Exception:
+        return f"<{type(value).__name__} object that cannot be shown>"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return repr(value)[:1000]

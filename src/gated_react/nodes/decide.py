@@ -21,9 +21,10 @@ from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
+from gated_react._engine.conversation.run_steps import run_call_ids
 from gated_react._engine.conversation.steps import ended, ending, joined, stale
 from gated_react._engine.conversation.streaming import model_config, stream_calls
-from gated_react._engine.conversation.transcript import build_messages, run_call_ids
+from gated_react._engine.conversation.transcript import build_messages
 from gated_react._engine.conversation.turns import (
     Opened,
     cut_short,

@@ -11,15 +11,13 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from gated_react._engine.conversation.chat import result
+from gated_react._engine.conversation.run_steps import run_call_ids, run_loop_keys, run_steps
 from gated_react._engine.conversation.transcript import (
     CLIENT_SYSTEM,
     FOLDED_LINES,
     build_messages,
     calls_shown,
     folded_count,
-    run_call_ids,
-    run_loop_keys,
-    run_steps,
 )
 from gated_react._engine.execution.call_keys import loop_key
 from gated_react.policy import Policy

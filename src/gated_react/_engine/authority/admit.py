@@ -23,7 +23,7 @@ from gated_react._engine.authority.budgets import Limits, check_before_tool, enf
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.conversation.transcript import run_decisions, run_loop_keys
+from gated_react._engine.conversation.run_steps import run_decisions, run_loop_keys
 from gated_react._engine.conversation.turns import question_at, question_of
 from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
 from gated_react._engine.execution.tool_runner import check_args

@@ -38,11 +38,6 @@ def _xfail(difference: str) -> pytest.MarkDecorator:
 
 
 BEFORE: dict[str, pytest.MarkDecorator] = {
-    "sql_agent_review": _xfail(
-        "on resume, create_agent's HumanInTheLoopMiddleware node writes the reviewed AI "
-        "message again, so its values loop prints that tool call twice (162 lines against "
-        "156, 4 values events against 3); gated-react prints each message once"
-    ),
     "stream_modes": _xfail(
         "its 'updates' loop reads data['messages'] from every node's update; validate, gate "
         "and observe write no messages (their update is None): TypeError after 3 lines of 60 "

@@ -4,9 +4,9 @@ START -> decide -> validate -> gate -> execute -> observe -> decide ...
 validate -> finish (final answer) | decide (retry) ; every other end -> stop
 
 Clients read the public channels (``state.PUBLIC``): they are what streams, what ``get_state``
-shows and what ``invoke`` returns. A step writes them twice (the model's calls, their results)
-and a run's end once, as ``create_agent`` does, so a loop that prints each ``values`` event's
-last message prints each message once.
+shows and what ``invoke`` returns. A step writes them twice (the model's calls, their results;
+the calls once more after a human approved them) and a run's end once, as ``create_agent``
+does, so a loop that prints each ``values`` event's last message prints what it prints there.
 """
 
 from __future__ import annotations

@@ -68,15 +68,16 @@ def _env(constructor: str, record: Path, base_url: str) -> dict[str, str]:
     }
 
 
-def run(name: str, constructor: str, workdir: Path) -> Run:
-    """``programs/<name>.py`` run on ``constructor`` in ``workdir``."""
+def run(name: str, constructor: str, workdir: Path, program: Path | None = None) -> Run:
+    """``programs/<name>.py`` (or ``program``, a changed copy of it, with its model) run on
+    ``constructor`` in ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     if name in PREPARE:
         PREPARE[name](workdir)
     record = workdir / "record.jsonl"
     with FakeOpenAI(default=RESPONDERS[name]) as server:
         done = subprocess.run(
-            [sys.executable, str(PROGRAMS / f"{name}.py")],
+            [sys.executable, str(program or PROGRAMS / f"{name}.py")],
             cwd=workdir,
             env=_env(constructor, record, server.base_url),
             capture_output=True,

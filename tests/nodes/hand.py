@@ -20,6 +20,7 @@ from gated_react.nodes.execute import execute
 from gated_react.nodes.gate import gate
 from gated_react.nodes.stop import stop
 from gated_react.state import TraceEntry, Usage
+from gated_react.state.conversation import add_messages_fast
 
 from ..support.helpers import QUESTION_ID
 
@@ -61,14 +62,15 @@ def trace(config: Any, run: str = QUESTION_ID) -> list[dict[str, Any]]:
 
 
 def applied(current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """The state after ``update``, as the graph's channels fold it: messages appended (or
-    replaced by an ``Overwrite``), every other channel replaced."""
+    """The state after ``update``, as the graph's channels fold it: messages added by their
+    ids (one with a stored id replaces it) or replaced by an ``Overwrite``, every other
+    channel replaced."""
     after = {**current, **{k: v for k, v in update.items() if k != "messages"}}
     written = update.get("messages")
     if isinstance(written, Overwrite):
         after["messages"] = list(written.value)
     elif written:
-        after["messages"] = [*current.get("messages", []), *written]
+        after["messages"] = add_messages_fast(list(current.get("messages", [])), [written])
     return after
 
 

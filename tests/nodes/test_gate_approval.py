@@ -189,3 +189,42 @@ def test_the_question_takes_only_the_decisions_the_policy_lists(
         "reject",
         "respond",
     ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "written"),
+    [
+        (Decision(approved=True), True),
+        (Decision(approved=True, args={"user_id": 7}), True),
+        (Decision(approved=False, reason="not today"), False),
+        (Decision(approved=False, response="USD 49"), False),
+    ],
+    ids=["approve", "edit", "reject", "respond"],
+)
+def test_a_step_a_human_approved_is_written_again_as_create_agent_writes_it(
+    monkeypatch: pytest.MonkeyPatch, answer: Decision, written: bool
+) -> None:
+    """``create_agent``'s ``HumanInTheLoopMiddleware`` writes the reviewed AI message again
+    once the human has answered, so a loop printing each ``values`` event's last message
+    prints it again on resume (before, the gate wrote nothing and such a loop printed one
+    message fewer). Under its own id it replaces itself: the conversation is unchanged, and
+    it keeps the model's own arguments, as LangChain's does. Where the human answered in
+    place of the tool, that answer is what comes next, as on ``create_agent``."""
+    monkeypatch.setattr(admit, "ask", lambda *_: answer)
+    parts = deps(require_approval=frozenset({"get_user_billing"}), on_reject="observe")
+    proposed = proposal(BILLING)
+    current = state(messages=[proposed["message"]], calls=proposed["calls"])
+    update = gate(current, saved(), deps=parts)
+    assert ("messages" in update) is written
+    if written:
+        assert update["messages"] == [proposed["message"]]
+    after = applied(current, update)
+    assert after["messages"] == current["messages"]  # nothing added: the same message
+    assert after["messages"][-1].tool_calls[0]["args"] == {"user_id": 42}
+
+
+def test_a_step_no_human_answered_writes_no_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admit, "ask", lambda *_: pytest.fail("asked"))
+    profile = proposal(("get_user_profile", {"user_id": 42}))
+    current = state(messages=[profile["message"]], calls=profile["calls"])
+    assert set(gate(current, saved(), deps=APPROVAL)) == {"step"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
@@ -23,7 +23,7 @@ from gated_react._engine.authority.records import Record
 from gated_react._engine.conversation.steps import ending, run_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.observability import agent_spans, gate_spans
-from gated_react.state import Step, dump
+from gated_react.state import Call, Step, dump
 from gated_react.stops import Stop
 
 
@@ -93,4 +93,23 @@ def gated(
     held = step.model_copy(update={"calls": calls})
     if linked.get("traceparent") is not None:
         held = held.model_copy(update={"traceparent": linked["traceparent"]})
-    return {"step": dump(held)}, records
+    update: dict[str, Any] = {"step": dump(held)}
+    if keeper.reviewed and all(keeper.reviewed):
+        update |= reviewed_message(messages, calls)
+    return update, records
+
+
+def reviewed_message(messages: Sequence[BaseMessage], calls: Sequence[Call]) -> dict[str, Any]:
+    """The step's AI message written again once a human approved its calls, as
+    ``create_agent``'s ``HumanInTheLoopMiddleware`` writes it after the answer, so a client
+    streaming the state sees the reviewed step before its results. Under its own id it
+    replaces itself: the conversation is unchanged, and keeps the model's own calls, as
+    LangChain's does (an edit's arguments are in the call's result). It decides nothing:
+    whether a call runs is its permit's business. Not written when a human rejected a call or
+    answered in place of the tool: that answer, the next message, is what LangChain writes
+    after the AI message there, and what such a client shows."""
+    ids = {call.id for call in calls}
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and ids & {c["id"] for c in message.tool_calls}:
+            return {"messages": [message]}
+    return {}

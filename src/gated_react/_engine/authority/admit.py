@@ -61,6 +61,9 @@ class Gatekeeper:
     ran: frozenset[str] = frozenset()
     """Calls (by id) the run's record says started: execute answers them from the record, or
     asks whether they ran; the gate asks no approval of them again."""
+    reviewed: list[bool] = field(default_factory=list)
+    """Each human answer taken in this pass: True for a call approved (as proposed or
+    edited), False for one the human rejected or answered in place of the tool."""
 
     def admit(self, call: Call, *, ask_here: bool = True) -> Call | Stop:
         """``call`` admitted (with its key, and edited arguments if a human edited them), or
@@ -76,6 +79,7 @@ class Gatekeeper:
         asks = call.tool in self.deps.policy.require_approval and ask_here and self._asks(call)
         if asks:
             decided = self._approve(call) if can_pause(self.config) else unavailable(call.tool)
+            self.reviewed.append(isinstance(decided, tuple))
             if not isinstance(decided, tuple):
                 return decided
             call, answer = decided

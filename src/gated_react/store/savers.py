@@ -6,9 +6,9 @@ server asks of a custom checkpointer (``langgraph dev`` warns when one is missin
 of its thread, so no checkpoint left behind replays writes from them.
 
 ``aprune``: ``"delete"`` (the server's ``"delete_all"`` too) removes the threads. ``"keep_latest"``
-is refused, as LangGraph's own Postgres saver refuses it for such threads: ``history``,
-``trace``, ``messages`` and ``seen`` are delta channels, whose latest value is rebuilt from the
-writes of earlier checkpoints, so keeping only the latest checkpoint would lose the run's record.
+is refused, as LangGraph's own Postgres saver refuses it for such threads: ``messages`` is a
+delta channel, whose latest value is rebuilt from the writes of earlier checkpoints, so keeping
+only the latest checkpoint would lose the conversation.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 DELETE = frozenset({"delete", "delete_all"})
 KEEP_LATEST = (
-    "keep_latest pruning is not supported: a gated-react thread's history, trace and messages "
-    "are delta channels, rebuilt from every earlier checkpoint's writes; delete the thread instead"
+    "keep_latest pruning is not supported: a gated-react thread's messages are a delta channel, "
+    "rebuilt from every earlier checkpoint's writes; delete the thread instead"
 )
 
 

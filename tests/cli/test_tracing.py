@@ -83,7 +83,7 @@ def test_a_resume_in_another_process_continues_the_conversation(
     roots = [s for s in spans if s["parent_id"] is None]
     assert [r["attributes"]["gated_react.status"] for r in roots] == ["paused", "ok"]
     # The resume linked its span to the one the store named (Phoenix keeps no links; the
-    # link itself is checked in memory in tests/_engine/test_tracing.py).
+    # link itself is checked in memory in tests/_engine/observability/test_tracing.py).
     assert first_stored.startswith(_ids(roots[0]))
     assert _stored_traceparent(state_dir, "ask-42").startswith(_ids(roots[1]))
     verdicts = [

@@ -18,11 +18,13 @@ except ImportError:  # a tree from before store/ (benchmarks.ab measures one as 
     from gated_react.checkpoint import open_checkpointer  # type: ignore[import-not-found,no-redef]
 
 POSTGRES_ENV = "GATED_REACT_BENCH_POSTGRES_URL"
+KEY = "benchmark-store-key-" + "0" * 44
 
 
 @contextlib.contextmanager
 def saver(kind: str, folder: Path | None = None) -> Iterator[Any]:
-    """A fresh checkpointer of ``kind`` (none | memory | sqlite | postgres)."""
+    """A fresh checkpointer of ``kind`` (none | memory | sqlite | sqlite-key | postgres);
+    ``sqlite-key`` signs every row with a store key (``KEY``)."""
     if kind == "none":
         yield None
     elif kind == "memory":
@@ -33,6 +35,12 @@ def saver(kind: str, folder: Path | None = None) -> Iterator[Any]:
             open_checkpointer(str(Path(tmp) / "runs.sqlite")) as sqlite_saver,
         ):
             yield sqlite_saver
+    elif kind == "sqlite-key":  # the same, every row signed and checked
+        with (
+            tempfile.TemporaryDirectory(dir=folder) as tmp,
+            open_checkpointer(str(Path(tmp) / "runs.sqlite"), key=KEY) as keyed,
+        ):
+            yield keyed
     elif kind == "postgres":  # the cluster in GATED_REACT_BENCH_POSTGRES_URL; each run a new thread
         url = postgres_url()
         if url is None:

@@ -17,7 +17,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import PrivateAttr
 
 from gated_react import Budget, Policy, build_graph
-from gated_react._engine.conversation.transcript import calls_shown
+try:
+    from gated_react._engine.conversation.transcript import calls_shown
+except ImportError:  # a tree from before the engine was grouped (--base)
+    from gated_react._engine.transcript import calls_shown  # type: ignore[no-redef]
 
 OBSERVATION_BYTES = 1000
 PEERS = ("ours", "create_agent", "create_react_agent", "floor", "plain_loop")

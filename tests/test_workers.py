@@ -198,11 +198,6 @@ def test_a_runs_context_travels_through_the_queue(pg_url: str) -> None:
     assert stored(pg_url, "ctx")["history"][0]["observation"] == "the run of u5"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src: audit.trace leaves out a budget extension whose record another process signed "
-    "with its own key (no store key): read outside the worker, the trace misses it",
-)
 @pytest.mark.postgres
 def test_a_spent_budget_asks_and_the_answer_travels_through_the_queue(
     pg_url: str, decisions: Path

@@ -88,8 +88,9 @@ async def _paid_once(client: LangGraphClient) -> tuple[str, str]:
 
 
 def test_rest_replay_without_a_command_stops_as_documented(server: DevServer) -> None:
-    """Control (holds): ``runs.wait(input=None, checkpoint_id=<before the gate>)`` stops
-    ``tool_outcome_unknown:pay``; 1 payment."""
+    """``runs.wait(input=None, checkpoint_id=<before the gate>)``: the replayed call is found
+    done in the run's record and answered with what it returned; the run ends ``success``
+    with 1 payment (a call found started but not done would stop ``tool_outcome_unknown``)."""
 
     async def scenario(client: LangGraphClient) -> Any:
         tid, old = await _paid_once(client)
@@ -97,7 +98,7 @@ def test_rest_replay_without_a_command_stops_as_documented(server: DevServer) ->
 
     before = len(_payments(server))
     out = drive(server, scenario)
-    assert out["stop_reason"] == "tool_outcome_unknown:pay"
+    assert out["stop_reason"] == "success"
     assert len(_payments(server)) - before == 1
 
 

@@ -84,7 +84,9 @@ def test_the_end_marks_the_call_that_caused_it() -> None:
     assert _dump([_permit("c1"), no_call]) == _dump([_permit("c1")])
 
 
-def test_a_budget_extended_is_traced_only_when_its_record_verifies() -> None:
+def test_a_budget_extended_is_traced_when_its_record_verifies_or_the_store_has_no_key() -> None:
+    """With a key, a record that does not verify is a forgery: not shown. Without one, every
+    record another process wrote is unverified: shown as recorded (it still raises no limit)."""
     grant = Extension(budget="max_steps", limit=12, was=8, spent=8, decision="approve", step=8)
     body = grant.model_dump(mode="json")
     forged = _rec(Kind.EXTENDED, "max_steps", signed=False, **body)
@@ -93,6 +95,7 @@ def test_a_budget_extended_is_traced_only_when_its_record_verifies() -> None:
     assert entry["extended"] == "max_steps 8 -> 12 (approve)"
     assert entry["tool"] == "max_steps"
     assert trace([_rec(Kind.EXTENDED, "max_steps", **body)])[0].step == grant.step
+    assert [e.extended for e in trace([forged], unkeyed=True)] == ["max_steps 8 -> 12 (approve)"]
 
 
 def _step(call_id: str, tool: str, content: str, *, ok: bool = True, **args: Any) -> list[Any]:

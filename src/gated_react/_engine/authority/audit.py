@@ -21,9 +21,12 @@ from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
 
 
-def trace(records: Sequence[Record]) -> list[TraceEntry]:
+def trace(records: Sequence[Record], unkeyed: bool = False) -> list[TraceEntry]:
     """The audit log of a run, from its record: a call is ``ok`` once it ran and returned (a
-    call let through that never finished is not), or a human answered in its place."""
+    call let through that never finished is not), or a human answered in its place. A budget
+    extension is shown when its record verifies or, in a store without a key (``unkeyed``: no
+    other process's record can verify there), as recorded; only a verified one raises a limit
+    (``spend.Tally``)."""
     entries: dict[str, TraceEntry] = {}
     order: list[str] = []
     for rec in records:
@@ -41,7 +44,7 @@ def trace(records: Sequence[Record]) -> list[TraceEntry]:
         elif rec.kind is Kind.DONE and call in entries:
             ok = bool(body.get("ok"))
             entries[call] = entries[call].model_copy(update={"ok": ok, "error": _error(body, ok)})
-        elif rec.kind is Kind.EXTENDED and rec.verified:
+        elif rec.kind is Kind.EXTENDED and (rec.verified or unkeyed):
             key = f"extended:{rec.seq}"
             entries[key] = entry(Extension.model_validate(body))
             order.append(key)

@@ -91,7 +91,10 @@ def shape(
     derived = {
         "answer": audit.answer(out),
         "history": [e.model_dump(mode="json") for e in audit.history(out["messages"])],
-        "trace": [e.model_dump(mode="json", exclude_none=True) for e in audit.trace(book.records, book.tally.unkeyed)],
+        "trace": [
+            e.model_dump(mode="json", exclude_none=True)
+            for e in audit.trace(book.records, book.tally.unkeyed)
+        ],
         "usage": book.tally.usage().model_dump(mode="json"),
     }
     return cast(

@@ -35,7 +35,7 @@ from gated_react._engine.compat.middleware_admission import REFUSED, SAME, admit
 
 from ...support.middleware_fakes import FakeToolModel, replies
 
-TABLE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "chat.md"
+TABLE = Path(__file__).resolve().parents[3] / "docs" / "guides" / "chat.md"
 
 
 @tool

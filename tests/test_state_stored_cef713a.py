@@ -10,7 +10,6 @@ import asyncio
 import json
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from .snapshots.make_cef713a_stores import (
     SQLITE,
     THREADS,
     TOOLS,
+    restore,
     summary,
 )
 from .support.cli import invoke
@@ -61,8 +61,7 @@ def store(
         yield str(tmp_path / "runs.sqlite")
         return
     url = request.getfixturevalue("pg_url")
-    restore = ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMP), url]
-    subprocess.run(restore, check=True, capture_output=True)
+    restore(url)
     yield url
 
 

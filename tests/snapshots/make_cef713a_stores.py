@@ -149,6 +149,12 @@ def _compact(store: Path) -> None:
     Path(f"{store}.locks").unlink(missing_ok=True)
 
 
+def restore(url: str) -> None:
+    """The Postgres store (``store-cef713a.sql``) loaded into the empty database at ``url``."""
+    load = ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(DUMP), url]
+    subprocess.run(load, check=True, capture_output=True)
+
+
 def main(argv: list[str]) -> None:
     if importlib.util.find_spec("gated_react._engine.authority") is not None:
         sys.exit("run this with the code of cef713a (see the docstring)")

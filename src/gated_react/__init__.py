@@ -118,6 +118,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed package's, e.g. "0.1.0"
+        from gated_react.release import package_version
+
+        return package_version()
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'gated_react' has no attribute {name!r}")

@@ -61,6 +61,27 @@ class MisroutedStep(GatedReactError, RuntimeError):
         self.node = node
 
 
+class StrandedThread(MisroutedStep):
+    """A thread a release before 0.1.0 left paused or killed inside a step: the step it was in
+    was never recorded, so no answer can continue it (what its last call did is unknown).
+    Refused before anything is written; a new message (or goal) starts a new run on it."""
+
+    def __init__(self, thread_id: str, node: str) -> None:
+        line = f"{stranded_line(thread_id, node)}; nothing ran and the thread is unchanged"
+        GatedReactError.__init__(self, line)
+        self.node, self.thread_id = node, thread_id
+
+
+def stranded_line(thread_id: str, node: str) -> str:
+    """What a person reads of a thread a release before 0.1.0 left in a step."""
+    unknown = "; whether its last tool call ran is unknown" if node == "execute" else ""
+    return (
+        f"thread {thread_id!r} was left at {node} by gated-react before 0.1.0, which recorded "
+        f"no step to continue{unknown}: no answer can continue it; send a new message (or "
+        "goal) to start a new run on it, e.g. ask its question again"
+    )
+
+
 def causes(exc: BaseException, depth: int = 8) -> Iterator[BaseException]:
     """``exc`` and what it was raised from or during, nearest first (at most ``depth``):
     libraries wrap a driver's error (procrastinate's ``ConnectorException`` carries psycopg's)."""

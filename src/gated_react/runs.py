@@ -9,7 +9,7 @@ its ``id``; ``status`` is ``"paused"`` while there are any.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -19,8 +19,9 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 
 from gated_react._engine.authority import audit
 from gated_react._engine.authority.ledger import Book, ledger_for
+from gated_react._engine.conversation.steps import stranded
 from gated_react.answers import UNUSABLE_ANSWER
-from gated_react.errors import GatedReactError, one_line
+from gated_react.errors import GatedReactError, StrandedThread, one_line, stranded_line
 from gated_react.state import CHANNELS, RESULT_KEYS, Question, RunResult, ThreadResult
 from gated_react.stops import ended_status
 from gated_react.store.locks import athread_lock, thread_lock
@@ -169,14 +170,37 @@ def questions(interrupts: Sequence[Interrupt]) -> list[Question]:
 
 
 def from_snapshot(
-    snapshot: StateSnapshot, thread_id: str, book: Book | None = None
+    snapshot: StateSnapshot,
+    thread_id: str,
+    book: Book | None = None,
+    stored: Mapping[str, Any] | None = None,
 ) -> ThreadResult:
-    """The result shape of a stored thread (``book``: its latest run's record)."""
+    """The result shape of a stored thread (``book``: its latest run's record; ``stored``: its
+    checkpoint's channels, to say so of a thread no answer can continue)."""
     pending = questions(snapshot.interrupts)
     ended = book is not None and book.tally.ended is not None
-    return shape(
+    out = shape(
         snapshot.values, thread_id, pending, book, unfinished=bool(snapshot.next) and not ended
     )
+    left = None if stored is None else stranded(stored, snapshot.next)
+    if left is None:
+        return out
+    return cast(ThreadResult, {**out, "message": stranded_line(thread_id, left)})
+
+
+def stored_channels(graph: Graph, snapshot: StateSnapshot) -> Mapping[str, Any]:
+    """The channels of the checkpoint ``snapshot`` shows, the private ones too (empty when
+    nothing is left to run)."""
+    saver = saver_of(graph)
+    found = saver.get_tuple(snapshot.config) if saver is not None and snapshot.next else None
+    return {} if found is None else found.checkpoint["channel_values"]
+
+
+async def astored_channels(graph: Graph, snapshot: StateSnapshot) -> Mapping[str, Any]:
+    """Async ``stored_channels``."""
+    saver = saver_of(graph)
+    found = await saver.aget_tuple(snapshot.config) if saver is not None and snapshot.next else None
+    return {} if found is None else found.checkpoint["channel_values"]
 
 
 def _from_output(graph: Graph, output: dict[str, Any], thread_id: str) -> ThreadResult:
@@ -279,7 +303,13 @@ def _resume_input(graph: Graph, answer: Any) -> Command[Any] | None:
     return Command(resume=answer)
 
 
-def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any, question: str | None) -> bool:
+def _settled(
+    snapshot: StateSnapshot,
+    thread_id: str,
+    answer: Any,
+    question: str | None,
+    stored: Mapping[str, Any],
+) -> bool:
     """Whether resuming would run nothing: the run ended, or it waits for an answer (and none
     is given)."""
     if not snapshot.values:
@@ -289,6 +319,7 @@ def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any, question: str
     if has_ended(snapshot) or (snapshot.interrupts and answer is NO_ANSWER):
         return True
     if answer is NO_ANSWER:
+        _continuable(snapshot, thread_id, stored)
         return False
     # LangGraph would keep an answer for the next question the run asks, e.g. whether to
     # repeat a payment after a crash: a stale or repeated approval must not answer that.
@@ -296,7 +327,16 @@ def _settled(snapshot: StateSnapshot, thread_id: str, answer: Any, question: str
         raise NotWaiting(thread_id)
     if question is not None and question not in _asked_as(snapshot.interrupts):
         raise NotWaiting(thread_id, question)
+    _continuable(snapshot, thread_id, stored)
     return False
+
+
+def _continuable(snapshot: StateSnapshot, thread_id: str, stored: Mapping[str, Any]) -> None:
+    """Refuses a thread no answer can continue before LangGraph writes the answer (and the
+    node's failure) beside its checkpoint: a refusal leaves the store as it was."""
+    left = stranded(stored, snapshot.next)
+    if left is not None:
+        raise StrandedThread(thread_id, left)
 
 
 def _asked_as(interrupts: Sequence[Interrupt]) -> set[str]:
@@ -350,8 +390,10 @@ def resume(
     config = config_for(thread_id)
     with thread_lock(saver_of(graph), thread_id):
         snapshot = graph.get_state(config)
-        if _settled(snapshot, thread_id, answer, question):
-            return from_snapshot(snapshot, thread_id, run_book(saver_of(graph), thread_id))
+        stored = stored_channels(graph, snapshot)
+        if _settled(snapshot, thread_id, answer, question, stored):
+            book = run_book(saver_of(graph), thread_id)
+            return from_snapshot(snapshot, thread_id, book, stored)
         output = _advance(graph, _resume_input(graph, answer), config, on_update, context)
         return _from_output(graph, output, thread_id)
 
@@ -387,9 +429,10 @@ async def aresume(
     config = config_for(thread_id)
     async with athread_lock(saver_of(graph), thread_id):
         snapshot = await graph.aget_state(config)
-        if _settled(snapshot, thread_id, answer, question):
+        stored = await astored_channels(graph, snapshot)
+        if _settled(snapshot, thread_id, answer, question, stored):
             book = await arun_book(saver_of(graph), thread_id)
-            return from_snapshot(snapshot, thread_id, book)
+            return from_snapshot(snapshot, thread_id, book, stored)
         output = await _aadvance(graph, _resume_input(graph, answer), config, on_update, context)
         return await _afrom_output(graph, output, thread_id)
 
@@ -399,7 +442,8 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
     snapshot = graph.get_state(config_for(thread_id))
     if not snapshot.values:
         raise UnknownThread(thread_id)
-    return from_snapshot(snapshot, thread_id, run_book(saver_of(graph), thread_id))
+    book = run_book(saver_of(graph), thread_id)
+    return from_snapshot(snapshot, thread_id, book, stored_channels(graph, snapshot))
 
 
 def run_context(graph: Graph, thread_id: str) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ import pytest
 from gated_react import open_checkpointer, read
 from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make_app
 
+from ..snapshots.make_cef713a_stores import restore
 from ..support.cli import invoke
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI
@@ -243,3 +244,27 @@ def test_a_worker_killed_inside_a_payment_without_approval_stops_the_run(
     shown = invoke("show", PAYING, "--db", pg_url)
     assert "tool_outcome_unknown:pay" in shown.stdout, shown.output
     assert len(payments.read_text().splitlines()) == 1  # paid once, reported as possibly paid
+
+
+@pytest.mark.postgres
+def test_an_answer_to_a_run_an_old_release_left_paused_is_refused_not_retried(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A store of the release before 0.1.0 (cef713a): its paused run has no step to continue.
+    The answer's job ends ``refused`` at its first try with the line that says what to do, and
+    the thread is as it was."""
+    restore(pg_url)
+    install_queue(pg_url)
+    with open_checkpointer(pg_url) as saver:
+        before = read(graph_for({}, saver), "paused")
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_resume(app, "paused", {"approved": True}, question=before["pending"][0]["id"])
+    with fleet(pg_url, ASKING, 1, tmp_path) as workers:
+        until(lambda: _statuses(pg_url) == ["succeeded"], "the answer's job ended")
+    [ended] = _ends(workers)
+    assert ended["outcome"] == "refused"
+    assert "left at gate by gated-react before 0.1.0" in ended["error"]
+    assert "ask its question again" in ended["error"]
+    with open_checkpointer(pg_url) as saver:
+        assert read(graph_for({}, saver), "paused") == before

@@ -5,14 +5,13 @@ runs by, and the package version. Built once per graph: it is the same for every
 from __future__ import annotations
 
 import math
-from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from gated_react._engine.execution.call_keys import short_hash
 from gated_react._engine.model.pricing import Pricer
 from gated_react.policy import Policy
 from gated_react.redact import redact_url, secrets_of
+from gated_react.release import package_version
 from gated_react.state import RunContext
 from gated_react.state.calls import canonical_json
 
@@ -32,7 +31,7 @@ def run_context(model: Any, policy: Policy, pricer: Pricer) -> RunContext:
         policy=fields,
         policy_hash=short_hash(canonical_json(fields)),
         priced_by=pricer.source,
-        version=_version(),
+        version=package_version(),
     )
 
 
@@ -69,13 +68,3 @@ def _base_url(model: Any) -> str | None:
         if isinstance(value, str) and value:
             return redact_url(value, *secrets_of(model))
     return None
-
-
-@cache
-def _version() -> str:
-    """Read once per process (a package's metadata takes milliseconds; a worker builds a graph
-    per job)."""
-    try:
-        return version("gated-react")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"

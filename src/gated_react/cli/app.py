@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -26,6 +26,7 @@ from gated_react.cli.exits import CliError, Exit, say_error
 from gated_react.errors import exception_line
 from gated_react.records import RecordError
 from gated_react.records.store import store_failure
+from gated_react.release import package_version
 
 _HELP = """A ReAct agent in which the model proposes and a policy decides.
 
@@ -90,6 +91,26 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"gated-react {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    """A ReAct agent in which the model proposes and a policy decides."""
+
+
 app.command("run")(run.run_command)
 app.command("resume")(resume.resume_command)
 app.command("runs")(runs.runs_command)

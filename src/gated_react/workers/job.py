@@ -22,6 +22,7 @@ from typing import Any
 import procrastinate
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
+from gated_react.errors import StrandedThread
 from gated_react.records.queue import answer_refused
 from gated_react.runs import (
     NO_ANSWER,
@@ -113,6 +114,9 @@ async def _advance(graph: Graph, thread_id: str, asked: _Asked, *, attempts: int
         # a call that try began (asked again under approval, else tool_outcome_unknown).
         job.note("resumed", _TAKEN_BEFORE)
         result = await aresume(graph, thread_id, on_update=watch, context=context)
+    except StrandedThread as stranded:  # left in a step by an old release: no try can continue it
+        job.refuse(str(stranded))
+        return str(stranded)
     return _status(job.done(result))
 
 

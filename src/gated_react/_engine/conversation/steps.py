@@ -3,7 +3,7 @@ writes that go with a message."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that u
     from gated_react._engine.deps import NodeDeps
 
 _ENDS = ("status", "stop_reason", "message")
+STEPPED = frozenset({"validate", "gate", "execute", "observe", "finish", "stop"})
+"""The nodes that take the step in hand: every node but ``decide``, which makes it."""
 
 
 def step_of(state: Mapping[str, Any], node: str) -> Step:
@@ -37,6 +39,15 @@ def step_of(state: Mapping[str, Any], node: str) -> Step:
         return Step.model_validate(found)
     except ValidationError:
         raise MisroutedStep(node, "with a step that is not one (edited or damaged)") from None
+
+
+def stranded(values: Mapping[str, Any], nodes: Sequence[str]) -> str | None:
+    """The first of ``nodes`` (those left to run) that would take a step the thread does not
+    hold: a thread a release before 0.1.0 left paused or killed in a step, which it kept in
+    channels read no more. None when every node left can run."""
+    if values.get("step"):
+        return None
+    return next((node for node in nodes if node in STEPPED), None)
 
 
 def run_step(

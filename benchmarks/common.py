@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import PrivateAttr
 
 from gated_react import Budget, Policy, build_graph
+
 try:
     from gated_react._engine.conversation.transcript import calls_shown
 except ImportError:  # a tree from before the engine was grouped (--base)

@@ -60,5 +60,5 @@ def test_pruning_deletes_the_threads(tmp_path: Path, strategy: str) -> None:
 
 
 def test_keep_latest_is_refused_with_the_reason(tmp_path: Path) -> None:
-    with pytest.raises(NotImplementedError, match="delta channels"):
+    with pytest.raises(NotImplementedError, match="a delta channel"):
         asyncio.run(_pruned(f"sqlite:///{tmp_path}/runs.sqlite", "keep_latest"))

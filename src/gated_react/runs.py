@@ -58,7 +58,10 @@ class ThreadExists(GatedReactError, ValueError):
     """A new run was asked for on a thread that already holds one."""
 
     def __init__(self, thread_id: str) -> None:
-        super().__init__(f"thread {thread_id!r} already holds a run; resume it instead")
+        super().__init__(
+            f"thread {thread_id!r} already holds a run; resume it, follow it up with a new "
+            "message on the thread (from Python or a chat client), or start another thread"
+        )
 
 
 def saver_of(graph: Graph) -> BaseCheckpointSaver[Any] | None:

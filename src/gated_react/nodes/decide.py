@@ -36,7 +36,7 @@ from gated_react._engine.conversation.turns import (
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model.model_errors import classify
-from gated_react._engine.observability import tracing
+from gated_react._engine.observability import agent_spans, tracing
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
 from gated_react.state import dump
@@ -314,8 +314,10 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     if reply.tool_calls and len(named) == len(reply.tool_calls):  # validate names them alike
         calls = [dict(c, id=a.id) for c, a in zip(reply.tool_calls, named, strict=True)]
         reply = reply.model_copy(update={"tool_calls": calls})
-    # the step's calls are the reply's, named by validate: none are kept from the step before
-    step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None})
+    # the step's calls are the reply's, named by validate: none are kept from the step before;
+    # it carries this invocation's trace context, for the next one on the thread to link to
+    linked = agent_spans.carry(deps.spans, opened.step.traceparent, config)
+    step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None} | linked)
     update = plan.update | {"step": dump(step)}
     rewritten = _rewritten(opened.messages, called.rewritten)
     if rewritten:

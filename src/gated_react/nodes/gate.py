@@ -22,7 +22,7 @@ from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
 from gated_react._engine.conversation.steps import ending, run_step
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.observability import agent_spans, gate_spans
+from gated_react._engine.observability import gate_spans
 from gated_react.state import Call, Step, dump
 from gated_react.stops import Stop
 
@@ -89,11 +89,7 @@ def gated(
             return ending(step, checked, call.id, keeper.step), extended
         calls.append(checked)
     records = [*keeper.held.records(place.thread, step.run), *keeper.records]
-    linked = agent_spans.carry(deps.spans, step.traceparent, config)
-    held = step.model_copy(update={"calls": calls})
-    if linked.get("traceparent") is not None:
-        held = held.model_copy(update={"traceparent": linked["traceparent"]})
-    update: dict[str, Any] = {"step": dump(held)}
+    update: dict[str, Any] = {"step": dump(step.model_copy(update={"calls": calls}))}
     if keeper.reviewed and all(keeper.reviewed):
         update |= reviewed_message(messages, calls)
     return update, records

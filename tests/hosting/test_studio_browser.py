@@ -51,7 +51,7 @@ QUESTIONS: list[dict[str, Any]] = [
 ]
 DETAILS = {"edit": {"user_id": 7}, "reject": "not today"}
 SAID = "Here is what the tools said: "
-REJECTED = "I stopped before finishing (tool_rejected:get_user_billing)"
+REJECTED = "I didn't use get_user_billing: a reviewer turned it down."
 BUTTONS = ["approve", "edit", "reject"]
 
 

@@ -77,7 +77,7 @@ def helpers_us_per_step(rounds: int = 20_000) -> float:
     from gated_react.state import Call
 
     spans, config = agent_spans.AgentSpans(Labels()), {"callbacks": None}
-    call = Call(step=1, tool="lookup", args={"record": 1}, key="k")
+    call = Call(id="c1", tool="lookup", args={"record": 1}, key="k")
     started = time.process_time()
     for _ in range(rounds):
         for _ in range(3):

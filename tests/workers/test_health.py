@@ -258,3 +258,40 @@ def test_a_real_workers_probe_answers_past_40_idle_connections(pg_url: str, tmp_
         finally:
             for conn in silent:
                 conn.close()
+
+
+def _served(probe: Health) -> Iterator[str]:
+    server = probe.serve("127.0.0.1", 0)
+    try:
+        yield "http://{}:{}".format(*server.server_address[:2])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_readyz_asks_the_store_an_idle_worker_has_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: an idle worker answered 200 through a whole store outage (no connection of its
+    had failed yet). Nothing listens on the store's port here: not ready, and why."""
+    monkeypatch.setattr(log, "_LOST", {})
+    down = f"postgresql://postgres@127.0.0.1:{_closed_port()}/gone"
+    for url in _served(Health("worker-idle", store=down)):
+        status, body = _get(url + "/readyz")
+        assert status == 503
+        assert "store" in json.loads(body)["lost"]
+        assert _get(url + "/healthz")[0] == 200  # alive: only not ready
+
+
+@pytest.mark.postgres
+def test_readyz_is_ready_when_the_store_answers(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log, "_LOST", {})
+    for url in _served(Health("worker-up", store=pg_url)):
+        status, body = _get(url + "/readyz")
+        assert (status, json.loads(body)["lost"]) == (200, {})

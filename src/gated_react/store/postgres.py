@@ -60,3 +60,22 @@ def pg_kwargs() -> dict[str, Any]:
         "prepare_threshold": 0,
         "connect_timeout": 10,
     }
+
+
+def unreachable(target: str, seconds: float) -> str | None:
+    """Why the Postgres server at ``target`` cannot be used now (one line), or None when it
+    answers a query within ``seconds``: what a readiness probe asks, since a connection an idle
+    process holds is found closed only when it is next used."""
+    import psycopg
+
+    from gated_react.errors import exception_line
+
+    millis = int(seconds * 1000)
+    try:
+        with psycopg.connect(
+            target, connect_timeout=max(int(seconds), 1), options=f"-c statement_timeout={millis}"
+        ) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # any failure to reach or query it is the answer
+        return exception_line(exc, target)
+    return None

@@ -2,8 +2,10 @@
 
 ``GET /healthz``  200 while the worker's event loop turns (it beats every second), else 503:
                   a worker stuck in a blocking call is dead to its jobs; restart it.
-``GET /readyz``   200 when alive and no connection is lost (``worker_log.connection_lost``
-                  until ``reconnected``), else 503: the worker waits for its store.
+``GET /readyz``   200 when alive, no connection is lost (``worker_log.connection_lost``
+                  until ``reconnected``) and the store answers a query now (``PROBE_SECONDS``;
+                  an idle worker's connections are found closed only when next used), else
+                  503: the worker waits for its store.
 ``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight; runs
                   ended (by stop reason), model tokens, cost and call latency, tool calls
                   (by outcome); the store's questions waiting and queue, read at each scrape
@@ -29,6 +31,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from gated_react.store.postgres import unreachable
 from gated_react.workers import log as worker_log
 from gated_react.workers.health_server import (
     IDLE_SECONDS,
@@ -40,6 +43,8 @@ from gated_react.workers.metrics import RunMetrics, StoreBacklog
 
 BEAT_SECONDS = 1.0
 """How often the worker's loop says it is alive."""
+PROBE_SECONDS = 3.0
+"""How long ``/readyz`` waits for the store to answer."""
 
 
 class Health:
@@ -53,6 +58,7 @@ class Health:
         self.stalled_after = stalled_after
         self.registry = CollectorRegistry()
         self.runs = RunMetrics(self.registry)
+        self.store = store
         if store is not None:
             self.registry.register(StoreBacklog(store))
         self.done = Counter(
@@ -125,6 +131,10 @@ class Health:
             return 200, CONTENT_TYPE_LATEST, await asyncio.to_thread(generate_latest, self.registry)
         if path in ("/healthz", "/readyz"):
             state = self.state()
+            if path == "/readyz" and state["ready"] and self.store is not None:
+                why = await asyncio.to_thread(unreachable, self.store, PROBE_SECONDS)
+                if why is not None:
+                    state |= {"ready": False, "lost": {"store": why}}
             good = state["alive" if path == "/healthz" else "ready"]
             return 200 if good else 503, "application/json", json.dumps(state).encode()
         return 404, "text/plain", b"not found: /healthz, /readyz, /metrics\n"

@@ -89,6 +89,42 @@ def test_a_tool_error_never_carries_the_key_or_a_password(
     tally.count("secret checks: tool errors")
 
 
+@tool
+def stream_the_key(user_id: int) -> str:
+    """Look up a user, streaming progress (this one streams the environment's key)."""
+    import os
+
+    from langgraph.config import get_stream_writer
+
+    key = os.environ["OPENAI_API_KEY"]
+    get_stream_writer()({"progress": f"calling with {key}", "key": key})
+    return "done"
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_a_tool_streaming_the_key_through_get_stream_writer_streams_it_masked(
+    monkeypatch: pytest.MonkeyPatch, twin: str
+) -> None:
+    """Before: ``ToolRuntime.stream_writer`` masked the model's key, but the writer LangGraph's
+    ``get_stream_writer()`` hands a tool streamed it raw in ``custom`` mode."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEYS[1])
+    script = [tool_call("stream_the_key", user_id=42), Reply(content="Done.")]
+    with FakeOpenAI(script) as server:
+        settings = Settings(OPENAI_BASE_URL=server.base_url, OPENAI_MAX_RETRIES=0)  # type: ignore[call-arg]
+        graph = build_graph(chat_model(settings), [stream_the_key])
+        asked = {"goal": "Look up user 42."}
+        if twin == "sync":
+            chunks = list(graph.stream(asked, stream_mode="custom"))
+        else:
+
+            async def collect() -> list[Any]:
+                return [c async for c in graph.astream(asked, stream_mode="custom")]
+
+            chunks = asyncio.run(collect())
+    assert chunks == [{"progress": "calling with ***", "key": "***"}]
+    tally.count("secret checks: streamed")
+
+
 STORE_URLS = [
     f"postgresql://app:{PASSWORD}@127.0.0.1:1/runs",
     f"postgres://app:{PASSWORD}@127.0.0.1:1/runs?connect_timeout=2",

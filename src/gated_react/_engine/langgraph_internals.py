@@ -91,6 +91,13 @@ def runtime_of(config: RunnableConfig) -> Runtime[Any]:
     return found if isinstance(found, Runtime) else Runtime()
 
 
+def with_runtime(config: RunnableConfig, runtime: Runtime[Any]) -> RunnableConfig:
+    """``config`` with ``runtime`` in place of its own: what ``get_runtime()`` and
+    ``get_stream_writer()`` return inside a call made with it."""
+    conf = {**config.get("configurable", {}), CONFIG_KEY_RUNTIME: runtime}
+    return cast(RunnableConfig, {**config, "configurable": conf})
+
+
 def narrow_routes(
     graph: CompiledStateGraph[Any, Any, Any, Any],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:

@@ -31,6 +31,7 @@ from gated_react._engine.authority.run_once import Plan, planned
 from gated_react._engine.conversation.steps import run_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
+from gated_react._engine.execution.injection import masked_config
 from gated_react._engine.observability import tracing
 from gated_react.state import Call
 
@@ -99,6 +100,7 @@ async def aexecute(
 
 def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
     call, started = calls[index], time.monotonic()
+    config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.invoke, deps.tools[call.tool], _args(deps, call, config),
@@ -116,6 +118,7 @@ def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfi
 
 async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
     call, started = calls[index], time.monotonic()
+    config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.ainvoke, deps.tools[call.tool], _args(deps, call, config),

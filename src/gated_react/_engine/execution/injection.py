@@ -25,6 +25,7 @@ from gated_react._engine.langgraph_internals import (
     injected_tool_call,
     runtime_of,
     tool_state,
+    with_runtime,
 )
 from gated_react.redact import masked_in
 
@@ -101,6 +102,17 @@ def _copied(state: Any) -> Any:
         for key, value in state.items()
         if key not in ("step", "goal")
     }  # fmt: skip
+
+
+def masked_config(config: RunnableConfig, secrets: tuple[str, ...]) -> RunnableConfig:
+    """``config`` for a tool's invocation: its runtime's stream writer masks the model's keys,
+    so what a tool streams through ``get_stream_writer()`` is masked as its ``ToolRuntime``'s
+    writer is (``custom`` mode)."""
+    if not secrets:
+        return config
+    runtime = runtime_of(config)
+    writer = _masking(runtime.stream_writer, secrets)
+    return with_runtime(config, runtime.override(stream_writer=writer))
 
 
 def _masking(writer: Callable[[Any], None], secrets: tuple[str, ...]) -> Callable[[Any], None]:

@@ -63,3 +63,14 @@ def test_a_gate_stop_has_no_refused_branch() -> None:
     """Calls the gate settled (refused and shown, answered by a human) go to execute, which
     answers them; only a stop leaves the step."""
     assert set(routing.AFTER_GATE) == {"allowed", "stop"}
+
+
+@pytest.mark.parametrize("written", ["garbage", 5, ["calls"], None])
+def test_a_step_written_as_anything_is_routed_never_raised(written: object) -> None:
+    """Before: ``update_state`` with a step that is not a mapping raised ``AttributeError`` in
+    a router (a traceback from the state API); the node routed to refuses it in one line."""
+    held: Any = {"step": written}
+    assert routing.after_decide(held) == "reply"
+    assert routing.after_validate(held) == "retry"
+    assert routing.after_gate(held) == "allowed"
+    assert routing.after_observe(held) == "next"

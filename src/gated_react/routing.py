@@ -33,7 +33,10 @@ class Route(TypedDict, total=False):
 
 
 def _step(state: Route) -> dict[str, Any]:
-    return state.get("step") or {}
+    # a step written through the state API may be anything: a router only routes (the node it
+    # routes to refuses a step it cannot read, in one line)
+    found = state.get("step")
+    return found if isinstance(found, dict) else {}
 
 
 def after_decide(state: Route) -> AfterDecide:

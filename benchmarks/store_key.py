@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Stat, build, ratio, run_input, timed
+from benchmarks.stores import KEY
 from gated_react.store import signed
 from gated_react.store.checkpointer import open_checkpointer
 
-KEY = "benchmark-store-key-" + "0" * 44
 DURABILITIES = ("sync", "async", "exit")
 
 

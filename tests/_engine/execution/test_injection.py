@@ -309,3 +309,15 @@ def test_a_tool_span_records_the_models_arguments_only(monkeypatch: pytest.Monke
     shown = " ".join(str(v) for s in spans for v in (s.attributes or {}).values())
     assert "secret-user" not in shown
     assert "ToolRuntime" not in shown
+
+
+def test_a_writer_masking_the_keys_already_is_not_wrapped_again() -> None:
+    """execute's config carries a masking writer; the ToolRuntime built from it masks once."""
+    from gated_react._engine.execution.injection import _masking
+
+    seen: list[Any] = []
+    once = _masking(seen.append, ("sk-1",))
+    assert _masking(once, ("sk-1",)) is once
+    assert _masking(once, ("sk-2",)) is not once  # other keys: masked too
+    once({"k": "sk-1"})
+    assert seen == [{"k": "***"}]

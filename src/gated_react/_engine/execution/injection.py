@@ -115,12 +115,20 @@ def masked_config(config: RunnableConfig, secrets: tuple[str, ...]) -> RunnableC
     return with_runtime(config, runtime.override(stream_writer=writer))
 
 
+@dataclass(frozen=True, slots=True)
+class _Masking:
+    """A stream writer masking the model's keys in whatever a tool streams (``custom`` mode)."""
+
+    writer: Callable[[Any], None]
+    secrets: tuple[str, ...]
+
+    def __call__(self, chunk: Any) -> None:
+        self.writer(masked_in(chunk, self.secrets))
+
+
 def _masking(writer: Callable[[Any], None], secrets: tuple[str, ...]) -> Callable[[Any], None]:
-    """``writer``, masking the model's keys in whatever a tool streams (``custom`` mode)."""
-    if not secrets:
+    """``writer``, masking ``secrets``; as it is when it masks them already (execute's config
+    carries a masking writer, and the ``ToolRuntime`` built from it must not mask twice)."""
+    if not secrets or (isinstance(writer, _Masking) and writer.secrets == secrets):
         return writer
-
-    def write(chunk: Any) -> None:
-        writer(masked_in(chunk, secrets))
-
-    return write
+    return _Masking(writer, secrets)

@@ -234,7 +234,7 @@ def _plan(
         plan.done = plan.update | ending(opened.step, over)
         return plan
     plan.left = plan.held.budget.max_seconds - usage.seconds
-    plan.meter.began = time.monotonic()
+    plan.meter.began, plan.meter.read = time.monotonic(), book
     plan.meter.deadline = plan.meter.began + plan.left
     if plan.left <= 0:
         plan.done = plan.update | ending(opened.step, out_of_time(plan, usage.seconds))

@@ -80,6 +80,23 @@ def test_a_call_is_recorded_before_it_is_made_and_when_it_returns() -> None:
     assert usage.estimated_tokens == 0
 
 
+def test_the_first_call_is_checked_against_the_record_the_decision_read_and_later_ones_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A decision reads the run's record before its first call: that call does not read it a
+    second time; a call a hook makes after it reads what was recorded since."""
+    meter = _meter(**PRICED)
+    ledger, reads = meter.place.ledger, []
+    meter.read = ledger.book("t1", QUESTION_ID)
+    after = ledger.backend.after
+    monkeypatch.setattr(ledger.backend, "after", lambda *a: reads.append(a) or after(*a))
+    meter.call(_reply, ASKED)
+    assert reads == []
+    meter.call(_reply, ASKED)
+    assert len(reads) == 1
+    assert _usage(meter).steps == 2
+
+
 def test_a_call_that_raised_keeps_its_estimate() -> None:
     meter = _meter(**PRICED)
 

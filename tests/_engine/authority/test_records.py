@@ -5,6 +5,7 @@ holds, which a process that continues the thread after a crash does not have."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react.store.checkpointer import open_checkpointer
-from gated_react.store.key import StoreKey
+from gated_react.store.key import StoreKey, record_text
 
 from ...support.helpers import as_another_process
 
@@ -48,9 +49,22 @@ def test_a_record_verifies_under_the_key_that_signed_it_and_no_other() -> None:
 )
 def test_a_change_to_any_field_breaks_the_signature(field: str, value: Any) -> None:
     key = StoreKey(KEY)
+    changed = dataclasses.replace(PERMIT.signed(key), **{field: value})
+    assert not _read_back(changed).checked(key).verified
+
+
+def _read_back(record: Record) -> Record:
+    """``record`` as a reader gets it from its row: the body read from the text stored."""
+    return dataclasses.replace(record, text=record_text(record.body))
+
+
+def test_a_record_stored_with_its_keys_in_another_order_still_verifies() -> None:
+    """Rows written before the text was stored sorted hold the body in the order it was made."""
+    key = StoreKey(KEY)
     signed = PERMIT.signed(key)
-    changed = dataclasses.replace(signed, **{field: value})
-    assert not changed.checked(key).verified
+    unsorted = json.dumps(dict(reversed(list(PERMIT.body.items()))), separators=(",", ":"))
+    assert unsorted != signed.text
+    assert dataclasses.replace(signed, text=unsorted).checked(key).verified
 
 
 def test_what_the_ledger_adds_is_not_signed() -> None:

@@ -24,7 +24,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine.authority.budgets import Limits, check_before_step
-from gated_react._engine.authority.ledger import Place
+from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.held import Held
 from gated_react._engine.deadline import DeadlinePassed
@@ -81,6 +81,10 @@ class Meter:
     spent: all of the seconds the budget had left)."""
     attempt: tuple[Record, float] | None = None
     """The attempt under way: its ``model`` record and when it started."""
+    read: Book | None = None
+    """The run's record as the decision read it just before its first call (no record it
+    wrote since counts as spend): that call is checked against it, every later one against
+    the record read again."""
 
     def call(
         self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
@@ -147,11 +151,13 @@ class Meter:
 
     def before(self, messages: Sequence[BaseMessage]) -> Record:
         """The record of a call about to be made; ``BudgetSpent`` if the budgets say no."""
-        book = self.place.ledger.book(self.place.thread, self.run)
+        book = self.read or self.place.ledger.book(self.place.thread, self.run)
+        self.read = None
         return self._opened(book.tally.usage(), messages)
 
     async def abefore(self, messages: Sequence[BaseMessage]) -> Record:
-        book = await self.place.ledger.abook(self.place.thread, self.run)
+        book = self.read or await self.place.ledger.abook(self.place.thread, self.run)
+        self.read = None
         return self._opened(book.tally.usage(), messages)
 
     def _opened(self, usage: Any, messages: Sequence[BaseMessage]) -> Record:

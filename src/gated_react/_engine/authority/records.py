@@ -18,7 +18,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-from gated_react.store.key import StoreKey, record_digest
+from gated_react.store.key import StoreKey, record_digest, record_text
 
 
 class Kind(StrEnum):
@@ -62,25 +62,34 @@ class Record:
     mac: str = ""
     seq: int = 0
     verified: bool = False
+    text: str = field(default="", compare=False, repr=False)
+    """The body as JSON with sorted keys (``record_text``), once signed or read: what the
+    signature covers, and what the database holds."""
 
-    def digest(self) -> bytes:
-        return record_digest(self.thread, self.run, self.kind, self.key, body=self.body, at=self.at)
+    def digest(self, text: str | None = None) -> bytes:
+        body = self.body if text is None else text
+        return record_digest(self.thread, self.run, self.kind, self.key, body=body, at=self.at)
 
     def signed(self, key: StoreKey) -> Record:
-        return self.stored(mac=key.sign(self.digest()), verified=True)
+        text = record_text(self.body)
+        return self.stored(mac=key.sign(self.digest(text)), verified=True, text=text)
 
     def checked(self, key: StoreKey) -> Record:
-        return self.stored(verified=key.holds(self.digest(), self.mac))
+        """Whether the signature holds: over the text as read (the body was read from it),
+        else over the body's sorted JSON (a row stored with its keys in another order)."""
+        held = bool(self.text) and key.holds(self.digest(self.text), self.mac)
+        return self.stored(verified=held or key.holds(self.digest(), self.mac))
 
     def stored(
-        self, *, mac: str | None = None, seq: int | None = None, verified: bool | None = None
-    ) -> Record:
+        self, *, mac: str | None = None, seq: int | None = None, verified: bool | None = None,
+        text: str | None = None,
+    ) -> Record:  # fmt: skip
         """This record with the ledger's fields set (``dataclasses.replace`` walks every field
         in Python; a step stores five records)."""
         return Record(
             self.thread, self.run, self.kind, self.key, self.body, self.at,
             self.mac if mac is None else mac, self.seq if seq is None else seq,
-            self.verified if verified is None else verified,
+            self.verified if verified is None else verified, self.text if text is None else text,
         )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ class is matched only if its module is already loaded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gated_react._engine.authority.records import Kind, Record
+from gated_react.store.key import record_text
 from gated_react.store.rows import RECORDS, record_body
 
 TABLE = RECORDS
@@ -60,17 +62,17 @@ class Dialect:
     insert: str
     claim: str
     after: str
-    about: str
     last_run: str
     forget: str
-    keys: Callable[[list[str]], Any]
-    """A list of keys as the one parameter ``about`` compares a column with."""
+    among: Callable[[int], str]
+    """How ``about`` compares a column with n keys."""
+    keys: Callable[[list[str]], tuple[Any, ...]]
+    """Keys as the parameters of one such comparison."""
 
     @classmethod
     def made(
-        cls, *, mark: str, seq: str, real: str, among: str, setup: tuple[str, ...],
-        **rest: Any,
-    ) -> Dialect:  # fmt: skip
+        cls, *, mark: str, seq: str, real: str, setup: tuple[str, ...], **rest: Any
+    ) -> Dialect:
         def sql(text: str) -> str:
             return text.replace("%s", mark)
 
@@ -79,32 +81,36 @@ class Dialect:
             insert=sql(f"{_INSERT} RETURNING seq"),
             claim=sql(f"{_INSERT} ON CONFLICT DO NOTHING RETURNING seq"),
             after=sql(f"{_READ} WHERE thread_id = %s AND run = %s AND seq > %s ORDER BY seq"),
-            about=sql(f"{_READ} WHERE key {among} OR call_id {among} ORDER BY seq"),
             last_run=sql(f"SELECT run FROM {TABLE} WHERE thread_id = %s ORDER BY seq DESC LIMIT 1"),
             forget=sql(f"DELETE FROM {TABLE} WHERE thread_id = %s RETURNING seq"),
             **rest,
         )
 
 
+_MARKS = 64
+"""Keys compared as parameters of their own (a statement per count, each kept by sqlite3's
+statement cache; a JSON list costs SQLite half as much again); more go as one JSON list."""
+_JSON_KEYS = "IN (SELECT value FROM json_each(?))"
+
 SQLITE = Dialect.made(
     mark="?",
     seq="INTEGER PRIMARY KEY AUTOINCREMENT",  # never reused, even after the newest row goes
     real="REAL",
-    among="IN (SELECT value FROM json_each(?))",
+    among=lambda n: f"IN ({','.join('?' * n)})" if n <= _MARKS else _JSON_KEYS,
     setup=(),  # BEGIN IMMEDIATE: one creator at a time
     exists=f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{TABLE}'",
     thread_lock=None,  # one writer at a time already
-    keys=json.dumps,
+    keys=lambda keys: tuple(keys) if len(keys) <= _MARKS else (json.dumps(keys),),
 )
 POSTGRES = Dialect.made(
     mark="%s",
     seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     real="DOUBLE PRECISION",
-    among="= ANY(%s)",
+    among=lambda _: "= ANY(%s)",
     setup=(_PG_SETUP_LOCK,),  # concurrent CREATE ... IF NOT EXISTS can fail on Postgres
     exists=f"SELECT to_regclass('{TABLE}') IS NOT NULL",
     thread_lock=_PG_THREAD_LOCK,
-    keys=list,
+    keys=lambda keys: (keys,),
 )
 
 
@@ -121,6 +127,8 @@ class Plan(Generic[T]):
 
 def _values(row: Any) -> tuple[Any, ...]:
     """A row's values in column order (the Postgres savers' cursors make dicts, SQLite tuples)."""
+    if type(row) is tuple:  # SQLite's rows; checked first: a Mapping check costs far more
+        return row
     return tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
 
 
@@ -131,20 +139,23 @@ def _first(rows: list[Any]) -> Any:
 def _stored(record: Record) -> tuple[Any, ...]:
     call = record.body.get("call")
     call = call if isinstance(call, str) else None  # what ``about`` finds a record by too
-    body = json.dumps(record.body, separators=(",", ":"), ensure_ascii=True)
+    body = record.text or record_text(record.body)
     return (record.thread, record.run, record.kind.value, record.key, call, body,
             float(record.at), record.mac)  # fmt: skip
 
 
-_KINDS = frozenset(Kind)
+_KINDS = {kind.value: kind for kind in Kind}
 
 
 def _records(rows: list[Any]) -> list[Record]:
     found = []
     for row in rows:
-        seq, thread, run, kind, key, _, body, at, mac = _values(row)
-        if kind in _KINDS:  # a kind this version does not know says nothing it could act on
-            found.append(Record(thread, run, Kind(kind), key, record_body(body), at, mac, seq))
+        seq, thread, run, kind, key, _, text, at, mac = _values(row)
+        known = _KINDS.get(kind)
+        if known is not None:  # a kind this version does not know says nothing it could act on
+            text = text if isinstance(text, str) else ""
+            found.append(Record(thread, run, known, key, record_body(text), at, mac, seq,
+                                False, text))  # fmt: skip
     return found
 
 
@@ -190,7 +201,12 @@ def _about(d: Dialect, keys: Sequence[str]) -> Plan[list[Record]]:
     unique = list(dict.fromkeys(keys))
     if not unique:
         return Plan("about", (), lambda _: [])
-    return _read("about", d.about, (d.keys(unique), d.keys(unique)))
+    return _read("about", _about_sql(d, len(unique)), (*d.keys(unique), *d.keys(unique)))
+
+
+@functools.lru_cache(maxsize=64)
+def _about_sql(d: Dialect, count: int) -> str:
+    return f"{_READ} WHERE key {d.among(count)} OR call_id {d.among(count)} ORDER BY seq"
 
 
 def _last_run(d: Dialect, thread: str) -> Plan[str | None]:

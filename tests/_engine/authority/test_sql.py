@@ -178,6 +178,34 @@ async def test_every_method_round_trips(where: Where) -> None:
 
 
 @in_loop
+async def test_the_ledger_that_signed_a_row_refuses_it_edited(
+    where: Where, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row read back exactly as this ledger signed it needs no second HMAC; one edited in
+    between (any column the signature covers, or another row's signature copied) is checked,
+    and refused."""
+    async with opened(where) as saver:
+        ledger = Twin(Ledger(backend_for(saver), KEY), where.is_async)  # type: ignore[arg-type]
+        await ledger.append([record(Kind.PERMIT, f"k{i}", call=f"c{i}") for i in range(5)])
+        edits = [
+            'body = \'{"call":"c1","tool":"x"}\' WHERE key = \'k1\'',
+            "at = at + 1 WHERE key = 'k2'",
+            "run = 'r2' WHERE key = 'k3'",
+            f"mac = (SELECT mac FROM {TABLE} WHERE key = 'k0') WHERE key = 'k4'",
+        ]
+        for edit in edits:
+            sql(where.url, f"UPDATE {TABLE} SET {edit}")
+        checked, check = [], Record.checked
+        monkeypatch.setattr(Record, "checked", lambda r, k: checked.append(r.key) or check(r, k))
+        read = (await ledger.book("t1", "r1")).records
+        assert checked == ["k1", "k2", "k4"]
+        assert [(r.key, r.verified) for r in read] == [
+            ("k0", True), ("k1", False), ("k2", False), ("k4", False)
+        ]  # fmt: skip
+        assert [r.verified for r in (await ledger.book("t1", "r2")).records] == [False]
+
+
+@in_loop
 async def test_records_are_found_by_any_number_of_keys(where: Where) -> None:
     """One key, a few, and more than are compared one parameter each (a reply of many calls)."""
     async with opened(where) as saver:

@@ -34,6 +34,15 @@ def test_valid_json_action_is_the_steps_call() -> None:
     assert "retry" not in _step(retried)  # a valid reply ends the reminders
 
 
+def test_a_reply_that_became_calls_is_not_carried_on() -> None:
+    """Its calls are in the conversation (decide wrote them) and in the step: the nodes after
+    validate would each store the reply again for nothing."""
+    reply = {"id": "r", "text": '{"kind": "tool", "name": "get_user_profile", "args": {}}'}
+    assert "reply" not in _step(validate(state(reply=reply), deps=deps(protocol="json")))
+    final = {"id": "r", "text": '{"kind": "final", "answer": "done"}'}
+    assert _step(validate(state(reply=final), deps=deps(protocol="json")))["reply"]["id"] == "r"
+
+
 def test_invalid_reply_stops_by_default() -> None:
     update = validate(state(reply={"text": '{"kind": "maybe"}'}), deps=deps(protocol="json"))
     assert _step(update)["ending"]["reason"] == "invalid_action:bad_kind"

@@ -68,7 +68,9 @@ def validate(state: ValidateChannels, *, deps: NodeDeps) -> dict[str, Any]:
         return {"step": dump(step.model_copy(update={"answer": answer, "retry": None}))}
     named, _ = with_ids(tool_actions(action), reply)
     calls = [Call(id=str(a.id), tool=a.name, args=a.args) for a in named]
-    return {"step": dump(step.model_copy(update={"calls": calls, "retry": None}))}
+    # the reply is the conversation's now (decide wrote its calls): the nodes after read the
+    # calls, and each would store the reply again
+    return {"step": dump(step.model_copy(update={"calls": calls, "retry": None, "reply": None}))}
 
 
 def rejected(step: Step, err: ActionError, deps: NodeDeps) -> dict[str, Any]:

@@ -43,7 +43,8 @@ class Step(StrictModel):
     run: str
     """The run it belongs to: the id of the human message the run answers."""
     reply: Reply | None = None
-    """The model's latest reply (decide -> validate -> finish)."""
+    """The model's latest reply (decide -> validate; kept to finish when it is the answer,
+    dropped when it became calls: they are in ``calls`` and the conversation)."""
     retry: Retry | None = None
     """Set while a malformed reply is retried with a reminder."""
     calls: list[Call] = Field(default_factory=list)

@@ -58,7 +58,7 @@ def test_success_answers_the_call_and_records_what_it_returned_and_its_time() ->
     after, config, parts = _gated("get_user_profile", {"user_id": 42})
     update = execute(after, config, deps=parts)
     shown = '{"user": {"id": 42, "name": "Anna", "country": "US", "tier": "pro"}}'
-    assert _outcome(update) == {"ok": True, "text": shown}
+    assert _outcome(update) == {"ok": True, "text": ""}  # the text is the conversation's
     (message,) = update["messages"]
     assert (message.tool_call_id, message.status, message.text) == ("c1", "success", shown)
     assert ending(update) is None

@@ -40,7 +40,8 @@ class Outcome(StrictModel):
     ok: bool
     """True when the tool ran and returned (and said nothing of an error)."""
     text: str = ""
-    """What the model was shown (the answer, when the call returns directly)."""
+    """What the model was shown, for a ``return_direct`` tool (the run's answer); empty for
+    any other (the conversation holds it)."""
 
 
 class Call(StrictModel):

@@ -186,7 +186,10 @@ class Plan:
             content, artifact, ok = why.message, None, False
         text = content if isinstance(content, str) else tool_results.record(content)
         self.records.append(self.done(call, text, ok=ok, why=why, seconds=seconds))
-        outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if ok else "")
+        # the text is the answer only of a return_direct tool; for any other it is in the
+        # conversation already, and the step would store it again at every node
+        direct = ok and call.tool in deps.direct
+        outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if direct else "")
         self.calls[self.calls.index(call)] = call.model_copy(update={"outcome": outcome})
         answer = result(call.tool, call.id, content, ok=ok, artifact=artifact)
         return _as_edited(call, answer, text), why

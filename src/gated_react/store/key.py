@@ -105,8 +105,12 @@ def framed_digest(*parts: bytes | str) -> bytes:
 def stored_json(value: Any) -> bytes:
     """JSON as the savers store it (SQLite writes metadata exactly so), keys sorted: Postgres'
     JSONB does not keep their order."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return text.encode("utf-8", "ignore")
+    return _STORED.encode(value).encode("utf-8", "ignore")
+
+
+# ``json.dumps`` with these options, made once: every checkpoint a keyed store writes encodes
+# its metadata and versions so, and ``json.dumps`` would build a new encoder for each.
+_STORED = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 # ---- what is signed ----

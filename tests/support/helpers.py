@@ -14,6 +14,7 @@ from langgraph.graph import END, START, StateGraph, add_messages
 from gated_react import Policy, build_graph
 from gated_react._engine.authority import ledger as ledgers
 from gated_react._engine.authority import records
+from gated_react._engine.authority.backends import MemoryBackend
 from gated_react._engine.deps import NodeDeps
 from gated_react.protocols import PROTOCOLS
 from gated_react.runs import result_of
@@ -82,7 +83,7 @@ def as_another_process() -> None:
         if isinstance(saver, BaseCheckpointSaver):
             vars(saver).pop(ledgers._ATTRIBUTE, None)
     ledgers._LAST[0] = (lambda: None, ledgers._UNSAVED)
-    ledgers._UNSAVED = ledgers.Ledger(ledgers.MemoryBackend(ledgers.UNSAVED_RUNS))
+    ledgers._UNSAVED = ledgers.Ledger(MemoryBackend(ledgers.UNSAVED_RUNS))
 
 
 class Outer(TypedDict):

@@ -20,7 +20,7 @@ RecordRow = tuple[int, str, str, str, str, dict[str, Any], float, str]
 """A stored run record: seq, thread, run, kind, key, body, when, signature (``mac``)."""
 
 RECORDS = "gated_react_records"
-"""The table of the run records (``_engine/authority/sql.py``), in the saver's own database.
+"""The table of the run records (``_engine/authority/statements.py``), in the saver's own database.
 A graph run as a subgraph keeps its records under ``<thread>|<namespace>``: ``owners``."""
 _RECORD_ROWS = f"SELECT seq, thread_id, run, kind, key, body, at, mac FROM {RECORDS}"
 Run = Callable[..., int]

@@ -1,10 +1,9 @@
-"""Where records live (``MemoryBackend``) and how a run's are read (``Ledger``, ``Book``): in
-order, one run at a time, claimed at most once per call key, found by key or call id in any
-thread, and read incrementally: a check at step 300 reads only what is new since step 299."""
+"""How a run's records are read (``Ledger``, ``Book``): incrementally (a check at step 300
+reads only what is new since step 299), each counted once, and from the ledger of the saver a
+node runs under."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +11,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react._engine.authority import ledger as ledgers
-from gated_react._engine.authority.ledger import Ledger, MemoryBackend, Place, ledger_for
+from gated_react._engine.authority.backends import MemoryBackend
+from gated_react._engine.authority.ledger import Ledger, Place, ledger_for
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.langgraph_internals import (
     CONFIG_KEY_CHECKPOINT_NS,
@@ -29,92 +29,6 @@ def _rec(thread: str, run: str, kind: Kind, key: str, **body: Any) -> Record:
 
 def _keys(records: Sequence[Record]) -> list[str]:
     return [r.key for r in records]
-
-
-def test_records_are_numbered_in_order_and_read_one_run_after_a_number() -> None:
-    backend = MemoryBackend()
-    seqs = backend.insert([
-        _rec("t", "r1", Kind.OPENED, "r1"),
-        _rec("t", "r2", Kind.OPENED, "r2"),
-        _rec("u", "r1", Kind.OPENED, "r1"),
-        _rec("t", "r1", Kind.PERMIT, "k1", call="c1"),
-        _rec("t", "r1", Kind.DONE, "k1", call="c1"),
-    ])  # fmt: skip
-    assert seqs == [1, 2, 3, 4, 5]
-    assert [r.seq for r in backend.after("t", "r1", 0)] == [1, 4, 5]
-    assert [r.seq for r in backend.after("t", "r1", 1)] == [4, 5]
-    assert [r.seq for r in backend.after("t", "r1", 4)] == [5]
-    assert backend.after("t", "r1", 5) == []
-    assert backend.after("t", "nope", 0) == []
-    assert backend.last_run("t") == "r1"
-    assert backend.last_run("u") == "r1"
-    assert backend.last_run("v") is None
-    backend.insert([_rec("t", "r2", Kind.ENDED, "r2")])
-    assert backend.last_run("t") == "r2"
-
-
-def test_a_call_key_is_claimed_once() -> None:
-    backend = MemoryBackend()
-    first = _rec("t", "r", Kind.STARTED, "k1", call="c1")
-    assert backend.claim(first) == 1
-    assert backend.claim(first) is None
-    assert backend.claim(_rec("u", "r9", Kind.STARTED, "k1", call="c9")) is None  # any thread
-    assert backend.claim(_rec("t", "r", Kind.STARTED, "k2", call="c2")) == 2
-    done = backend.insert([_rec("t", "r", Kind.DONE, "k1", call="c1")])
-    assert done == [3]
-    assert backend.claim(first) is None  # done is no release: the call ran
-
-
-def test_of_many_threads_claiming_one_key_at_once_exactly_one_wins() -> None:
-    backend, won = MemoryBackend(), []
-    start = threading.Barrier(16)
-
-    def claim(n: int) -> None:
-        start.wait()
-        won.append(backend.claim(_rec("t", "r", Kind.STARTED, "pay-once", call=f"c{n}")))
-
-    workers = [threading.Thread(target=claim, args=(n,)) for n in range(16)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert sorted(won, key=lambda seq: seq or 0) == [None] * 15 + [1]
-
-
-def test_records_are_found_by_key_or_call_id_in_any_thread_once_each() -> None:
-    backend = MemoryBackend()
-    backend.insert([
-        _rec("t", "r", Kind.PERMIT, "k1", call="c1"),
-        _rec("copy", "r", Kind.STARTED, "k-copy", call="c1"),  # a copied thread keeps ids
-        _rec("t", "r", Kind.PERMIT, "k2", call="c2"),
-        _rec("t", "r", Kind.DONE, "k1", call="c1"),
-    ])  # fmt: skip
-    assert [r.seq for r in backend.about(["k1"])] == [1, 4]
-    assert [r.seq for r in backend.about(["c1"])] == [1, 2, 4]
-    assert [r.seq for r in backend.about(["k1", "c1", "k1"])] == [1, 2, 4]  # each once, in order
-    assert [r.seq for r in backend.about(["k2", "c9"])] == [3]
-    assert backend.about([]) == []
-
-
-def test_a_backend_of_unsaved_runs_keeps_the_newest_runs_only() -> None:
-    backend = MemoryBackend(runs=2)
-    for run in ("r1", "r2", "r3"):
-        backend.insert([_rec("t", run, Kind.PERMIT, f"k-{run}", call=f"c-{run}")])
-    assert backend.after("t", "r1", 0) == []
-    assert _keys(backend.after("t", "r2", 0)) == ["k-r2"]
-    assert backend.about(["k-r1", "c-r1"]) == []  # its keys go with it
-    assert backend.claim(_rec("t", "r1", Kind.STARTED, "k-r1")) is not None
-
-
-def test_a_thread_forgotten_leaves_the_others() -> None:
-    backend = MemoryBackend()
-    backend.insert([_rec("t", "r", Kind.PERMIT, "k1", call="c1"),
-                    _rec("u", "r", Kind.PERMIT, "k2", call="c2")])  # fmt: skip
-    assert backend.forget("t") == 1
-    assert backend.after("t", "r", 0) == []
-    assert backend.about(["k1", "c1"]) == []
-    assert _keys(backend.about(["k2"])) == ["k2"]
-    assert backend.last_run("t") is None
 
 
 class Counting(MemoryBackend):

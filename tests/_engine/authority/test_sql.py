@@ -28,9 +28,11 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
-from gated_react._engine.authority.ledger import Ledger, MemoryBackend, ledger_for
+from gated_react._engine.authority.backends import MemoryBackend
+from gated_react._engine.authority.ledger import Ledger, ledger_for
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.authority.sql import TABLE, SqlBackend, backend_for
+from gated_react._engine.authority.sql import SqlBackend, backend_for
+from gated_react._engine.authority.statements import TABLE
 from gated_react.store.checkpointer import (
     StoreURL,
     aopen_checkpointer,

@@ -10,6 +10,11 @@ floor and ``create_agent`` are counted in the same run, so every ratio is of cou
 ``--base`` counts ours from another ``src`` folder too (the version before: ``git archive main
 src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
 can change while it counts). Slow: a 300-step run takes minutes under valgrind.
+
+Counts agree to within 0.1% on a quiet machine, but not on a loaded one: the threads of a run
+(LangGraph's background writes, the calls' worker threads) then interleave otherwise, and
+their waits cost other amounts (a floor counted while the test suite ran came to 7.3 M a step,
+10.7 M quiet). ``--repeat N`` takes the median of N counts of each figure.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,12 +76,18 @@ def count(src: str | None, peer: str, steps: int, config: str) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+def counted(src: str | None, peer: str, steps: int, config: str, repeat: int) -> float:
+    """The median of ``repeat`` counts (see the module's doc: a loaded machine moves them)."""
+    return statistics.median(count(src, peer, steps, config) for _ in range(max(repeat, 1)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions", description=__doc__)
     parser.add_argument("--base", help="the src folder of the version before")
     parser.add_argument("--head", help="the src folder of the version after (default: installed)")
     parser.add_argument("--config", nargs="*", default=["memory:async:invoke"])
     parser.add_argument("--steps", type=int, nargs="*", default=[10, 30, 100, 300])
+    parser.add_argument("--repeat", type=int, default=1, help="counts per figure (the median)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
@@ -88,9 +100,10 @@ def main() -> None:
         per_step: dict[tuple[str, str, int], float] = {}
         for version, src in peers:
             peer = version if version in ("floor", "create_agent") else "ours"
-            built = count(src, peer, 0, config)
+            built = counted(src, peer, 0, config, args.repeat)
             for steps in args.steps:
-                per_step[version, config, steps] = (count(src, peer, steps, config) - built) / steps
+                ran = counted(src, peer, steps, config, args.repeat)
+                per_step[version, config, steps] = (ran - built) / steps
         for steps in args.steps:
             floor = per_step["floor", config, steps]
             agent = per_step["create_agent", config, steps]

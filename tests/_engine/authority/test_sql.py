@@ -211,9 +211,7 @@ async def test_the_ledger_that_signed_a_row_refuses_it_edited(
 async def test_records_are_found_by_any_number_of_keys(where: Where) -> None:
     """One key, a few, and more than are compared one parameter each (a reply of many calls)."""
     async with opened(where) as saver:
-        backend = backend_for(saver)
-        assert isinstance(backend, SqlBackend)
-        twin = Twin(backend, where.is_async)
+        twin = Twin(backend_for(saver), where.is_async)
         seqs = await twin.insert([record(Kind.DONE, f"k{i}", call=f"c{i}") for i in range(300)])
         for count in (1, 3, 64, 65, 300):
             keys = [f"k{i}" for i in range(0, count, 2)] + [f"c{i}" for i in range(1, count, 2)]

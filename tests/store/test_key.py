@@ -6,6 +6,8 @@ async. Without a key nothing changes, and the copy attack still works (shown bel
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -373,3 +375,12 @@ def test_what_is_signed_is_what_earlier_releases_signed() -> None:
     body = {"call": "c", "args": {"b": [1, 2.5], "a": "é"}}
     record = record_digest("t", "q", "permit", "k", body=body, at=1e9 + 0.25)
     assert record.hex() == "becd1844ceb41939d678f799e188d6b6748300a4f6111399f36de2b7a545d6f7"
+
+
+def test_a_key_is_copied_and_pickled_as_its_keys() -> None:
+    """A saver holding a key may be copied (its HMACs, set up once, cannot be)."""
+    key = StoreKey(["k" * 32, "o" * 32])
+    digest = b"d" * 32
+    for copied in (copy.deepcopy(key), copy.copy(key), pickle.loads(pickle.dumps(key))):
+        assert copied.sign(digest) == key.sign(digest)
+        assert copied.signer(digest, StoreKey("o" * 32).sign(digest)) == 1  # the older key

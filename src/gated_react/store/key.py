@@ -59,6 +59,9 @@ class StoreKey:
         # a tag's cost, and every record and checkpoint is tagged or checked)
         self._macs = tuple(hmac.new(k, digestmod=hashlib.sha256) for k in encoded)
 
+    def __reduce__(self) -> tuple[type[StoreKey], tuple[list[bytes]]]:
+        return StoreKey, (list(self._keys),)  # copied or pickled as its keys (HMACs are not)
+
     def __repr__(self) -> str:  # never the keys themselves
         return f"StoreKey(<{len(self._keys)} keys>)"
 

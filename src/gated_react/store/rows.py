@@ -57,8 +57,10 @@ class Dialect(Protocol):
 
 
 def record_body(text: str) -> dict[str, Any]:
-    """A record's stored body; one that is not a JSON object (edited with SQL) reads as empty,
-    and its record's signature then fails."""
+    """A record's stored body; one that is not a JSON object, or not text (edited with SQL),
+    reads as empty, and its record's signature then fails."""
+    if not isinstance(text, str):
+        return {}
     try:
         body = json.loads(text)
     except ValueError:

@@ -208,6 +208,19 @@ async def test_the_ledger_that_signed_a_row_refuses_it_edited(
 
 
 @in_loop
+async def test_what_a_ledger_reads_back_is_the_row_not_the_object_it_signed(where: Where) -> None:
+    """A body changed in this process after its record was signed changes nothing read back."""
+    async with opened(where) as saver:
+        ledger = Twin(Ledger(backend_for(saver), KEY), where.is_async)  # type: ignore[arg-type]
+        body: dict[str, Any] = {"call": "c1", "tool": "pay", "args": {"to": "ann"}}
+        await ledger.append([Record("t1", "r1", Kind.PERMIT, "k1", body)])
+        body["args"]["to"] = "mallory"
+        (read,) = (await ledger.book("t1", "r1")).records
+        assert read.verified
+        assert read.body == {"call": "c1", "tool": "pay", "args": {"to": "ann"}}
+
+
+@in_loop
 async def test_records_are_found_by_any_number_of_keys(where: Where) -> None:
     """One key, a few, and more than are compared one parameter each (a reply of many calls)."""
     async with opened(where) as saver:

@@ -133,7 +133,9 @@ class Ledger:
             with self._lock:
                 mine = self._signed.pop(record.mac, None)
             if mine is not None and _as_signed(mine, record):
-                checked.append(mine.stored(seq=record.seq))
+                # the row's own record (its body read from the text signed), not the one held
+                # here: what passes on is what the store holds
+                checked.append(record.stored(verified=True))
             else:
                 checked.append(record.checked(self.key))
         return checked

@@ -197,8 +197,8 @@ async def test_the_ledger_that_signed_a_row_refuses_it_edited(
         ]
         for edit in edits:
             sql(where.url, f"UPDATE {TABLE} SET {edit}")
-        checked, check = [], Record.checked
-        monkeypatch.setattr(Record, "checked", lambda r, k: checked.append(r.key) or check(r, k))
+        checked, check = [], Record.holds
+        monkeypatch.setattr(Record, "holds", lambda r, k: checked.append(r.key) or check(r, k))
         read = (await ledger.book("t1", "r1")).records
         assert checked == ["k1", "k2", "k4"]
         assert [(r.key, r.verified) for r in read] == [
@@ -218,6 +218,7 @@ async def test_what_a_ledger_reads_back_is_the_row_not_the_object_it_signed(wher
         (read,) = (await ledger.book("t1", "r1")).records
         assert read.verified
         assert read.body == {"call": "c1", "tool": "pay", "args": {"to": "ann"}}
+        assert read.text == ""  # checked: the book keeps the body alone
 
 
 @in_loop

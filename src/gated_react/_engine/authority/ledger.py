@@ -135,9 +135,12 @@ class Ledger:
             if mine is not None and _as_signed(mine, record):
                 # the row's own record (its body read from the text signed), not the one held
                 # here: what passes on is what the store holds
-                checked.append(record.stored(verified=True))
+                verified = True
             else:
-                checked.append(record.checked(self.key))
+                verified = record.holds(self.key)
+            # the text was for the check: a book keeps the body alone (a result may be 20,000
+            # characters, and a book a run's every record)
+            checked.append(record.stored(verified=verified, text=""))
         return checked
 
     def _book(self, thread: str, run: str) -> Book:

@@ -75,11 +75,15 @@ class Record:  # step makes a dozen; nothing changes one (``stored`` makes the l
         text = record_text(self.body)
         return self.stored(mac=key.sign(self.digest(text)), verified=True, text=text)
 
-    def checked(self, key: StoreKey) -> Record:
+    def holds(self, key: StoreKey) -> bool:
         """Whether the signature holds: over the text as read (the body was read from it),
         else over the body's sorted JSON (a row stored with its keys in another order)."""
-        held = bool(self.text) and key.holds(self.digest(self.text), self.mac)
-        return self.stored(verified=held or key.holds(self.digest(), self.mac))
+        if self.text and key.holds(self.digest(self.text), self.mac):
+            return True
+        return key.holds(self.digest(), self.mac)
+
+    def checked(self, key: StoreKey) -> Record:
+        return self.stored(verified=self.holds(key))
 
     def stored(
         self, *, mac: str | None = None, seq: int | None = None, verified: bool | None = None,

@@ -91,7 +91,7 @@ def test_a_budget_extended_is_traced_when_its_record_verifies_or_the_store_has_n
     body = grant.model_dump(mode="json")
     forged = _rec(Kind.EXTENDED, "max_steps", signed=False, **body)
     assert _dump([forged]) == []
-    (entry,) = _dump([_rec(Kind.EXTENDED, "max_steps", **body).checked(KEY)])
+    (entry,) = _dump([_rec(Kind.EXTENDED, "max_steps", **body)])
     assert entry["extended"] == "max_steps 8 -> 12 (approve)"
     assert entry["tool"] == "max_steps"
     assert trace([_rec(Kind.EXTENDED, "max_steps", **body)])[0].step == grant.step

@@ -98,7 +98,7 @@ def test_a_ledger_signs_what_it_stores_and_checks_what_it_reads() -> None:
     assert ledger.claim(Record("t", "r", Kind.STARTED, "k1", {"call": "c1"}))
     assert not ledger.claim(Record("t", "r", Kind.STARTED, "k1", {"call": "c1"}))
     (started,) = [r for r in backend.about(["k1"]) if r.kind is Kind.STARTED]
-    assert started.checked(KEY).verified
+    assert started.holds(KEY)
 
 
 def test_one_ledger_per_saver_and_one_for_graphs_without_one() -> None:

@@ -28,10 +28,10 @@ def test_a_record_verifies_under_the_key_that_signed_it_and_no_other() -> None:
     signed = PERMIT.signed(StoreKey(KEY))
     assert signed.verified
     assert signed.mac
-    assert signed.checked(StoreKey(KEY)).verified
-    assert not signed.checked(StoreKey(OTHER)).verified
-    assert not signed.checked(process_key()).verified
-    assert not PERMIT.checked(StoreKey(KEY)).verified  # never signed
+    assert signed.holds(StoreKey(KEY))
+    assert not signed.holds(StoreKey(OTHER))
+    assert not signed.holds(process_key())
+    assert not PERMIT.holds(StoreKey(KEY))  # never signed
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_a_record_verifies_under_the_key_that_signed_it_and_no_other() -> None:
 def test_a_change_to_any_field_breaks_the_signature(field: str, value: Any) -> None:
     key = StoreKey(KEY)
     changed = dataclasses.replace(PERMIT.signed(key), **{field: value})
-    assert not _read_back(changed).checked(key).verified
+    assert not _read_back(changed).holds(key)
 
 
 def _read_back(record: Record) -> Record:
@@ -64,38 +64,38 @@ def test_a_record_stored_with_its_keys_in_another_order_still_verifies() -> None
     signed = PERMIT.signed(key)
     unsorted = json.dumps(dict(reversed(list(PERMIT.body.items()))), separators=(",", ":"))
     assert unsorted != signed.text
-    assert dataclasses.replace(signed, text=unsorted).checked(key).verified
+    assert dataclasses.replace(signed, text=unsorted).holds(key)
 
 
 def test_what_the_ledger_adds_is_not_signed() -> None:
     """The store's sequence number is the backend's to give; it is not part of the digest."""
     key = StoreKey(KEY)
-    assert dataclasses.replace(PERMIT.signed(key), seq=42).checked(key).verified
+    assert dataclasses.replace(PERMIT.signed(key), seq=42).holds(key)
 
 
 def test_the_body_is_signed_as_json_whatever_the_order_of_its_keys() -> None:
     key = StoreKey(KEY)
     body = dict(reversed(list(PERMIT.body.items())))
     assert list(body) != list(PERMIT.body)
-    assert dataclasses.replace(PERMIT.signed(key), body=body).checked(key).verified
+    assert dataclasses.replace(PERMIT.signed(key), body=body).holds(key)
 
 
 def test_keys_rotate_the_first_signs_and_an_older_still_verifies() -> None:
     by_old = PERMIT.signed(StoreKey(OLD))
-    assert by_old.checked(StoreKey([KEY, OLD])).verified
+    assert by_old.holds(StoreKey([KEY, OLD]))
     by_both = PERMIT.signed(StoreKey([KEY, OLD]))
-    assert by_both.checked(StoreKey(KEY)).verified
-    assert not by_both.checked(StoreKey(OLD)).verified
+    assert by_both.holds(StoreKey(KEY))
+    assert not by_both.holds(StoreKey(OLD))
 
 
 def test_the_process_key_is_one_per_process_and_never_the_next_ones() -> None:
     first = process_key()
     assert process_key() is first
     signed = PERMIT.signed(first)
-    assert signed.checked(process_key()).verified
+    assert signed.holds(process_key())
     as_another_process()
     assert process_key() is not first
-    assert not signed.checked(process_key()).verified
+    assert not signed.holds(process_key())
 
 
 def test_without_a_store_key_a_ledger_signs_with_the_process_key(tmp_path: Path) -> None:
@@ -104,9 +104,9 @@ def test_without_a_store_key_a_ledger_signs_with_the_process_key(tmp_path: Path)
         ledger.append([PERMIT])
         (stored,) = ledger.book("t1", "q-1").records
     assert stored.verified
-    assert stored.checked(process_key()).verified
+    assert stored.holds(process_key())
     as_another_process()  # the row stays in the database; the key that signed it is gone
-    assert not stored.checked(process_key()).verified
+    assert not stored.holds(process_key())
 
 
 @pytest.mark.parametrize("key", [KEY, None], ids=["store-key", "no-key"])
@@ -118,7 +118,7 @@ def test_what_another_process_reads_verifies_only_under_a_store_key(
         ledger_for(saver).append([PERMIT])
         (stored,) = ledger_for(saver).book("t1", "q-1").records
         assert stored.verified
-        assert stored.checked(StoreKey(KEY)).verified is (key is not None)
+        assert stored.holds(StoreKey(KEY)) is (key is not None)
     as_another_process()
     with open_checkpointer(f"sqlite:///{tmp_path / 'runs.sqlite'}", key=key) as saver:
         (again,) = ledger_for(saver).book("t1", "q-1").records

@@ -82,9 +82,6 @@ class Record:  # step makes a dozen; nothing changes one (``stored`` makes the l
             return True
         return key.holds(self.digest(), self.mac)
 
-    def checked(self, key: StoreKey) -> Record:
-        return self.stored(verified=self.holds(key))
-
     def stored(
         self, *, mac: str | None = None, seq: int | None = None, verified: bool | None = None,
         text: str | None = None,

@@ -115,14 +115,12 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     ) -> list[tuple[str, Any]]:
         c = config["configurable"]
         where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]))
-        return [
-            (ch, (SEALED, i, self.key.sign(self._write_digest(where, task_id, i, ch, v)), v))
-            for i, (ch, v) in enumerate(writes)
-        ]
-
-    def _write_digest(self, where: tuple[str, str, str], task: str, idx: int, channel: str,
-                      value: Any) -> bytes:  # fmt: skip
-        return write_digest(self.serde, where, task, idx=idx, channel=channel, value=value)
+        sign, serde = self.key.sign, self.serde
+        sealed: list[tuple[str, Any]] = []
+        for i, (ch, v) in enumerate(writes):
+            digest = write_digest(serde, where, task_id, idx=i, channel=ch, value=v)
+            sealed.append((ch, (SEALED, i, sign(digest), v)))
+        return sealed
 
     # ---- what is checked ----
 

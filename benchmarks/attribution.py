@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.instructions import instructions_of
 from benchmarks.report import _table
 from benchmarks.wide_floor import EXTRA
 
@@ -91,17 +91,10 @@ def _child(src: str | None, args: list[str], counted: bool = True) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0")
     env["PYTHONPATH"] = os.pathsep.join([p for p in (src, root) if p])
     command = [sys.executable, "-c", f"NODES = {NODES!r}\n{_CHILD}", *args]
-    with tempfile.TemporaryDirectory() as tmp:
-        if counted:
-            grind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
-            command = [*grind, f"--cachegrind-out-file={tmp}/out", *command]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    if not counted:
-        return 0
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count in valgrind's output: {done.stderr[-500:]}")
-    return int(found.group(1).replace(",", ""))
+    if counted:
+        return instructions_of(command, env)
+    subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return 0
 
 
 Job = tuple[str, str, bool]

@@ -1,8 +1,7 @@
 """Instructions per step, counted: ``python -m benchmarks.instructions [--base SRC] ...``.
 
 A timed step on a shared machine moves by 20% or more between runs; the instructions a run
-executes do not (valgrind's cachegrind counts them, every thread's, to within 0.1% from one
-run to the next here). Each figure is two child processes under ``valgrind --tool=cachegrind``:
+executes barely do (valgrind's cachegrind counts them, every thread's; see below). Each figure is two child processes under ``valgrind --tool=cachegrind``:
 one builds the runtime, warms it up with a 3-step run, builds it again and runs it for N steps;
 the other does the same but never runs the second graph. Their difference over N is what a step
 costs, without imports, warm-up or the build (as the timed benchmarks leave the build out). The
@@ -11,10 +10,12 @@ floor and ``create_agent`` are counted in the same run, so every ratio is of cou
 src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
 can change while it counts). Slow: a 300-step run takes minutes under valgrind.
 
-Counts agree to within 0.1% on a quiet machine, but not on a loaded one: the threads of a run
-(LangGraph's background writes, the calls' worker threads) then interleave otherwise, and
-their waits cost other amounts (a floor counted while the test suite ran came to 7.3 M a step,
-10.7 M quiet). ``--repeat N`` takes the median of N counts of each figure.
+The threads of a run (LangGraph's background writes, the calls' worker threads) are scheduled
+in turn (valgrind's ``--fair-sched=yes``): otherwise how they interleave, and what their waits
+cost, follows the machine's load, and the floor's count moved by 5% between quiet runs (9.44
+to 9.96 M a step in memory) and to 7.3 M beside the test suite. In turn, counts of a memory
+run agree to within 0.3% under a load of 4 on two cores; SQLite's, which wait on the file
+system, to within 3%. ``--repeat N`` takes the median of N counts of each figure.
 """
 
 from __future__ import annotations
@@ -46,25 +47,15 @@ else:
 """
 
 
-def count(src: str | None, peer: str, steps: int, config: str) -> int:
-    """Instructions of one child process (``steps`` 0: built, never run)."""
-    root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env["PYTHONPATH"] = os.pathsep.join([p for p in (src, root) if p])
+GRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--fair-sched=yes")
+"""Cachegrind counting instructions only, the threads run in turn (see above)."""
+
+
+def instructions_of(command: list[str], env: dict[str, str]) -> int:
+    """The instructions ``command`` executes, every thread's, under ``GRIND``."""
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
-            [
-                "valgrind",
-                "--tool=cachegrind",
-                "--cache-sim=no",
-                f"--cachegrind-out-file={tmp}/out",
-                sys.executable,
-                "-c",
-                _CHILD,
-                peer,
-                str(steps),
-                config,
-            ],
+            [*GRIND, f"--cachegrind-out-file={tmp}/out", *command],
             env=env,
             capture_output=True,
             text=True,
@@ -74,6 +65,14 @@ def count(src: str | None, peer: str, steps: int, config: str) -> int:
     if found is None:
         raise RuntimeError(f"no instruction count in valgrind's output: {out.stderr[-500:]}")
     return int(found.group(1).replace(",", ""))
+
+
+def count(src: str | None, peer: str, steps: int, config: str) -> int:
+    """Instructions of one child process (``steps`` 0: built, never run)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env["PYTHONPATH"] = os.pathsep.join([p for p in (src, root) if p])
+    return instructions_of([sys.executable, "-c", _CHILD, peer, str(steps), config], env)
 
 
 def counted(src: str | None, peer: str, steps: int, config: str, repeat: int) -> float:

@@ -3,6 +3,7 @@ an attacker with write access to the store would put there."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -189,5 +190,43 @@ def forge_record(url: str, thread: str, kind: str, body: str) -> int:
                 f"UPDATE gated_react_records SET body = {mark} WHERE thread_id = {mark}"
                 f" AND kind = {mark}",
                 (body, thread, kind),
+            ).rowcount
+        )
+
+
+def misshape_latest(url: str, thread: str, part: str) -> None:
+    """``thread``'s latest checkpoint row edited into another shape: its ``checkpoint`` or its
+    ``metadata`` made JSON ``null`` (on SQLite the checkpoint's serializer type: its bytes
+    then read as None), or (``"list"``, Postgres) its checkpoint an empty JSON list."""
+    kind, conn = _sql(url)
+    mark = "?" if kind == "sqlite" else "%s"
+    column, value = {
+        ("sqlite", "checkpoint"): ("type", "'null'"),
+        ("sqlite", "metadata"): ("metadata", "'null'"),
+        ("postgres", "checkpoint"): ("checkpoint", "'null'::jsonb"),
+        ("postgres", "metadata"): ("metadata", "'null'::jsonb"),
+        ("postgres", "list"): ("checkpoint", "'[]'::jsonb"),
+    }[kind, part]
+    latest = f"SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = {mark}"
+    with conn:
+        changed = conn.execute(
+            f"UPDATE checkpoints SET {column} = {value} WHERE thread_id = {mark}"
+            f" AND checkpoint_id = ({latest})",
+            (thread, thread),
+        ).rowcount
+    assert changed == 1, f"thread {thread!r} has no checkpoint to edit"
+
+
+def set_record_at(path: Path, thread: str, kind: str, at: str) -> int:
+    """Set the time of ``thread``'s records of ``kind`` in the SQLite store at ``path`` to
+    ``at``, text that is no number (SQLite keeps it as text in a REAL column); the number of
+    rows changed."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        return int(
+            conn.execute(
+                "UPDATE gated_react_records SET at = ? WHERE thread_id = ? AND kind = ?",
+                (at, thread, kind),
             ).rowcount
         )

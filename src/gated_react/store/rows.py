@@ -68,9 +68,17 @@ def record_body(text: str) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def record_at(value: Any) -> float:
+    """A record's stored time; one that is no number (edited with SQL) reads as 0.0, and its
+    record's signature then fails."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value)
+
+
 def _record(row: Any) -> RecordRow:
     seq, thread, run, kind, key, body, at, mac = row.values() if isinstance(row, dict) else row
-    return int(seq), thread, run, kind, key, record_body(body), float(at), str(mac)
+    return int(seq), thread, run, kind, key, record_body(body), record_at(at), str(mac)
 
 
 def owners(threads: Iterable[str], record_threads: Iterable[str]) -> dict[str, list[str]]:

@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
 )
 
 from gated_react.errors import printable
+from gated_react.store.damage import damaged, decoded, misshapen
 from gated_react.store.key import (
     MIGRATE,
     SEALED,
@@ -48,6 +49,10 @@ def _where(found: CheckpointTuple) -> Where:
     c = found.config["configurable"]
     parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
     return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
+
+
+def _thread(config: RunnableConfig | None) -> str:
+    return str(((config or {}).get("configurable") or {}).get("thread_id", "?"))
 
 
 def _refused(found: CheckpointTuple, why: str, kind: Signature = "unverified") -> UnsafeCheckpoint:
@@ -136,6 +141,8 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     def _check_row(self, found: CheckpointTuple) -> None:
         """The row is where it was signed, with the parent and metadata it was signed with."""
         where = _where(found)
+        if (why := misshapen(found)) is not None:
+            raise damaged(where[0], why)
         if where[2] != found.checkpoint.get("id"):
             raise _refused(found, f"holds checkpoint {printable(str(found.checkpoint.get('id')))}")
         if found.metadata.get(TAG) is None:
@@ -161,20 +168,37 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     # ---- the saver's interface ----
 
+    # A row its saver cannot decode is refused as one edited (``damage.py``); what the store
+    # itself raises in use passes.
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._checked(self.inner.get_tuple(config))
+        with decoded(_thread(config)):
+            found = self.inner.get_tuple(config)
+        return self._checked(found)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._checked(await self.inner.aget_tuple(config))
+        with decoded(_thread(config)):
+            found = await self.inner.aget_tuple(config)
+        return self._checked(found)
 
     def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
-        for found in self.inner.list(config, **kwargs):
+        rows = self.inner.list(config, **kwargs)
+        while True:
+            with decoded(_thread(config)):
+                found = next(rows, None)
+            if found is None:
+                return
             yield self._checked(found)  # type: ignore[misc]
 
     async def alist(
         self, config: RunnableConfig | None, **kwargs: Any
     ) -> AsyncIterator[CheckpointTuple]:
-        async for found in self.inner.alist(config, **kwargs):
+        rows = self.inner.alist(config, **kwargs)
+        while True:
+            with decoded(_thread(config)):
+                found = await anext(rows, None)
+            if found is None:
+                return
             yield self._checked(found)  # type: ignore[misc]
 
     def put(
@@ -224,18 +248,20 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         walk = _History(self, channels)
-        cursor = walk.target(self.inner.get_tuple(config)) if channels else None
-        while cursor is not None:
-            cursor = walk.ancestor(self.inner.get_tuple(cursor))
+        with decoded(_thread(config)):
+            cursor = walk.target(self.inner.get_tuple(config)) if channels else None
+            while cursor is not None:
+                cursor = walk.ancestor(self.inner.get_tuple(cursor))
         return walk.result()
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         walk = _History(self, channels)
-        cursor = walk.target(await self.inner.aget_tuple(config)) if channels else None
-        while cursor is not None:
-            cursor = walk.ancestor(await self.inner.aget_tuple(cursor))
+        with decoded(_thread(config)):
+            cursor = walk.target(await self.inner.aget_tuple(config)) if channels else None
+            while cursor is not None:
+                cursor = walk.ancestor(await self.inner.aget_tuple(cursor))
         return walk.result()
 
     def get_next_version(self, current: Any, channel: None) -> Any:

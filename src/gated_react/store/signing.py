@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gated_react.errors import GatedReactError, exception_line, printable
+from gated_react.store.damage import damaged, decoded, misshapen
 from gated_react.store.key import (
     SEALED,
     TAG,
@@ -135,10 +136,11 @@ def _plan(
     under ``parts`` (by default under the thread id itself)."""
     plan = _Plan()
     try:
-        for found in raw.list({"configurable": {"thread_id": thread}}):
-            _plan_checkpoint(plan, raw, key, found)
-        for row in sql.writes(raw, thread) if plan.refused is None else ():
-            _plan_write(plan, raw, key, thread, row)
+        with decoded(thread):  # a row no reader decodes: refused too
+            for found in raw.list({"configurable": {"thread_id": thread}}):
+                _plan_checkpoint(plan, raw, key, found)
+            for row in sql.writes(raw, thread) if plan.refused is None else ():
+                _plan_write(plan, raw, key, thread, row)
     except UnsafeCheckpoint as exc:  # a value no reader revives: nothing to vouch for
         plan.refused = exception_line(exc)
     signed = bool(plan.current or plan.older)
@@ -157,6 +159,8 @@ def _where(found: Any) -> tuple[str, str, str, str | None]:
 
 
 def _plan_checkpoint(plan: _Plan, raw: Any, key: StoreKey, found: Any) -> None:
+    if (why := misshapen(found)) is not None:  # a reader refuses it, signed or not
+        raise damaged(_where(found)[0], why)
     where, metadata = _where(found), dict(found.metadata)
     checkpoint, tag = found.checkpoint, metadata.get(TAG)
     if checkpoint.get("id") != where[2]:  # a reader refuses it, signed or not

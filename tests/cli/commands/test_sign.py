@@ -14,7 +14,7 @@ import pytest
 
 from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ...support.tamper import forge_metadata, snapshot
+from ...support.tamper import forge_metadata, misshape_latest, set_record_at, snapshot
 
 KEY, OLD, OTHER = "k" * 32, "o" * 32, "x" * 32
 
@@ -146,3 +146,37 @@ def test_sign_without_a_key_is_one_line(state_dir: Path, monkeypatch: pytest.Mon
     out = invoke("sign")
     assert out.exit_code == 1
     assert "no store key: set GATED_REACT_STORE_KEY" in out.stderr
+
+
+@pytest.mark.parametrize("damage", ["checkpoint", "metadata", "record"])
+def test_a_thread_edited_into_another_shape_is_one_line_and_listings_go_on(
+    mixed: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """A row of the keyed thread made JSON ``null``, or a record's time made text. Before:
+    ``sign`` printed an ``AttributeError`` or ``ValueError`` traceback, and ``runs`` and
+    ``questions`` failed whole (exit 1) on that thread."""
+    url = f"sqlite:///{mixed}"
+    if damage == "record":
+        assert set_record_at(mixed, "keyed", "opened", "not a time") == 1
+    else:
+        misshape_latest(url, "keyed", damage)
+    before = snapshot(url)
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", KEY)
+    out = invoke("sign", "--unsigned")
+    assert out.exit_code == 1, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1
+    assert "nothing was signed" in out.stderr
+    listed = {line.split()[1] for line in out.stdout.splitlines() if line.startswith("refused")}
+    assert listed == {"foreign", "keyed"}
+    assert snapshot(url) == before
+    if damage == "record":  # the thread reads: only that record does not verify
+        return
+    for command in ("runs", "questions"):
+        rows = _listed(command)
+        assert {t: r["status"] for t, r in rows.items()} == {
+            "plain": "unsigned", "keyed": "unverified", "foreign": "unverified",
+        }  # fmt: skip
+    shown = invoke("show", "keyed")
+    assert shown.exit_code == 1
+    assert shown.stderr.count("\n") == 1
+    assert "edited or damaged" in shown.stderr

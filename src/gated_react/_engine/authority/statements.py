@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from gated_react._engine.authority.records import Kind, Record
 from gated_react.store.key import record_text
-from gated_react.store.rows import RECORDS, record_body
+from gated_react.store.rows import RECORDS, record_at, record_body
 
 TABLE = RECORDS
 T = TypeVar("T")
@@ -148,8 +148,8 @@ def _records(rows: list[Any]) -> list[Record]:
         known = _KINDS.get(kind)
         if known is not None:  # a kind this version does not know says nothing it could act on
             text = text if isinstance(text, str) else ""
-            found.append(Record(thread, run, known, key, record_body(text), at, mac, seq,
-                                False, text))  # fmt: skip
+            found.append(Record(thread, run, known, key, record_body(text), record_at(at), mac,
+                                seq, False, text))  # fmt: skip
     return found
 
 

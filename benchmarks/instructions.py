@@ -1,14 +1,15 @@
 """Instructions per step, counted: ``python -m benchmarks.instructions [--base SRC] ...``.
 
 A timed step on a shared machine moves by 20% or more between runs; the instructions a run
-executes barely do (valgrind's cachegrind counts them, every thread's; see below). Each figure is two child processes under ``valgrind --tool=cachegrind``:
-one builds the runtime, warms it up with a 3-step run, builds it again and runs it for N steps;
-the other does the same but never runs the second graph. Their difference over N is what a step
-costs, without imports, warm-up or the build (as the timed benchmarks leave the build out). The
-floor and ``create_agent`` are counted in the same run, so every ratio is of counts side by side.
-``--base`` counts ours from another ``src`` folder too (the version before: ``git archive main
-src | tar -x -C /tmp/base``), ``--head`` from a third instead of the installed one (so the tree
-can change while it counts). Slow: a 300-step run takes minutes under valgrind.
+executes barely do (valgrind's cachegrind counts them, every thread's; see below). Each figure
+is two child processes under ``valgrind --tool=cachegrind``: one builds the runtime, warms it up
+with a 3-step run, builds it again and runs it for N steps; the other does the same but never
+runs the second graph. Their difference over N is what a step costs, without imports, warm-up
+or the build (as the timed benchmarks leave the build out). The floor and ``create_agent`` are
+counted in the same run, so every ratio is of counts side by side. ``--base`` counts ours from
+another ``src`` folder too (the version before: ``git archive main src | tar -x -C
+/tmp/base``), ``--head`` from a third instead of the installed one (so the tree can change
+while it counts). Slow: a 300-step run takes minutes under valgrind.
 
 The threads of a run (LangGraph's background writes, the calls' worker threads) are scheduled
 in turn (valgrind's ``--fair-sched=yes``): otherwise how they interleave, and what their waits

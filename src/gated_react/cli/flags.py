@@ -264,7 +264,7 @@ Status = Annotated[
         "--status",
         metavar="STATUS",
         help="Only runs with this status (repeat for several): ok, stopped, paused, unfinished, "
-        "unsigned, unverified, keyed.",
+        "unsigned, unverified, keyed, damaged.",
         show_default=False,
     ),
 ]

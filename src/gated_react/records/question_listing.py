@@ -8,21 +8,23 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from gated_react.records.run_listing import (
     REFUSED,
     Found,
     Reader,
+    attempt,
     goal_of,
     load,
     local,
     local_id,
     scan,
     started_by,
+    unread,
 )
-from gated_react.records.store import pg_connection, readable
-from gated_react.store.serializer import SignatureRefused
+from gated_react.records.store import pg_connection
 
 # Threads whose latest checkpoint holds an open question (an interrupt not yet answered),
 # longest waiting first. ``{writes}``: the savers name the table of pending writes differently.
@@ -63,7 +65,8 @@ class QuestionRow:
     """The LangGraph server's assistant that runs the thread (what an answer through the
     LangGraph SDK names); None for the other threads."""
     status: str = "paused"
-    """``paused``, or why the thread was not read: ``unsigned``, ``unverified``, ``keyed``."""
+    """``paused``, or why the thread was not read: ``unsigned``, ``unverified``, ``keyed``,
+    ``damaged``."""
     problem: str | None = None
     """What to do about a thread that was not read."""
 
@@ -76,18 +79,23 @@ def waiting_runs(saver: Any, limit: int) -> list[QuestionRow]:
     rows: list[QuestionRow] = []
     reader = Reader(saver)
     for thread_id, checkpoint_id, found in load(saver, _waiting_ids(saver, limit)):
-        if isinstance(found, SignatureRefused):
-            since, says = local_id(checkpoint_id), REFUSED[found.kind]
+        asked = partial(_read, reader, found, thread_id, checkpoint_id)
+        read = found if unread(found) else attempt(thread_id, asked)
+        if (status := unread(read)) is not None:  # listed so, not a failed listing
+            since = local_id(checkpoint_id)
             rows.append(QuestionRow(thread_id, "", None, None, None, None, since, "",
-                                    status=found.kind, problem=says))  # fmt: skip
-            continue
-        with readable(thread_id):
-            for write in found.pending_writes or ():
-                _asks(write)  # a write that holds anything but questions is damage: said
-            read = reader.read(thread_id, checkpoint_id)
-            if read is not None:
-                rows.extend(_question(thread_id, read, one) for one in read.result["pending"])
+                                    status=status, problem=REFUSED[status]))  # fmt: skip
+        elif isinstance(read, Found):
+            rows.extend(_question(thread_id, read, one) for one in read.result["pending"])
     return rows
+
+
+def _read(reader: Reader, found: Any, thread_id: str, checkpoint_id: str) -> Found | None:
+    """A waiting thread read at its checkpoint (``found``, as stored): a write that holds
+    anything but questions is damage."""
+    for write in found.pending_writes or ():
+        _asks(write)
+    return reader.read(thread_id, checkpoint_id)
 
 
 def questions_backlog(target: str) -> tuple[int, float]:
@@ -156,7 +164,7 @@ def _waiting_ids(saver: Any, limit: int) -> list[tuple[str, str]]:
 
 def _open(found: Any) -> bool:
     """The checkpoint holds a question that no answer has reached yet."""
-    if isinstance(found, SignatureRefused):
-        return True  # listed as refused: whether it waits is not known
+    if unread(found) is not None:
+        return True  # listed as not read: whether it waits is not known
     channels = {write[1] for write in found.pending_writes or ()}
     return "__interrupt__" in channels and "__resume__" not in channels

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
+from gated_react.records import RecordError
 from gated_react.records.store import pg_connection, readable
 from gated_react.records.windows import Window, id_time
 from gated_react.store.serializer import SignatureRefused
@@ -37,10 +39,12 @@ _COUNT = (
 _ALWAYS = Window()
 _PAGE = 200  # threads loaded at a time while a status filter skips some
 
-STATUSES = ("ok", "stopped", "paused", "unfinished", "unsigned", "unverified", "keyed")
-"""A run's status as the listings show it; the last three: its signature refused it, and
-``problem`` says what to do."""
+STATUSES = ("ok", "stopped", "paused", "unfinished", "unsigned", "unverified", "keyed", "damaged")
+"""A run's status as the listings show it; the last four: it could not be read (its signature
+refused it, or its rows are damaged), and ``problem`` says what to do."""
 REFUSED = {
+    "damaged": "its rows cannot be read (edited, damaged, or written by another program or"
+    " version): `gated-react show` it for the reason; delete it, or restore the store",
     "unsigned": "written without the store key: `gated-react sign --unsigned` signs it, once you"
     " trust the store as it is",
     "unverified": "signed, but no key in GATED_REACT_STORE_KEY verifies it (another key signed"
@@ -64,7 +68,8 @@ class RunRow:
     goal: str
     model: str | None
     problem: str | None = None
-    """Why the thread was not read (status ``unsigned``, ``unverified`` or ``keyed``)."""
+    """Why the thread was not read (status ``unsigned``, ``unverified``, ``keyed``,
+    ``damaged``)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,11 +89,8 @@ def latest_runs(
         ids, counted = _latest_ids(saver, window, page, offset)
         total = counted if total is None else total
         for thread_id, checkpoint_id in ids:
-            with readable(thread_id):  # values of the wrong shape: one line naming the thread
-                try:
-                    row = _row(thread_id, reader.read(thread_id, checkpoint_id))
-                except SignatureRefused as refused:  # listed as such, not a failed listing
-                    row = _refused_row(thread_id, checkpoint_id, refused)
+            found = attempt(thread_id, partial(reader.read, thread_id, checkpoint_id))
+            row = _unread_row(thread_id, checkpoint_id, found) or _row(thread_id, found)
             if row is not None and (not wanted or row.status in wanted):
                 rows.append(row)
         if page is None or len(ids) < page:
@@ -108,11 +110,7 @@ def load(saver: Any, ids: list[tuple[str, str]]) -> Iterator[tuple[str, str, Any
                 "checkpoint_id": checkpoint_id,
             }
         }
-        with readable(thread_id):
-            try:
-                found = saver.get_tuple(config)
-            except SignatureRefused as refused:  # listed as such, not a failed listing
-                found = refused
+        found = attempt(thread_id, partial(saver.get_tuple, config))
         if found is not None:
             yield thread_id, checkpoint_id, found
 
@@ -215,17 +213,41 @@ def scan(
     return ordered[:limit], len(held)
 
 
-def _refused_row(thread_id: str, checkpoint_id: str, found: Any) -> RunRow | None:
-    """A thread its signature kept from being read, as such."""
-    if not isinstance(found, SignatureRefused):
+T = TypeVar("T")
+
+
+def attempt(thread_id: str, read: Callable[[], T]) -> T | SignatureRefused | RecordError:
+    """``read()`` of ``thread_id``, or why it was not read, to be listed so and the listing
+    to go on: its signature refused it, or its rows are damaged (``readable``'s one line)."""
+    try:
+        with readable(thread_id):
+            try:
+                return read()
+            except SignatureRefused as refused:
+                return refused
+    except RecordError as damage:
+        return damage
+
+
+def unread(found: Any) -> str | None:
+    """The status of a thread that was not read (``SignatureRefused``'s kind, or ``damaged``
+    for a ``RecordError``), None for one that was."""
+    if isinstance(found, SignatureRefused):
+        return found.kind
+    return "damaged" if isinstance(found, RecordError) else None
+
+
+def _unread_row(thread_id: str, checkpoint_id: str, found: Any) -> RunRow | None:
+    """A thread its signature or its damage kept from being read, as such."""
+    status = unread(found)
+    if status is None:
         return None
     updated = local_id(checkpoint_id)
-    says = REFUSED[found.kind]
-    return RunRow(thread_id, found.kind, None, 0, 0, None, updated, "", None, says)
+    return RunRow(thread_id, status, None, 0, 0, None, updated, "", None, REFUSED[status])
 
 
-def _row(thread_id: str, found: Found | None) -> RunRow | None:
-    if found is None:
+def _row(thread_id: str, found: Any) -> RunRow | None:
+    if not isinstance(found, Found):
         return None
     result, usage = found.result, found.result["usage"]
     options = started_with(found.snapshot.metadata) or {}

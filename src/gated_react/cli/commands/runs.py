@@ -20,6 +20,7 @@ _COLOR = {
     "unsigned": "yellow",
     "unverified": "red",
     "keyed": "yellow",
+    "damaged": "red",
 }
 _HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from gated_react.errors import validation_line
 from gated_react.models import ModelNotConfigured, chat_model
 from gated_react.settings import Settings
+from gated_react.store.key import store_key
 
 EXPECTED = "expected an http:// or https:// URL such as http://127.0.0.1:8080/v1, but "
 
@@ -76,3 +77,15 @@ def test_the_store_key_is_a_list_of_keys_and_a_secret(monkeypatch: pytest.Monkey
     assert "new-key" not in repr(settings)
     monkeypatch.delenv("GATED_REACT_STORE_KEY")
     assert Settings().store_keys() == ()
+
+
+@pytest.mark.parametrize("value", [",", " , ,"])
+def test_a_store_key_of_commas_alone_is_refused_not_taken_as_none(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Before: the store went unsigned, as with no key at all."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", value)
+    with pytest.raises(ValueError, match="store key 1 of 1 is shorter than 16 bytes"):
+        store_key(Settings().store_keys())
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "  ")  # blank: no key, as when it is unset
+    assert store_key(Settings().store_keys()) is None

@@ -118,9 +118,12 @@ class Settings(BaseSettings):
         return self.db or str(default_state_dir() / "runs.sqlite")
 
     def store_keys(self) -> tuple[str, ...]:
-        """The store keys, the signing one first; empty: the store is not signed."""
+        """The store keys, the signing one first; empty: the store is not signed. A value that
+        holds no key (``,``) is one empty key, which ``store.key.store_key`` refuses: the
+        store must not go unsigned because of a typo."""
         text = self.store_key.get_secret_value() if self.store_key else ""
-        return tuple(key.strip() for key in text.split(",") if key.strip())
+        keys = tuple(key.strip() for key in text.split(",") if key.strip())
+        return keys or (("",) if text.strip() else ())
 
     def tracing_exporter(self) -> Literal["otlp", "console"] | None:
         """The exporter to configure, or None: tracing stays the API's no-op unless an endpoint or

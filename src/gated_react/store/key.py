@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+from gated_react.state.calls import json_encoder
 
 TAG = "gated_react_tag"
 """The metadata key holding a checkpoint's tag."""
@@ -140,12 +141,12 @@ _FRAMED_CHARS = 128
 def stored_json(value: Any) -> bytes:
     """JSON as the savers store it (SQLite writes metadata exactly so), keys sorted: Postgres'
     JSONB does not keep their order."""
-    return _STORED.encode(value).encode("utf-8", "ignore")
+    return _STORED(value).encode("utf-8", "ignore")
 
 
 # ``json.dumps`` with these options, made once: every checkpoint a keyed store writes encodes
 # its metadata and versions so, and ``json.dumps`` would build a new encoder for each.
-_STORED = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+_STORED = json_encoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 # ---- what is signed ----
@@ -221,10 +222,10 @@ def record_digest(
 
 def record_text(body: Mapping[str, Any]) -> str:
     """A record's body as its signature covers it, and as it is stored: JSON, keys sorted."""
-    return _RECORD_BODY.encode(body)
+    return _RECORD_BODY(body)
 
 
-_RECORD_BODY = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_RECORD_BODY = json_encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def is_sealed(value: Any) -> bool:

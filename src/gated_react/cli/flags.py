@@ -257,6 +257,10 @@ def with_run_options(command: Command) -> Command:
     return taking  # type: ignore[return-value]
 
 
+MAX_LISTED = 1_000_000
+"""The most a ``--limit`` asks for: more than any store lists at once, and inside the integers
+SQLite and Postgres take (a larger one was their overflow error, or a traceback)."""
+
 # Which runs a listing or a prune takes: by status, and by when each was last updated.
 Status = Annotated[
     list[str] | None,

@@ -25,16 +25,20 @@ def parse_age(text: str) -> timedelta:
     found = _AGE.fullmatch(text.strip().lower())
     if found is None:
         raise ValueError(f"{text!r} is not an age: use {AGES}")
-    return timedelta(seconds=float(found[1]) * _UNITS[found[2]])
+    try:
+        return timedelta(seconds=float(found[1]) * _UNITS[found[2]])
+    except OverflowError:  # past timedelta's 999,999,999 days
+        raise ValueError(f"{text!r} is longer than any age: use {AGES}") from None
 
 
 def parse_moment(text: str, now: datetime | None = None) -> datetime:
     """An age before ``now`` (``2d``: two days ago) or a date and time (ISO 8601)."""
     now = now or datetime.now(UTC)
-    try:
-        return now - parse_age(text)
-    except ValueError:
-        pass
+    if _AGE.fullmatch(text.strip().lower()):
+        try:
+            return now - parse_age(text)
+        except OverflowError:  # before the year 1
+            raise ValueError(f"{text!r} reaches back before any date: use {AGES}") from None
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

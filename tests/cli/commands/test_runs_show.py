@@ -247,10 +247,18 @@ def test_a_status_filter_reads_on_past_a_page(
         (["--since", "yesterday"], "'yesterday' is neither an age nor a date"),
         (["--before", "3 fortnights"], "is neither an age nor a date"),
         (["--status", "done"], "unknown status 'done'; choose from ok, stopped"),
+        # before: OverflowError tracebacks (timedelta, a date before the year 1, SQLite's int)
+        (["--since", "99999999999d"], "'99999999999d' is longer than any age"),
+        (["--before", "9999999d"], "'9999999d' reaches back before any date"),
+        (["--limit", "99999999999999999999"], "less than or equal to 1000000"),
+        (["questions", "--limit", "99999999999999999999"], "less than or equal to 1000000"),
+        (["queue", "--limit", "99999999999999999999"], "less than or equal to 1000000"),
+        (["prune", "--older-than", "99999999999d", "--dry-run"], "is longer than any age"),
     ],
 )
 def test_a_bad_filter_is_one_line(state_dir: Path, args: list[str], says: str) -> None:
-    out = invoke("runs", *args)
+    command = args[0] if args[0] in ("questions", "queue", "prune") else "runs"
+    out = invoke(command, *(args[1:] if command != "runs" else args))
     assert out.exit_code == 1
     assert says in out.stderr
     assert out.stderr.count("\n") == 1

@@ -48,7 +48,10 @@ _HERE = "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, .
 
 
 def questions_command(
-    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many threads to list.")] = 50,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many threads to list."),
+    ] = 50,
     db: flags.Db = None,
     json_out: flags.Json = False,
 ) -> None:

@@ -27,7 +27,9 @@ def queue_command(
     everything: Annotated[
         bool, typer.Option("--all", help="Also the jobs that simply succeeded.")
     ] = False,
-    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many jobs to list.")] = 200,
+    limit: Annotated[
+        int, typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many jobs to list.")
+    ] = 200,
     db: flags.Db = None,
     json_out: flags.Json = False,
 ) -> None:

@@ -27,7 +27,10 @@ _HEADS = ("thread", "status", "stop reason", "steps", "cost", "updated")
 
 def runs_command(
     *,
-    limit: Annotated[int, typer.Option(min=1, metavar="N", help="How many threads to list.")] = 20,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many threads to list."),
+    ] = 20,
     status: flags.Status = None,
     since: flags.Since = None,
     before: flags.Before = None,

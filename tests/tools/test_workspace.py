@@ -258,6 +258,15 @@ def test_the_toolkit_is_read_list_and_run_with_the_callers_options(tmp_path: Pat
     assert (default.sandbox, default.timeout) == (True, 60.0)  # type: ignore[attr-defined]
 
 
+def test_reads_are_safe_to_repeat_and_running_tests_is_not(tmp_path: Path) -> None:
+    """A test may write in the workspace (it is bound writable in the sandbox): before, a run
+    killed inside ``run_tests`` ran the tests again on resume, as if they only read."""
+    read, listing, run_tests = workspace_tools(tmp_path)
+    assert [(t.metadata or {}).get("idempotent") for t in (read, listing, run_tests)] == [
+        True, True, False,
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["notes.md", "missing"])
 def test_a_root_that_is_not_a_folder_is_refused(tmp_path: Path, name: str) -> None:
     (tmp_path / "notes.md").write_text("x")

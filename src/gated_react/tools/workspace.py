@@ -125,6 +125,9 @@ class RunTests(_WorkspaceTool):
         "Run pytest on one test_*.py file in the workspace and return the end of its output."
     )
     args_schema: type[BaseModel] = PathArgs
+    # The workspace's own code runs with the workspace writable: not safe to run twice, so a
+    # run that crashes inside it asks (or stops tool_outcome_unknown), never runs it again.
+    metadata: dict[str, Any] | None = {"idempotent": False}  # noqa: RUF012 (pydantic field)
     timeout: float = TEST_TIMEOUT_SECONDS
     sandbox: bool = True
     """Run the tests under bubblewrap; False runs the workspace's code with your rights."""

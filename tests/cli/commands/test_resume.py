@@ -272,6 +272,26 @@ def test_deeply_nested_json_is_one_line_and_nothing_runs(
     assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
 
 
+@pytest.mark.parametrize("flag", ["--answer", "--args"])
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [('{"user_id": 42, "user_id": 43}', "key 'user_id' is given twice"), ('{"n": NaN}', "NaN")],
+)
+def test_a_key_given_twice_or_a_constant_json_has_not_is_one_line(
+    server: FakeOpenAI, flag: str, given: str, says: str
+) -> None:
+    """Before: ``--args '{"user_id": 42, "user_id": 43}'`` ran the call for user 43 (the model's
+    own replies with a key twice are refused as ``bad_json``)."""
+    _paused(server, reply("USD 49"))
+    out = invoke("answer", "t-approve", *OPTIONS, flag, given)
+    assert out.exit_code == 1, out.stderr
+    assert out.stderr.count("\n") == 1
+    assert f"{flag} is not valid JSON" in out.stderr
+    assert says in out.stderr
+    assert len(server.requests) == 1
+    assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
+
+
 def test_a_signed_thread_read_without_the_key_is_one_line_saying_so(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

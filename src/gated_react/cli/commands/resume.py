@@ -6,6 +6,7 @@ import contextlib
 import json
 import shlex
 import sys
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -137,7 +138,7 @@ whatever walks it next)."""
 
 def json_object(flag: str, text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_once, parse_constant=_no_constant)
     except RecursionError:
         raise CliError(f"{flag} nests deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
@@ -147,6 +148,20 @@ def json_object(flag: str, text: str) -> dict[str, Any]:
     if _depth(value) > MAX_DEPTH:
         raise CliError(f"{flag} nests deeper than {MAX_DEPTH} levels")
     return value
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: a human's answer is read as the model's call
+    is (two values for one key were taken last-wins, the first never seen)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        twice = next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1)
+        raise ValueError(f"key {twice!r} is given twice")
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _depth(value: Any) -> int:

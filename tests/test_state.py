@@ -4,10 +4,8 @@ client reads of it is the public part."""
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
@@ -39,7 +37,6 @@ from gated_react.state import (
     UsageDict,
     conversation,
 )
-from gated_react.state.calls import json_encoder
 from gated_react.state.conversation import add_messages_fast as _add_messages
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -294,33 +291,3 @@ def test_the_reducer_keeps_no_conversation_that_nothing_else_holds(
     alive = _add_messages([HumanMessage("goal", id="a")], [[AIMessage("x", id="b")]])
     other = _add_messages([HumanMessage("goal", id="c")], [[AIMessage("y", id="d")]])
     assert {id(alive), id(other)} <= set(conversation._KNOWN)  # both still held by their runs
-
-
-_ENCODED = [
-    {"b": [1, 2.5, float("nan"), None, True, -0.0, 1e300], "a": 'é\u2028"x\\\x01\ud800'},
-    {"c": {"z": (1, 2)}, "d": datetime(2026, 1, 1, tzinfo=UTC)},
-    "text", 5, [], {}, {1: "int keys", 2: 2}, {True: 1, False: 2},
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": True, "default": str},
-        {"sort_keys": True, "ensure_ascii": False, "default": str},
-        {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": True},
-    ],
-)
-def test_an_encoder_made_once_writes_what_json_dumps_writes(options: dict[str, Any]) -> None:
-    """The text every key, hash, permit and signature is made of: byte for byte
-    ``json.dumps``'s, and its errors (a value holding itself, one JSON cannot hold)."""
-    encode = json_encoder(**options)
-    for value in _ENCODED if "default" in options else _ENCODED[:1] + _ENCODED[2:]:
-        assert encode(value) == json.dumps(value, **options)
-    looped: list[Any] = []
-    looped.append(looped)
-    with pytest.raises(ValueError, match="Circular reference"):
-        encode({"a": looped})
-    if "default" not in options:
-        with pytest.raises(TypeError, match="not JSON serializable"):
-            encode({"x": object()})

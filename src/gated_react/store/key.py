@@ -21,7 +21,7 @@ import hmac
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from gated_react.state.calls import json_encoder
+from gated_react.jsontext import json_encoder
 
 TAG = "gated_react_tag"
 """The metadata key holding a checkpoint's tag."""

@@ -77,22 +77,28 @@ def test_a_base_url_that_is_not_one_is_one_line_and_exit_1(
     assert done.stderr.count("\n") == 1
 
 
-def _interrupt(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """Ctrl-C, and what the process wrote until it exited (it is reaped whatever happens)."""
-    proc.send_signal(signal.SIGINT)
+def _interrupt(proc: subprocess.Popen[str], how: signal.Signals = signal.SIGINT) -> tuple[str, str]:
+    """Ctrl-C (or ``how``), and what the process wrote until it exited (it is reaped whatever
+    happens)."""
+    proc.send_signal(how)
     try:
         return proc.communicate(timeout=PATIENCE)
     finally:
         reap(proc)
 
 
-def test_ctrl_c_during_a_slow_model_reply_then_resume(server: FakeOpenAI, state_dir: Path) -> None:
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_during_a_slow_model_reply_then_resume(
+    server: FakeOpenAI, state_dir: Path, how: signal.Signals
+) -> None:
+    """SIGTERM (``kill``, ``timeout``, systemd) as Ctrl-C. Before: the process ended silently,
+    exit -15, and the run log said nothing."""
     server.push(tool_call("get_user_billing", user_id=42), Delay(60, reply("late")))
     proc = spawn("run", "refund?", "--thread", "cc")
     assert server.wait_for_requests(2)  # the slow second model call is under way
     logged = (state_dir / "runs.sqlite.log").read_text().splitlines()
     assert [json.loads(line)["node"] for line in logged][-1] == "observe"  # flushed per line
-    out, err = _interrupt(proc)
+    out, err = _interrupt(proc, how)
     assert proc.returncode == 130
     assert "interrupted: the run is saved; continue it with: gated-react resume cc" in err
     assert "Traceback" not in err
@@ -133,13 +139,14 @@ def test_ctrl_c_during_a_slow_tool_then_resume(
     assert proc.returncode == 130
     again = ("-t", "workspace", "--workspace", str(work), "--max-seconds", "600")
     assert "gated-react resume tt --toolkit workspace --max-seconds 600 --workspace" in err
-    server.push(reply("the tests pass"))
     done = cli("resume", "tt", *again, "--json")
-    assert done.returncode == 0, (done.stdout[-800:], done.stderr)  # the stop, if one
+    assert done.returncode == 3, (done.stdout[-800:], done.stderr)
     result = json.loads(done.stdout)
-    assert result["history"][0]["action"]["name"] == "run_tests"
-    assert result["history"][0]["observation"]["passed"] is True
-    assert len(marker.read_text()) == 2  # run_tests is idempotent: it ran again on resume
+    assert result["stop_reason"] == "tool_outcome_unknown:run_tests"
+    # A test may write in the workspace, so run_tests is not run twice: before, the resume ran
+    # the tests again (two marks) as if they only read.
+    assert marker.read_text() == "x"
+    assert len(server.requests) == 1
 
 
 def test_a_busy_thread_is_refused(server: FakeOpenAI, state_dir: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -115,10 +116,11 @@ class Session:
         if self.view is not None:
             self.waiting.start(first_wait)
         try:
-            with user_errors():
+            with user_errors(), _terminable():
                 return start(self.on_update)
-        except KeyboardInterrupt:
-            self.note("interrupted", message="Ctrl-C; the run is saved and can be resumed")
+        except KeyboardInterrupt as stop:
+            how = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+            self.note("interrupted", message=f"{how}; the run is saved and can be resumed")
             hint = self.place.resume_hint(self.tracker.thread)
             sys.stderr.write(
                 f"\ninterrupted: the run is saved; continue it with: {printable(hint)}\n"
@@ -143,6 +145,31 @@ class Session:
         budget = render.in_force(self.budget, self.tracker.extensions)
         show(self.console, result, budget, self.secrets, self.place)
         return exit_code(result)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, systemd stopping a unit), taken as Ctrl-C is: the run is
+    saved, the run log says so, and the resume command is printed (it ended the process
+    silently)."""
+
+
+@contextmanager
+def _terminable() -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` while a run is driven (in the main thread only: signal
+    handlers are set there)."""
+
+    def terminated(_signal: int, _frame: Any) -> None:
+        raise Terminated
+
+    try:
+        before = signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 @contextmanager

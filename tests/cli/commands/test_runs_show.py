@@ -11,6 +11,7 @@ import pytest
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
 from gated_react.records.run_listing import latest_runs, scan
+from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -262,3 +263,15 @@ def test_a_bad_filter_is_one_line(state_dir: Path, args: list[str], says: str) -
     assert out.exit_code == 1
     assert says in out.stderr
     assert out.stderr.count("\n") == 1
+
+
+def test_an_answer_for_a_thread_another_run_advances_says_so(store: Path) -> None:
+    """Before: "is not waiting for an approval; resume it without --approve", while another
+    process was running it (and might be about to ask)."""
+    with open_checkpointer(str(store)) as saver, thread_lock(saver, "d-unfinished"):
+        busy = invoke("answer", "d-unfinished", "--approve")
+    assert busy.exit_code == 1
+    assert "is being advanced by another run" in busy.stderr
+    idle = invoke("answer", "d-unfinished", "--approve")
+    assert idle.exit_code == 1
+    assert "is not waiting for an approval" in idle.stderr

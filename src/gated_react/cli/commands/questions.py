@@ -159,7 +159,8 @@ def answer_command(
     url = resources.store_url(config, db)
     with resources.opened(url) as saver, user_errors(), readable(thread):
         saver.get_tuple(config_for(thread))  # a thread it cannot read: one line, here
-        asked = _asked(read(resources.reader_graph(saver), thread), thread, question, answer)
+        current = read(resources.reader_graph(saver), thread)
+        asked = _asked(current, thread, question, answer, saver)
     target = _fleet_target(url, thread)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
     if target is None:
@@ -179,9 +180,11 @@ def answer_command(
     )
 
 
-def _asked(result: Any, thread: str, question: str | None, answer: Any) -> dict[str, Any]:
+def _asked(
+    result: Any, thread: str, question: str | None, answer: Any, saver: Any
+) -> dict[str, Any]:
     """The open question the answer is for; one line if there is none or it is ambiguous."""
-    settled(result, answer, thread)  # ended, or not waiting: one line naming why
+    settled(result, answer, thread, saver)  # ended, busy or not waiting: one line naming why
     pending = [q for q in result.get("pending") or () if isinstance(q, dict)]
     if question is not None:
         chosen = [q for q in pending if q.get("id") == question]

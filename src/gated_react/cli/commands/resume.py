@@ -22,6 +22,7 @@ from gated_react.cli.model_source import model_for_run
 from gated_react.errors import one_line, printable
 from gated_react.records.events import Tracker
 from gated_react.records.store import readable
+from gated_react.store.locks import thread_lock
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
@@ -68,7 +69,7 @@ def resume_in_shell(
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
             metadata = _metadata(saver, thread)
             current = _current(saver, thread)
-            early = settled(current, answer, thread)
+            early = settled(current, answer, thread, saver)
             if early is not None:  # nothing to run: show what is stored
                 budget = resources.run_budget(saver, thread, metadata)
                 show(render.console(), current, budget, config.secrets(), place)
@@ -291,8 +292,10 @@ def _current(saver: Any, thread: str) -> Result:
         return read(resources.reader_graph(saver), thread)
 
 
-def settled(current: Result, answer: Any, thread: str) -> Exit | None:
-    """The exit code when nothing should run: finished, or waiting and no answer given."""
+def settled(current: Result, answer: Any, thread: str, saver: Any = None) -> Exit | None:
+    """The exit code when nothing should run: finished, or waiting and no answer given. An
+    answer for a thread with no question is refused: as one another run is advancing (it may
+    be about to ask) when ``saver`` holds it so, else as one that does not wait."""
     if current.get("status") not in (None, "paused"):  # paused: a waiting run, not an ended one
         if answer is not None:
             raise CliError(
@@ -302,6 +305,9 @@ def settled(current: Result, answer: Any, thread: str) -> Exit | None:
     if current.get("pending"):
         return Exit.PAUSED if answer is None else None
     if answer is not None:
+        if saver is not None:
+            with thread_lock(saver, thread):  # ThreadBusy: another run is advancing it
+                pass
         raise CliError(
             f"thread {thread!r} is not waiting for an approval; "
             f"resume it without --approve/--reject/--args/--respond/--answer"

@@ -8,8 +8,8 @@ wait ends before the deadline (the seconds left in the run's time budget). Every
 and raised at once, as is the deadline (``DeadlinePassed``). Errors are told apart by
 ``model_errors.classify``, the one reading of a model exception.
 
-Two callbacks make the retries visible and countable: ``on_retry`` before each retry (the run
-log's line: "model call retried after 503, attempt 2 of 3, waiting 1.2 s"), ``on_paid`` after
+Two callbacks make the retries visible and countable: ``on_retry`` before each retry (a log
+warning: "model call retried after 503, attempt 2 of 3, waiting 1.2 s"), ``on_paid`` after
 each attempt a provider may bill: one that returned a reply, and one whose reply was lost after
 the request reached the server (a read timeout, a connection dropped mid-reply, a call still
 running at the deadline).

@@ -36,12 +36,25 @@ def readable(thread: str) -> Iterator[None]:
     except Exception as exc:
         if store_failure(exc) is not None:
             raise
+        if isinstance(exc, UnicodeEncodeError) and not _utf8(thread):  # the id, not the store
+            raise RecordError(
+                f"thread {thread!r}: its id is not UTF-8 text (a byte the shell passed is no"
+                " character), so no store holds it"
+            ) from None
         name, why = type(exc).__name__, exception_line(exc, first_only=True)
         raise RecordError(
             f"thread {thread!r}: its stored checkpoint cannot be read "
             f"({name if why == name else f'{name}: {why}'}); the store is damaged or was "
             "written by another program or version"
         ) from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def store_failure(exc: BaseException) -> str | None:

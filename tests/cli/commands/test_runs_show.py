@@ -275,3 +275,15 @@ def test_an_answer_for_a_thread_another_run_advances_says_so(store: Path) -> Non
     idle = invoke("answer", "d-unfinished", "--approve")
     assert idle.exit_code == 1
     assert "is not waiting for an approval" in idle.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "resume"])
+def test_a_thread_id_that_is_not_utf8_is_said_to_be_so(state_dir: Path, command: str) -> None:
+    """A byte the shell passed that is no UTF-8 (``$'\\xff'``) reaches Python as a lone
+    surrogate. Before: "its stored checkpoint cannot be read (UnicodeEncodeError ...); the store
+    is damaged", of a store that was fine."""
+    out = invoke(command, "\udcff\udcfe")
+    assert out.exit_code == 1
+    assert out.stderr.count("\n") == 1
+    assert "its id is not UTF-8 text" in out.stderr
+    assert "damaged" not in out.stderr

@@ -16,7 +16,7 @@ in turn (valgrind's ``--fair-sched=yes``): otherwise how they interleave, and wh
 cost, follows the machine's load, and the floor's count moved by 5% between quiet runs (9.44
 to 9.96 M a step in memory) and to 7.3 M beside the test suite. In turn, counts of a memory
 run agree to within 0.3% under a load of 4 on two cores; SQLite's, which wait on the file
-system, to within 3%. ``--repeat N`` takes the median of N counts of each figure.
+system, to within 5%. ``--repeat N`` takes the median of N counts of each figure.
 """
 
 from __future__ import annotations

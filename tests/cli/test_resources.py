@@ -141,3 +141,34 @@ def test_the_store_key_signs_across_processes_and_a_copied_thread_is_one_line(
     assert done.exit_code == 1
     assert done.stderr.count("\n") == 1
     assert "shorter than 16 bytes" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "t"],
+        ["resume", "t"],
+        ["answer", "t", "--approve"],
+        ["delete", "t"],
+        ["prune", "--status", "ok"],
+        ["sign"],
+    ],
+    ids=" ".join,
+)
+def test_a_command_that_reads_a_store_that_is_not_there_makes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """Before: a mistyped ``--db`` made the file and its folders, and the command read the new,
+    empty store ("no runs", an unknown thread, a lock file left beside it)."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", KEY)  # sign needs one; the others ignore it
+    db = tmp_path / "typo" / "sub" / "runs.sqlite"
+    out = invoke(*args, "--db", f"sqlite:///{db}")
+    assert out.exit_code == 1, (out.stdout, out.stderr)
+    assert out.stderr.count("\n") == 1
+    assert "no run store at" in out.stderr
+    assert not (tmp_path / "typo").exists()
+    for listing, says in (("runs", "no runs in"), ("questions", "no run waits on a question")):
+        listed = invoke(listing, "--db", str(db))
+        assert listed.exit_code == 0, listed.stderr
+        assert listed.stdout.startswith(says), listed.stdout
+    assert not (tmp_path / "typo").exists()

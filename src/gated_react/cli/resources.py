@@ -97,12 +97,33 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
     return default_state_dir() / FILE_NAME
 
 
+def missing(url: str) -> bool:
+    """True when ``url`` names an SQLite file that does not exist, given with ``--db`` or
+    ``GATED_REACT_DB``: a command that only reads must not make it (a mistyped path would be a
+    new, empty store, and its folders). The default store is made on first use."""
+    from gated_react.settings import default_state_dir
+    from gated_react.store.checkpointer import StoreError, StoreURL
+
+    if url == str(default_state_dir() / "runs.sqlite"):
+        return False
+    try:
+        store = StoreURL.parse(url)
+    except StoreError:
+        return False  # ``opened`` says why
+    return store.kind == "sqlite" and not Path(store.target).expanduser().exists()
+
+
 @contextmanager
-def opened(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
+def opened(url: str, *, create: bool = True) -> Iterator[BaseCheckpointSaver[Any]]:
     """The checkpointer for ``url``, signed with ``GATED_REACT_STORE_KEY`` if it is set; an
-    unreachable or malformed store is a one-line error."""
+    unreachable or malformed store is a one-line error, and so is an SQLite file that does not
+    exist unless ``create``."""
     from gated_react.store.checkpointer import open_checkpointer
 
+    if not create and missing(url):
+        raise CliError(
+            f"no run store at {shown(url)}: nothing has run there (check --db or GATED_REACT_DB)"
+        )
     key = settings().store_keys()
     with ExitStack() as stack:
         with user_errors():

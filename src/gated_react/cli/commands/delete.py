@@ -77,7 +77,7 @@ def prune_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     window, statuses = flags.window(None, older_than), flags.statuses(status)
-    with resources.opened(url) as saver:
+    with resources.opened(url, create=False) as saver:
         rows, _ = latest_runs(saver, None, window=window, statuses=statuses)
     secrets = config.secrets()
     if dry_run:
@@ -91,7 +91,7 @@ def _delete(url: str, threads: list[str], log: Path | None) -> _Deleted:
     from gated_react.records.places import forget
     from gated_react.records.run_log import forget_lines
 
-    with resources.opened(url) as saver, user_errors():
+    with resources.opened(url, create=False) as saver, user_errors():
         forgotten = forget(saver, threads)
     done = _Deleted(forgotten.removed, forgotten.left)
     for thread in threads:  # not in the store: perhaps in the log file, or an example's

@@ -61,8 +61,10 @@ def questions_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     secrets = config.secrets()
-    with resources.opened(url) as saver:
-        rows = _with_workers(url, waiting_runs(saver, limit))
+    rows = []  # no store there yet: nothing waits, and none is made
+    if not resources.missing(url):
+        with resources.opened(url) as saver:
+            rows = _with_workers(url, waiting_runs(saver, limit))
     if json_out:
         render.print_json({"questions": [row.as_json() for row in rows]}, secrets)
         return
@@ -157,7 +159,7 @@ def answer_command(
         )
     config = resources.settings()
     url = resources.store_url(config, db)
-    with resources.opened(url) as saver, user_errors(), readable(thread):
+    with resources.opened(url, create=False) as saver, user_errors(), readable(thread):
         saver.get_tuple(config_for(thread))  # a thread it cannot read: one line, here
         current = read(resources.reader_graph(saver), thread)
         asked = _asked(current, thread, question, answer, saver)

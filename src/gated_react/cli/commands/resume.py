@@ -65,7 +65,7 @@ def resume_in_shell(
 ) -> Exit:
     config = resources.settings()
     url = resources.store_url(config, place.db)
-    with resources.opened(url) as saver:
+    with resources.opened(url, create=False) as saver:
         with readable(thread):  # rows this version cannot decode: one line, nothing runs
             metadata = _metadata(saver, thread)
             current = _current(saver, thread)

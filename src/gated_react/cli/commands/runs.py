@@ -45,8 +45,11 @@ def runs_command(
     secrets = config.secrets()
     window, statuses = flags.window(since, before), flags.statuses(status)
 
-    with resources.opened(url) as saver:
-        rows, total = latest_runs(saver, limit, window=window, statuses=statuses)
+    rows: list[RunRow] = []  # no store there yet: no runs, and none is made
+    total = 0
+    if not resources.missing(url):
+        with resources.opened(url) as saver:
+            rows, total = latest_runs(saver, limit, window=window, statuses=statuses)
     if json_out:
         render.print_json({"total": total, "runs": [row.as_json() for row in rows]}, secrets)
         return

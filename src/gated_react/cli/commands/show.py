@@ -35,7 +35,7 @@ def show_command(
 
     config = resources.settings()
     url = resources.store_url(config, db)
-    with resources.opened(url) as saver, user_errors(), readable(thread):
+    with resources.opened(url, create=False) as saver, user_errors(), readable(thread):
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
         metadata = found.metadata if found else None
         result = read(resources.reader_graph(saver), thread)

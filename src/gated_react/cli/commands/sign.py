@@ -45,7 +45,7 @@ def sign_command(
             "no store key: set GATED_REACT_STORE_KEY to the key to sign with, then the older "
             "keys the store was signed with (new,old)"
         )
-    with resources.opened(url) as saver, user_errors():
+    with resources.opened(url, create=False) as saver, user_errors():
         report = sign_store(saver, unsigned=unsigned, dry_run=dry_run)
     secrets = config.secrets()
     if json_out:

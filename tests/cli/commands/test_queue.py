@@ -106,3 +106,7 @@ def test_queued_jobs_are_listed_escaped_and_masked(pg_url: str, state_dir: Path)
         assert "\x1b" not in out
         assert "\x07" not in out
         assert "abcdefghijklmnopqrstuvwxyz0123" not in out
+    # Before: "1 queued in ...", as if the thread had the queue's job.
+    other = invoke("queue", "--db", pg_url, "--thread", "nope").stdout.splitlines()
+    assert other[0] == "no jobs of thread nope"
+    assert other[1].startswith("1 queued in ")

@@ -56,6 +56,8 @@ def queue_command(
                 render.row_line(cell, widths[:-1], _COLOR.get(job.status, ""), 3), soft_wrap=True
             )
     where = render.safe(resources.shown(url))
+    if thread is not None and not jobs:  # the totals are the whole queue's, not the thread's
+        console.print(f"no jobs of thread {render.safe(thread)}", soft_wrap=True)
     console.print(f"[dim]{escape(totals)} in {where}[/]", soft_wrap=True)
 
 

@@ -267,8 +267,8 @@ Status = Annotated[
     typer.Option(
         "--status",
         metavar="STATUS",
-        help="Only runs with this status (repeat for several): ok, stopped, paused, unfinished, "
-        "unsigned, unverified, keyed, damaged.",
+        help="Only runs with this status (repeat for several): ok, stopped, paused, running, "
+        "unfinished, unsigned, unverified, keyed, damaged.",
         show_default=False,
     ),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -39,9 +39,14 @@ _COUNT = (
 _ALWAYS = Window()
 _PAGE = 200  # threads loaded at a time while a status filter skips some
 
-STATUSES = ("ok", "stopped", "paused", "unfinished", "unsigned", "unverified", "keyed", "damaged")
-"""A run's status as the listings show it; the last four: it could not be read (its signature
-refused it, or its rows are damaged), and ``problem`` says what to do."""
+STATUSES = (
+    "ok", "stopped", "paused", "running", "unfinished",
+    "unsigned", "unverified", "keyed", "damaged",
+)  # fmt: skip
+"""A run's status as the listings show it: ``running`` while another process advances it,
+``unfinished`` when none does (it crashed or was killed: ``resume`` continues it); the last
+four: it could not be read (its signature refused it, or its rows are damaged), and
+``problem`` says what to do."""
 REFUSED = {
     "damaged": "its rows cannot be read (edited, damaged, or written by another program or"
     " version): `gated-react show` it for the reason; delete it, or restore the store",
@@ -91,6 +96,8 @@ def latest_runs(
         for thread_id, checkpoint_id in ids:
             found = attempt(thread_id, partial(reader.read, thread_id, checkpoint_id))
             row = _unread_row(thread_id, checkpoint_id, found) or _row(thread_id, found)
+            if row is not None and row.status == "unfinished" and advancing(saver, thread_id):
+                row = replace(row, status="running")
             if row is not None and (not wanted or row.status in wanted):
                 rows.append(row)
         if page is None or len(ids) < page:
@@ -211,6 +218,17 @@ def scan(
     held = [(t, c) for t, c in latest.items() if window.holds(c)]
     ordered = sorted(held, key=lambda kv: kv[1], reverse=True)
     return ordered[:limit], len(held)
+
+
+def advancing(saver: Any, thread_id: str) -> bool:
+    """Another process advances the thread right now: its thread lock is held."""
+    from gated_react.store.locks import ThreadBusy, thread_lock
+
+    try:
+        with thread_lock(saver, thread_id):
+            return False
+    except ThreadBusy:
+        return True
 
 
 T = TypeVar("T")

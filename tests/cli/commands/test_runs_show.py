@@ -287,3 +287,14 @@ def test_a_thread_id_that_is_not_utf8_is_said_to_be_so(state_dir: Path, command:
     assert out.stderr.count("\n") == 1
     assert "its id is not UTF-8 text" in out.stderr
     assert "damaged" not in out.stderr
+
+
+def test_a_run_another_process_advances_is_listed_as_running(store: Path) -> None:
+    """Before: ``unfinished`` (crashed or killed: resume it) while it ran."""
+    with open_checkpointer(str(store)) as saver, thread_lock(saver, "d-unfinished"):
+        during = json.loads(invoke("runs", "--json").stdout)["runs"]
+        only = json.loads(invoke("runs", "--status", "running", "--json").stdout)["runs"]
+    after = json.loads(invoke("runs", "--json").stdout)["runs"]
+    assert {r["thread_id"]: r["status"] for r in during}["d-unfinished"] == "running"
+    assert [r["thread_id"] for r in only] == ["d-unfinished"]
+    assert {r["thread_id"]: r["status"] for r in after}["d-unfinished"] == "unfinished"

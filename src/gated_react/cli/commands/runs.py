@@ -16,6 +16,7 @@ _COLOR = {
     "ok": "green",
     "stopped": "red",
     "paused": "yellow",
+    "running": "cyan",
     "unfinished": "yellow",
     "unsigned": "yellow",
     "unverified": "red",

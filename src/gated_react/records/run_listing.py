@@ -221,7 +221,8 @@ def scan(
 
 
 def advancing(saver: Any, thread_id: str) -> bool:
-    """Another process advances the thread right now: its thread lock is held."""
+    """Another process advances the thread right now: its thread lock is held (taken for an
+    instant; a store whose locks cannot be taken, read-only say, is not known to be)."""
     from gated_react.store.locks import ThreadBusy, thread_lock
 
     try:
@@ -229,6 +230,8 @@ def advancing(saver: Any, thread_id: str) -> bool:
             return False
     except ThreadBusy:
         return True
+    except OSError:
+        return False
 
 
 T = TypeVar("T")

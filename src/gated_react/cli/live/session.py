@@ -115,11 +115,12 @@ class Session:
         ``first_wait`` is what the run waits on before its first node finishes."""
         if self.view is not None:
             self.waiting.start(first_wait)
+        signals: list[str] = []
         try:
-            with user_errors(), _terminable():
+            with user_errors(), _terminable(signals):
                 return start(self.on_update)
-        except KeyboardInterrupt as stop:
-            how = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+        except KeyboardInterrupt:
+            how = signals[0] if signals else "Ctrl-C"
             self.note("interrupted", message=f"{how}; the run is saved and can be resumed")
             hint = self.place.resume_hint(self.tracker.thread)
             sys.stderr.write(
@@ -147,19 +148,15 @@ class Session:
         return exit_code(result)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``, systemd stopping a unit), taken as Ctrl-C is: the run is
-    saved, the run log says so, and the resume command is printed (it ended the process
-    silently)."""
-
-
 @contextmanager
-def _terminable() -> Iterator[None]:
-    """SIGTERM raises ``Terminated`` while a run is driven (in the main thread only: signal
-    handlers are set there)."""
+def _terminable(signals: list[str]) -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``, systemd stopping a unit) taken as Ctrl-C while a run is
+    driven: a ``KeyboardInterrupt``, with "SIGTERM" put in ``signals`` (it ended the process
+    silently). Set in the main thread only: signal handlers live there."""
 
     def terminated(_signal: int, _frame: Any) -> None:
-        raise Terminated
+        signals.append("SIGTERM")
+        raise KeyboardInterrupt
 
     try:
         before = signal.signal(signal.SIGTERM, terminated)

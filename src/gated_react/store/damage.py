@@ -35,7 +35,7 @@ def decoded(thread: Any) -> Iterator[None]:
     """A saver reading ``thread``'s rows: one it cannot decode is refused, naming the thread."""
     try:
         yield
-    except GatedReactError:
+    except (GatedReactError, UnicodeEncodeError):  # ours; a thread id that is no UTF-8 text
         raise
     except _DECODING as exc:
         why = f"{type(exc).__name__}: {exception_line(exc, first_only=True)}"

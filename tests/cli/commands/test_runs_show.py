@@ -277,11 +277,16 @@ def test_an_answer_for_a_thread_another_run_advances_says_so(store: Path) -> Non
     assert "is not waiting for an approval" in idle.stderr
 
 
+@pytest.mark.parametrize("keyed", [False, True])
 @pytest.mark.parametrize("command", ["show", "resume"])
-def test_a_thread_id_that_is_not_utf8_is_said_to_be_so(state_dir: Path, command: str) -> None:
+def test_a_thread_id_that_is_not_utf8_is_said_to_be_so(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, command: str, keyed: bool
+) -> None:
     """A byte the shell passed that is no UTF-8 (``$'\\xff'``) reaches Python as a lone
     surrogate. Before: "its stored checkpoint cannot be read (UnicodeEncodeError ...); the store
-    is damaged", of a store that was fine."""
+    is damaged", of a store that was fine (with a key: "edited or damaged")."""
+    if keyed:
+        monkeypatch.setenv("GATED_REACT_STORE_KEY", "k" * 32)
     out = invoke(command, "\udcff\udcfe")
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1

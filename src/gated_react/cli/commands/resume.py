@@ -306,8 +306,8 @@ def settled(current: Result, answer: Any, thread: str, saver: Any = None) -> Exi
         return Exit.PAUSED if answer is None else None
     if answer is not None:
         if saver is not None:
-            with thread_lock(saver, thread):  # ThreadBusy: another run is advancing it
-                pass
+            with contextlib.suppress(OSError), thread_lock(saver, thread):  # else ThreadBusy
+                pass  # a store whose locks cannot be taken (read-only) is not known busy
         raise CliError(
             f"thread {thread!r} is not waiting for an approval; "
             f"resume it without --approve/--reject/--args/--respond/--answer"

@@ -33,11 +33,13 @@ from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import edited, result
 from gated_react._engine.conversation.steps import ending
+from gated_react._engine.conversation.transcript import clip
 from gated_react._engine.execution import tool_results, tool_runner
 from gated_react._engine.execution.call_keys import args_hash, loop_key
 from gated_react._engine.model.contract import ActionError, check_count
 from gated_react._engine.storable import error_text
 from gated_react.state import Call, Outcome, Shown, Step, dump
+from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
@@ -333,6 +335,7 @@ def _asked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
     return call
 
 
+_NAMED_CHARS = 300
 _MAY_HAVE_RUN = (
     "may already have run: the run's record holds its start but not its end (a crash while "
     "it ran, or this step replayed, forked, copied or answered twice)"
@@ -340,13 +343,13 @@ _MAY_HAVE_RUN = (
 
 
 def _unknown(deps: NodeDeps, call: Call) -> Stop:
+    # The call is named with its arguments here: a thread a program ran has no run log, and
+    # its trace keeps only their hash.
+    named = f"{call.tool}({clip(canonical_json(call.args), _NAMED_CHARS)})"
     if call.tool in deps.keyed:
-        check = f"look up idempotency key {call.key} in the system {call.tool} talks to"
+        check = f"look up idempotency key {call.key} of {named} in the system {call.tool} talks to"
     else:
-        check = (
-            f"check with the system {call.tool} talks to whether the call happened "
-            "(gated-react show THREAD lists it with its arguments)"
-        )
+        check = f"check with the system {call.tool} talks to whether {named} happened"
     said = f"{call.tool} {_MAY_HAVE_RUN}: {check}, then say what you found in a new message"
     return Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, said)
 

@@ -347,7 +347,7 @@ def _unknown(deps: NodeDeps, call: Call) -> Stop:
     # its trace keeps only their hash.
     named = f"{call.tool}({clip(canonical_json(call.args), _NAMED_CHARS)})"
     if call.tool in deps.keyed:
-        check = f"look up idempotency key {call.key} of {named} in the system {call.tool} talks to"
+        check = f"look up idempotency key {call.key} in the system {call.tool} talks to ({named})"
     else:
         check = f"check with the system {call.tool} talks to whether {named} happened"
     said = f"{call.tool} {_MAY_HAVE_RUN}: {check}, then say what you found in a new message"

@@ -94,7 +94,8 @@ class Budget(BaseModel):
     max_tool_calls: int = Field(default=6, ge=0)
     """How many tool calls the run may make in total."""
     max_seconds: float = Field(default=20.0, gt=0)
-    """Active seconds (model and tool time) the run may spend; paused or crashed time is free."""
+    """Active seconds (model and tool time) the run may spend; paused or crashed time is free
+    (a call cut off by a crash keeps the seconds it had run, to within a second)."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Total model tokens (as reported by the model) the run may spend; None means unlimited."""
     max_cost: float | None = Field(default=None, gt=0)

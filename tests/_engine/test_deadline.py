@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import pytest
 
 from gated_react._engine import deadline
-from gated_react._engine.deadline import DeadlinePassed, call_within
+from gated_react._engine.deadline import DeadlinePassed, acall_within, await_within, call_within
 
 from ..support.reaping import PATIENCE
 
@@ -69,3 +70,100 @@ def test_a_deadline_already_spent_abandons_the_call_which_still_runs() -> None:
     while not box and time.monotonic() < deadline:
         time.sleep(0.01)
     assert box == ["ran"]  # abandoned, not cancelled: a sync call cannot be stopped
+
+
+def test_a_waiting_caller_beats_until_the_call_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that takes longer than a beat: the caller's beat runs while it waits (the run
+    records the seconds so far), and stops when the result is in."""
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.001)
+    release, beats = threading.Event(), []
+
+    def beat() -> None:
+        beats.append(threading.get_ident())
+        if len(beats) == 3:
+            release.set()
+
+    assert call_within(lambda: release.wait(PATIENCE) and "late", PATIENCE, beat) == "late"
+    assert beats == [threading.get_ident()] * 3  # on the caller's thread, the call's own
+
+
+def test_a_quick_call_costs_no_beat() -> None:
+    beats: list[int] = []
+    assert call_within(lambda: "quick", PATIENCE, lambda: beats.append(1)) == "quick"
+    assert beats == []
+
+
+def test_beats_end_with_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.001)
+    release, beats = threading.Event(), []
+    try:
+        with pytest.raises(DeadlinePassed):
+            call_within(lambda: release.wait(PATIENCE), 0.05, lambda: beats.append(1))
+    finally:
+        release.set()
+    assert beats  # it beat while it waited, then gave up at the deadline
+
+
+def test_an_awaited_call_beats_until_it_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.001)
+
+    async def main() -> tuple[str, int]:
+        release, beats = asyncio.Event(), []
+
+        async def beat() -> None:
+            beats.append(1)
+            if len(beats) == 3:
+                release.set()
+
+        async def slow() -> str:
+            await release.wait()
+            return "late"
+
+        return await await_within(slow(), PATIENCE, beat), len(beats)
+
+    assert asyncio.run(main()) == ("late", 3)
+
+
+def test_an_awaited_call_past_its_deadline_is_cancelled_between_beats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.001)
+
+    async def main() -> tuple[bool, int]:
+        cancelled, beats = asyncio.Event(), []
+
+        async def beat() -> None:
+            beats.append(1)
+
+        async def hangs() -> None:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        with pytest.raises(DeadlinePassed, match=r"no result within 0\.05 s"):
+            await await_within(hangs(), 0.05, beat)
+        return cancelled.is_set(), len(beats)
+
+    cancelled, beats = asyncio.run(main())
+    assert cancelled
+    assert beats > 0
+
+
+def test_a_sync_call_awaited_beats_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.001)
+    release = threading.Event()
+
+    async def main() -> tuple[str, int]:
+        beats = []
+
+        async def beat() -> None:
+            beats.append(1)
+            if len(beats) == 2:
+                release.set()
+
+        got = await acall_within(lambda: release.wait(PATIENCE) and "late", PATIENCE, beat)
+        return got, len(beats)
+
+    assert asyncio.run(main()) == ("late", 2)

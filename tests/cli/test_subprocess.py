@@ -1,5 +1,6 @@
 """The installed ``gated-react`` script as a real process: exit codes, a pure --json stdout,
-Ctrl-C in the middle of a slow model reply or a slow tool and then resume, a busy thread."""
+Ctrl-C in the middle of a slow model reply or a slow tool and then resume, a kill in the middle
+of a slow model reply, a busy thread."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import json
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from gated_react import open_checkpointer
+from gated_react._engine.authority.ledger import ledger_for
 from gated_react.store.locks import thread_lock
 
 from ..support.cli import REFUND, cli, invoke, spawn
@@ -192,3 +195,39 @@ def test_console_spans_never_reach_the_json_on_stdout(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stop_reason"] == "success"  # exactly the result object
     assert '"name": "invoke_agent gated-react"' in done.stderr
+
+
+def _seconds_spent(db: Path, thread: str) -> float:
+    """The seconds the thread's newest run has spent, as its record says now."""
+    with open_checkpointer(f"sqlite:///{db}") as saver:
+        return ledger_for(saver).last(thread).tally.usage().seconds
+
+
+def _seconds_over(db: Path, thread: str, seconds: float) -> bool:
+    return _seconds_spent(db, thread) >= seconds
+
+
+def test_a_kill_during_a_model_call_keeps_its_seconds_and_kills_spend_the_budget(
+    server: FakeOpenAI, state_dir: Path
+) -> None:
+    """Before: a model call cut off by a kill left no seconds, so a run killed and resumed again
+    and again never spent ``max_seconds``. Now each kill keeps all but the last beat of the
+    call it cut off, and the third resume stops the run on its time budget."""
+    server.push(*[Delay(60, reply("late"))] * 3)
+    spent = 0.0
+    for attempt in range(2):
+        args = ("run", "refund?", "--thread", "kk") if attempt == 0 else ("resume", "kk")
+        proc = spawn(*args, "--max-seconds", "60")
+        beaten = partial(_seconds_over, state_dir / "runs.sqlite", "kk", spent + 1.0)
+        wait_for(beaten, proc, f"a beat of model call {attempt + 1}")
+        proc.kill()
+        reap(proc)
+        spent = _seconds_spent(state_dir / "runs.sqlite", "kk")
+    assert spent >= 2.0
+    budget = f"{spent + 0.5:.3f}"  # half a second left
+    done = cli("resume", "kk", "--json", "--max-seconds", budget)
+    result = json.loads(done.stdout)
+    assert (done.returncode, result["stop_reason"]) == (2, "max_seconds"), done.stderr
+    assert "while waiting for the model" in result["message"]
+    assert result["usage"]["seconds"] >= float(budget)
+    assert result["usage"]["steps"] == 3  # each call cut off counts, at its estimate

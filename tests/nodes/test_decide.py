@@ -10,14 +10,20 @@ from typing import Any
 import httpx
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
+from gated_react._engine import deadline
+from gated_react._engine.authority.paying import Meter
 from gated_react._engine.conversation.chat import call_id
 from gated_react._engine.conversation.transcript import build_messages
 from gated_react.nodes.decide import adecide, decide
+from gated_react.state import Usage
 from gated_react.testing import ScriptedChatModel
 
 from ..support.fakes import HangingChatModel
 from ..support.helpers import deps, node_deps, policy, state
+from ..support.reaping import PATIENCE
 from .hand import ending, kinds, paid_steps, saved, step_messages, usage
 
 
@@ -189,3 +195,58 @@ def test_a_reply_middleware_made_is_the_reply_the_model_spent_counted() -> None:
     assert update["step"]["reply"]["text"] == "QUIET"
     assert counts[0] == counts[1]  # what the model reported, not the rewritten message
     assert counts[1][0] > 0
+
+
+class _SlowModel(HangingChatModel):
+    """A reply that comes only after the run has recorded ``beats`` beats of the wait; what the
+    run's record said of the call just before it returned is kept (``spent``): what a process
+    killed then would have left."""
+
+    beats: int = 2
+    config: Any = None
+    spent: list[Usage] = Field(default_factory=list)
+
+    def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        self.release.wait(PATIENCE)
+        self.spent.append(usage(self.config))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])
+
+    async def _agenerate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: self._generate(messages))
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_a_long_model_call_is_counted_while_it_runs(
+    body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a call's seconds were recorded only when it ended, so a process killed during a
+    long model call left them uncounted, and killing and resuming again and again never spent
+    ``max_seconds``. Now the record says how long the call has taken every beat."""
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.01)
+    config = saved()
+    model = _SlowModel(config=config)
+    beat, beats = Meter.beat, []
+
+    def counted(meter: Meter) -> None:
+        beat(meter)
+        beats.append(1)
+        if len(beats) == model.beats:
+            model.release.set()
+
+    async def acounted(meter: Meter) -> None:
+        counted(meter)
+
+    monkeypatch.setattr(Meter, "beat", counted)
+    monkeypatch.setattr(Meter, "abeat", acounted)
+    parts = node_deps(model, [], policy(max_seconds=60.0))
+    if body == "sync":
+        update = decide(state(), config, deps=parts)
+    else:
+        update = asyncio.run(adecide(state(), config, deps=parts))
+    assert update["step"]["reply"]["text"] == "late"
+    (while_waiting,) = model.spent
+    assert while_waiting.steps == 1
+    assert while_waiting.seconds > 0  # counted before any reply (it was 0.0)
+    assert kinds(config) == ["model", "model", "model", "paid"]
+    assert usage(config).seconds >= while_waiting.seconds  # the paid record settles it

@@ -4,15 +4,18 @@ errors, retries, keys, and what the run-once record says after a crash."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.tools import BaseTool, InjectedToolArg, ToolException, tool
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, ToolException, tool
 from pydantic import BaseModel, field_validator
 
+from gated_react._engine import deadline
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.waiting import Running
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
@@ -20,6 +23,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import FLAKY, SENT, broken, flaky, send_email, slow
 from ..support.helpers import QUESTION_ID, as_another_process, deps, state
+from ..support.reaping import PATIENCE
 from .hand import THREAD, applied, ending, kinds, proposal, records, saved, usage
 
 TOOLS = [*SUPPORT_TOOLS, send_email, slow, broken, flaky]
@@ -300,3 +304,51 @@ def test_an_error_the_tool_handled_is_an_error_result(mode: str) -> None:
     (message,) = update["messages"]
     assert (message.status, message.text) == ("error", "no record 3")
     assert ending(update) is None
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+@pytest.mark.parametrize("native", [False, True], ids=["sync tool", "async tool"])
+def test_a_long_tool_call_is_counted_while_it_runs(
+    body: str, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a call's seconds were in its ``done`` record only, so a process killed during
+    a long call left them uncounted. Now a ``running`` record says how long it has taken every
+    beat, and its ``done`` record replaces those seconds (they are not counted twice)."""
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.01)
+    beats, released, seen = [], threading.Event(), []
+    beat = Running.beat
+
+    def counted(running: Running) -> None:
+        beat(running)
+        beats.append(1)
+        if len(beats) == 2:
+            released.set()
+
+    async def acounted(running: Running) -> None:
+        counted(running)
+
+    monkeypatch.setattr(Running, "beat", counted)
+    monkeypatch.setattr(Running, "abeat", acounted)
+
+    def wait() -> str:
+        released.wait(PATIENCE)
+        seen.append(usage(config))  # what a process killed now would have left
+        return "waited"
+
+    async def await_() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, wait)
+
+    waits = StructuredTool.from_function(func=wait, coroutine=await_ if native else None,
+                                         name="waits", description="Waits.")  # fmt: skip
+    after, config, parts = _gated("waits", {}, [waits], max_seconds=60.0)
+    update = (
+        execute(after, config, deps=parts)
+        if body == "sync"
+        else asyncio.run(aexecute(after, config, deps=parts))
+    )
+    assert _outcome(update)["ok"]
+    (while_running,) = seen
+    assert while_running.seconds > 0  # it was 0.0 until the call returned
+    assert kinds(config)[-3:] == ["running", "running", "done"]
+    (done,) = [r for r in records(config) if r.kind is Kind.DONE]
+    assert usage(config).seconds == pytest.approx(done.body["seconds"])  # not counted twice

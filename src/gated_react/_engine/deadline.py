@@ -4,6 +4,10 @@ the seconds left in the run's budget.
 Sync calls run on reusable daemon threads, so a call that hangs past its deadline is abandoned
 without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
 quick call pays no thread start. Async calls are awaited and cancelled at the deadline.
+
+A caller may ask for a ``beat`` every ``BEAT_SECONDS`` while it waits: the runs record how long a
+call has taken so far, so a process killed in the middle of a long call leaves its seconds
+counted, all but the last beat's worth. A call that returns sooner costs no beat.
 """
 
 from __future__ import annotations
@@ -13,12 +17,17 @@ import contextlib
 import contextvars
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from gated_react.errors import GatedReactError
 
 T = TypeVar("T")
+
+BEAT_SECONDS = 1.0
+"""How often a waiting caller's ``beat`` runs: at most this much of a call's time is lost with
+a process killed while it waits."""
 
 
 class DeadlinePassed(GatedReactError, TimeoutError):
@@ -87,21 +96,37 @@ class _DaemonThreads:
 _THREADS = _DaemonThreads()
 
 
-def call_within(call: Callable[[], T], seconds: float) -> T:
+def call_within(call: Callable[[], T], seconds: float, beat: Callable[[], None] | None = None) -> T:
     """``call()`` on a worker thread (in a copy of this context); its result or its exception,
-    or ``DeadlinePassed`` after ``seconds``."""
+    or ``DeadlinePassed`` after ``seconds``; ``beat()`` every ``BEAT_SECONDS`` until then."""
     # A lock the worker releases when it is done: an Event is a Condition with a lock of its
     # own, and building and waiting on it cost more than the rest of the handoff.
     done = threading.Lock()
     done.acquire()
     box = _start(call, done.release)
-    if not done.acquire(timeout=min(max(seconds, 0.0), threading.TIMEOUT_MAX)):
+    if not _waited(done, seconds, beat):
         raise DeadlinePassed(f"no result within {seconds:g} s")
     result: T = _unbox(box)
     return result
 
 
-async def acall_within(call: Callable[[], T], seconds: float) -> T:
+def _waited(done: threading.Lock, seconds: float, beat: Callable[[], None] | None) -> bool:
+    """Whether ``done`` was released within ``seconds``, beating while it was not."""
+    if beat is None:
+        return done.acquire(timeout=min(max(seconds, 0.0), threading.TIMEOUT_MAX))
+    end = time.monotonic() + max(seconds, 0.0)
+    while True:
+        left = end - time.monotonic()
+        if done.acquire(timeout=min(max(left, 0.0), BEAT_SECONDS)):
+            return True
+        if left <= BEAT_SECONDS:
+            return False
+        beat()
+
+
+async def acall_within(
+    call: Callable[[], T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None
+) -> T:
     """Async ``call_within``: the event loop waits, the sync call runs on a worker thread."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[None] = loop.create_future()
@@ -115,17 +140,36 @@ async def acall_within(call: Callable[[], T], seconds: float) -> T:
             loop.call_soon_threadsafe(resolve)
 
     box = _start(call, wake)
-    await await_within(finished, seconds)
+    await await_within(finished, seconds, beat)
     result: T = _unbox(box)
     return result
 
 
-async def await_within(awaitable: Awaitable[T], seconds: float) -> T:
-    """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (it is cancelled)."""
+async def await_within(
+    awaitable: Awaitable[T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None
+) -> T:
+    """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (it is cancelled);
+    ``await beat()`` every ``BEAT_SECONDS`` until then."""
+    if beat is None:
+        try:
+            return await asyncio.wait_for(awaitable, max(seconds, 0.0))
+        except TimeoutError:
+            raise DeadlinePassed(f"no result within {seconds:g} s") from None
+    loop = asyncio.get_running_loop()
+    task, end = asyncio.ensure_future(awaitable), loop.time() + max(seconds, 0.0)
     try:
-        return await asyncio.wait_for(awaitable, max(seconds, 0.0))
-    except TimeoutError:
-        raise DeadlinePassed(f"no result within {seconds:g} s") from None
+        while True:
+            left = end - loop.time()
+            await asyncio.wait((task,), timeout=min(max(left, 0.0), BEAT_SECONDS))
+            if task.done():
+                return task.result()
+            if left <= BEAT_SECONDS:
+                raise DeadlinePassed(f"no result within {seconds:g} s")
+            await beat()
+    finally:
+        if not task.done():  # the deadline passed, or the caller was cancelled
+            task.cancel()
+            await asyncio.wait((task,))
 
 
 def _start(call: Callable[[], Any], on_done: Callable[[], None]) -> list[tuple[bool, Any]]:

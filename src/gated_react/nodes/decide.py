@@ -88,12 +88,13 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
         began = time.monotonic()
         try:
             if deps.middleware is None:
-                called = call_within(lambda: _plain(plan, asked), plan.left)
+                called = call_within(lambda: _plain(plan, asked), plan.left, plan.meter.beat)
             else:
                 hooks = deps.middleware
                 called = call_within(
                     lambda: hooks.call_model(deps, plan.messages, config, asked, plan.meter),
                     plan.left,
+                    plan.meter.beat,
                 )
         except Exception as exc:
             place.ledger.append(_abandoned(plan, exc))
@@ -122,11 +123,11 @@ async def adecide(
         began = time.monotonic()
         try:
             if deps.middleware is None:
-                called = await await_within(_aplain(plan, asked), plan.left)
+                called = await await_within(_aplain(plan, asked), plan.left, plan.meter.abeat)
             else:
                 hooks = deps.middleware
                 calling = hooks.acall_model(deps, plan.messages, config, asked, plan.meter)
-                called = await await_within(calling, plan.left)
+                called = await await_within(calling, plan.left, plan.meter.abeat)
         except Exception as exc:
             await place.ledger.aappend(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)

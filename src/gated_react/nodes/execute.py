@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.run_once import Plan, planned
+from gated_react._engine.authority.waiting import Running
 from gated_react._engine.conversation.steps import run_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
@@ -61,11 +62,11 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     plan.claimed([ledger.claim(record) for record in plan.claims()])
     todo = plan.to_run()
     if len(todo) == 1:
-        ran = [run_one(deps, plan.calls, todo[0], config)]
+        ran = [run_one(deps, plan, todo[0], config)]
     elif todo:
         with ThreadPoolExecutor(max_workers=len(todo)) as pool:
             jobs = [
-                pool.submit(contextvars.copy_context().run, run_one, deps, plan.calls, i, config)
+                pool.submit(contextvars.copy_context().run, run_one, deps, plan, i, config)
                 for i in todo
             ]
             ran = [job.result() for job in jobs]
@@ -92,19 +93,20 @@ async def aexecute(
     await ledger.aappend(plan.records)
     plan.claimed([await ledger.aclaim(record) for record in plan.claims()])
     todo = plan.to_run()
-    ran = await asyncio.gather(*(arun_one(deps, plan.calls, i, config) for i in todo))
+    ran = await asyncio.gather(*(arun_one(deps, plan, i, config) for i in todo))
     update = plan.completed(list(ran))
     await ledger.aappend(plan.records)
     return update
 
 
-def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
-    call, started = calls[index], time.monotonic()
+def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
+    call, started = plan.calls[index], time.monotonic()
+    running = Running(plan.place, plan.step.run, call, started)
     config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.invoke, deps.tools[call.tool], _args(deps, call, config),
-                          config, *_limits(deps, call))  # fmt: skip
+                          config, *_limits(deps, call), beat=running.beat)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = run()
             else:  # the tool hooks, around a call the gate let through
@@ -116,13 +118,14 @@ def run_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfi
     return index, value, None, time.monotonic() - started
 
 
-async def arun_one(deps: NodeDeps, calls: list[Call], index: int, config: RunnableConfig) -> Ran:
-    call, started = calls[index], time.monotonic()
+async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
+    call, started = plan.calls[index], time.monotonic()
+    running = Running(plan.place, plan.step.run, call, started)
     config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.ainvoke, deps.tools[call.tool], _args(deps, call, config),
-                          config, *_limits(deps, call))  # fmt: skip
+                          config, *_limits(deps, call), beat=running.abeat)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = await run()
             else:

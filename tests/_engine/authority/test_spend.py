@@ -178,3 +178,29 @@ def test_without_a_store_key_another_processs_payment_is_taken_as_recorded() -> 
     )
     assert _usage(estimate, paid, unkeyed=True).tokens == 40
     assert _usage(estimate, paid).tokens == 100  # keyed: the estimate stands
+
+
+def test_a_call_killed_while_it_ran_keeps_the_seconds_its_beats_recorded() -> None:
+    """A model call and a tool call, each with beats and no end (the process was killed):
+    their seconds so far count, the latest beat of each, once."""
+    killed = _usage(
+        _rec(Kind.MODEL, "m1", **ESTIMATE),
+        _rec(Kind.MODEL, "m1", **ESTIMATE, seconds=1.0),
+        _rec(Kind.MODEL, "m1", **ESTIMATE, seconds=2.0),
+        _rec(Kind.RUNNING, "k1", call="c1", tool="pay", seconds=1.0),
+        _rec(Kind.RUNNING, "k1", call="c1", tool="pay", seconds=3.0),
+    )
+    assert (killed.steps, killed.seconds) == (1, 5.0)
+
+
+def test_a_calls_end_replaces_its_beats_and_no_record_lowers_them() -> None:
+    ended = _usage(
+        _rec(Kind.MODEL, "m1", **ESTIMATE, seconds=2.0),
+        _rec(Kind.PAID, "m1", **PAID),  # 1.5 s: what was paid settles a model call
+        _rec(Kind.RUNNING, "k1", seconds=2.0),
+        _rec(Kind.DONE, "k1", call="c1", tool="pay", seconds=2.5),
+        _rec(Kind.RUNNING, "k2", seconds=4.0),
+        _rec(Kind.RUNNING, "k2", seconds=1.0, signed=False),  # an older beat, or a forged one
+        _rec(Kind.DONE, "k2", call="c2", tool="pay", seconds=0.0, signed=False),
+    )
+    assert ended.seconds == pytest.approx(1.5 + 2.5 + 4.0)

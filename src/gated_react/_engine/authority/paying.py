@@ -107,6 +107,30 @@ class Meter:
         self.attempt = None
         return self.failed(opened, min(started, self.began or started), DeadlinePassed())
 
+    def beat(self) -> None:
+        """Record how long the attempt under way has taken so far (``deadline``'s beat): a
+        process killed while it waits leaves those seconds counted."""
+        record = self._beat()
+        if record is not None:
+            with contextlib.suppress(Exception):  # the call goes on if the store cannot say so
+                self.place.ledger.append([record])
+
+    async def abeat(self) -> None:
+        """Async twin of ``beat``."""
+        record = self._beat()
+        if record is not None:
+            with contextlib.suppress(Exception):
+                await self.place.ledger.aappend([record])
+
+    def _beat(self) -> Record | None:
+        # a ``model`` record again: figures about a call that is not paid yet only rise, so
+        # the seconds count until its ``paid`` record settles them
+        if self.attempt is None:
+            return None
+        opened, started = self.attempt
+        body = dict(opened.body, seconds=time.monotonic() - started)
+        return Record(opened.thread, opened.run, Kind.MODEL, opened.key, body)
+
     def _once(
         self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
     ) -> BaseMessage:

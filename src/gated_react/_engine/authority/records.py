@@ -1,13 +1,13 @@
 """The records a run leaves beside its checkpoints, and their signatures.
 
-A record says one thing that happened, once: a run opened, a model call started or was paid,
-the gate let a call through (a permit) or refused one the model is shown, a call that is not
-idempotent started or finished, a human extended a budget, the run ended. Each is bound to its
-thread and run and signed with HMAC-SHA256: with the store key when the store has one, else
-with a key only this process holds (``process_key``). A record whose signature does not verify
-never lets anything run (a permit must verify), but still holds a run back (a ``started``
-record of any signature means the call may have run; spend of any signature counts).
-"""
+A record says one thing that happened, once: a run opened, a model call started or was paid, the
+gate let a call through (a permit) or refused one the model is shown, a call that is not
+idempotent started, a call ran for a while or finished, a human extended a budget, the run
+ended. Each is bound to its thread and run and signed with HMAC-SHA256: with the store key when
+the store has one, else with a key only this process holds (``process_key``). A record whose
+signature does not verify never lets anything run (a permit must verify), but still holds a run
+back (a ``started`` record of any signature means the call may have run; spend of any signature
+counts)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ class Kind(StrEnum):
     """The gate refused a call and shows the model why (it counts as a call)."""
     STARTED = "started"
     """A call that is not idempotent was claimed to run (at most once per call key)."""
+    RUNNING = "running"
+    """A call is still running: how long it has taken so far (they count until its ``done``)."""
     DONE = "done"
     """A call finished: whether it worked, how long it took, what the model was shown."""
     EXTENDED = "extended"

@@ -1,7 +1,7 @@
-"""What a run has spent, summed from its records as they are read: model calls (a call made
-and not yet paid counts at its estimate, so one paid before a crash is never free), tokens,
-dollars, active seconds, tool calls by tool; the permits that verify, the budgets a human
-extended, and how the run ended. Nothing here is read from the run's state.
+"""What a run has spent, summed from its records as they are read: model calls (a call made and not
+yet paid counts at its estimate, so one paid before a crash is never free), tokens, dollars,
+active seconds (a call's so far while it runs), tool calls by tool; the permits that verify, the
+budgets a human extended, and how the run ended. Nothing here is read from the run's state.
 
 Sums are kept as records arrive, so reading a run's spend costs the same at any length."""
 
@@ -32,6 +32,8 @@ class Tally:
     unbilled: set[str] = field(default_factory=set)
     """Attempts the server refused or that never left (no model call, no step)."""
     seconds: float = 0.0
+    running: dict[str, float] = field(default_factory=dict)
+    """The calls under way, by key: the seconds their latest beat said they had taken."""
     counted: dict[str, str] = field(default_factory=dict)
     """Calls let through or shown to the model as refused, each once, by what it is (its id,
     tool and arguments: a forged call under a counted call's id is another call; the same call
@@ -57,8 +59,10 @@ class Tally:
         elif kind is Kind.PERMIT or kind is Kind.REFUSED:
             self._call(record)
         elif kind is Kind.DONE:
-            self.seconds += _amount(record.body.get("seconds")) or 0.0
+            self._ran(record, done=True)
             self.permits.pop(str(record.body.get("call")), None)  # used
+        elif kind is Kind.RUNNING:
+            self._ran(record, done=False)
         elif kind is Kind.EXTENDED and record.verified:
             with contextlib.suppress(ValidationError):  # one this version cannot read: nothing
                 self.extensions.append(Extension.model_validate(record.body))
@@ -66,6 +70,15 @@ class Tally:
             self.opened = record
         elif kind is Kind.ENDED:
             self.ended = record
+
+    def _ran(self, record: Record, *, done: bool) -> None:
+        """A call's seconds: those it had taken at its last beat until its ``done`` record
+        says how long it took (any record, of any signature, only raises them)."""
+        seconds = _amount(record.body.get("seconds")) or 0.0
+        before = self.running.pop(record.key, 0.0) if done else self.running.get(record.key, 0.0)
+        if not done:
+            self.running[record.key] = max(before, seconds)
+        self.seconds += max(seconds - before, 0.0)
 
     def _model(self, record: Record) -> None:
         """A model call's figures: a verified ``paid`` record is final (what was paid replaces

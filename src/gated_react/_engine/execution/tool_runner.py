@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -172,12 +172,14 @@ def backoff(attempt: int) -> float:
 
 
 def invoke(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
-) -> Any:
-    """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error."""
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
+    *, beat: Callable[[], None] | None = None,
+) -> Any:  # fmt: skip
+    """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error.
+    ``beat()`` runs every ``deadline.BEAT_SECONDS`` while an attempt is under way."""
     for attempt in range(retries + 1):
         try:
-            return returned(tool, _invoke_once(tool, args, config, timeout))
+            return returned(tool, _invoke_once(tool, args, config, timeout, beat))
         except Exception:
             if attempt == retries:
                 raise
@@ -186,12 +188,13 @@ def invoke(
 
 
 async def ainvoke(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int
-) -> Any:
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
+    *, beat: Callable[[], Awaitable[None]] | None = None,
+) -> Any:  # fmt: skip
     """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
     for attempt in range(retries + 1):
         try:
-            return returned(tool, await _ainvoke_once(tool, args, config, timeout))
+            return returned(tool, await _ainvoke_once(tool, args, config, timeout, beat))
         except Exception:
             if attempt == retries:
                 raise
@@ -211,10 +214,11 @@ def returned(tool: BaseTool, value: Any) -> Any:
 
 
 def _invoke_once(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
-) -> Any:
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
+    beat: Callable[[], None] | None,
+) -> Any:  # fmt: skip
     try:
-        return call_within(lambda: _call(tool, args, config), timeout)
+        return call_within(lambda: _call(tool, args, config), timeout, beat)
     except DeadlinePassed:
         raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
     except GraphInterrupt:
@@ -222,12 +226,13 @@ def _invoke_once(
 
 
 async def _ainvoke_once(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float
-) -> Any:
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
+    beat: Callable[[], Awaitable[None]] | None,
+) -> Any:  # fmt: skip
     try:
         if _is_async(tool):
-            return await await_within(tool.ainvoke(args, config), timeout)
-        return await acall_within(lambda: _call(tool, args, config), timeout)
+            return await await_within(tool.ainvoke(args, config), timeout, beat)
+        return await acall_within(lambda: _call(tool, args, config), timeout, beat)
     except DeadlinePassed:
         raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
     except GraphInterrupt:

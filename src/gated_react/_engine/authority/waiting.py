@@ -1,0 +1,43 @@
+"""How long a tool call under way has taken, recorded while it runs.
+
+A call's seconds are in its ``done`` record, written when it returns; a process killed in the
+middle of a long call writes none. So while execute waits on a call it records a ``running``
+record every beat (``deadline.BEAT_SECONDS``) with the seconds so far, and the run's spend
+counts them until the call's ``done`` record replaces them. (A model call's beat is the meter's:
+``paying.Meter.beat``.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+from gated_react._engine.authority.ledger import Place
+from gated_react._engine.authority.records import Kind, Record
+from gated_react.state import Call
+
+
+@dataclass(slots=True)
+class Running:
+    """One call under way: where its records go, and when it started (``time.monotonic``)."""
+
+    place: Place
+    run: str
+    call: Call
+    started: float
+
+    def beat(self) -> None:
+        with contextlib.suppress(Exception):  # the call goes on if the store cannot say so
+            self.place.ledger.append([self._record()])
+
+    async def abeat(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.place.ledger.aappend([self._record()])
+
+    def _record(self) -> Record:
+        call = self.call
+        seconds = time.monotonic() - self.started
+        return self.place.record(
+            self.run, Kind.RUNNING, call.key, call=call.id, tool=call.tool, seconds=seconds
+        )

@@ -128,6 +128,7 @@ class Found:
 
     snapshot: Any
     result: Any
+    goal: str = ""
 
 
 class Reader:
@@ -150,16 +151,24 @@ class Reader:
         snapshot = self._graph.get_state(config)
         if not snapshot.values:
             return None
-        return Found(snapshot, from_snapshot(snapshot, thread_id, run_book(self._saver, thread_id)))
+        result = from_snapshot(snapshot, thread_id, run_book(self._saver, thread_id))
+        goal = goal_of(result)
+        if not goal:  # killed in its first decision: the goal is only in its input channel
+            stored = self._saver.get_tuple(config)
+            goal = goal_of(result, stored.checkpoint.get("channel_values") if stored else None)
+        return Found(snapshot, result, goal)
 
 
-def goal_of(result: Mapping[str, Any]) -> str:
-    """The goal of a thread's latest run: the text of its last human message."""
+def goal_of(result: Mapping[str, Any], values: Mapping[str, Any] | None = None) -> str:
+    """The goal of a thread's latest run: the text of its last human message; before its first
+    decision made one of it (a run killed in it), the ``goal`` it was given (``values``: the
+    thread's stored channels)."""
     for message in reversed(result.get("messages") or ()):
         if getattr(message, "type", None) == "human":
             text = message.text
             return text if isinstance(text, str) else str(text)
-    return ""
+    given = (values or {}).get("goal")
+    return given if isinstance(given, str) else ""
 
 
 def _latest_ids(
@@ -280,7 +289,7 @@ def _row(thread_id: str, found: Any) -> RunRow | None:
         tokens=int(usage.get("tokens", 0)),
         cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
         updated=local(found.snapshot.created_at or ""),
-        goal=goal_of(result),
+        goal=found.goal,
         model=model if isinstance(model := options.get("model"), str) else None,
     )
 

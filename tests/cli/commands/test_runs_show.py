@@ -303,3 +303,25 @@ def test_a_run_another_process_advances_is_listed_as_running(store: Path) -> Non
     assert {r["thread_id"]: r["status"] for r in during}["d-unfinished"] == "running"
     assert [r["thread_id"] for r in only] == ["d-unfinished"]
     assert {r["thread_id"]: r["status"] for r in after}["d-unfinished"] == "unfinished"
+
+
+def test_a_run_killed_in_its_first_decision_shows_its_goal_and_status(store: Path) -> None:
+    """Before: ``show`` printed a blank goal and, in JSON, ``"status": null``, and ``runs`` a
+    blank goal (the goal was still in the run's input channel only)."""
+    listed = json.loads(invoke("runs", "--json").stdout)["runs"]
+    assert {r["thread_id"]: r["goal"] for r in listed}["d-unfinished"] == "crashes"
+    shown = json.loads(invoke("show", "d-unfinished", "--json").stdout)
+    assert (shown["status"], shown["goal"], shown["messages"]) == ("unfinished", "crashes", [])
+    text = invoke("show", "d-unfinished").stdout
+    assert text.startswith("goal  crashes\n")
+    assert "status       unfinished" in text
+
+
+def test_show_says_running_for_a_run_another_process_advances(store: Path) -> None:
+    """Before: ``unfinished`` (crashed or killed: resume it), where ``runs`` said running."""
+    with open_checkpointer(str(store)) as saver, thread_lock(saver, "d-unfinished"):
+        during = json.loads(invoke("show", "d-unfinished", "--json").stdout)
+        text = invoke("show", "d-unfinished").stdout
+    assert during["status"] == "running"
+    assert "status       running" in text
+    assert json.loads(invoke("show", "a-ok", "--json").stdout)["status"] == "ok"

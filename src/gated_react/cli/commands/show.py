@@ -30,7 +30,7 @@ def show_command(
 ) -> None:
     """Show a run: summary, history (tool steps), trace (every gated call) and its run log;
     the trace and usage are the run's record."""
-    from gated_react.records.run_listing import goal_of
+    from gated_react.records.run_listing import advancing, goal_of
     from gated_react.runs import read, run_book
 
     config = resources.settings()
@@ -39,6 +39,11 @@ def show_command(
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
         metadata = found.metadata if found else None
         result = read(resources.reader_graph(saver), thread)
+        values = found.checkpoint.get("channel_values") if found else None
+        goal = goal_of(result, values if isinstance(values, dict) else None)
+        if not result["status"] and not result["pending"]:  # as ``runs`` lists it
+            listed = "running" if advancing(saver, thread) else "unfinished"
+            result["status"] = listed  # type: ignore[typeddict-item]
         opened = run_book(saver, thread).tally.opened
         context = None if opened is None else dict(opened.body)
         budget = resources.run_budget(saver, thread, metadata)
@@ -46,11 +51,12 @@ def show_command(
     events = merged(read_events(resources.log_path(url, log, no_log), thread), stored)
     secrets = config.secrets()
     if json_out:
-        render.print_json({**result, "run_context": context, "events": events}, secrets)
+        render.print_json({**result, "goal": goal, "run_context": context, "events": events},
+                          secrets)  # fmt: skip
         return
     console = render.console()
     with readable(thread):  # stored values of the wrong shape fail here, not in read()
-        console.print(f"[bold]goal[/]  {render.safe(goal_of(result), secrets, limit=300)}")
+        console.print(f"[bold]goal[/]  {render.safe(goal, secrets, limit=300)}")
         if context is not None:
             console.print(_context(context, secrets), highlight=False)
         _print(console, result, budget=budget, events=events, secrets=secrets)

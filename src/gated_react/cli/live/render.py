@@ -170,7 +170,7 @@ def summary(
     """The end of a run: status, stop reason, answer, steps, tool calls, tokens, seconds."""
     usage = result.get("usage") or {}
     status = result.get("status") or ("paused" if result.get("pending") else "unfinished")
-    color = {"ok": "green", "paused": "yellow"}.get(status, "red")
+    color = {"ok": "green", "paused": "yellow", "running": "yellow"}.get(status, "red")
     rows = [
         ("status", f"[{color}]{safe(status)}[/]"),
         ("stop reason", safe(str(result.get("stop_reason") or "-"), secrets)),

@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 Thread = Annotated[
     str, typer.Argument(help="The run's thread id.", show_default=False, metavar="THREAD")
 ]
+NewThread = Annotated[
+    str | None,
+    typer.Option(help="Thread id for the run [default: a new random id]", metavar="ID"),
+]
+MAX_THREAD_CHARS = 256
+"""The longest thread id ``run`` and ``enqueue`` start a run under: longer ones (20,000
+characters once) widened every line of ``runs`` and every message naming the thread."""
 Db = Annotated[
     str | None,
     typer.Option(
@@ -322,3 +329,29 @@ def described(shown: Window) -> str:
     if shown.before is not None:
         words += f" before {shown.before.astimezone():%Y-%m-%d %H:%M}"
     return words
+
+
+def new_thread(given: str | None) -> str:
+    """The thread id of a run about to start (``--thread``, else a new random id): printable
+    text of at most ``MAX_THREAD_CHARS`` characters, so every listing and message can show it
+    as it is and a person can type it back."""
+    import uuid
+
+    if given is None:
+        return uuid.uuid4().hex
+    if not given.strip():
+        raise CliError("--thread: the thread id is empty")
+    if len(given) > MAX_THREAD_CHARS:
+        raise CliError(
+            f"--thread: a thread id is at most {MAX_THREAD_CHARS} characters; "
+            f"this one has {len(given):,}"
+        )
+    odd = next((c for c in given if not c.isprintable()), None)
+    if odd is not None:
+        what = (
+            f"a byte that is not UTF-8 text (0x{ord(odd) - 0xDC00:02X})"
+            if "\udc80" <= odd <= "\udcff"  # how Python passes such a byte on
+            else f"a character that cannot be shown (U+{ord(odd):04X})"
+        )
+        raise CliError(f"--thread: the thread id holds {what}; give one of printable text")
+    return given

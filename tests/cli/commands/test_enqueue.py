@@ -92,6 +92,8 @@ def test_a_thread_with_a_job_or_a_run_already_is_refused(pg_url: str, state_dir:
         (["go", "--context", "[1]"], "--context must be a JSON object"),
         (["go", "--context", "{"], "--context is not valid JSON"),
         (["go", "--max-steps", "3"], "No such option: --max-steps"),
+        (["go", "--thread", "t" * 257], "at most 256 characters"),
+        (["go", "--thread", "a\nb"], "cannot be shown (U+000A)"),  # printed escaped before
     ],
 )
 def test_bad_input_is_one_line_and_nothing_is_queued(

@@ -118,6 +118,11 @@ def _one_line_error(out: object, *needles: str) -> str:
         (["run", GOAL, "--db", "ftp://host/runs"], ["unknown scheme 'ftp'"]),
         (["run", GOAL, "--db", "sqlite:///"], ["no file path"]),
         (["run", "   "], ["goal is empty"]),
+        # a thread id no listing can show as it is (before: 20,000 characters were taken)
+        (["run", GOAL, "--thread", "t" * 257], ["at most 256 characters; this one has 257"]),
+        (["run", GOAL, "--thread", "a\x07b"], ["cannot be shown (U+0007)"]),
+        (["run", GOAL, "--thread", "a\udcffb"], ["not UTF-8 text (0xFF)"]),
+        (["run", GOAL, "--thread", " "], ["the thread id is empty"]),
         (["run", GOAL, "--max-steps", "0"], ["--max-steps", "--help"]),
         (["run", GOAL, "--protocol", "xml"], ["--protocol"]),
         (["run"], ["GOAL"]),

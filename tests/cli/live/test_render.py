@@ -7,13 +7,17 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import Result
+from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from gated_react import Budget
+from gated_react import Budget, Policy, build_graph, open_checkpointer, run
 from gated_react.cli.live import render
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
 
 from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
@@ -25,6 +29,7 @@ KEY = "sk-proj-abcdef0123456789"
 TOKEN = "abcdefgh12345678"
 GOAL = f"check {HOSTILE} with {KEY} and Authorization: Bearer {TOKEN} and local-secret-key-98765"
 THREAD = "t\x1b[2Jhostile"
+"""A thread id only a program can give (``run --thread`` refuses it); every listing shows it."""
 
 
 def _clean(out: Result) -> str:
@@ -42,8 +47,22 @@ def hostile(server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("COLUMNS", "400")  # room for the whole goal in `runs`
     (tmp_path / "notes.txt").write_text(f"notes {HOSTILE} {KEY}")
     server.push(tool_call("read_file", path="notes.txt"), reply(f"done {HOSTILE} {KEY}"))
-    flags = ("--toolkit", "workspace", "--workspace", str(tmp_path), "--thread", THREAD)
+    flags = ("--toolkit", "workspace", "--workspace", str(tmp_path), "--thread", "hostile")
     return invoke("run", GOAL, *flags)
+
+
+def _program_run(db: Path, goal: str, replies: list[Any], policy: Policy | None = None) -> None:
+    """A run under ``THREAD`` in the CLI's store, as an app's own program makes one."""
+    with open_checkpointer(str(db)) as saver:
+        model = ScriptedChatModel(replies=replies)
+        graph = build_graph(model, SUPPORT_TOOLS, policy=policy, checkpointer=saver)
+        run(graph, goal, thread_id=THREAD)
+
+
+@pytest.fixture
+def program_thread(hostile: Result, state_dir: Path) -> None:
+    """Beside the hostile run, a thread whose id carries terminal controls."""
+    _program_run(state_dir / "runs.sqlite", GOAL, [f"done {HOSTILE} {KEY}"])
 
 
 def test_the_live_view_and_summary_print_no_controls_markup_or_secrets(hostile: Result) -> None:
@@ -55,7 +74,8 @@ def test_the_live_view_and_summary_print_no_controls_markup_or_secrets(hostile: 
     assert "\\x1b]0;pwned" in text  # controls are shown escaped, not dropped
 
 
-def test_show_and_runs_print_no_controls_markup_or_secrets(hostile: Result) -> None:
+@pytest.mark.usefixtures("program_thread")
+def test_show_and_runs_print_no_controls_markup_or_secrets() -> None:
     for args in (["show", THREAD], ["runs"], ["runs", "--json"], ["show", THREAD, "--json"]):
         out = invoke(*args)
         assert out.exit_code == 0, (args, out.stderr)
@@ -68,16 +88,21 @@ def test_show_and_runs_print_no_controls_markup_or_secrets(hostile: Result) -> N
     assert listed["goal"].startswith("check \x1b]0;pwned")  # JSON keeps the value exactly
 
 
-def test_errors_and_hints_print_no_controls(server: FakeOpenAI) -> None:
+def test_errors_and_hints_print_no_controls(server: FakeOpenAI, state_dir: Path) -> None:
     out = invoke("show", "nope\x1b[2J\x9b")
     assert out.exit_code == 1
     _clean(out)
-    server.push(tool_call("get_user_billing", user_id=42))
-    paused = invoke("run", "x", "--thread", THREAD, "--approve-tool", "get_user_billing")
-    assert paused.exit_code == 4
+    refused = invoke("run", "x", "--thread", THREAD)
+    assert refused.exit_code == 1
+    assert "cannot be shown (U+001B)" in _clean(refused)
+    asks = Policy(require_approval=["get_user_billing"])
+    billing = AIMessage("", tool_calls=[{"name": "get_user_billing", "args": {"user_id": 42},
+                                         "id": "c1"}])  # fmt: skip
+    _program_run(state_dir / "runs.sqlite", "x", [billing], asks)
+    paused = invoke("show", THREAD)
+    assert paused.exit_code == 0
     _clean(paused)
-    again = "--toolkit support --approve-tool get_user_billing"
-    assert f"resume 't\\x1b[2Jhostile' {again} --approve" in paused.stdout
+    assert "gated-react resume 't\\x1b[2Jhostile' OPTIONS --approve" in paused.stdout
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ nothing in it may choose what runs.
 from __future__ import annotations
 
 import sys
-import uuid
 from typing import Annotated
 
 import typer
@@ -25,10 +24,7 @@ def enqueue_command(
         str, typer.Argument(help="The task, in your own words.", show_default=False, metavar="GOAL")
     ],
     *,
-    thread: Annotated[
-        str | None,
-        typer.Option(help="Thread id for the run [default: a new random id]", metavar="ID"),
-    ] = None,
+    thread: flags.NewThread = None,
     context: Annotated[
         str | None,
         typer.Option(
@@ -44,11 +40,11 @@ def enqueue_command(
     """Queue a run for the workers (Postgres store); print its thread id."""
     if not goal.strip():
         raise CliError("the goal is empty; say what the agent should do")
+    thread = flags.new_thread(thread)
     given = None if context is None else json_object("--context", context)
     config = resources.settings()
     url = resources.store_url(config, db)
     resources.fleet_store(url)
-    thread = thread or uuid.uuid4().hex
     _refuse_taken(url, thread)
     _enqueue(url, goal, thread, given)
     if json_out:

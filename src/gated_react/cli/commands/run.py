@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,10 +33,7 @@ def run_command(
         ),
     ] = None,
     *,
-    thread: Annotated[
-        str | None,
-        typer.Option(help="Thread id for the run [default: a new random id]", metavar="ID"),
-    ] = None,
+    thread: flags.NewThread = None,
     db: flags.Db = None,
     model: flags.Model = None,
     base_url: flags.BaseUrl = None,
@@ -57,7 +53,7 @@ def run_command(
         raise CliError("missing GOAL: say what the agent should do (or run a seed with --example)")
     if not goal.strip():
         raise CliError("the goal is empty; say what the agent should do")
-    thread = thread or uuid.uuid4().hex
+    thread = flags.new_thread(thread)
     from gated_react.cli.model_source import uses_local
     from gated_react.cli.run_options import RunOptions
 

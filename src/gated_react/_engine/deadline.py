@@ -150,26 +150,35 @@ async def await_within(
 ) -> T:
     """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (it is cancelled);
     ``await beat()`` every ``BEAT_SECONDS`` until then."""
-    if beat is None:
-        try:
-            return await asyncio.wait_for(awaitable, max(seconds, 0.0))
-        except TimeoutError:
-            raise DeadlinePassed(f"no result within {seconds:g} s") from None
-    loop = asyncio.get_running_loop()
-    task, end = asyncio.ensure_future(awaitable), loop.time() + max(seconds, 0.0)
+    beating = None if beat is None else _Beats(beat)
     try:
-        while True:
-            left = end - loop.time()
-            await asyncio.wait((task,), timeout=min(max(left, 0.0), BEAT_SECONDS))
-            if task.done():
-                return task.result()
-            if left <= BEAT_SECONDS:
-                raise DeadlinePassed(f"no result within {seconds:g} s")
-            await beat()
+        return await asyncio.wait_for(awaitable, max(seconds, 0.0))
+    except TimeoutError:
+        raise DeadlinePassed(f"no result within {seconds:g} s") from None
     finally:
-        if not task.done():  # the deadline passed, or the caller was cancelled
-            task.cancel()
-            await asyncio.wait((task,))
+        if beating is not None:
+            await beating.stop()
+
+
+class _Beats:
+    """``beat()`` as a task of its own every ``BEAT_SECONDS``, from a timer on the running loop
+    (a call that returns sooner costs one timer, not a second task to wait on)."""
+
+    def __init__(self, beat: Callable[[], Awaitable[None]]) -> None:
+        self._beat, self._loop = beat, asyncio.get_running_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._timer = self._loop.call_later(BEAT_SECONDS, self._fire)
+
+    def _fire(self) -> None:
+        if self._task is None or self._task.done():  # one beat at a time
+            self._task = asyncio.ensure_future(self._beat())
+        self._timer = self._loop.call_later(BEAT_SECONDS, self._fire)
+
+    async def stop(self) -> None:
+        """No more beats; one under way ends first (its record lands before the call's end)."""
+        self._timer.cancel()
+        if self._task is not None:
+            await asyncio.wait((self._task,))
 
 
 def _start(call: Callable[[], Any], on_done: Callable[[], None]) -> list[tuple[bool, Any]]:

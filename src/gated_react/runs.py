@@ -97,7 +97,7 @@ def shape(
         "history": [e.model_dump(mode="json") for e in audit.history(out["messages"])],
         "trace": [
             e.model_dump(mode="json", exclude_none=True)
-            for e in audit.trace(book.records, book.tally.unkeyed)
+            for e in audit.trace(book.records, book.tally.unkeyed, book.tally.superseded.keys())
         ],
         "usage": book.tally.usage().model_dump(mode="json"),
     }

@@ -30,7 +30,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, StateUpdate
 
-from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer
+from gated_react import Policy, aopen_checkpointer, build_graph, open_checkpointer, read
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools import idempotent
 
@@ -418,3 +418,34 @@ def test_a_fork_whose_model_spells_the_amount_another_way_pays_once(store: Any) 
     assert spelled == ["5", 5.0]
     assert PAID == ["5"], f"paid {len(PAID)} times"
     assert (out["stop_reason"], _shown(out)) == ("success", ["sent 5"])
+
+
+@pytest.mark.parametrize("tool_name", ["pay", "get_profile"])
+def test_a_step_let_through_then_lost_with_its_reply_counts_no_call(tool_name: str) -> None:
+    """The kill storm's known case (TRACED_TWICE), made by hand: the gate let a call through
+    (its permit recorded), then the process died before the step's reply was stored, so the
+    model was asked again and proposed the call under a new id. Before: the run counted two
+    tool calls (``max_tool_calls=1`` stopped it) and its trace held the call that never ran."""
+
+    @tool
+    def get_profile(item: str) -> str:
+        """Reads a profile (idempotent)."""
+        return f"profile {item}"
+
+    def reply(messages: list[Any]) -> Any:
+        done = any(isinstance(m, ToolMessage) for m in messages)
+        return "done" if done else call(tool_name, item="a")
+
+    tools = [pay, idempotent(get_profile)]
+    model = ScriptedChatModel(replies=[reply], cycle=True)
+    graph = build_graph(model, tools, policy=Policy(budget={"max_tool_calls": 1}),
+                        checkpointer=InMemorySaver())  # fmt: skip
+    graph.invoke({"goal": "go"}, CFG, interrupt_after=["gate"])
+    lost = _before(graph, "decide")  # the reply and the gate's step, lost with the process
+    graph.invoke(None, lost)
+    out = read(graph, "t")
+    assert (out["status"], out["stop_reason"]) == ("ok", "success"), out["message"]
+    assert out["usage"]["tool_calls"] == 1
+    assert out["usage"]["per_tool"] == {tool_name: 1}
+    assert [t["tool"] for t in out["trace"]] == [tool_name]  # the call that ran, once
+    assert out["trace"][0]["ok"]

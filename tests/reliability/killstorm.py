@@ -101,14 +101,6 @@ def reference(script: str, folder: Path) -> Reference:
     return Reference(result, nodes)
 
 
-TRACED_TWICE = (
-    "src: a step whose calls were let through (permits recorded) and whose model reply was "
-    "lost with the killed process is asked again on resume; the new reply's calls have new "
-    "ids, so the trace holds the old call (never ran, ok false) beside the new one, and "
-    "usage.tool_calls counts it under max_tool_calls"
-)
-
-
 def never_ran_then_again(trace: list[dict[str, Any]]) -> list[int]:
     """The trace entries of calls let through that never ran (not ok, no error, no stop, no
     human answer) whose call a later entry holds again (the same tool and arguments)."""
@@ -155,8 +147,8 @@ class Figures:
     record counts each one it paid for, so the run's usage is above an uninterrupted run's."""
     traced_twice: int = 0
     """Runs whose trace also holds a call the killed process was let through and never ran,
-    the step then asked of the model again (a new call id) and run: a src bug (TRACED_TWICE),
-    counted here and taken out before the run is compared, so every other check still holds."""
+    the step then asked of the model again (a new call id) and run. Such a call is neither
+    traced nor counted (``spend.Tally.superseded``); before, one run in 30 held one."""
     killed_in: Counter[str] = field(default_factory=Counter)
 
     def line(self, store: str, seconds: float) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ..support import procs
-from .killstorm import TRACED_TWICE, Storm, storm_child
+from .killstorm import Storm, storm_child
 
 pytestmark = pytest.mark.slow
 RUNS = int(os.environ.get("GATED_REACT_KILL_RUNS", "30"))
@@ -44,5 +44,4 @@ def test_kill_storm(
     assert figures.repeated_unsafe_calls == 0
     assert figures.same_as_uninterrupted + figures.stopped_outcome_unknown == RUNS
     assert figures.kills >= RUNS // 2  # the storm really kills
-    if figures.traced_twice:  # a known src bug, where a kill lands in its window (not always)
-        pytest.xfail(f"{TRACED_TWICE} ({figures.traced_twice} of {RUNS} runs)")
+    assert figures.traced_twice == 0  # a call let through, its reply lost, never ran

@@ -204,3 +204,33 @@ def test_a_calls_end_replaces_its_beats_and_no_record_lowers_them() -> None:
         _rec(Kind.DONE, "k2", call="c2", tool="pay", seconds=0.0, signed=False),
     )
     assert ended.seconds == pytest.approx(1.5 + 2.5 + 4.0)
+
+
+def _permit(call: str, *, signed: bool = True) -> Record:
+    return _rec(Kind.PERMIT, f"k-{call}", signed=signed, call=call, tool="pay", args_hash="h")
+
+
+def test_a_call_let_through_then_asked_of_the_model_again_never_ran_and_counts_not() -> None:
+    """A permit, then a model call before the call started: its step was lost with a killed
+    process and the model asked again. A refused call stays counted (the model saw it)."""
+    lost = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", **ESTIMATE))
+    assert (lost.tool_calls, lost.per_tool) == (0, {})
+    ran = _usage(_permit("c1"), _rec(Kind.DONE, "k-c1", call="c1", tool="pay", seconds=0.1),
+                 _rec(Kind.MODEL, "m2", **ESTIMATE))  # fmt: skip
+    assert (ran.tool_calls, ran.per_tool) == (1, {"pay": 1})
+    started = _usage(_permit("c1"), _rec(Kind.STARTED, "k-c1", call="c1", tool="pay"),
+                     _rec(Kind.MODEL, "m2", **ESTIMATE))  # fmt: skip
+    assert started.tool_calls == 1  # it may have run
+    refused = _usage(_rec(Kind.REFUSED, "k-c1", call="c1", tool="pay", args_hash="h"),
+                     _rec(Kind.MODEL, "m2", **ESTIMATE))  # fmt: skip
+    assert refused.tool_calls == 1
+
+
+def test_no_record_of_any_signature_uncounts_a_call_that_ran() -> None:
+    """A forged model call uncounts nothing; a call said to have started after its step was
+    asked again counts again (spend only rises)."""
+    forged = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", signed=False, **ESTIMATE))
+    assert forged.tool_calls == 1
+    late = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", **ESTIMATE),
+                  _rec(Kind.DONE, "k-c1", call="c1", tool="pay", seconds=0.1))  # fmt: skip
+    assert (late.tool_calls, late.per_tool) == (1, {"pay": 1})

@@ -5,7 +5,7 @@ results, the usage, the answer. Derived each time they are read, never stored.""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -21,9 +21,13 @@ from gated_react.state import Extension, HistoryEntry, ToolAction, TraceEntry
 from gated_react.stops import has_ended
 
 
-def trace(records: Sequence[Record], unkeyed: bool = False) -> list[TraceEntry]:
+def trace(
+    records: Sequence[Record], unkeyed: bool = False, superseded: Set[str] = frozenset()
+) -> list[TraceEntry]:
     """The audit log of a run, from its record: a call is ``ok`` once it ran and returned (a
-    call let through that never finished is not), or a human answered in its place. A budget
+    call let through that never finished is not), or a human answered in its place; a call let
+    through whose step was asked of the model again before it started (``superseded``: it never
+    ran) is left out. A budget
     extension is shown when its record verifies or, in a store without a key (``unkeyed``: no
     other process's record can verify there), as recorded; only a verified one raises a limit
     (``spend.Tally``)."""
@@ -31,6 +35,8 @@ def trace(records: Sequence[Record], unkeyed: bool = False) -> list[TraceEntry]:
     order: list[str] = []
     for rec in records:
         body, call = rec.body, str(rec.body.get("call") or rec.key)
+        if call in superseded and rec.kind is Kind.PERMIT:
+            continue
         if rec.kind in (Kind.PERMIT, Kind.REFUSED) and call not in entries:
             refused = rec.kind is Kind.REFUSED
             human = bool(body.get("by_human"))

@@ -39,6 +39,13 @@ class Tally:
     tool and arguments: a forged call under a counted call's id is another call; the same call
     let through again, by a gate re-run after a crash or a replay, is the same): its tool."""
     per_tool: dict[str, int] = field(default_factory=dict)
+    unstarted: dict[str, str] = field(default_factory=dict)
+    """Calls let through that have not started (no ``started``, ``running`` or ``done`` yet),
+    by id: what each is. A model call after them means they never ran: their step was lost
+    with a killed process before it was stored, and the model was asked again."""
+    superseded: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Calls let through that never ran, their step asked of the model again, by id: what each
+    is and its tool. Not counted, not traced (unless a record says it started after all)."""
     permits: dict[str, Record] = field(default_factory=dict)
     """The latest permit that verifies and was not used yet (no ``done`` after it), by call
     id: a permit lets its call run once."""
@@ -55,6 +62,8 @@ class Tally:
     def add(self, record: Record) -> None:
         kind = record.kind
         if kind is Kind.MODEL or kind is Kind.PAID:
+            if kind is Kind.MODEL and self.unstarted and (record.verified or self.unkeyed):
+                self._supersede()  # a forged model call uncounts nothing
             self._model(record)
         elif kind is Kind.PERMIT or kind is Kind.REFUSED:
             self._call(record)
@@ -63,6 +72,8 @@ class Tally:
             self.permits.pop(str(record.body.get("call")), None)  # used
         elif kind is Kind.RUNNING:
             self._ran(record, done=False)
+        elif kind is Kind.STARTED:
+            self._started(str(record.body.get("call")))
         elif kind is Kind.EXTENDED and record.verified:
             with contextlib.suppress(ValidationError):  # one this version cannot read: nothing
                 self.extensions.append(Extension.model_validate(record.body))
@@ -74,6 +85,7 @@ class Tally:
     def _ran(self, record: Record, *, done: bool) -> None:
         """A call's seconds: those it had taken at its last beat until its ``done`` record
         says how long it took (any record, of any signature, only raises them)."""
+        self._started(str(record.body.get("call")))
         seconds = _amount(record.body.get("seconds")) or 0.0
         before = self.running.pop(record.key, 0.0) if done else self.running.get(record.key, 0.0)
         if not done:
@@ -131,8 +143,30 @@ class Tally:
         if what not in self.counted:
             self.counted[what] = tool
             self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
+            if record.kind is Kind.PERMIT:
+                self.unstarted[call] = what
         if record.kind is Kind.PERMIT and record.verified:
             self.permits[call] = record
+
+    def _supersede(self) -> None:
+        """The calls let through and never started before this model call: uncounted (a
+        refused call stays counted: the model was shown it, and it counts against loops)."""
+        for call, what in self.unstarted.items():
+            tool = self.counted.pop(what)
+            self.per_tool[tool] -= 1
+            if not self.per_tool[tool]:
+                del self.per_tool[tool]
+            self.permits.pop(call, None)
+            self.superseded[call] = (what, tool)
+        self.unstarted.clear()
+
+    def _started(self, call: str) -> None:
+        """A call started (or ran, or finished): it counts, whatever came before."""
+        self.unstarted.pop(call, None)
+        if (found := self.superseded.pop(call, None)) is not None:
+            what, tool = found
+            self.counted[what] = tool
+            self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
 
     def usage(self) -> Usage:
         """The run's usage, as the budgets count it."""

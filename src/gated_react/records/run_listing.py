@@ -230,15 +230,12 @@ def scan(
 
 
 def advancing(saver: Any, thread_id: str) -> bool:
-    """Another process advances the thread right now: its thread lock is held (taken for an
-    instant; a store whose locks cannot be taken, read-only say, is not known to be)."""
-    from gated_react.store.locks import ThreadBusy, thread_lock
+    """Another process advances the thread right now: its thread lock is held (read without
+    taking it; a store whose locks cannot be read, read-only say, is not known to be)."""
+    from gated_react.store.locks import held
 
     try:
-        with thread_lock(saver, thread_id):
-            return False
-    except ThreadBusy:
-        return True
+        return held(saver, thread_id)
     except OSError:
         return False
 

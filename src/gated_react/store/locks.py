@@ -13,6 +13,8 @@ import errno
 import fcntl
 import hashlib
 import os
+import struct
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
@@ -207,3 +209,70 @@ async def _apg_session_lock(saver: Any, conn: Any, thread_id: str) -> AsyncItera
                 except Exception:
                     if not conn.closed:  # only a connection lost just now took the lock along
                         raise
+
+
+def held(saver: BaseCheckpointSaver[Any] | None, thread_id: str) -> bool:
+    """Whether a run holds the thread's lock right now, found without taking it: a run that
+    starts while a listing looks is not turned away as busy. (Where the lock cannot be read
+    without taking it, off Linux, it is taken for an instant.)"""
+    conn = getattr(saver, "conn", None)
+    if _is_sqlite(conn):
+        path = conn.execute("PRAGMA database_list").fetchone()[2]  # type: ignore[union-attr]
+        if (f"sqlite:{path}", thread_id) in _held:
+            return True
+        return bool(path) and _file_held(f"{path}.locks", thread_id)
+    if (_scope(saver), thread_id) in _held:
+        return True
+    return _is_postgres(saver) and _pg_held(saver, thread_id)
+
+
+# struct flock as Linux lays it out: type, whence, start, length, pid, padded to 8 bytes.
+_FLOCK = "@hhqqi0q"
+
+
+def _file_held(sidecar: str, thread_id: str) -> bool:
+    """Whether another process holds the thread's byte in the sidecar (``F_GETLK``)."""
+    if sys.platform != "linux":
+        return _taken_for_an_instant(sidecar, thread_id)
+    try:
+        fd = os.open(sidecar, os.O_RDONLY)
+    except OSError:  # no sidecar: no run has locked a thread of this store yet
+        return False
+    try:
+        asked = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, lock_key(thread_id), 1, 0)
+        found = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
+    finally:
+        os.close(fd)
+    return bool(found[0] != fcntl.F_UNLCK)
+
+
+def _taken_for_an_instant(sidecar: str, thread_id: str) -> bool:
+    try:
+        with _file_lock(sidecar.removesuffix(".locks"), thread_id):
+            return False
+    except ThreadBusy:
+        return True
+    except OSError:
+        return False
+
+
+_HELD = (
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND classid = %s::bigint::oid AND objid = %s::bigint::oid AND objsubid = 1) AS held"
+)
+
+
+def _pg_held(saver: Any, thread_id: str) -> bool:
+    """Whether a session holds the thread's advisory lock (``pg_locks``: a bigint key is its
+    high half in ``classid``, its low half in ``objid``)."""
+    key = lock_key(thread_id)
+    pool = saver.conn if hasattr(saver.conn, "getconn") else None
+    conn = pool.getconn() if pool is not None else saver.conn
+    try:
+        with saver.lock:
+            row = conn.execute(_HELD, (key >> 32, key & 0xFFFFFFFF)).fetchone()
+    finally:
+        if pool is not None:
+            pool.putconn(conn)
+    return bool(row["held"])

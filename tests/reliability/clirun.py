@@ -101,10 +101,10 @@ def together(
 
 def same_run(result: dict[str, Any]) -> dict[str, Any]:
     """A CLI result without what differs between two equal runs (seconds, thread) or what only
-    `show` adds (log events, the run context); call ids differ between runs, so messages
-    compare by type and text."""
+    `show` adds (its goal, log events, the run context); call ids differ between runs, so
+    messages compare by type and text."""
     usage = {k: v for k, v in result["usage"].items() if k != "seconds"}
-    skip = ("usage", "thread_id", "events", "run_context", "history", "messages")
+    skip = ("usage", "thread_id", "goal", "events", "run_context", "history", "messages")
     said = [(m.get("type"), m.get("content")) for m in result.get("messages", [])]
     history = without_ids(result.get("history", []))
     kept = {k: v for k, v in result.items() if k not in skip}

@@ -139,7 +139,7 @@ def test_show_shows_every_thread_and_why_a_stranded_one_cannot_go_on(
     result = json.loads(as_json.stdout)
     expected = EXPECTED[_kind(store)][thread]
     assert (result["status"], result["stop_reason"]) == (
-        expected["status"],
+        expected["status"] or "unfinished",  # as ``runs`` lists a run that has not ended
         expected["stop_reason"],
     )
     if thread in STRANDED:

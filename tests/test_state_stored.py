@@ -192,9 +192,10 @@ def test_every_thread_reads_its_end_as_the_release_that_wrote_it_read_it(store: 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="src: a thread stored before the run's record existed reads with an empty trace, "
-    "zero usage and no structured_response, and its not-run answers count in its history: "
-    "the channels that held them are no longer read, and nothing migrates them to a record",
+    reason="src: a thread stored before the run's record existed reads with an empty trace "
+    "and no structured_response, and its not-run answers count in its history: the channels "
+    "that held them are no longer read, and nothing migrates them to a record (its usage is "
+    "shown as stored)",
 )
 def test_every_thread_reads_its_record_as_the_release_that_wrote_it_read_it(store: Path) -> None:
     expected = json.loads(STORE.with_suffix(".json").read_text())

@@ -16,13 +16,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Interrupt, StateSnapshot
+from pydantic import ValidationError
 
 from gated_react._engine.authority import audit
 from gated_react._engine.authority.ledger import Book, ledger_for
 from gated_react._engine.conversation.steps import stranded
 from gated_react.answers import UNUSABLE_ANSWER
 from gated_react.errors import GatedReactError, StrandedThread, one_line, stranded_line
-from gated_react.state import CHANNELS, RESULT_KEYS, Question, RunResult, ThreadResult
+from gated_react.state import CHANNELS, RESULT_KEYS, Question, RunResult, ThreadResult, Usage
 from gated_react.stops import ended_status
 from gated_react.store.locks import athread_lock, thread_lock
 
@@ -185,17 +186,33 @@ def from_snapshot(
     out = shape(
         snapshot.values, thread_id, pending, book, unfinished=bool(snapshot.next) and not ended
     )
+    if stored and book is not None and not book.records:
+        out = _spent_before_records(out, stored)
     left = None if stored is None else stranded(stored, snapshot.next)
     if left is None:
         return out
     return cast(ThreadResult, {**out, "message": stranded_line(thread_id, left)})
 
 
-def stored_channels(graph: Graph, snapshot: StateSnapshot) -> Mapping[str, Any]:
+def _spent_before_records(out: ThreadResult, stored: Mapping[str, Any]) -> ThreadResult:
+    """A thread written before runs kept a record (cef713a and earlier) kept its spend in a
+    ``usage`` channel: shown as it was stored. Only shown: no budget reads it (a new run on the
+    thread has budgets of its own)."""
+    try:
+        usage = Usage.model_validate(stored.get("usage"))
+    except ValidationError:
+        return out
+    return cast(ThreadResult, {**out, "usage": usage.model_dump(mode="json")})
+
+
+def stored_channels(
+    graph: Graph, snapshot: StateSnapshot, *, finished: bool = False
+) -> Mapping[str, Any]:
     """The channels of the checkpoint ``snapshot`` shows, the private ones too (empty when
-    nothing is left to run)."""
+    nothing is left to run, unless ``finished``)."""
     saver = saver_of(graph)
-    found = saver.get_tuple(snapshot.config) if saver is not None and snapshot.next else None
+    wanted = saver is not None and (snapshot.next or finished)
+    found = saver.get_tuple(snapshot.config) if wanted else None  # type: ignore[union-attr]
     return {} if found is None else found.checkpoint["channel_values"]
 
 
@@ -446,7 +463,8 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
     if not snapshot.values:
         raise UnknownThread(thread_id)
     book = run_book(saver_of(graph), thread_id)
-    return from_snapshot(snapshot, thread_id, book, stored_channels(graph, snapshot))
+    stored = stored_channels(graph, snapshot, finished=not book.records)
+    return from_snapshot(snapshot, thread_id, book, stored)
 
 
 def run_context(graph: Graph, thread_id: str) -> dict[str, Any] | None:

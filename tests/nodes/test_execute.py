@@ -352,3 +352,5 @@ def test_a_long_tool_call_is_counted_while_it_runs(
     assert kinds(config)[-3:] == ["running", "running", "done"]
     (done,) = [r for r in records(config) if r.kind is Kind.DONE]
     assert usage(config).seconds == pytest.approx(done.body["seconds"])  # not counted twice
+    beaten = {r.body["attempt"] for r in records(config) if r.kind is Kind.RUNNING}
+    assert beaten == {done.body["attempt"]}  # the run its beats were of

@@ -102,6 +102,7 @@ async def aexecute(
 def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
     call, started = plan.calls[index], time.monotonic()
     running = Running(plan.place, plan.step.run, call, started)
+    plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:
@@ -121,6 +122,7 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
 async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
     call, started = plan.calls[index], time.monotonic()
     running = Running(plan.place, plan.step.run, call, started)
+    plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
     with tracing.tool(deps.spans, config, call) as span:
         try:

@@ -234,3 +234,17 @@ def test_no_record_of_any_signature_uncounts_a_call_that_ran() -> None:
     late = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", **ESTIMATE),
                   _rec(Kind.DONE, "k-c1", call="c1", tool="pay", seconds=0.1))  # fmt: skip
     assert (late.tool_calls, late.per_tool) == (1, {"pay": 1})
+
+
+def test_a_call_killed_then_run_again_counts_both_runs() -> None:
+    """Before: a call killed and run again (an idempotent one, on resume) wrote its beats under
+    the same key, and only the longest run counted: killed again and again, it never spent
+    ``max_seconds``. Each run is an attempt of its own; its ``done`` settles only its own."""
+    beat = {"call": "c1", "tool": "crunch"}
+    twice = _usage(
+        _rec(Kind.RUNNING, "k1", seconds=8.0, attempt="a", **beat),  # killed
+        _rec(Kind.RUNNING, "k1", seconds=6.0, attempt="b", **beat),  # killed
+        _rec(Kind.RUNNING, "k1", seconds=2.0, attempt="c", **beat),
+        _rec(Kind.DONE, "k1", seconds=3.0, attempt="c", **beat),
+    )
+    assert twice.seconds == pytest.approx(8.0 + 6.0 + 3.0)

@@ -76,6 +76,9 @@ class Plan:
     """The ``done`` records of calls whose arguments their tool's schema refused (under
     ``on_tool_error="observe"``: answered with why, never run), so the trace says they failed."""
     stop: tuple[Stop, str] | None = None
+    attempts: dict[int, str] = field(default_factory=dict)
+    """Each call's run in this process, by place (``waiting.Running.attempt``): its ``done``
+    record settles the seconds its ``running`` records counted, not an earlier run's."""
     _keeper: Gatekeeper | None = None
 
     @property
@@ -148,7 +151,7 @@ class Plan:
         self.records = []
         failures: list[tuple[Stop, str]] = []
         for index, value, error, seconds in sorted(ran, key=lambda item: item[0]):
-            message, why = self._result(self.calls[index], value, error, seconds)
+            message, why = self._result(self.calls[index], value, error, (seconds, index))
             self.answers[index] = message
             if why is not None:
                 failures.append((why, self.calls[index].id))
@@ -162,16 +165,19 @@ class Plan:
             return update
         return update | ending(step, stop[0], stop[1], self.keeper.step)
 
-    def done(self, call: Call, text: str, *, ok: bool, why: Stop | None, seconds: float) -> Record:
+    def done(
+        self, call: Call, text: str, *, ok: bool, why: Stop | None, seconds: float,
+        attempt: str = "",
+    ) -> Record:  # fmt: skip
         """The record that closes ``call``: how it went and what the model was shown."""
         return self.place.record(
             self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool,
             args_hash=args_hash(call.args), ok=ok, error=None if why is None else str(why),
-            seconds=seconds, shown=text[:_SHOWN_CHARS],
+            seconds=seconds, shown=text[:_SHOWN_CHARS], attempt=attempt,
         )  # fmt: skip
 
     def _result(
-        self, call: Call, value: Any, error: Exception | None, seconds: float
+        self, call: Call, value: Any, error: Exception | None, timed: tuple[float, int]
     ) -> tuple[ToolMessage, Stop | None]:
         deps, why = self.deps, None
         if error is None and not tool_results.failed(value):
@@ -187,7 +193,8 @@ class Plan:
             why = _failure(deps, call, error)
             content, artifact, ok = why.message, None, False
         text = content if isinstance(content, str) else tool_results.record(content)
-        self.records.append(self.done(call, text, ok=ok, why=why, seconds=seconds))
+        seconds, attempt = timed[0], self.attempts.get(timed[1], "")
+        self.records.append(self.done(call, text, ok=ok, why=why, seconds=seconds, attempt=attempt))
         # the text is the answer only of a return_direct tool; for any other it is in the
         # conversation already, and the step would store it again at every node
         direct = ok and call.tool in deps.direct

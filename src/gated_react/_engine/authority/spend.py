@@ -32,8 +32,9 @@ class Tally:
     unbilled: set[str] = field(default_factory=set)
     """Attempts the server refused or that never left (no model call, no step)."""
     seconds: float = 0.0
-    running: dict[str, float] = field(default_factory=dict)
-    """The calls under way, by key: the seconds their latest beat said they had taken."""
+    running: dict[tuple[str, str], float] = field(default_factory=dict)
+    """The calls under way, by key and attempt: the seconds their latest beat said they had
+    taken (a call killed and run again is two attempts: both count)."""
     counted: dict[str, str] = field(default_factory=dict)
     """Calls let through or shown to the model as refused, each once, by what it is (its id,
     tool and arguments: a forged call under a counted call's id is another call; the same call
@@ -87,9 +88,10 @@ class Tally:
         says how long it took (any record, of any signature, only raises them)."""
         self._started(str(record.body.get("call")))
         seconds = _amount(record.body.get("seconds")) or 0.0
-        before = self.running.pop(record.key, 0.0) if done else self.running.get(record.key, 0.0)
+        attempt = (record.key, str(record.body.get("attempt") or ""))
+        before = self.running.pop(attempt, 0.0) if done else self.running.get(attempt, 0.0)
         if not done:
-            self.running[record.key] = max(before, seconds)
+            self.running[attempt] = max(before, seconds)
         self.seconds += max(seconds - before, 0.0)
 
     def _model(self, record: Record) -> None:

@@ -10,8 +10,9 @@ counts them until the call's ``done`` record replaces them. (A model call's beat
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
@@ -26,6 +27,9 @@ class Running:
     run: str
     call: Call
     started: float
+    attempt: str = field(default_factory=lambda: os.urandom(8).hex())
+    """This run of the call: one killed and run again on resume is another attempt, whose
+    seconds add to the first's (its ``done`` record names it)."""
 
     def beat(self) -> None:
         with contextlib.suppress(Exception):  # the call goes on if the store cannot say so
@@ -38,6 +42,5 @@ class Running:
     def _record(self) -> Record:
         call = self.call
         seconds = time.monotonic() - self.started
-        return self.place.record(
-            self.run, Kind.RUNNING, call.key, call=call.id, tool=call.tool, seconds=seconds
-        )
+        return self.place.record(self.run, Kind.RUNNING, call.key, call=call.id,
+                                 tool=call.tool, seconds=seconds, attempt=self.attempt)  # fmt: skip

@@ -4,6 +4,7 @@ model failures as stop reasons."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -250,3 +251,35 @@ def test_a_long_model_call_is_counted_while_it_runs(
     assert while_waiting.seconds > 0  # counted before any reply (it was 0.0)
     assert kinds(config) == ["model", "model", "model", "paid"]
     assert usage(config).seconds >= while_waiting.seconds  # the paid record settles it
+
+
+class _Began(HangingChatModel):
+    """A model server that accepted the request (``began``) and never answers."""
+
+    began: threading.Event = Field(default_factory=threading.Event)
+
+    def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        self.began.set()
+        return super()._generate(messages, stop, **kwargs)
+
+
+def test_a_model_call_cut_off_by_ctrl_c_keeps_its_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: Ctrl-C (or SIGTERM, which the CLI turns into it) in the first second of a call
+    left none of its seconds: the waiting thread was interrupted before any beat, and the
+    call's thread never wrote its end. Now the interrupted wait records them as it leaves."""
+    config = saved()
+    model = _Began()
+
+    def interrupted(call: Any, seconds: float, beat: Any = None) -> Any:
+        deadline._start(call, lambda: None)
+        model.began.wait(PATIENCE)  # the call is under way when the user presses Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gated_react.nodes.decide.call_within", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            decide(state(), config, deps=node_deps(model, [], policy(max_seconds=60.0)))
+    finally:
+        model.release.set()
+    assert usage(config).seconds > 0  # it was 0.0
+    assert usage(config).steps == 1

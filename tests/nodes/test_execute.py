@@ -16,6 +16,7 @@ from gated_react._engine import deadline
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.waiting import Running
+from gated_react._engine.execution import tool_runner
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
@@ -354,3 +355,30 @@ def test_a_long_tool_call_is_counted_while_it_runs(
     assert usage(config).seconds == pytest.approx(done.body["seconds"])  # not counted twice
     beaten = {r.body["attempt"] for r in records(config) if r.kind is Kind.RUNNING}
     assert beaten == {done.body["attempt"]}  # the run its beats were of
+
+
+def test_a_tool_call_cut_off_by_ctrl_c_keeps_its_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: Ctrl-C (or SIGTERM) in the first second of a tool call left none of its seconds
+    (no beat yet, no ``done``). Now the interrupted wait records them as it leaves."""
+    began, release = threading.Event(), threading.Event()
+
+    def waits() -> str:
+        began.set()
+        release.wait(PATIENCE)
+        return "late"
+
+    def interrupted(call: Any, seconds: float, beat: Any = None) -> Any:
+        deadline._start(call, lambda: None)
+        began.wait(PATIENCE)  # the tool is running when the user presses Ctrl-C
+        raise KeyboardInterrupt
+
+    tool_ = StructuredTool.from_function(func=waits, name="waits", description="Waits.")
+    after, config, parts = _gated("waits", {}, [tool_], max_seconds=60.0)
+    monkeypatch.setattr(tool_runner, "call_within", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            execute(after, config, deps=parts)
+    finally:
+        release.set()
+    assert usage(config).seconds > 0  # it was 0.0
+    assert kinds(config)[-1] == "running"

@@ -99,6 +99,9 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
         except Exception as exc:
             place.ledger.append(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
+        except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
+            plan.meter.beat()
+            raise
         return _decided(plan, called, config, span)
 
 
@@ -131,6 +134,9 @@ async def adecide(
         except Exception as exc:
             await place.ledger.aappend(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
+        except BaseException:  # cancelled: the seconds the call has taken count
+            await plan.meter.abeat()
+            raise
         return _decided(plan, called, config, span)
 
 

@@ -115,6 +115,9 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
+        except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
+            running.beat()
+            raise
         tracing.tool_done(deps.spans, span, value)
     return index, value, None, time.monotonic() - started
 
@@ -135,6 +138,9 @@ async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfi
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
+        except BaseException:  # cancelled: the seconds the call has taken count
+            await running.abeat()
+            raise
         tracing.tool_done(deps.spans, span, value)
     return index, value, None, time.monotonic() - started
 

@@ -341,6 +341,8 @@ def new_thread(given: str | None) -> str:
         return uuid.uuid4().hex
     if not given.strip():
         raise CliError("--thread: the thread id is empty")
+    if given != given.strip():  # a listing's column would show it trimmed, another id
+        raise CliError("--thread: the thread id begins or ends with a space; give it without")
     if len(given) > MAX_THREAD_CHARS:
         raise CliError(
             f"--thread: a thread id is at most {MAX_THREAD_CHARS} characters; "

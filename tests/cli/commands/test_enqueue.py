@@ -110,3 +110,14 @@ def test_a_sqlite_store_has_no_queue(state_dir: Path, tmp_path: Path) -> None:
     assert out.exit_code == 1
     assert "the workers' queue lives in a postgresql:// store" in out.stderr
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+@pytest.mark.postgres
+def test_the_commands_it_prints_name_the_thread_as_typed(pg_url: str, state_dir: Path) -> None:
+    """Before: ``gated-react queue --thread pg thread 1``, which a shell reads as three words."""
+    out = invoke("enqueue", "whose run?", "--db", pg_url, "--thread", "pg thread 1")
+    assert out.exit_code == 0, out.stderr
+    assert out.stdout == "pg thread 1\n"
+    said = out.stderr
+    assert "gated-react queue --thread 'pg thread 1';" in said
+    assert "gated-react show 'pg thread 1'" in said

@@ -7,6 +7,7 @@ nothing in it may choose what runs.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Annotated
 
@@ -51,11 +52,11 @@ def enqueue_command(
         render.print_json({"thread_id": thread, "queued": True}, config.secrets())
         return
     sys.stdout.write(f"{printable(thread)}\n")
-    where = resources.shown(url)
+    where, typed = resources.shown(url), shlex.quote(thread)  # as a person types it back
     sys.stderr.write(
         printable(
-            f"queued for the workers in {where}; its jobs: gated-react queue --thread {thread}; "
-            f"its run: gated-react show {thread}"
+            f"queued for the workers in {where}; its jobs: gated-react queue --thread {typed}; "
+            f"its run: gated-react show {typed}"
         )
         + "\n"
     )
@@ -73,7 +74,7 @@ def _refuse_taken(url: str, thread: str) -> None:
     if owned_by_fleet(StoreURL.parse(url).target, thread):
         raise CliError(
             f"thread {thread!r} has jobs in the queue already (gated-react queue --thread "
-            f"{thread}); give another --thread"
+            f"{shlex.quote(thread)}); give another --thread"
         )
 
 

@@ -269,3 +269,14 @@ def test_a_call_the_deadline_abandoned_spent_the_seconds_left() -> None:
     meter.place.ledger.append([abandoned])
     assert _usage(meter).seconds >= 3.0
     assert _usage(meter).steps == 1
+
+
+def test_the_wait_before_a_retry_counts_as_the_models_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a run whose model answered 503 with ``Retry-After: 20`` waited 42 s in all and
+    counted 0.02 active seconds. The wait is counted in the next attempt's seconds."""
+    from gated_react._engine.model import model_retry
+
+    monkeypatch.setattr(model_retry, "jittered", lambda attempt, first, cap: 0.05)
+    meter = _meter(**PRICED)
+    meter.call(_flaky(_Status(503)), ASKED)
+    assert _usage(meter).seconds >= 0.05

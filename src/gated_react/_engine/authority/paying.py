@@ -81,6 +81,9 @@ class Meter:
     spent: all of the seconds the budget had left)."""
     attempt: tuple[Record, float] | None = None
     """The attempt under way: its ``model`` record and when it started."""
+    resting: float | None = None
+    """When the last attempt failed: the wait before a retry is the model's time too, so the
+    next attempt's seconds count from then."""
     read: Book | None = None
     """The run's record as the decision read it just before its first call (no record it
     wrote since counts as spend): that call is checked against it, every later one against
@@ -137,13 +140,13 @@ class Meter:
         ledger = self.place.ledger
         opened = self.before(messages)
         ledger.append([opened])
-        started = time.monotonic()
-        self.attempt = (opened, started)
+        started = self._start(opened)
         try:
             reply = invoke()
         except BaseException as error:
             with contextlib.suppress(Exception):  # the store may be what failed
                 ledger.append([self.failed(opened, started, error)])
+            self.resting = time.monotonic()
             raise
         finally:
             self.attempt = None
@@ -156,18 +159,24 @@ class Meter:
         ledger = self.place.ledger
         opened = await self.abefore(messages)
         await ledger.aappend([opened])
-        started = time.monotonic()
-        self.attempt = (opened, started)
+        started = self._start(opened)
         try:
             reply = await invoke()
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await ledger.aappend([self.failed(opened, started, error)])
+            self.resting = time.monotonic()
             raise
         finally:
             self.attempt = None
         await ledger.aappend([self.paid(opened, messages, reply, started)])
         return reply
+
+    def _start(self, opened: Record) -> float:
+        """An attempt starts: from when the last one failed, if one did (the wait between)."""
+        started = time.monotonic() if self.resting is None else self.resting
+        self.resting, self.attempt = None, (opened, started)
+        return started
 
     def _retries(self) -> Retries:
         seconds = self.deadline - time.monotonic()

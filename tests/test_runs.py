@@ -331,3 +331,25 @@ def test_result_of_a_saved_run_reads_the_run_the_output_answers(store: Any) -> N
     returned = _refund_graph(store).invoke({"goal": "Can user 42 get a refund?"}, config)
     _hi_graph(store).invoke({"goal": "Say hi."}, config)
     _read_as_its_own(result_of(_refund_graph(store), returned, config))
+
+
+def test_a_run_resumed_under_other_limits_records_them_and_shows_them(tmp_path: Path) -> None:
+    """Before: a run resumed with another budget (``gated-react resume --max-seconds 1000``)
+    went on under it while ``run_context`` and ``show`` gave the limits it opened with. Now
+    the run records the context it goes on under, once, when it differs."""
+    from gated_react.runs import run_book, run_context
+
+    opened, later = APPROVAL.replace(max_steps=5), APPROVAL.replace(max_steps=9)
+    replies = [call("get_user_billing", user_id=42), "done"]
+    with open_checkpointer(str(tmp_path / "s.sqlite")) as saver:
+        paused = run(_graph(saver, replies, opened), "bill?", thread_id="t")
+        assert paused["status"] == "paused"
+        assert run_context(_graph(saver, replies, later), "t")["policy"]["budget"]["max_steps"] == 5
+        graph = _graph(saver, replies[1:], later)
+        resumed = resume(graph, "t", answer={"approved": True})
+        found = run_context(graph, "t")
+        kinds = [r.kind.value for r in run_book(saver, "t").records]
+    assert resumed["status"] == "ok"
+    assert found is not None
+    assert found["policy"]["budget"]["max_steps"] == 9
+    assert kinds.count("opened") == 2  # once more, under the limits in force

@@ -180,6 +180,17 @@ def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
                    unfinished=unfinished)  # fmt: skip
 
 
+def _context_changed(book: Book, deps: NodeDeps) -> bool:
+    """The run goes on under another context than it recorded (a resume given other flags,
+    another policy or model): it is recorded again, so what it is shown under is in force."""
+    recorded, now = book.tally.opened, deps.context
+    if recorded is None:
+        return False
+    said = recorded.body
+    was = (said.get("policy_hash"), said.get("model"), said.get("base_url"), said.get("protocol"))
+    return was != (now.policy_hash, now.model, now.base_url, now.protocol)
+
+
 def _held_run(state: DecideChannels) -> str | None:
     """The run of the step in hand, when a goal arrives (whether it ended decides whether the
     same goal again is the same run)."""
@@ -225,7 +236,7 @@ def _plan(
     plan = Planned(opened, place, deps, Limits(deps.policy, book.tally.extensions))
     deps.spans.note(config, place, opened.run)
     plan.stale = stale(state)
-    if opened.new and book.tally.opened is None:
+    if (opened.new and book.tally.opened is None) or _context_changed(book, deps):
         context = deps.context.model_dump(mode="json")
         # keyed by its question: how a reader finds the run an output answers (result_of)
         question = question_of(opened.run)

@@ -173,7 +173,7 @@ class Plan:
         return self.place.record(
             self.step.run, Kind.DONE, call.key, call=call.id, tool=call.tool,
             args_hash=args_hash(call.args), ok=ok, error=None if why is None else str(why),
-            seconds=seconds, shown=text[:_SHOWN_CHARS], attempt=attempt,
+            seconds=seconds, shown=text[:_SHOWN_CHARS], **({"attempt": attempt} if attempt else {}),
         )  # fmt: skip
 
     def _result(

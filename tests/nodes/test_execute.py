@@ -382,3 +382,19 @@ def test_a_tool_call_cut_off_by_ctrl_c_keeps_its_seconds(monkeypatch: pytest.Mon
         release.set()
     assert usage(config).seconds > 0  # it was 0.0
     assert kinds(config)[-1] == "running"
+
+
+def test_a_call_let_through_does_not_run_once_the_time_is_spent() -> None:
+    """Before: a run killed again and again inside an idempotent call was resumed into the
+    call each time (its permit holds), past ``max_seconds`` (53 s of 20 after four kills and a
+    resume). Now a call does not start once the run's time is spent: it stops (or asks, under
+    ``on_budget="ask"``, as the gate asks)."""
+    after, config, parts = _gated("get_user_profile", {"user_id": 42}, max_seconds=20.0)
+    (permit,) = [r for r in records(config) if r.kind is Kind.PERMIT]
+    beat = {"call": permit.body["call"], "tool": "get_user_profile", "seconds": 21.0}
+    killed = Record(THREAD, QUESTION_ID, Kind.RUNNING, permit.key, beat | {"attempt": "a"})
+    ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER]).append([killed])
+    update = execute(after, config, deps=parts)
+    assert ending(update)["reason"] == "max_seconds"
+    assert "21.00 active seconds spent" in ending(update)["message"]
+    assert kinds(config)[-1] == "running"  # nothing ran: no done record

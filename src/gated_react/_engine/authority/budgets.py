@@ -40,18 +40,26 @@ def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
             StopReason.MAX_STEPS,
             message=f"max_steps {budget.max_steps} reached ({usage.steps + 1} requested)",
         )
-    if not usage.seconds < budget.max_seconds:
-        return Stop(
-            StopReason.MAX_SECONDS,
-            message=f"max_seconds {budget.max_seconds:g} reached "
-            f"({usage.seconds:.2f} active seconds spent)",
-        )
+    if (late := check_seconds(usage, budget)) is not None:
+        return late
     if budget.max_tokens is not None and not usage.tokens < budget.max_tokens:
         return Stop(
             StopReason.MAX_TOKENS,
             message=f"max_tokens {budget.max_tokens} reached ({usage.tokens} spent)",
         )
     return check_cost(usage, budget)
+
+
+def check_seconds(usage: Usage, budget: Budget) -> Stop | None:
+    """Active seconds: before a decision, and before calls run (a resume after kills may find
+    them spent)."""
+    if not usage.seconds < budget.max_seconds:
+        return Stop(
+            StopReason.MAX_SECONDS,
+            message=f"max_seconds {budget.max_seconds:g} reached "
+            f"({usage.seconds:.2f} active seconds spent)",
+        )
+    return None
 
 
 def check_cost(usage: Usage, budget: Budget) -> Stop | None:

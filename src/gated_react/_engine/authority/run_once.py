@@ -29,6 +29,7 @@ from gated_react._engine.authority.admit import (
     refuse,
 )
 from gated_react._engine.authority.approval import answered_text, ask, question
+from gated_react._engine.authority.budgets import check_seconds, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import edited, result
@@ -240,10 +241,26 @@ def planned(plan: Plan) -> None:
             plan.runs.append(index)
             if not plan.deps.idempotent(way.tool) and index not in plan.again:
                 plan.once.append(index)
+    if plan.runs and plan.stop is None:
+        _in_time(plan)
     keeper = plan._keeper  # the checks ran only if a call needed them
     if keeper is not None:
         plan.records = [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
     plan.records += plan.refused  # after the permits the checks wrote for them
+
+
+def _in_time(plan: Plan) -> None:
+    """No call runs once the run's time is spent: a call let through before a kill, run again
+    on resume after the kills spent the budget, stops the run (or asks, as the gate asks)."""
+    if plan.book.tally.seconds < plan.deps.policy.budget.max_seconds:
+        return  # the common case, without reading the extensions a human granted
+    keeper = plan.keeper
+    over = enforce(lambda budget: check_seconds(keeper.usage, budget), keeper.held,
+                   keeper.usage, keeper.config, keeper.step)  # fmt: skip
+    if over is not None:
+        plan.stop = (over, plan.calls[plan.runs[0]].id)
+        plan.runs.clear()
+        plan.once.clear()
 
 
 def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:

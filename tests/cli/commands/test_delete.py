@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-from gated_react import open_checkpointer
+from gated_react import build_graph, open_checkpointer, run
 from gated_react.records.run_log import RunLog, forget_lines
 from gated_react.store.locks import thread_lock
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools.support import SUPPORT_TOOLS
 
 from ...support.cli import REFUND, invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
@@ -127,3 +129,31 @@ def test_forgetting_lines_keeps_what_a_run_appends_after(tmp_path: Path) -> None
         log.write({**event, "thread": "later"})
     threads = [json.loads(line)["thread"] for line in path.read_text().splitlines()]
     assert threads == ["kept", "later"]
+
+
+def test_a_dry_run_leaves_a_run_another_process_advances_as_prune_leaves_it(
+    state_dir: Path,
+) -> None:
+    """Before: ``prune --dry-run`` listed a running run among those it would delete, which
+    the prune then left."""
+    db = state_dir / "runs.sqlite"
+    with open_checkpointer(str(db)) as saver:
+        graph = build_graph(ScriptedChatModel(replies=[_crash]), SUPPORT_TOOLS,
+                            checkpointer=saver)  # fmt: skip
+        with pytest.raises(_Crash):
+            run(graph, "crashes", thread_id="busy")
+        with thread_lock(saver, "busy"):
+            dry = json.loads(invoke("prune", "--status", "running", "--dry-run", "--json").stdout)
+            text = invoke("prune", "--status", "running", "--dry-run").stdout
+    assert dry["runs"] == []
+    assert dry["left"] == {"busy": "a run is advancing it"}
+    assert "0 runs would be deleted" in text
+    assert "left: busy: a run is advancing it" in text
+
+
+class _Crash(BaseException):
+    """Stands in for a process dying mid-run."""
+
+
+def _crash(_messages: object) -> None:
+    raise _Crash

@@ -140,8 +140,14 @@ def _report(
 
 
 def _would(rows: list[Any], secrets: tuple[str, ...], json_out: bool, where: str) -> None:
+    """The runs prune would delete; a run another process advances now it would leave (as
+    prune itself leaves it), and says so."""
+    left = [row for row in rows if row.status == "running"]
+    rows = [row for row in rows if row.status != "running"]
     if json_out:
-        render.print_json({"dry_run": True, "runs": [row.as_json() for row in rows]}, secrets)
+        runs = [row.as_json() for row in rows]
+        kept = {row.thread_id: "a run is advancing it" for row in left}
+        render.print_json({"dry_run": True, "runs": runs, "left": kept}, secrets)
         return
     console = render.console()
     for row in rows:
@@ -149,3 +155,6 @@ def _would(rows: list[Any], secrets: tuple[str, ...], json_out: bool, where: str
         line = "  ".join(render.safe(cell, secrets, limit=60) for cell in cells)
         console.print(line, soft_wrap=True)
     console.print(f"{len(rows)} runs would be deleted from {render.safe(where)}", soft_wrap=True)
+    for row in left:
+        console.print(f"left: {render.safe(row.thread_id, secrets)}: a run is advancing it",
+                      soft_wrap=True)  # fmt: skip

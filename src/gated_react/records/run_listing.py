@@ -129,6 +129,8 @@ class Found:
     snapshot: Any
     result: Any
     goal: str = ""
+    model: str | None = None
+    """The model the run's record says it runs on (``opened``)."""
 
 
 class Reader:
@@ -151,12 +153,14 @@ class Reader:
         snapshot = self._graph.get_state(config)
         if not snapshot.values:
             return None
-        result = from_snapshot(snapshot, thread_id, run_book(self._saver, thread_id))
+        book = run_book(self._saver, thread_id)
+        result = from_snapshot(snapshot, thread_id, book)
+        model = None if book.tally.opened is None else book.tally.opened.body.get("model")
         goal = goal_of(result)
         if not goal:  # killed in its first decision: the goal is only in its input channel
             stored = self._saver.get_tuple(config)
             goal = goal_of(result, stored.checkpoint.get("channel_values") if stored else None)
-        return Found(snapshot, result, goal)
+        return Found(snapshot, result, goal, model if isinstance(model, str) else None)
 
 
 def goal_of(result: Mapping[str, Any], values: Mapping[str, Any] | None = None) -> str:
@@ -287,7 +291,7 @@ def _row(thread_id: str, found: Any) -> RunRow | None:
         cost=cost if isinstance(cost := usage.get("cost"), int | float) else None,
         updated=local(found.snapshot.created_at or ""),
         goal=found.goal,
-        model=model if isinstance(model := options.get("model"), str) else None,
+        model=found.model or (model if isinstance(model := options.get("model"), str) else None),
     )
 
 

@@ -69,6 +69,9 @@ def test_runs_lists_the_newest_first_with_status(store: Path) -> None:
     assert rows["a-ok"]["stop_reason"] == "success"
     assert rows["a-ok"]["steps"] == 4
     assert rows["a-ok"]["model"] == "m-1"
+    # the model each run ran on, its default and a program's included (before: null for each)
+    assert rows["b-stopped"]["model"] == "gpt-4.1-mini"
+    assert rows["d-unfinished"]["model"] == "scripted"
     assert rows["b-stopped"]["stop_reason"] == "max_tool_calls"
     assert rows["a-ok"]["cost"] is None  # m-1 is in no price table
     assert rows["b-stopped"]["cost"] > 0  # gpt-4.1-mini, the default model, is priced

@@ -248,3 +248,9 @@ def test_a_call_killed_then_run_again_counts_both_runs() -> None:
         _rec(Kind.DONE, "k1", seconds=3.0, attempt="c", **beat),
     )
     assert twice.seconds == pytest.approx(8.0 + 6.0 + 3.0)
+
+
+def test_a_call_let_through_again_after_its_step_was_asked_again_counts_once() -> None:
+    again = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", **ESTIMATE), _permit("c1"),
+                   _rec(Kind.DONE, "k-c1", call="c1", tool="pay", seconds=0.1))  # fmt: skip
+    assert (again.tool_calls, again.per_tool) == (1, {"pay": 1})

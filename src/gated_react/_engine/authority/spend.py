@@ -145,6 +145,7 @@ class Tally:
         if what not in self.counted:
             self.counted[what] = tool
             self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
+            self.superseded.pop(call, None)  # let through again: counted as any call
             if record.kind is Kind.PERMIT:
                 self.unstarted[call] = what
         if record.kind is Kind.PERMIT and record.verified:
@@ -165,7 +166,7 @@ class Tally:
     def _started(self, call: str) -> None:
         """A call started (or ran, or finished): it counts, whatever came before."""
         self.unstarted.pop(call, None)
-        if (found := self.superseded.pop(call, None)) is not None:
+        if (found := self.superseded.pop(call, None)) is not None and found[0] not in self.counted:
             what, tool = found
             self.counted[what] = tool
             self.per_tool[tool] = self.per_tool.get(tool, 0) + 1

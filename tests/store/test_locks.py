@@ -73,3 +73,28 @@ def test_a_second_advancer_is_refused_at_once(store_url: str) -> None:
         thread_lock(saver, "t"),
     ):
         pass
+
+
+_TAKER = """
+import sys
+from gated_react import open_checkpointer
+from gated_react.store.locks import ThreadBusy, thread_lock
+with open_checkpointer(sys.argv[1]) as saver:
+    try:
+        with thread_lock(saver, sys.argv[2]):
+            print("taken")
+    except ThreadBusy:
+        print("busy")
+"""
+
+
+def test_looking_at_other_threads_keeps_this_processs_own_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it: a
+    look that opened and closed the lock file would free the threads this process runs."""
+    url = str(tmp_path / "runs.sqlite")
+    with open_checkpointer(url) as saver, thread_lock(saver, "mine"):
+        assert not held(saver, "another")  # the lock file opened to look
+        assert not held(saver, "a third")
+        taker = [sys.executable, "-c", _TAKER, url, "mine"]
+        said = subprocess.run(taker, capture_output=True, text=True, check=True).stdout
+    assert said == "busy\n"

@@ -45,6 +45,7 @@ class ThreadBusy(GatedReactError, RuntimeError):
 _held: set[tuple[str, str]] = set()
 _held_guard = threading.Lock()
 _lock_files: dict[str, int] = {}  # one descriptor per sidecar, kept open: closing drops POSIX locks
+_probe_files: dict[str, int] = {}  # read-only ones ``held`` reads locks through, kept open too
 
 
 def lock_key(thread_id: str) -> int:
@@ -234,16 +235,25 @@ def _file_held(sidecar: str, thread_id: str) -> bool:
     """Whether another process holds the thread's byte in the sidecar (``F_GETLK``)."""
     if sys.platform != "linux":
         return _taken_for_an_instant(sidecar, thread_id)
-    try:
-        fd = os.open(sidecar, os.O_RDONLY)
-    except OSError:  # no sidecar: no run has locked a thread of this store yet
+    fd = _probe_fd(sidecar)
+    if fd is None:  # no sidecar: no run has locked a thread of this store yet
         return False
-    try:
-        asked = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, lock_key(thread_id), 1, 0)
-        found = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
-    finally:
-        os.close(fd)
+    asked = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, lock_key(thread_id), 1, 0)
+    found = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
     return bool(found[0] != fcntl.F_UNLCK)
+
+
+def _probe_fd(sidecar: str) -> int | None:
+    """A descriptor of the sidecar, kept open: closing any descriptor of a file drops every
+    POSIX lock this process holds on it (its own runs' thread locks)."""
+    with _held_guard:
+        fd = _lock_files.get(sidecar, _probe_files.get(sidecar))
+        if fd is None:
+            try:
+                fd = _probe_files[sidecar] = os.open(sidecar, os.O_RDONLY)
+            except OSError:
+                return None
+        return fd
 
 
 def _taken_for_an_instant(sidecar: str, thread_id: str) -> bool:

@@ -343,6 +343,8 @@ def new_thread(given: str | None) -> str:
         raise CliError("--thread: the thread id is empty")
     if given != given.strip():  # a listing's column would show it trimmed, another id
         raise CliError("--thread: the thread id begins or ends with a space; give it without")
+    if given.startswith("-"):  # ``gated-react show -x`` reads it as an option
+        raise CliError("--thread: the thread id begins with '-', which commands read as an option")
     if len(given) > MAX_THREAD_CHARS:
         raise CliError(
             f"--thread: a thread id is at most {MAX_THREAD_CHARS} characters; "

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from gated_react import open_checkpointer, read
+from gated_react.cli.resources import shown
 
 from ...support.cli import invoke
 from ...support.helpers import REFUND_GOAL
@@ -118,6 +120,6 @@ def test_the_commands_it_prints_name_the_thread_as_typed(pg_url: str, state_dir:
     out = invoke("enqueue", "whose run?", "--db", pg_url, "--thread", "pg thread 1")
     assert out.exit_code == 0, out.stderr
     assert out.stdout == "pg thread 1\n"
-    said = out.stderr
-    assert "gated-react queue --thread 'pg thread 1';" in said
-    assert "gated-react show 'pg thread 1'" in said
+    said, store = out.stderr, shlex.quote(shown(pg_url))
+    assert f"gated-react queue --thread 'pg thread 1' --db {store};" in said  # the store too
+    assert f"gated-react show 'pg thread 1' --db {store}" in said

@@ -124,6 +124,7 @@ def _one_line_error(out: object, *needles: str) -> str:
         (["run", GOAL, "--thread", "a\udcffb"], ["not UTF-8 text (0xFF)"]),
         (["run", GOAL, "--thread", " "], ["the thread id is empty"]),
         (["run", GOAL, "--thread", " lead"], ["begins or ends with a space"]),  # shown trimmed
+        (["run", GOAL, "--thread=-x"], ["begins with '-'"]),  # `show -x` took it for an option
         (["run", GOAL, "--thread", "trail\u00a0"], ["begins or ends with a space"]),
         (["run", GOAL, "--max-steps", "0"], ["--max-steps", "--help"]),
         (["run", GOAL, "--protocol", "xml"], ["--protocol"]),

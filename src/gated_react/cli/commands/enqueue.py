@@ -53,10 +53,11 @@ def enqueue_command(
         return
     sys.stdout.write(f"{printable(thread)}\n")
     where, typed = resources.shown(url), shlex.quote(thread)  # as a person types it back
+    store = f" --db {shlex.quote(where)}" if db else ""  # the store the commands must read
     sys.stderr.write(
         printable(
-            f"queued for the workers in {where}; its jobs: gated-react queue --thread {typed}; "
-            f"its run: gated-react show {typed}"
+            f"queued for the workers in {where}; its jobs: gated-react queue --thread "
+            f"{typed}{store}; its run: gated-react show {typed}{store}"
         )
         + "\n"
     )

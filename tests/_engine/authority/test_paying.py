@@ -7,6 +7,7 @@ when it is a count."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -223,7 +224,9 @@ def test_an_attempt_the_server_refused_is_retried_and_is_no_model_call() -> None
     counts. The attempt that replied is the decision's one model call."""
     meter = _meter(**PRICED)
     assert meter.call(_flaky(_Status(500), _Status(429)), ASKED).text == "The pro plan."
-    assert _kinds(meter) == ["model", "paid", "model", "paid", "model", "paid"]
+    # each wait before a retry is recorded when the next attempt starts (a ``running`` record)
+    waited = ["model", "paid", "running"]
+    assert _kinds(meter) == [*waited, *waited, "model", "paid"]
     usage = _usage(meter)
     assert (usage.steps, usage.tokens, usage.estimated_tokens) == (1, 500, 0)
     assert usage.cost == pytest.approx(0.5)
@@ -279,4 +282,25 @@ def test_the_wait_before_a_retry_counts_as_the_models_time(monkeypatch: pytest.M
     monkeypatch.setattr(model_retry, "jittered", lambda attempt, first, cap: 0.05)
     meter = _meter(**PRICED)
     meter.call(_flaky(_Status(503)), ASKED)
+    assert _usage(meter).seconds >= 0.05
+
+
+def test_a_wait_before_a_retry_cut_off_by_ctrl_c_keeps_its_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: a kill or Ctrl-C while the run waited to retry left none of the wait counted
+    (0.01 s after three kills 8 s into such waits). The waiting caller's beat records it."""
+    from gated_react._engine.model import model_retry
+
+    meter, wait = _meter(**PRICED), time.sleep
+
+    def interrupted(seconds: float) -> None:
+        wait(0.05)  # part of the wait passes
+        meter.beat()  # what the caller's beat, or its Ctrl-C handler, records
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(model_retry, "jittered", lambda attempt, first, cap: 5.0)
+    monkeypatch.setattr(model_retry.time, "sleep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        meter.call(_flaky(_Status(503)), ASKED)
     assert _usage(meter).seconds >= 0.05

@@ -81,9 +81,10 @@ class Meter:
     spent: all of the seconds the budget had left)."""
     attempt: tuple[Record, float] | None = None
     """The attempt under way: its ``model`` record and when it started."""
-    resting: float | None = None
-    """When the last attempt failed: the wait before a retry is the model's time too, so the
-    next attempt's seconds count from then."""
+    resting: tuple[Record, float] | None = None
+    """The attempt that failed last, and when: the wait before a retry is the model's time
+    too, recorded as it passes (a ``running`` record of the wait: every beat, and when the next
+    attempt starts)."""
     read: Book | None = None
     """The run's record as the decision read it just before its first call (no record it
     wrote since counts as spend): that call is checked against it, every later one against
@@ -127,17 +128,25 @@ class Meter:
 
     def _beat(self) -> Record | None:
         # a ``model`` record again: figures about a call that is not paid yet only rise, so
-        # the seconds count until its ``paid`` record settles them
-        if self.attempt is None:
-            return None
-        opened, started = self.attempt
+        # the seconds count until its ``paid`` record settles them; between attempts, the wait
+        attempt, resting = self.attempt, self.resting  # read once: the call's thread sets them
+        if attempt is None:
+            return None if resting is None else _waited(resting)
+        opened, started = attempt
         body = dict(opened.body, seconds=time.monotonic() - started)
         return Record(opened.thread, opened.run, Kind.MODEL, opened.key, body)
+
+    def _rested(self) -> list[Record]:
+        """The wait before this attempt, now that it is over (none after no failure)."""
+        resting, self.resting = self.resting, None
+        return [] if resting is None else [_waited(resting)]
 
     def _once(
         self, invoke: Callable[[], BaseMessage], messages: Sequence[BaseMessage]
     ) -> BaseMessage:
         ledger = self.place.ledger
+        if waited := self._rested():
+            ledger.append(waited)
         opened = self.before(messages)
         ledger.append([opened])
         started = self._start(opened)
@@ -146,7 +155,7 @@ class Meter:
         except BaseException as error:
             with contextlib.suppress(Exception):  # the store may be what failed
                 ledger.append([self.failed(opened, started, error)])
-            self.resting = time.monotonic()
+            self.resting = (opened, time.monotonic())
             raise
         finally:
             self.attempt = None
@@ -157,6 +166,8 @@ class Meter:
         self, invoke: Callable[[], Awaitable[BaseMessage]], messages: Sequence[BaseMessage]
     ) -> BaseMessage:
         ledger = self.place.ledger
+        if waited := self._rested():
+            await ledger.aappend(waited)
         opened = await self.abefore(messages)
         await ledger.aappend([opened])
         started = self._start(opened)
@@ -165,7 +176,7 @@ class Meter:
         except BaseException as error:
             with contextlib.suppress(Exception):
                 await ledger.aappend([self.failed(opened, started, error)])
-            self.resting = time.monotonic()
+            self.resting = (opened, time.monotonic())
             raise
         finally:
             self.attempt = None
@@ -173,9 +184,8 @@ class Meter:
         return reply
 
     def _start(self, opened: Record) -> float:
-        """An attempt starts: from when the last one failed, if one did (the wait between)."""
-        started = time.monotonic() if self.resting is None else self.resting
-        self.resting, self.attempt = None, (opened, started)
+        started = time.monotonic()
+        self.attempt = (opened, started)
         return started
 
     def _retries(self) -> Retries:
@@ -220,6 +230,13 @@ class Meter:
         else:
             body = dict(opened.body, seconds=seconds)
         return Record(opened.thread, opened.run, Kind.PAID, opened.key, body)
+
+
+def _waited(resting: tuple[Record, float]) -> Record:
+    """The wait since an attempt failed, so far: a ``running`` record of its own."""
+    failed, since = resting
+    body = {"seconds": time.monotonic() - since}
+    return Record(failed.thread, failed.run, Kind.RUNNING, f"{failed.key}:wait", body)
 
 
 def spent(deps: NodeDeps, messages: Sequence[BaseMessage], reply: BaseMessage) -> dict[str, Any]:

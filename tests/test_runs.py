@@ -353,3 +353,24 @@ def test_a_run_resumed_under_other_limits_records_them_and_shows_them(tmp_path: 
     assert found is not None
     assert found["policy"]["budget"]["max_steps"] == 9
     assert kinds.count("opened") == 2  # once more, under the limits in force
+
+
+def test_a_resume_under_other_limits_that_ends_in_execute_shows_them(tmp_path: Path) -> None:
+    """Before: the context was recorded again only by a decision, so a resume that ended in
+    ``execute`` (its tool failed) kept showing the limits the run opened with."""
+    from gated_react.runs import run_context
+
+    from .support.fakes import broken
+
+    asks = Policy(require_approval=frozenset({"broken"}), on_tool_error="stop")
+    opened, later = asks.replace(max_seconds=8), asks.replace(max_seconds=1000)
+    with open_checkpointer(str(tmp_path / "s.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("broken")])
+        run(build_graph(model, [broken], policy=opened, checkpointer=saver), "go", thread_id="t")
+        graph = build_graph(ScriptedChatModel(replies=[]), [broken], policy=later,
+                            checkpointer=saver)  # fmt: skip
+        ended = resume(graph, "t", answer={"approved": True})
+        found = run_context(graph, "t")
+    assert ended["stop_reason"] == "tool_error:broken"
+    assert found is not None
+    assert found["policy"]["budget"]["max_seconds"] == 1000

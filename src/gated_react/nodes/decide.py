@@ -16,7 +16,13 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
-from gated_react._engine.authority.budgets import Limits, check_before_step, enforce
+from gated_react._engine.authority.budgets import (
+    Limits,
+    check_before_step,
+    enforce,
+    opened_record,
+    reopened,
+)
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
 from gated_react._engine.authority.records import Kind, Record
@@ -30,7 +36,6 @@ from gated_react._engine.conversation.turns import (
     cut_short,
     held_step,
     opening,
-    question_of,
     settled,
 )
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
@@ -180,17 +185,6 @@ def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
                    unfinished=unfinished)  # fmt: skip
 
 
-def _context_changed(book: Book, deps: NodeDeps) -> bool:
-    """The run goes on under another context than it recorded (a resume given other flags,
-    another policy or model): it is recorded again, so what it is shown under is in force."""
-    recorded, now = book.tally.opened, deps.context
-    if recorded is None:
-        return False
-    said = recorded.body
-    was = (said.get("policy_hash"), said.get("model"), said.get("base_url"), said.get("protocol"))
-    return was != (now.policy_hash, now.model, now.base_url, now.protocol)
-
-
 def _held_run(state: DecideChannels) -> str | None:
     """The run of the step in hand, when a goal arrives (whether it ended decides whether the
     same goal again is the same run)."""
@@ -236,11 +230,10 @@ def _plan(
     plan = Planned(opened, place, deps, Limits(deps.policy, book.tally.extensions))
     deps.spans.note(config, place, opened.run)
     plan.stale = stale(state)
-    if (opened.new and book.tally.opened is None) or _context_changed(book, deps):
-        context = deps.context.model_dump(mode="json")
-        # keyed by its question: how a reader finds the run an output answers (result_of)
-        question = question_of(opened.run)
-        plan.records.append(place.record(opened.run, Kind.OPENED, question, **context))
+    if opened.new and book.tally.opened is None:
+        plan.records.append(opened_record(place, opened.run, deps))
+    else:
+        plan.records += reopened(book, place, opened.run, deps)
     if opened.waiting:
         _cut_in(plan, state, started)
     usage = book.tally.usage()

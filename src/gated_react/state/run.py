@@ -13,8 +13,8 @@ Status = Literal["ok", "stopped"]
 
 
 class RunContext(StrictModel):
-    """What a run runs under, written by its first decision (and again by a later one under
-    another policy, model, base URL or protocol): compare two runs by it."""
+    """What a run runs under, written by its first decision (and again by a later decision or
+    tool step under another policy, model, base URL or protocol): compare two runs by it."""
 
     model_class: str
     """The chat model's class, e.g. ``langchain_openai.chat_models.base.ChatOpenAI``."""

@@ -15,17 +15,22 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.approval import ask, question
+from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.conversation.turns import question_of
 from gated_react._engine.execution.call_keys import args_hash
 from gated_react._engine.langgraph_internals import can_pause
 from gated_react.policy import WHOLE_BUDGETS, Budget, Policy
 from gated_react.state import Extension, TraceEntry, Usage
 from gated_react.stops import Stop, StopReason
+
+if TYPE_CHECKING:
+    from gated_react._engine.deps import NodeDeps
 
 BUDGET_DECISIONS = ("approve", "edit", "reject")
 """What a budget question may be answered with (``respond`` means nothing for a budget)."""
@@ -241,3 +246,23 @@ def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | No
     if limit <= spent:
         return f"the new limit must be above what is spent ({spent:g})"
     return None
+
+
+def opened_record(place: Place, run: str, deps: NodeDeps) -> Record:
+    """The record of what ``run`` runs under (``RunContext``: model, policy and its limits),
+    keyed by its question: how a reader finds the run an output answers (``result_of``)."""
+    context = deps.context.model_dump(mode="json")
+    return place.record(run, Kind.OPENED, question_of(run), **context)
+
+
+def reopened(book: Book, place: Place, run: str, deps: NodeDeps) -> list[Record]:
+    """The run goes on under another context than it recorded (a resume given other limits,
+    another policy or model): it is recorded again, so the limits shown are those in force."""
+    recorded, now = book.tally.opened, deps.context
+    if recorded is None:
+        return []
+    said = recorded.body
+    was = (said.get("policy_hash"), said.get("model"), said.get("base_url"), said.get("protocol"))
+    if was == (now.policy_hash, now.model, now.base_url, now.protocol):
+        return []
+    return [opened_record(place, run, deps)]

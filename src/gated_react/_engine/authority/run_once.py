@@ -29,7 +29,7 @@ from gated_react._engine.authority.admit import (
     refuse,
 )
 from gated_react._engine.authority.approval import answered_text, ask, question
-from gated_react._engine.authority.budgets import check_seconds, enforce
+from gated_react._engine.authority.budgets import check_seconds, enforce, reopened
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import edited, result
@@ -243,9 +243,11 @@ def planned(plan: Plan) -> None:
                 plan.once.append(index)
     if plan.runs and plan.stop is None:
         _in_time(plan)
+    # a resume given other limits that ends before the next decision shows them too
+    plan.records = reopened(plan.book, plan.place, plan.step.run, plan.deps)
     keeper = plan._keeper  # the checks ran only if a call needed them
     if keeper is not None:
-        plan.records = [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
+        plan.records += [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
     plan.records += plan.refused  # after the permits the checks wrote for them
 
 

@@ -86,9 +86,9 @@ def test_prune_by_age_and_status_and_its_dry_run(four: str, state_dir: Path) -> 
     """Before: no prune; ``runs`` could not even say which runs were old or stopped."""
     dry = invoke("prune", "--older-than", four, "--dry-run")
     assert dry.exit_code == 0, dry.stderr
-    assert [line.split()[0] for line in dry.stdout.splitlines()[:-1]] == [
-        "t2-example", "t1-stopped",
-    ]  # fmt: skip
+    lines = dry.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == ["thread", "t2-example", "t1-stopped"]
+    assert {line.index(" 20") for line in lines[1:-1]} == {lines[0].index("updated") - 1}
     assert dry.stdout.splitlines()[-1].startswith("2 runs would be deleted from ")
     assert len(_runs()) == 4  # nothing deleted
     out = invoke("prune", "--status", "paused", "--status", "stopped", "--json")
@@ -97,7 +97,9 @@ def test_prune_by_age_and_status_and_its_dry_run(four: str, state_dir: Path) -> 
     assert invoke("prune", "--older-than", four, "--status", "ok").exit_code == 0
     assert _runs() == ["t4-ok"]
     assert _logged(state_dir) == {"t4-ok"}
-    assert invoke("prune", "--older-than", "30d").stdout.strip() == "nothing deleted"
+    none = invoke("prune", "--older-than", "30d", "--status", "ok").stdout
+    assert none.startswith("nothing deleted: no ok runs before 20")
+    assert none.rstrip().endswith("runs.sqlite")
 
 
 @pytest.mark.parametrize(
@@ -145,10 +147,12 @@ def test_a_dry_run_leaves_a_run_another_process_advances_as_prune_leaves_it(
         with thread_lock(saver, "busy"):
             dry = json.loads(invoke("prune", "--status", "running", "--dry-run", "--json").stdout)
             text = invoke("prune", "--status", "running", "--dry-run").stdout
+            pruned = invoke("prune", "--status", "running")
     assert dry["runs"] == []
     assert dry["left"] == {"busy": "a run is advancing it"}
     assert "0 runs would be deleted" in text
     assert "left: busy: a run is advancing it" in text
+    assert pruned.stdout.splitlines() == ["skipped busy: a run is advancing it", "nothing deleted"]
 
 
 class _Crash(BaseException):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from langchain_core.messages import AIMessage
+from rich.cells import cell_len
 from rich.console import Console
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, run
@@ -166,3 +167,13 @@ def test_the_summary_counts_tool_calls_as_the_budget_does() -> None:
     result = {"status": "stopped", "stop_reason": "tool_outcome_unknown:pay", "usage": usage}
     render.summary(Console(file=out, width=120), {**result, "history": []}, Budget(), ())
     assert "tool calls   1/6" in out.getvalue()
+
+
+def test_a_listing_lines_up_wide_characters_by_the_cells_they_take() -> None:
+    """Before: widths counted characters, so a thread id with an emoji (two terminal cells)
+    pushed the rest of its row one cell right of the others."""
+    rows = [["run-🚀🚀", "ok"], ["run-abcd", "stopped"]]
+    widths = render.widths(("thread", "status"), rows)
+    lines = [render.row_line(row, widths, "") for row in rows]
+    assert widths == [8, 7]
+    assert [cell_len(line.split("  ")[0]) for line in lines] == [8, 8]

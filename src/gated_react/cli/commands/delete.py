@@ -17,6 +17,7 @@ from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 
 _NAMED = 10  # threads named in an error line
+_WOULD = ("thread", "status", "updated")  # the columns of prune --dry-run
 
 
 @dataclass
@@ -82,6 +83,12 @@ def prune_command(
     secrets = config.secrets()
     if dry_run:
         _would(rows, secrets, json_out, resources.shown(url))
+        return
+    if not rows and not json_out:
+        which = f" {'/'.join(statuses)}" if statuses else ""
+        where = render.safe(resources.shown(url))
+        said = f"nothing deleted: no{which} runs{flags.described(window)} in {where}"
+        render.console().print(said, soft_wrap=True)
         return
     done = _delete(url, [row.thread_id for row in rows], resources.log_path(url, log, False))
     _report(done, secrets, json_out, skipped=True)  # prune them later: not an error
@@ -150,10 +157,14 @@ def _would(rows: list[Any], secrets: tuple[str, ...], json_out: bool, where: str
         render.print_json({"dry_run": True, "runs": runs, "left": kept}, secrets)
         return
     console = render.console()
-    for row in rows:
-        cells = [row.thread_id, row.status, row.updated, row.problem or row.goal]
-        line = "  ".join(render.safe(cell, secrets, limit=60) for cell in cells)
-        console.print(line, soft_wrap=True)
+    if rows:
+        shown = [(row.thread_id, row.status, row.updated) for row in rows]
+        cells = [[render.plain(value, secrets) for value in row] for row in shown]
+        widths = render.widths(_WOULD, cells)
+        console.print(render.row_line([*_WOULD, "goal"], widths, "bold"), soft_wrap=True)
+        for row, cell in zip(rows, cells, strict=True):
+            goal = render.plain(row.problem or row.goal, secrets, limit=60)
+            console.print(render.row_line([*cell, goal], widths, ""), soft_wrap=True)
     console.print(f"{len(rows)} runs would be deleted from {render.safe(where)}", soft_wrap=True)
     for row in left:
         console.print(f"left: {render.safe(row.thread_id, secrets)}: a run is advancing it",

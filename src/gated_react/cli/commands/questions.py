@@ -74,7 +74,7 @@ def questions_command(
         console.print(f"no run waits on a question in {where}")
         return
     cells = [_cells(row, secrets) for row in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
+    widths = render.widths(_HEADS, cells)
     console.print(render.row_line(list(_HEADS), widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):
         console.print(render.row_line(cell, widths, "yellow", 3), soft_wrap=True)

@@ -49,7 +49,7 @@ def queue_command(
     totals = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "no jobs"
     if jobs:
         cells = [_cells(job, secrets) for job in jobs]
-        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
+        widths = render.widths(_HEADS, cells)
         console.print(render.row_line(list(_HEADS), widths[:-1], "bold"), soft_wrap=True)
         for job, cell in zip(jobs, cells, strict=True):
             console.print(

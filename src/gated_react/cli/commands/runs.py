@@ -61,7 +61,7 @@ def runs_command(
         console.print(f"no{which} runs{flags.described(window)} in {where}")
         return
     cells = [_cells(row, secrets) for row in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)]
+    widths = render.widths(_HEADS, cells)
     room = max(console.width - sum(widths) - 2 * len(widths), 20)
     console.print(render.row_line([*_HEADS, "goal"], widths, "bold"), soft_wrap=True)
     for row, cell in zip(rows, cells, strict=True):

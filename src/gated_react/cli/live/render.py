@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, cast
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -82,12 +83,19 @@ def safe(
     return escape(plain(value, secrets, limit=limit, lines=lines))
 
 
+def widths(heads: Iterable[str], rows: list[list[str]]) -> list[int]:
+    """Each column's width on a terminal: the widest of its head and its plain cells, counted
+    in terminal cells (a wide character such as an emoji takes two)."""
+    return [max(cell_len(h), *(cell_len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+
+
 def row_line(cells: list[str], widths: list[int], style: str, styled: int | None = None) -> str:
-    """One row of a listing: plain ``cells`` padded to ``widths`` (a cell past them is not),
-    escaped, in ``style`` (only the cell at ``styled``, if given)."""
+    """One row of a listing: plain ``cells`` padded to ``widths`` terminal cells (a cell past
+    them is not), escaped, in ``style`` (only the cell at ``styled``, if given)."""
     out = []
     for i, cell in enumerate(cells):
-        text = escape(cell.ljust(widths[i]) if i < len(widths) else cell)
+        pad = " " * (widths[i] - cell_len(cell)) if i < len(widths) else ""
+        text = escape(cell + pad)
         out.append(f"[{style}]{text}[/]" if style and (styled is None or styled == i) else text)
     return "  ".join(out)
 

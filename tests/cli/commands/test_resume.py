@@ -12,6 +12,7 @@ import pytest
 
 from gated_react import Policy, build_graph, open_checkpointer, run
 from gated_react.records.run_listing import METADATA_KEY
+from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -312,4 +313,19 @@ def test_a_signed_thread_read_without_the_key_is_one_line_saying_so(
         out = invoke(listing, "--json")
         assert out.exit_code == 0, (listing, out.stderr)
         assert '"keyed"' in out.stdout, listing
+    assert len(server.requests) == 1
+
+
+def test_a_resume_of_a_thread_another_run_advances_is_refused_before_it_prints(
+    server: FakeOpenAI, state_dir: Path
+) -> None:
+    """Before: the header ("model ... store ...") printed, then the refusal."""
+    _paused(server, reply("USD 49"))
+    db = str(state_dir / "runs.sqlite")
+    with open_checkpointer(db) as saver, thread_lock(saver, "t-approve"):
+        out = _resume("--approve")
+    assert out.exit_code == 1
+    assert out.stdout == ""
+    assert "being advanced by another run" in out.stderr
+    assert out.stderr.count("\n") == 1
     assert len(server.requests) == 1

@@ -22,7 +22,7 @@ from gated_react.cli.model_source import model_for_run
 from gated_react.errors import one_line, printable
 from gated_react.records.events import Tracker
 from gated_react.records.store import readable
-from gated_react.store.locks import thread_lock
+from gated_react.store.locks import ThreadBusy, held, thread_lock
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
@@ -74,6 +74,8 @@ def resume_in_shell(
                 budget = resources.run_budget(saver, thread, metadata)
                 show(render.console(), current, budget, config.secrets(), place)
                 return early
+            if held(saver, thread):  # said before the header; the run takes the lock itself
+                raise CliError(str(ThreadBusy(thread)))
             options = options_for(thread, given, metadata, url, model=model, base_url=base_url)
         place = replace(place, again=options.flags())
         from gated_react.cli.run_options import close_mcp

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "gated_react"
 # Folders whose modules the map describes in one line (one module per node, command, ...).
 DESCRIBED_AS_A_FOLDER = ("nodes", "protocols", "tools", "examples", "cli/commands", "cli/live")
-ENGINE_USERS = ("graph.py", "nodes/", "protocols/", "_engine/", "runs.py")
+ENGINE_USERS = ("graph.py", "nodes/", "protocols/", "_engine/", "runs/")
 """The engine's importers: the graph and its parts, and ``runs`` (a result's history, trace and
 usage are read from the run's record, which the engine keeps)."""
 

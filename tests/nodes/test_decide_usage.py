@@ -15,8 +15,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, read, result_of
-from gated_react._engine.authority.paying import TOKEN_CAP
 from gated_react._engine.model.pricing import Pricer
+from gated_react._engine.model.tokens import TOKEN_CAP
 from gated_react.nodes.decide import decide
 from gated_react.tools.support import SUPPORT_TOOLS
 

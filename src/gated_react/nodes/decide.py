@@ -24,7 +24,8 @@ from gated_react._engine.authority.budgets import (
     reopened,
 )
 from gated_react._engine.authority.ledger import Book, Place
-from gated_react._engine.authority.paying import BudgetSpent, Called, Meter, reported_tokens
+from gated_react._engine.authority.paying import BudgetSpent, Called, Meter
+from gated_react._engine.model.tokens import reported_tokens
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.conversation.run_steps import run_call_ids

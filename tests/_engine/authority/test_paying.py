@@ -18,15 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from gated_react import Price
 from gated_react._engine.authority.budgets import Limits
 from gated_react._engine.authority.ledger import Place
-from gated_react._engine.authority.paying import (
-    NO_USAGE,
-    TOKEN_CAP,
-    BudgetSpent,
-    Meter,
-    reported_count,
-    reported_tokens,
-    spent,
-)
+from gated_react._engine.authority.paying import NO_USAGE, BudgetSpent, Meter, spent
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.stops import StopReason
 
@@ -171,24 +163,6 @@ def test_a_reply_without_token_counts_is_estimated_and_unpriced() -> None:
     reported = spent(parts, ASKED, _reply(input_token_details={"cache_read": 300}))  # type: ignore[arg-type]
     assert (reported["tokens"], reported["cached"], reported["unpriced"]) == (500, 300, None)
     assert "estimated" not in reported
-
-
-@pytest.mark.parametrize(
-    ("value", "count"),
-    [(0, 0), (7, 7), (-1, None), (2.0, None), ("7", None), (True, None), (None, None),
-     (10**20, TOKEN_CAP)],
-)  # fmt: skip
-def test_a_count_is_a_non_negative_integer_capped(value: Any, count: int | None) -> None:
-    assert reported_count(value) == count
-
-
-def test_a_report_of_no_tokens_or_of_something_else_is_no_report() -> None:
-    assert reported_tokens(_reply(0, 0)) is None
-    assert reported_tokens(_reply(-5, 10)) is None
-    assert reported_tokens(_reply(10, 5, input_token_details={"cache_read": -3})) is None  # type: ignore[typeddict-item]
-    tokens = reported_tokens(_reply(10, 5, input_token_details={"cache_read": 50}))  # type: ignore[typeddict-item]
-    assert tokens is not None
-    assert (tokens.input, tokens.cached, tokens.output) == (10, 10, 5)  # never more than input
 
 
 class _Status(Exception):

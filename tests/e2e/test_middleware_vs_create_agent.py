@@ -16,10 +16,14 @@ from langchain.agents.middleware import (
     ModelResponse,
     PIIMiddleware,
     ToolRetryMiddleware,
+    after_model,
+    before_model,
     dynamic_prompt,
 )
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from gated_react import Policy, build_graph
 
@@ -122,3 +126,68 @@ def test_both_show_the_dynamic_prompt() -> None:
         model = FakeToolModel(messages=replies("Done."))
         build(model, [IDEMPOTENT_LOOKUP], [by_user]).invoke({"messages": [HumanMessage("hi")]})
         assert model.seen[0][0].text.endswith("You help the user named in the context.")
+
+
+@before_model
+def keep_first_and_last_two(state: Any, runtime: Any) -> dict[str, Any] | None:
+    """LangChain's short-term memory page's trim: the first message and the latest ones."""
+    messages = state["messages"]
+    if len(messages) <= 3:
+        return None
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), messages[0], *messages[-2:]]}
+
+
+@after_model
+def drop_oldest_two(state: Any, runtime: Any) -> dict[str, Any] | None:
+    """The same page's deletion: the two oldest messages go once there are more."""
+    messages = state["messages"]
+    if len(messages) <= 2:
+        return None
+    return {"messages": [RemoveMessage(id=m.id) for m in messages[:2]]}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("hook", [keep_first_and_last_two, drop_oldest_two], ids=["trim", "delete"])
+def test_messages_a_hook_removes_are_gone_from_the_thread_on_both(
+    hook: AgentMiddleware, mode: str
+) -> None:
+    """Before: a removal changed what the model saw that once; the thread kept every message,
+    so the next turn showed the model what the app had deleted ("hi! I'm bob")."""
+    seen = {}
+    for name, build in (("langchain", create_agent), ("ours", build_graph)):
+        model = FakeToolModel(messages=replies("Hi Bob!", "A poem.", "A haiku.", "I don't know."))
+        app = build(model, [IDEMPOTENT_LOOKUP], middleware=[hook], checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "t"}}
+        for said in ("hi! I'm bob", "write a poem", "now a haiku", "what's my name?"):
+            given = {"messages": [HumanMessage(said)]}
+            if mode == "async":
+                asyncio.run(app.ainvoke(given, config))
+            else:
+                app.invoke(given, config)
+        stored = app.get_state(config).values["messages"]
+        sent = [[m.text for m in request if m.type != "system"] for request in model.seen]
+        seen[name] = {"stored": [m.text for m in stored], "sent": sent}
+    assert seen["ours"] == seen["langchain"]
+    assert len(seen["ours"]["stored"]) < 8  # four turns of two messages: some were removed
+
+
+@before_model
+def forget_everything(state: Any, runtime: Any) -> dict[str, Any]:
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), state["messages"][-1]]}
+
+
+def test_a_hook_cannot_remove_the_runs_own_messages_from_the_thread() -> None:
+    """The run is read from its question and what follows it (its calls and their results):
+    a hook may leave them out of what the model is shown, never out of the thread."""
+    model = FakeToolModel(messages=replies("First.", _call("z"), "Second."))
+    app = build_graph(model, [IDEMPOTENT_LOOKUP], middleware=[forget_everything],
+                      checkpointer=InMemorySaver())  # fmt: skip
+    config: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [HumanMessage("one")]}, config)
+    out = app.invoke({"messages": [HumanMessage("two")]}, config)
+    stored = [m.text for m in app.get_state(config).values["messages"]]
+    assert stored == ["two", "", "facts about z", "Second."]
+    assert out["status"] == "ok"
+    assert [[m.text for m in r if m.type != "system"] for r in model.seen[1:]] == [
+        ["two"], ["facts about z"]
+    ]  # fmt: skip

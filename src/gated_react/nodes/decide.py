@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
@@ -25,7 +25,6 @@ from gated_react._engine.authority.budgets import (
 )
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter
-from gated_react._engine.model.tokens import reported_tokens
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.conversation.run_steps import run_call_ids
@@ -42,6 +41,7 @@ from gated_react._engine.conversation.turns import (
 from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model.model_errors import classify
+from gated_react._engine.model.tokens import reported_tokens
 from gated_react._engine.observability import agent_spans, tracing
 from gated_react.errors import MiddlewareFailed
 from gated_react.redact import redact
@@ -180,6 +180,15 @@ def _rewritten(
     return out
 
 
+def _forgotten(opened: Opened, removed: frozenset[str]) -> list[BaseMessage]:
+    """The messages of earlier runs on the thread a hook removed (a trim, a deletion), removed
+    from the conversation as ``create_agent`` removes them. The run's own, from its question
+    on, are only left out of what the model is shown this once: the run is read from them."""
+    if not removed:
+        return []
+    return [RemoveMessage(id=m.id) for m in opened.messages[: opened.at] if m.id in removed]
+
+
 def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
     messages, goal, step = state.get("messages") or [], state.get("goal"), state.get("step")
     return opening(messages, goal, step, thread=place.thread, saved=place.saved,
@@ -314,7 +323,7 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     """The update after a reply: the reply handed to validate; its tool calls, if it makes
     any, in the conversation (``create_agent``'s model node writes them so), after the
     messages a hook rewrote (a redaction: stored as the model saw it, as ``create_agent``
-    stores it)."""
+    stores it) or removed."""
     deps, message, paid = plan.deps, called.reply, called.paid
     reported = reported_tokens(paid)
     cost = deps.pricer.cost(reported) if reported is not None else None
@@ -331,7 +340,7 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     linked = agent_spans.carry(deps.spans, opened.step.traceparent, config)
     step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None} | linked)
     update = plan.update | {"step": dump(step)}
-    rewritten = _rewritten(opened.messages, called.rewritten)
+    rewritten = _forgotten(opened, called.removed) + _rewritten(opened.messages, called.rewritten)
     if rewritten:
         update = joined(update | plan.stale, rewritten)
     if not actions:

@@ -30,6 +30,7 @@ ANSWERS = {
     "tool_errors": "Weather in San Francisco: Sunny, 72°F.",
     "structured_output": "name='John Doe' email='john@example.com' phone='(555) 123-4567'",
     "custom_state": "Hello! User is John Smith, welcome back.",
+    "trimmed_memory": "I don't know.",
 }
 """The last answer each program's user gets on create_agent (the model's script says it)."""
 
@@ -45,8 +46,16 @@ BEFORE: dict[str, pytest.MarkDecorator] = {
         "Kept: a write there would be a values event more per node. docs/guides/chat.md says "
         "what the app changes; test_stream_modes_changed_as_the_guide_says_* run that"
     ),
+    "trimmed_memory": _xfail(
+        "the deletion's values stream shows the removal one event early: create_agent's "
+        "after_model hook is a node of its own, after the model's, so one event holds the "
+        "reply with the old messages, the next the reply without them; here the hook runs "
+        "in decide, whose event has the old messages gone and the answer not yet written "
+        "(finish writes it). Same line count; the stored messages and what the model is "
+        "sent are create_agent's (tests/e2e/test_middleware_vs_create_agent.py)"
+    ),
 }
-"""What each program shows differently on gated-react today (issue 44)."""
+"""What each program shows differently on gated-react today."""
 
 NAMES = sorted(path.stem for path in PROGRAMS.glob("*.py"))
 

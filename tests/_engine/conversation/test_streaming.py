@@ -25,7 +25,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, SecretStr
 
-from gated_react import Policy, build_graph
+from gated_react import Budget, Policy, build_graph
 from gated_react._engine.conversation.streaming import release
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
@@ -276,3 +276,31 @@ def test_release_holds_back_what_may_begin_a_key_and_never_cuts_inside_one() -> 
     assert release("say wxyzabcdefgh", keys) == ("say ******", "")
     assert release("say wxyzabcdefg", keys) == ("say ***", "abcdefg")
     assert release("", keys) == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("policy", "script", "nodes"),
+    [
+        (Policy(), [call("get_user_billing", user_id=42), "USD 49"],
+         ["decide AIMessage", "execute ToolMessage", "decide AIMessageChunk"]),
+        (Policy(allow={"get_user_billing"}, on_tool_error="observe"),
+         [call("issue_refund", user_id=42, amount=5), "No."],
+         ["decide AIMessage", "execute ToolMessage", "decide AIMessageChunk"]),
+        (Policy(budget=Budget(max_steps=1)), [call("get_user_billing", user_id=42)],
+         ["decide AIMessage", "execute ToolMessage", "stop AIMessage"]),
+    ],
+    ids=["ran", "refused", "stopped"],
+)  # fmt: skip
+def test_each_message_streams_under_the_node_the_chat_guide_names(
+    policy: Policy, script: list[Any], nodes: list[str]
+) -> None:
+    """docs/guides/chat.md: ``decide`` for text and a step's calls, ``execute`` for results (a
+    refused call's too), ``stop`` for a stopped run's last message. Before, the guide named
+    ``validate`` for calls and ``observe`` / ``gate`` for results."""
+    graph = build_graph(ScriptedChatModel(replies=script), SUPPORT_TOOLS, policy=policy)
+    given = {"messages": [HumanMessage("What does user 42 pay?")]}
+    seen = [
+        f"{meta['langgraph_node']} {type(message).__name__}"
+        for message, meta in graph.stream(given, stream_mode="messages")
+    ]
+    assert list(dict.fromkeys(seen)) == nodes

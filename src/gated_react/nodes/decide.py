@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, TypedDict
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
@@ -35,6 +35,7 @@ from gated_react._engine.conversation.turns import (
     Opened,
     cut_short,
     held_step,
+    hooks_edits,
     opening,
     settled,
 )
@@ -163,30 +164,6 @@ async def _aplain(plan: Planned, asked: Any) -> Called:
     messages, bound = plan.messages, plan.deps.bound
     reply = await plan.meter.acall(lambda: bound.ainvoke(messages, asked), messages)
     return Called(reply, reply, {})
-
-
-def _rewritten(
-    stored: list[BaseMessage], rewritten: dict[str, tuple[Any, BaseMessage]]
-) -> list[BaseMessage]:
-    """The stored messages a hook rewrote, with what it made of their content; only those
-    the model was shown as stored (not a question with earlier steps folded into it)."""
-    out: list[BaseMessage] = []
-    if not rewritten:
-        return out
-    for message in stored:
-        found = rewritten.get(message.id or "")
-        if found is not None and found[0] == message.content:
-            out.append(message.model_copy(update={"content": found[1].content}))
-    return out
-
-
-def _forgotten(opened: Opened, removed: frozenset[str]) -> list[BaseMessage]:
-    """The messages of earlier runs on the thread a hook removed (a trim, a deletion), removed
-    from the conversation as ``create_agent`` removes them. The run's own, from its question
-    on, are only left out of what the model is shown this once: the run is read from them."""
-    if not removed:
-        return []
-    return [RemoveMessage(id=m.id) for m in opened.messages[: opened.at] if m.id in removed]
 
 
 def _opened(state: DecideChannels, place: Place, unfinished: bool) -> Opened:
@@ -340,9 +317,9 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     linked = agent_spans.carry(deps.spans, opened.step.traceparent, config)
     step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None} | linked)
     update = plan.update | {"step": dump(step)}
-    rewritten = _forgotten(opened, called.removed) + _rewritten(opened.messages, called.rewritten)
-    if rewritten:
-        update = joined(update | plan.stale, rewritten)
+    edits = hooks_edits(opened, called.rewritten, called.removed)
+    if edits:
+        update = joined(update | plan.stale, edits)
     if not actions:
         return update
     text = reply.text if deps.protocol.answer_is_text else ""

@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
@@ -110,6 +116,27 @@ def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
         return False
     question = messages[at]
     return str(question.id) == question_of(held.run) and question.text.strip() == goal.strip()
+
+
+def hooks_edits(
+    opened: Opened, rewritten: dict[str, tuple[Any, BaseMessage]], removed: frozenset[str]
+) -> list[BaseMessage]:
+    """What the model hooks' edits write to the conversation, as ``create_agent`` writes
+    them: a stored message a hook rewrote (a redaction) with what it made of its content, if
+    the model was shown it as stored (not a question with earlier steps folded into it); a
+    message of an earlier run a hook removed (a trim, a deletion), removed. The run's own
+    messages, from its question on, are only left out of what the model is shown this once:
+    the run is read from them."""
+    out: list[BaseMessage] = [
+        RemoveMessage(id=m.id)
+        for m in opened.messages[: opened.at]
+        if m.id is not None and m.id in removed
+    ]
+    for message in opened.messages if rewritten else ():
+        found = rewritten.get(message.id or "")
+        if found is not None and found[0] == message.content:
+            out.append(message.model_copy(update={"content": found[1].content}))
+    return out
 
 
 def held_step(step: Any) -> Step | None:

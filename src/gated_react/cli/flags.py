@@ -69,6 +69,16 @@ BaseUrl = Annotated[
 ]
 
 # The answers to a question (``resume``, ``answer``); ``resume.parse_answer`` reads them.
+Question = Annotated[
+    str | None,
+    typer.Option(
+        "--question",
+        metavar="ID",
+        help="The question answered: the answer is refused if the run no longer waits on it "
+        "(the commands a paused run prints name it; needed when the run waits on several).",
+        show_default=False,
+    ),
+]
 Approve = Annotated[bool, typer.Option("--approve", help="Approve the call the run waits on.")]
 Reject = Annotated[
     str | None,

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from gated_react import Policy, build_graph, open_checkpointer, read, run
+from gated_react import Policy, build_graph, open_checkpointer, read, resume, run
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 from gated_react.workers import enqueue_run, install_queue, make_app
@@ -242,7 +242,8 @@ def test_each_thread_says_how_it_is_answered_and_answer_is_never_offered_where_i
     assert cli_row.rstrip().endswith("gated-react answer")
     assert lib_row.rstrip().endswith("its program")
     footer = "\n".join(lines[-3:])
-    assert "those answered with gated-react answer: gated-react answer THREAD --approve" in footer
+    here = "those answered with gated-react answer: gated-react answer THREAD --question ID"
+    assert here in footer
     assert "a thread a program started is answered by that program: gated_react.resume(" in footer
     by_thread = {q["thread_id"]: q for q in _questions()}
     assert {t: (q["started_by"], q["assistant_id"]) for t, q in by_thread.items()} == {
@@ -286,3 +287,31 @@ def test_a_thread_of_langgraph_dev_is_listed_as_answered_through_the_langgraph_s
 
     assert drive(dev, answered)["stop_reason"] == "success"
     assert [q for q in _questions("--db", db) if q["thread_id"] == tid] == []
+
+
+def test_a_call_that_may_have_run_says_so_in_the_listing(state_dir: Path) -> None:
+    """Before: a question about a call a crash cut off looked like any approval, and
+    approving it ran the payment a second time."""
+    from langchain_core.tools import tool
+
+    ran: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        if len(ran) == 1:
+            raise KeyboardInterrupt("the process dies while the payment is made")
+        return "paid"
+
+    asks = Policy(require_approval=frozenset({"pay"}))
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=[call("pay", amount=9), "Paid."])
+        graph = build_graph(model, [pay], policy=asks, checkpointer=saver)
+        assert run(graph, "pay 9", thread_id="cut")["status"] == "paused"
+        with pytest.raises(KeyboardInterrupt):
+            resume(graph, "cut", {"approved": True})
+        assert resume(graph, "cut")["pending"][0]["kind"] == "outcome_unknown"
+    shown = invoke("questions").stdout
+    assert "may have run already: it started before its run was cut off" in shown
+    assert ran == [9]

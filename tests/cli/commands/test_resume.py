@@ -5,6 +5,8 @@ them)."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,11 @@ def _paused(server: FakeOpenAI, *script: object) -> dict[str, object]:
     out = invoke("run", GOAL, *APPROVAL)
     assert out.exit_code == 4, out.stdout
     assert "waiting for approval: get_user_billing" in out.stdout
-    assert f"{HINT} --approve" in out.stdout
-    assert f"{HINT} --args '{{\"user_id\": 42}}'" in out.stdout
-    return json.loads(invoke("show", "t-approve", "--json").stdout)  # type: ignore[no-any-return]
+    shown: dict[str, Any] = json.loads(invoke("show", "t-approve", "--json").stdout)
+    asked = f"{HINT} --question {shown['pending'][0]['id']}"
+    assert f"{asked} --approve" in out.stdout
+    assert f"{asked} --args '{{\"user_id\": 42}}'" in out.stdout
+    return shown
 
 
 def _resume(*args: str) -> Any:
@@ -98,7 +102,7 @@ def test_resume_runs_under_the_policy_given_again(server: FakeOpenAI) -> None:
     )
     first = invoke("run", GOAL, *APPROVAL, "--max-tool-calls", "1")
     assert first.exit_code == 4
-    assert f"{HINT} --max-tool-calls 1 --approve" in first.stdout
+    assert re.search(f"{HINT} --max-tool-calls 1 --question \\w+ --approve", first.stdout)
     out = _resume("--max-tool-calls", "1", "--approve", "--json")
     assert out.exit_code == 2
     assert json.loads(out.stdout)["stop_reason"] == "max_tool_calls"
@@ -213,7 +217,8 @@ def test_a_spent_budget_asks_and_the_cli_answers_each_way(server: FakeOpenAI) ->
         out = invoke("run", GOAL, "--thread", thread, *budget)
         assert out.exit_code == 4, out.stdout
         assert "budget spent: max_steps (1 spent of 1)" in out.stdout
-        hint = f"gated-react resume {thread} {' '.join(budget)}"
+        (asked,) = json.loads(invoke("show", thread, "--json").stdout)["pending"]
+        hint = f"gated-react resume {thread} {' '.join(budget)} --question {asked['id']}"
         assert f"{hint} --approve   (to 2)" in out.stdout
         assert f"{hint} --args '{{\"limit\": 2}}'" in out.stdout
         done = invoke("resume", thread, *budget, *answer, "--json")
@@ -329,3 +334,25 @@ def test_a_resume_of_a_thread_another_run_advances_is_refused_before_it_prints(
     assert "being advanced by another run" in out.stderr
     assert out.stderr.count("\n") == 1
     assert len(server.requests) == 1
+
+
+def test_the_printed_approve_command_run_twice_never_answers_the_next_question(
+    server: FakeOpenAI,
+) -> None:
+    """Before: a paused run printed the same command at every question, so running it twice
+    (a double click, the shell's history) approved the next call, which nobody had read."""
+    server.push(tool_call("get_user_billing", user_id=42), tool_call("get_user_billing", user_id=7),
+                reply("USD 49"))  # fmt: skip
+    out = invoke("run", GOAL, *APPROVAL)
+    (line,) = [line for line in out.stdout.splitlines() if line.startswith("  approve: ")]
+    command = shlex.split(line.removeprefix("  approve: "))[1:]  # after "gated-react"
+    assert invoke(*command).exit_code == 4  # approved; the run asks about the second call
+    again = invoke(*command)
+    assert again.exit_code == 1
+    assert "does not wait on question" in again.stderr
+    assert again.stderr.count("\n") == 1
+    assert len(server.requests) == 2  # nothing ran for the second command
+    (waiting,) = json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
+    assert waiting["args"] == {"user_id": 7}
+    named = command[: command.index("--question")]
+    assert invoke(*named, "--question", waiting["id"], "--approve").exit_code == 0

@@ -16,11 +16,7 @@ import typer
 from rich.markup import escape
 
 from gated_react.cli import flags, resources
-from gated_react.cli.commands.resume import (
-    parse_answer,
-    resume_in_shell,
-    settled,
-)
+from gated_react.cli.commands.resume import asked_question, parse_answer, resume_in_shell
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place
@@ -44,7 +40,10 @@ _ELSEWHERE = {
     "program": "a thread a program started is answered by that program: "
     "gated_react.resume(graph, THREAD, ANSWER, question=ID)",
 }
-_HERE = "gated-react answer THREAD --approve (or --reject WHY, --respond TEXT, ...)"
+_UNKNOWN = (
+    "it started before its run was cut off, and its outcome is unknown; approving runs it again"
+)
+_HERE = "gated-react answer THREAD --question ID --approve (or --reject WHY, --respond TEXT, ...)"
 
 
 def questions_command(
@@ -85,6 +84,8 @@ def questions_command(
         # console wraps them), never cut to whatever width the columns leave.
         args = render.safe(json.dumps(row.args, ensure_ascii=False, default=str), secrets)
         console.print(f"  [yellow]args[/] {args}")
+        if row.kind == "outcome_unknown":
+            console.print(f"  [red]may have run already[/]: {_UNKNOWN}", soft_wrap=True)
     for line in _how_to_answer(rows, where):
         console.print(f"[dim]{line}[/]", soft_wrap=True)
 
@@ -126,15 +127,7 @@ def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
 def answer_command(
     thread: flags.Thread,
     *,
-    question: Annotated[
-        str | None,
-        typer.Option(
-            "--question",
-            metavar="ID",
-            help="The question answered (needed when the run waits on several).",
-            show_default=False,
-        ),
-    ] = None,
+    question: flags.Question = None,
     approve: flags.Approve = False,
     reject: flags.Reject = None,
     args: flags.Args = None,
@@ -162,11 +155,13 @@ def answer_command(
     with resources.opened(url, create=False) as saver, user_errors(), readable(thread):
         saver.get_tuple(config_for(thread))  # a thread it cannot read: one line, here
         current = read(resources.reader_graph(saver), thread)
-        asked = _asked(current, thread, question, answer, saver)
+        asked = asked_question(current, thread, question, answer, saver)
     target = _fleet_target(url, thread)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
     if target is None:
-        code = resume_in_shell(thread, answer, place, given, model=model, base_url=base_url)
+        code = resume_in_shell(
+            thread, answer, place, given, model=model, base_url=base_url, question=question
+        )
         if code:
             raise typer.Exit(int(code))
         return
@@ -180,28 +175,6 @@ def answer_command(
         f"(question {render.safe(str(asked['id']))}) of thread {render.safe(thread)}, job {job}",
         soft_wrap=True,
     )
-
-
-def _asked(
-    result: Any, thread: str, question: str | None, answer: Any, saver: Any
-) -> dict[str, Any]:
-    """The open question the answer is for; one line if there is none or it is ambiguous."""
-    settled(result, answer, thread, saver)  # ended, busy or not waiting: one line naming why
-    pending = [q for q in result.get("pending") or () if isinstance(q, dict)]
-    if question is not None:
-        chosen = [q for q in pending if q.get("id") == question]
-        if not chosen:
-            ids = ", ".join(str(q.get("id")) for q in pending)
-            raise CliError(
-                f"thread {thread!r} does not wait on question {question!r} (it waits on {ids})"
-            )
-        return chosen[0]
-    if len(pending) != 1:
-        raise CliError(
-            f"thread {thread!r} waits on {len(pending)} questions; name one with --question ID "
-            "(gated-react questions lists them)"
-        )
-    return pending[0]
 
 
 def _fleet_target(url: str, thread: str) -> str | None:

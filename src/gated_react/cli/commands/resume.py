@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 def resume_command(
     thread: flags.Thread,
     *,
+    question: flags.Question = None,
     approve: flags.Approve = False,
     reject: flags.Reject = None,
     args: flags.Args = None,
@@ -49,7 +50,9 @@ def resume_command(
     started with again (--toolkit, --approve-tool, ...). Same exit codes as run."""
     answer = parse_answer(approve, reject, args, respond=respond, answer=answer_json)
     place = Place(db=db, log=log, no_log=no_log, json_out=json_out)
-    code = resume_in_shell(thread, answer, place, given, model=model, base_url=base_url)
+    code = resume_in_shell(
+        thread, answer, place, given, model=model, base_url=base_url, question=question
+    )
     if code:
         raise typer.Exit(int(code))
 
@@ -62,6 +65,7 @@ def resume_in_shell(
     *,
     model: str | None,
     base_url: str | None,
+    question: str | None = None,
 ) -> Exit:
     config = resources.settings()
     url = resources.store_url(config, place.db)
@@ -70,6 +74,8 @@ def resume_in_shell(
             metadata = _metadata(saver, thread)
             current = _current(saver, thread)
             early = settled(current, answer, thread, saver)
+            if question is not None and early is None:
+                asked_question(current, thread, question, answer, saver)
             if early is not None:  # nothing to run: show what is stored
                 budget = resources.run_budget(saver, thread, metadata)
                 show(render.console(), current, budget, config.secrets(), place)
@@ -98,7 +104,9 @@ def resume_in_shell(
             from gated_react.runs import resume
 
             result = session.drive(
-                lambda watch: resume(graph, thread, *_answer(answer), on_update=watch),
+                lambda watch: resume(
+                    graph, thread, *_answer(answer), question=question, on_update=watch
+                ),
                 first_wait="resuming the run",
             )
             return session.finish(result)
@@ -315,6 +323,31 @@ def settled(current: Result, answer: Any, thread: str, saver: Any = None) -> Exi
             f"resume it without --approve/--reject/--args/--respond/--answer"
         )
     return None
+
+
+def asked_question(
+    result: Any, thread: str, question: str | None, answer: Any, saver: Any
+) -> dict[str, Any]:
+    """The open question the answer is for; one line if there is none, it is not the one
+    named (answered already: a command run twice never answers the next question), or the
+    run waits on several and none is named."""
+    settled(result, answer, thread, saver)  # ended, busy or not waiting: one line naming why
+    pending = [q for q in result.get("pending") or () if isinstance(q, dict)]
+    if question is not None:
+        chosen = [q for q in pending if q.get("id") == question]
+        if not chosen:
+            ids = ", ".join(str(q.get("id")) for q in pending)
+            raise CliError(
+                f"thread {thread!r} does not wait on question {question!r} (answered "
+                f"already?); it waits on {ids}: gated-react show {shlex.quote(thread)}"
+            )
+        return chosen[0]
+    if len(pending) != 1:
+        raise CliError(
+            f"thread {thread!r} waits on {len(pending)} questions; name one with --question ID "
+            "(gated-react questions lists them)"
+        )
+    return pending[0]
 
 
 def _answer(answer: dict[str, Any] | None) -> tuple[Any, ...]:

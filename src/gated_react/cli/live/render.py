@@ -225,10 +225,13 @@ def pending(
 ) -> None:
     """A paused run: what waits for a human (a call to approve, a spent budget) and the ways
     to answer."""
-    cmd = safe(resume_cmd, secrets)
     for question in result.get("pending") or ():
         if not isinstance(question, dict):
             continue
+        # Each command names its question: run twice, or late, it is refused instead of
+        # answering a question asked after it, which nobody has read.
+        named = f" --question {shlex.quote(str(question['id']))}" if question.get("id") else ""
+        cmd = safe(resume_cmd + named, secrets)
         if question.get("kind") == "budget":
             _budget_question(console, question, cmd, secrets)
         else:
@@ -240,8 +243,9 @@ def _call_question(
 ) -> None:
     args = question.get("args")
     example = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "{...}"
+    heading = _HEADINGS.get(str(question.get("kind")), _HEADINGS["approval"])
     console.print(
-        f"[bold yellow]waiting for approval:[/] {safe(str(question.get('tool')), secrets)} "
+        f"[bold yellow]{heading}:[/] {safe(str(question.get('tool')), secrets)} "
         f"{safe(args, secrets)}",
         highlight=False,
     )
@@ -259,6 +263,13 @@ def _call_question(
         highlight=False,
         soft_wrap=True,
     )
+
+
+_HEADINGS = {
+    "approval": "waiting for approval",
+    "outcome_unknown": "may have run already (its outcome is unknown); approving runs it again",
+}
+"""What a paused run's printout calls each kind of question about a call."""
 
 
 def _budget_question(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -43,7 +44,14 @@ from gated_react.tools._meta import idempotent
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ..support.fakes import RAN
-from ..support.tamper import copy_rows, forge_metadata, reparent, rewrite_latest, set_write
+from ..support.tamper import (
+    copy_rows,
+    forge_metadata,
+    forge_record,
+    reparent,
+    rewrite_latest,
+    set_write,
+)
 
 KEY, OLD = "k" * 32, "o" * 32
 INTERRUPT, RESUME = "__interrupt__", "__resume__"  # LangGraph's own names (private constants)
@@ -350,3 +358,29 @@ def test_an_older_rows_record_erased_or_reparented_is_refused_when_the_thread_is
         reparent(store_url, "paid", cid, None)
         with pytest.raises(UnsafeCheckpoint, match="does not match its signature"):
             read(graph, "paid")
+
+
+def test_a_payment_record_edited_in_a_keyed_store_stops_the_run_it_would_free(
+    store_url: str,
+) -> None:
+    """Before: an edited ``paid`` record did not verify, so its call fell back to its estimate
+    (a few tokens for 120 paid): every edit lowered the spend, and the resumed run went past
+    ``max_tokens``, ending ``success`` with 240 tokens paid under 100."""
+    usage = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
+    replies = [
+        call("refund", user_id=7).model_copy(update={"usage_metadata": usage}),
+        AIMessage("Refunded.", usage_metadata=usage),  # type: ignore[arg-type]
+    ]
+    policy = Policy(allow=frozenset({"refund"}), require_approval=frozenset({"refund"}),
+                    budget=Budget(max_tokens=100))  # fmt: skip
+    with open_checkpointer(store_url, key=KEY) as saver:
+        assert _graph(saver, *replies, policy=policy).invoke(
+            {"goal": "refund user 7"}, _config("edited")
+        )[INTERRUPT]
+    assert forge_record(store_url, "edited", "paid", '{"tokens": 0, "cost": 0.0}') == 1
+    with open_checkpointer(store_url, key=KEY) as saver:
+        out = resume(_graph(saver, replies[1], policy=policy), "edited", {"approved": True})
+    assert out["stop_reason"] == "max_tokens"
+    assert out["message"].startswith("max_tokens 100 cannot be checked: its paid record of ")
+    assert out["message"].endswith("does not verify with the store key (edited, forged or copied)")
+    assert RAN == ["refund 7"]  # the call a human approved ran; no model call after it

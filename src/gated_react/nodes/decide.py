@@ -19,6 +19,7 @@ from opentelemetry.trace import Span
 from gated_react._engine.authority.budgets import (
     Limits,
     check_before_step,
+    check_doubt,
     enforce,
     opened_record,
     reopened,
@@ -224,7 +225,7 @@ def _plan(
     if opened.waiting:
         _cut_in(plan, state, started)
     usage = book.tally.usage()
-    over = enforce(
+    over = check_doubt(book.tally.doubted, plan.held.budget) or enforce(
         lambda budget: check_before_step(usage, budget), plan.held, usage, config, usage.steps
     )
     plan.records += plan.held.records(place.thread, opened.run)

@@ -8,7 +8,11 @@ import pytest
 from langchain_core.tools import tool
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react._engine.authority.budgets import check_before_step, check_before_tool
+from gated_react._engine.authority.budgets import (
+    check_before_step,
+    check_before_tool,
+    check_doubt,
+)
 from gated_react.policy import Budget
 from gated_react.runs import run_book
 from gated_react.state import Usage
@@ -209,3 +213,22 @@ def test_a_state_edit_buys_no_spend_the_record_holds_max_cost(
     assert "max_cost 1 USD reached" in out["message"]
     assert spent.cost is not None
     assert spent.cost > 1.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "reason", "limit"),
+    [
+        (Budget(max_tokens=250), StopReason.MAX_TOKENS, "max_tokens 250"),
+        (Budget(max_cost=0.5), StopReason.MAX_COST, "max_cost 0.5 USD"),
+        (Budget(), StopReason.MAX_SECONDS, "max_seconds 20"),
+    ],
+)
+def test_a_spend_in_doubt_stops_the_first_limit_on_it(
+    budget: Budget, reason: StopReason, limit: str
+) -> None:
+    doubted = "its paid record of m1 does not verify with the store key (edited, forged or copied)"
+    stop = check_doubt(doubted, budget)
+    assert stop is not None
+    assert (stop.reason, stop.message) == (reason, f"{limit} cannot be checked: {doubted}")
+    assert check_doubt(None, budget) is None
+    assert check_doubt(doubted, Budget(max_seconds=math.inf)) is None  # nothing it limits

@@ -254,3 +254,25 @@ def test_a_call_let_through_again_after_its_step_was_asked_again_counts_once() -
     again = _usage(_permit("c1"), _rec(Kind.MODEL, "m2", **ESTIMATE), _permit("c1"),
                    _rec(Kind.DONE, "k-c1", call="c1", tool="pay", seconds=0.1))  # fmt: skip
     assert (again.tool_calls, again.per_tool) == (1, {"pay": 1})
+
+
+def test_with_a_key_a_spend_record_that_does_not_verify_puts_the_spend_in_doubt() -> None:
+    """An honest ``paid`` edited in place is gone: what is left (its estimate, or the edited
+    figures) can be lower than what was paid. Without a key nothing verifies in another
+    process, so nothing is doubted there."""
+    estimate = _rec(Kind.MODEL, "m1", **ESTIMATE)
+    edited = _rec(Kind.PAID, "m1", signed=False, **{**PAID, "tokens": 0})
+    keyed = Tally()
+    for record in (estimate, edited):
+        keyed.add(record)
+    assert keyed.doubted == (
+        "its paid record of m1 does not verify with the store key (edited, forged or copied)"
+    )
+    unkeyed = Tally(unkeyed=True)
+    for record in (estimate, edited):
+        unkeyed.add(record)
+    assert unkeyed.doubted is None
+    clean = Tally()
+    for record in (estimate, _rec(Kind.PAID, "m1", **PAID), _rec(Kind.PERMIT, "c1", signed=False)):
+        clean.add(record)
+    assert clean.doubted is None  # a forged permit lets nothing run, and spends nothing

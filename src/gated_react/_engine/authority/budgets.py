@@ -55,6 +55,23 @@ def check_before_step(usage: Usage, budget: Budget) -> Stop | None:
     return check_cost(usage, budget)
 
 
+def check_doubt(doubted: str | None, budget: Budget) -> Stop | None:
+    """Before every model decision, with a store key: a spend record that does not verify
+    (``Tally.doubted``) leaves tokens, dollars and seconds unknown; the first of them the
+    budget limits stops the run (a human cannot extend a limit nobody can check)."""
+    if doubted is None:
+        return None
+    limits = (
+        (StopReason.MAX_TOKENS, budget.max_tokens, ""),
+        (StopReason.MAX_COST, budget.max_cost, " USD"),
+        (StopReason.MAX_SECONDS, budget.max_seconds, ""),
+    )
+    for reason, limit, unit in limits:
+        if limit is not None and math.isfinite(limit):
+            return Stop(reason, message=f"{reason} {limit:g}{unit} cannot be checked: {doubted}")
+    return None
+
+
 def check_seconds(usage: Usage, budget: Budget) -> Stop | None:
     """Active seconds: before a decision, and before calls run (a resume after kills may find
     them spent)."""

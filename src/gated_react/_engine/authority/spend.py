@@ -18,6 +18,8 @@ from gated_react._engine.authority.records import Kind, Record
 from gated_react.state import Extension, Usage
 
 _SUMMED = ("tokens", "estimated", "cached", "input", "output")
+_SPENDING = frozenset({Kind.MODEL, Kind.PAID, Kind.RUNNING, Kind.DONE})
+"""The records a run's tokens, dollars and seconds are summed from."""
 
 
 @dataclass
@@ -58,10 +60,21 @@ class Tally:
     """The store has no key: each process signs with a key of its own, so a record another
     process wrote never verifies, and none can be told from a forgery either. A payment is
     then taken as recorded (a store without a key protects nothing; the run's own figures
-    are the ones to show). With a key, one that does not verify can only raise the figures."""
+    are the ones to show). With a key, one that does not verify can only raise the figures, and
+    puts them in doubt (``doubted``)."""
+    doubted: str | None = None
+    """With a key: why the spend is in doubt, the first record of it that does not verify
+    (edited, forged or copied). The honest record it replaced is gone, so the figures can be
+    shown to be no lower than those recorded, not what they were: a limit on them cannot be
+    checked (``budgets.check_doubt``)."""
 
     def add(self, record: Record) -> None:
         kind = record.kind
+        if kind in _SPENDING and not (record.verified or self.unkeyed or self.doubted):
+            self.doubted = (
+                f"its {kind} record of {record.key} does not verify with the store key "
+                "(edited, forged or copied)"
+            )
         if kind is Kind.MODEL or kind is Kind.PAID:
             if kind is Kind.MODEL and self.unstarted and (record.verified or self.unkeyed):
                 self._supersede()  # a forged model call uncounts nothing

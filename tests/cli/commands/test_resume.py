@@ -116,7 +116,7 @@ def test_resume_without_the_runs_options_is_one_line_saying_them(server: FakeOpe
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1
     assert "give the options the run was started with again" in out.stderr
-    assert f"its checkpoints say: {HINT}\n" in out.stderr
+    assert f"its checkpoints say: {HINT} (the store has no key, so anyone" in out.stderr
     assert len(server.requests) == 1
     assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
 
@@ -356,3 +356,30 @@ def test_the_printed_approve_command_run_twice_never_answers_the_next_question(
     assert waiting["args"] == {"user_id": 7}
     named = command[: command.index("--question")]
     assert invoke(*named, "--question", waiting["id"], "--approve").exit_code == 0
+
+
+def test_without_a_key_the_stored_options_are_never_printed_as_the_command_to_run(
+    server: FakeOpenAI, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: ``show`` printed ``gated-react resume ... --mcp evil.json --approve`` from options
+    anyone who could write the store had put there; pasted, it ran the MCP config's command."""
+    _paused(server, reply("USD 49"))
+    evil = json.dumps({"mcp": ["/tmp/evil.json"], "approve": ["get_user_billing"]})
+    forge_metadata(str(state_dir / "runs.sqlite"), "t-approve", METADATA_KEY, evil)
+    shown = invoke("show", "t-approve").stdout
+    commands = [line for line in shown.splitlines() if "gated-react resume" in line]
+    assert commands
+    assert all("t-approve OPTIONS --question" in line for line in commands)
+    said = "started with --toolkit support --mcp /tmp/evil.json --approve-tool get_user_billing"
+    assert said in shown
+    assert "the store has no key" in shown
+
+
+def test_with_a_key_show_prints_the_signed_options_as_the_command(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "k" * 32)
+    paused = _paused(server, reply("USD 49"))
+    shown = invoke("show", "t-approve").stdout
+    assert f"{HINT} --question {paused['pending'][0]['id']} --approve" in shown  # type: ignore[index]
+    assert "the store has no key" not in shown

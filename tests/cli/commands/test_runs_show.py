@@ -127,10 +127,11 @@ def test_show_prints_history_trace_and_log(store: Path) -> None:
     text = out.stdout
     for needle in ("goal  refund?", "history", "trace", "run log", "search_policy", "finish"):
         assert needle in text
-    paused = invoke("show", "c-paused")  # the options its checkpoints say, to give again
+    paused = invoke("show", "c-paused")  # the options its checkpoints say, to check
     (asked,) = json.loads(invoke("show", "c-paused", "--json").stdout)["pending"]
-    hint = "gated-react resume c-paused --toolkit support --approve-tool get_user_billing"
-    assert f"{hint} --question {asked['id']} --approve" in paused.stdout
+    text = paused.stdout
+    assert "started with --toolkit support --approve-tool get_user_billing  (as its" in text
+    assert f"gated-react resume c-paused OPTIONS --question {asked['id']} --approve" in text
 
 
 def test_show_json_has_the_result_and_the_logged_events(store: Path) -> None:

@@ -23,6 +23,7 @@ from gated_react.errors import one_line, printable
 from gated_react.records.events import Tracker
 from gated_react.records.store import readable
 from gated_react.store.locks import ThreadBusy, held, thread_lock
+from gated_react.store.signed import key_of
 
 if TYPE_CHECKING:
     from gated_react.cli.run_options import RunOptions
@@ -82,7 +83,10 @@ def resume_in_shell(
                 return early
             if held(saver, thread):  # said before the header; the run takes the lock itself
                 raise CliError(str(ThreadBusy(thread)))
-            options = options_for(thread, given, metadata, url, model=model, base_url=base_url)
+            options = options_for(
+                thread, given, metadata, url, model=model, base_url=base_url,
+                keyed=key_of(saver) is not None,
+            )  # fmt: skip
         place = replace(place, again=options.flags())
         from gated_react.cli.run_options import close_mcp
 
@@ -195,6 +199,7 @@ def options_for(
     *,
     model: str | None = None,
     base_url: str | None = None,
+    keyed: bool = False,
 ) -> RunOptions:
     """The options to continue the thread's run with: the ones given on this command line,
     never the ones its checkpoints record (whoever can write the store could change those);
@@ -211,9 +216,11 @@ def options_for(
         raise CliError(answered_elsewhere(started_by(metadata), thread, assistant))
     if not any(value not in (None, []) for value in given.values()):
         again = shlex.join(["gated-react", "resume", thread, *said.flags()])
+        unsigned = "" if keyed else f" ({_UNSIGNED})"
         raise CliError(
             f"thread {thread!r}: give the options the run was started with again (its tools "
             f"and policy are never read back from the store); its checkpoints say: {again}"
+            f"{unsigned}"
         )
     example = given.get("example")
     options = RunOptions.given(
@@ -229,6 +236,12 @@ def options_for(
         _note(f"thread {thread!r} was started with {before} (as its checkpoints say); "
               f"resuming it with {now}")  # fmt: skip
     return options
+
+
+_UNSIGNED = (
+    "the store has no key, so anyone who can write it could have changed them: "
+    "check them before giving them again"
+)
 
 
 def asked_unasked(current: Result, options: RunOptions, thread: str) -> None:

@@ -17,6 +17,7 @@ from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
 from gated_react.records.run_log import merged, read_events, stored_events
 from gated_react.records.store import readable
+from gated_react.store.signed import key_of
 
 Secrets = tuple[str, ...]
 
@@ -48,6 +49,7 @@ def show_command(
         context = None if opened is None else dict(opened.body)
         budget = resources.run_budget(saver, thread, metadata)
         stored = [] if no_log else stored_events(saver, thread)  # logged there by workers
+        keyed = key_of(saver) is not None
     events = merged(read_events(resources.log_path(url, log, no_log), thread), stored)
     secrets = config.secrets()
     if json_out:
@@ -61,7 +63,7 @@ def show_command(
             console.print(_context(context, secrets), highlight=False)
         _print(console, result, budget=budget, events=events, secrets=secrets)
         if result.get("pending"):
-            _resume_hint(console, result, thread, metadata, secrets)
+            _resume_hint(console, result, thread, metadata, secrets, keyed=keyed)
 
 
 def _print(
@@ -80,14 +82,26 @@ def _print(
 
 
 def _resume_hint(
-    console: Console, result: Result, thread: str, metadata: Any, secrets: Secrets
+    console: Console, result: Result, thread: str, metadata: Any, secrets: Secrets, *, keyed: bool
 ) -> None:
-    """How to answer: ``resume`` with the run's options given again (those its checkpoints
-    say it was started with, for a person to check: the command never reads them back)."""
+    """How to answer: ``resume`` with the run's options given again. Those its checkpoints say
+    it was started with are put in the commands only when a store key vouches for them:
+    without one, whoever can write the store chooses them (an MCP config whose command runs,
+    an approval dropped), so they are shown apart, to be checked, and the commands say
+    OPTIONS."""
     from gated_react.cli.run_options import recorded
 
     said = recorded(metadata)
-    command = ["gated-react", "resume", thread, *(said.flags() if said else ["OPTIONS"])]
+    flags = said.flags() if said is not None and keyed else ["OPTIONS"]
+    command = ["gated-react", "resume", thread, *flags]
+    if said is not None and not keyed:
+        given = render.safe(shlex.join(said.flags()) or "no options", secrets)
+        console.print(
+            f"[bold]started with[/] {given}  (as its checkpoints say; the store has no key, so "
+            "anyone who can write it could have changed them: check them before giving them "
+            "again)",
+            soft_wrap=True,
+        )
     render.pending(console, result, shlex.join(command), secrets)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -23,6 +24,16 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh database on the test server, dropped afterwards."""
+    yield from _database()
+
+
+@pytest.fixture
+def other_pg_url() -> Iterator[str]:
+    """A second fresh database on the same server."""
+    yield from _database()
+
+
+def _database() -> Iterator[str]:
     base = os.environ.get("GATED_REACT_TEST_POSTGRES_URL")
     if not base:
         if os.environ.get("GATED_REACT_REQUIRE_POSTGRES") == "1":
@@ -75,3 +86,27 @@ def test_delete_and_prune_on_postgres(server: FakeOpenAI, pg_url: str) -> None:
     pruned = invoke("prune", "--status", "ok", "--db", pg_url, "--json")
     assert set(json.loads(pruned.stdout)["deleted"]) == {"pg-0", "pg-2"}
     assert json.loads(invoke("runs", "--db", pg_url, "--json").stdout)["total"] == 0
+
+
+def test_each_database_has_a_run_log_of_its_own(
+    server: FakeOpenAI, pg_url: str, other_pg_url: str, state_dir: Path
+) -> None:
+    """Before: every Postgres store logged to one ``runs.log``: ``show`` mixed two databases'
+    threads of one id, and ``delete`` in one database removed the other's lines."""
+    for url, goal in ((pg_url, "goal in A"), (other_pg_url, "goal in B")):
+        server.push(reply("done"))
+        assert invoke("run", goal, "--db", url, "--thread", "same").exit_code == 0
+    shared = state_dir / "runs.log"
+    shared.write_text('{"time": "2026-01-01T00:00:00", "thread": "same", "node": "legacy"}\n')
+    deleted = json.loads(invoke("delete", "same", "--db", other_pg_url, "--json").stdout)
+    assert deleted["deleted"]["same"]["run log file lines"] > 0
+    events = json.loads(invoke("show", "same", "--db", pg_url, "--json").stdout)["events"]
+    nodes = [event["node"] for event in events]
+    assert nodes[0] == "legacy"  # a line of the shared log kept and read
+    assert "finish" in nodes
+    goals = [event["action"]["goal"] for event in events if event["node"] == "run"]
+    assert goals == ["goal in A"]  # none of the other database's thread of the same id
+    assert shared.read_text().count("legacy") == 1  # never edited: other stores' lines
+    logs = sorted(path.name for path in state_dir.glob("runs-*.log"))
+    assert len(logs) == 2
+    assert all(name.startswith("runs-gr_cli_") for name in logs)

@@ -80,7 +80,8 @@ def shown(url: str) -> str:
 
 
 def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
-    """The run log: ``--log``, else next to a SQLite store, else in the XDG state folder."""
+    """The run log: ``--log``, else next to a SQLite store, else in the XDG state folder, one
+    file per Postgres database (thread ids are the databases' own: two may share one)."""
     if no_log:
         return None
     if log is not None:
@@ -94,7 +95,39 @@ def log_path(url: str, log: Path | None, no_log: bool) -> Path | None:
     if store.kind == "sqlite":
         path = Path(store.target).expanduser()
         return path.with_name(path.name + ".log")
+    if store.kind == "postgres":
+        return default_state_dir() / _database_log(store.target)
     return default_state_dir() / FILE_NAME
+
+
+def shared_log(url: str, log: Path | None, no_log: bool) -> Path | None:
+    """The one run log every Postgres store shared before each had its own (``runs.log`` in
+    the state folder): read by ``show``, so no line written there is lost; never edited, since
+    other databases' threads may share a thread id. None for other stores."""
+    from gated_react.records.run_log import FILE_NAME
+    from gated_react.settings import default_state_dir
+    from gated_react.store.checkpointer import StoreURL
+
+    if no_log or log is not None or StoreURL.parse(url).kind != "postgres":
+        return None
+    path = default_state_dir() / FILE_NAME
+    return path if path.is_file() else None
+
+
+def _database_log(target: str) -> str:
+    """``runs-<database>-<digest>.log``: the digest tells apart databases of one name on other
+    servers or roles (the password plays no part: changing it keeps the file)."""
+    import hashlib
+    import json
+    import re
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    found = conninfo_to_dict(target)
+    which = {key: str(found.get(key) or "") for key in ("host", "port", "dbname", "user")}
+    digest = hashlib.sha256(json.dumps(which, sort_keys=True).encode()).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", which["dbname"] or "postgres")[:40]
+    return f"runs-{name}-{digest}.log"
 
 
 def missing(url: str) -> bool:

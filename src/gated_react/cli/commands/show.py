@@ -50,7 +50,8 @@ def show_command(
         budget = resources.run_budget(saver, thread, metadata)
         stored = [] if no_log else stored_events(saver, thread)  # logged there by workers
         keyed = key_of(saver) is not None
-    events = merged(read_events(resources.log_path(url, log, no_log), thread), stored)
+    logged = resources.log_path(url, log, no_log), resources.shared_log(url, log, no_log)
+    events = merged(*(read_events(path, thread) for path in logged), stored)
     secrets = config.secrets()
     if json_out:
         render.print_json({**result, "goal": goal, "run_context": context, "events": events},

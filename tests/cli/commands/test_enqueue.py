@@ -65,6 +65,11 @@ def test_a_thread_and_a_context_are_queued_with_the_run(pg_url: str, state_dir: 
     )
     assert out.exit_code == 0, out.stderr
     assert json.loads(out.stdout) == {"thread_id": "t-1", "queued": True}
+    shown = invoke("show", "t-1", "--db", pg_url)  # before: "no run is stored", nothing more
+    assert shown.exit_code == 1
+    assert "thread 't-1' has no run stored yet: its job waits in the workers' queue" in (
+        shown.stderr
+    )
     assert _jobs(pg_url) == [
         ("todo", {"thread_id": "t-1", "goal": "whose run?", "context": {"user_id": "u5"}})
     ]

@@ -210,6 +210,9 @@ def test_two_answers_at_once_queue_one_job_and_the_second_is_refused(
         enqueue_run(app, REFUND_GOAL, thread_id="twice")
     with fleet(pg_url, ASKING, 1, tmp_path):
         until(lambda: len(_questions()) == 1, "the run waits")
+    shown = invoke("show", "twice").stdout  # before: offered a resume, which refuses it
+    assert "  approve: gated-react answer twice --question " in shown
+    assert "gated-react resume" not in shown
     with psycopg.connect(pg_url) as holder:
         holder.execute("LOCK TABLE procrastinate_jobs IN SHARE ROW EXCLUSIVE MODE")
         answers = [spawn("answer", "twice", "--approve") for _ in range(2)]

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gated_react.cli import flags, resources
-from gated_react.cli.exits import user_errors
+from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Result
 from gated_react.policy import Budget
@@ -39,6 +39,12 @@ def show_command(
     with resources.opened(url, create=False) as saver, user_errors(), readable(thread):
         found = saver.get_tuple({"configurable": {"thread_id": thread}})
         metadata = found.metadata if found else None
+        fleet = _of_the_workers(url, thread)
+        if found is None and fleet:
+            raise CliError(
+                f"thread {thread!r} has no run stored yet: its job waits in the workers' queue "
+                f"(gated-react queue --thread {shlex.quote(thread)})"
+            )
         result = read(resources.reader_graph(saver), thread)
         values = found.checkpoint.get("channel_values") if found else None
         goal = goal_of(result, values if isinstance(values, dict) else None)
@@ -64,7 +70,16 @@ def show_command(
             console.print(_context(context, secrets), highlight=False)
         _print(console, result, budget=budget, events=events, secrets=secrets)
         if result.get("pending"):
-            _resume_hint(console, result, thread, metadata, secrets, keyed=keyed)
+            if fleet:  # answered through the workers' queue, never resumed here
+                answer = [
+                    "gated-react",
+                    "answer",
+                    thread,
+                    *(["--db", resources.shown(db)] if db else []),
+                ]
+                render.pending(console, result, shlex.join(answer), secrets)
+            else:
+                _resume_hint(console, result, thread, metadata, secrets, keyed=keyed)
 
 
 def _print(
@@ -80,6 +95,15 @@ def _print(
     console.print(_trace(result, secrets))
     if events:
         console.print(_events(events, console.width, secrets))
+
+
+def _of_the_workers(url: str, thread: str) -> bool:
+    """The thread has a job in a Postgres store's queue: the workers run it."""
+    from gated_react.records.queue_listing import owned_by_fleet
+    from gated_react.store.checkpointer import StoreURL
+
+    store = StoreURL.parse(url)
+    return store.kind == "postgres" and owned_by_fleet(store.target, thread)
 
 
 def _resume_hint(

@@ -54,6 +54,12 @@ def test_a_paused_run_waits_until_approved(server: FakeOpenAI) -> None:
     assert len(server.requests) == 1  # waiting: nothing ran
     done = _resume("--approve", "--json")
     assert done.exit_code == 0
+    ended = invoke("resume", "t-approve")  # before: the old summary, as if it had just run
+    assert ended.exit_code == 0
+    assert ended.stderr == (
+        "gated-react: note: thread 't-approve' had ended (success); nothing ran: this is what "
+        "it stored\n"
+    )
     result = json.loads(done.stdout)
     assert result["answer"] == "USD 49"
     assert result["history"][0]["action"]["name"] == "get_user_billing"

@@ -78,6 +78,9 @@ def resume_in_shell(
             if question is not None and early is None:
                 asked_question(current, thread, question, answer, saver)
             if early is not None:  # nothing to run: show what is stored
+                if not current.get("pending"):
+                    _note(f"thread {thread!r} had ended ({current.get('stop_reason')}); nothing "
+                          "ran: this is what it stored")  # fmt: skip
                 budget = resources.run_budget(saver, thread, metadata)
                 show(render.console(), current, budget, config.secrets(), place)
                 return early

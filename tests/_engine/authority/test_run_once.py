@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react._engine.authority import run_once
+from gated_react._engine.authority import started
 from gated_react._engine.authority.admit import Gatekeeper, gatekeeper
 from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.ledger import Place
@@ -235,7 +235,7 @@ def _started_under_approval(
     monkeypatch: pytest.MonkeyPatch, decision: Decision
 ) -> tuple[Plan, Human]:
     human = Human(decision)
-    monkeypatch.setattr(run_once, "ask", human)
+    monkeypatch.setattr(started, "ask", human)
     run = Run(require_approval=frozenset({"pay"}))
     paying = run.keeper().admit(PAY, ask_here=False)
     assert isinstance(paying, Call)

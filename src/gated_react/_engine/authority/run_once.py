@@ -28,19 +28,17 @@ from gated_react._engine.authority.admit import (
     permitted,
     refuse,
 )
-from gated_react._engine.authority.approval import answered_text, ask, question
 from gated_react._engine.authority.budgets import check_seconds, enforce, reopened
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.started import ask_again, progress, shown_result, unknown
 from gated_react._engine.conversation.chat import edited, result
 from gated_react._engine.conversation.steps import ending
-from gated_react._engine.conversation.transcript import clip
 from gated_react._engine.execution import tool_results, tool_runner
 from gated_react._engine.execution.call_keys import args_hash, loop_key
 from gated_react._engine.model.contract import ActionError, check_count
 from gated_react._engine.storable import error_text
-from gated_react.state import Call, Outcome, Shown, Step, dump
-from gated_react.state.calls import canonical_json
+from gated_react.state import Call, Outcome, Step, dump
 from gated_react.stops import Stop, StopReason
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
@@ -140,7 +138,7 @@ class Plan:
         for index, ok in zip(list(self.once), won, strict=True):
             if not ok and self.stop is None:
                 self.runs.remove(index)
-                self.stop = (_unknown(self.deps, self.calls[index]), self.calls[index].id)
+                self.stop = (unknown(self.deps, self.calls[index]), self.calls[index].id)
 
     def to_run(self) -> list[int]:
         return [] if self.stop is not None else list(self.runs)
@@ -270,12 +268,12 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     (under its permit, or one earned again here)."""
     deps = plan.deps
     if call.shown is not None:
-        return _shown_result(call, call.shown)
+        return shown_result(call, call.shown)
     denied = refuse(deps, call.tool)  # the allowlist holds whatever wrote the state
     if denied is not None:
         return _edited(denied)
     known = [*plan.about.get(call.key, ()), *_same_call(plan.about.get(call.id, ()), call)]
-    started, done = _progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
+    started, done = progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
     if done is not None:  # it ran and returned: answered with what it returned, run again never
         return _as_edited(call, done.model_copy(update={"tool_call_id": call.id}), done.text)
     started = started and not deps.idempotent(call.tool)
@@ -285,7 +283,7 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
             return _settled(admitted)
         call = admitted
     if started:
-        asked = _asked(plan, call)
+        asked = ask_again(plan.deps, call, plan.keeper.step)
         if isinstance(asked, Call):
             plan.again.add(index)
         return asked
@@ -311,7 +309,7 @@ def _settled(admitted: Call | Stop) -> ToolMessage | Stop:
     if isinstance(admitted, Stop):
         return _edited(admitted)
     assert admitted.shown is not None
-    return _shown_result(admitted, admitted.shown)
+    return shown_result(admitted, admitted.shown)
 
 
 def _args_checked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
@@ -330,63 +328,9 @@ def _args_checked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
     return result(call.tool, call.id, problem, ok=False)
 
 
-def _progress(records: Sequence[Record]) -> tuple[bool, ToolMessage | None]:
-    """Whether the record says the call started, and its result if it finished."""
-    started = any(r.kind in (Kind.STARTED, Kind.DONE) for r in records)
-    done = next((r for r in reversed(records) if r.kind is Kind.DONE), None)
-    if done is None:
-        return started, None
-    body = done.body
-    answer = result(str(body.get("tool")), str(body.get("call")), str(body.get("shown") or ""),
-                    ok=bool(body.get("ok")))  # fmt: skip
-    return True, answer
-
-
-def _asked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
-    """A call that may have run already: a human decides under approval (run it again, or say
-    what came of it), else the run stops ``tool_outcome_unknown``."""
-    deps = plan.deps
-    if call.tool not in deps.policy.require_approval:
-        return _unknown(deps, call)
-    why = f"{call.tool} {_MAY_HAVE_RUN}"
-    asked = question("outcome_unknown", call.tool, call.args, plan.keeper.step, why,
-                     allowed=("approve", "reject", "respond"))  # fmt: skip
-    asked["why"] = why + ". Approve to run it again, or respond with what came of it."
-    decision = ask(asked)
-    if decision.response is not None:
-        text = answered_text(decision.response, deps.policy.max_observation_chars, deps.secrets)
-        return _shown_result(call, Shown(text=text, by_human=True))
-    if not decision.approved:
-        return _unknown(deps, call)
-    return call
-
-
-_NAMED_CHARS = 300
-_MAY_HAVE_RUN = (
-    "may already have run: the run's record holds its start but not its end (a crash while "
-    "it ran, or this step replayed, forked, copied or answered twice)"
-)
-
-
-def _unknown(deps: NodeDeps, call: Call) -> Stop:
-    # The call is named with its arguments here: a thread a program ran has no run log, and
-    # its trace keeps only their hash.
-    named = f"{call.tool}({clip(canonical_json(call.args), _NAMED_CHARS)})"
-    if call.tool in deps.keyed:
-        check = f"look up idempotency key {call.key} in the system {call.tool} talks to ({named})"
-    else:
-        check = f"check with the system {call.tool} talks to whether {named} happened"
-    said = f"{call.tool} {_MAY_HAVE_RUN}: {check}, then say what you found in a new message"
-    return Stop(StopReason.TOOL_OUTCOME_UNKNOWN, call.tool, said)
-
-
 def _edited(stop: Stop) -> Stop:
     said = f"{stop.message}; the state held this call, but the gate did not let it through"
     return Stop(stop.reason, stop.detail, said)
-
-
-def _shown_result(call: Call, shown: Shown) -> ToolMessage:
-    return result(call.tool, call.id, shown.text, ok=shown.by_human)
 
 
 def _failure(deps: NodeDeps, call: Call, error: Exception) -> Stop:

@@ -68,7 +68,7 @@ BaseUrl = Annotated[
     ),
 ]
 
-# The answers to a question (``resume``, ``answer``); ``resume.parse_answer`` reads them.
+# The answers to a question (``resume``, ``answer``); ``answers.parse_answer`` reads them.
 Question = Annotated[
     str | None,
     typer.Option(

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from gated_react.cli import flags, resources
-from gated_react.cli.commands.resume import json_object
+from gated_react.cli.answers import json_object
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.errors import printable

@@ -16,7 +16,8 @@ import typer
 from rich.markup import escape
 
 from gated_react.cli import flags, resources
-from gated_react.cli.commands.resume import asked_question, parse_answer, resume_in_shell
+from gated_react.cli.answers import asked_question, parse_answer
+from gated_react.cli.commands.resume import resume_in_shell
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.session import Place

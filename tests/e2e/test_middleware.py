@@ -191,15 +191,15 @@ def test_a_wrap_that_raises_is_named_even_under_another(mode: str) -> None:
     [
         ({"calls": []}, "['calls']"),
         (
-            {"jump_to": "end"},
-            "jump_to 'end'; only the gate routes a run (to end it, give an AI",
+            {"jump_to": "end", "step": {}},
+            "['step']; a hook may change only the messages the model is shown",
         ),
     ],
 )
 def test_a_hook_may_write_only_the_models_messages(
     mode: str, update: dict[str, Any], said: str
 ) -> None:
-    @before_model
+    @before_model(can_jump_to=["end"])
     def meddle(state: Any, runtime: Any) -> dict[str, Any]:
         return update
 

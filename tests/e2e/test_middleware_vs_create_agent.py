@@ -19,6 +19,7 @@ from langchain.agents.middleware import (
     after_model,
     before_model,
     dynamic_prompt,
+    hook_config,
 )
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.tools import BaseTool, tool
@@ -191,3 +192,68 @@ def test_a_hook_cannot_remove_the_runs_own_messages_from_the_thread() -> None:
     assert [[m.text for m in r if m.type != "system"] for r in model.seen[1:]] == [
         ["two"], ["facts about z"]
     ]  # fmt: skip
+
+
+class MessageLimit(AgentMiddleware):
+    """LangChain's custom-middleware page: ends the conversation at a number of messages."""
+
+    def __init__(self, max_messages: int) -> None:
+        super().__init__()
+        self.max_messages = max_messages
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if len(state["messages"]) >= self.max_messages:
+            return {"messages": [AIMessage("Conversation limit reached.")], "jump_to": "end"}
+        return None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_hook_that_jumps_to_the_end_ends_the_run_with_its_message_on_both(mode: str) -> None:
+    """Before: ``jump_to: "end"`` ended the run ``middleware_error`` with a developer's
+    message as the answer ("only the gate routes a run")."""
+    seen = {}
+    for name, build in (("langchain", create_agent), ("ours", build_graph)):
+        model = FakeToolModel(messages=replies("Hello!"))
+        app = build(model, [IDEMPOTENT_LOOKUP], middleware=[MessageLimit(3)],
+                    checkpointer=InMemorySaver())  # fmt: skip
+        config: Any = {"configurable": {"thread_id": "t"}}
+        outs = []
+        for said in ("hi", "again"):
+            given = {"messages": [HumanMessage(said)]}
+            run = app.ainvoke(given, config) if mode == "async" else None
+            outs.append(asyncio.run(run) if run else app.invoke(given, config))
+        seen[name] = ([o["messages"][-1].text for o in outs], len(model.seen))
+    assert seen["ours"] == seen["langchain"] == (["Hello!", "Conversation limit reached."], 1)
+
+
+@before_model(can_jump_to=["end"])
+def jump_without_an_answer(state: Any, runtime: Any) -> dict[str, Any]:
+    return {"jump_to": "end"}
+
+
+def test_a_jump_to_the_end_without_an_answer_is_a_middleware_error() -> None:
+    model = FakeToolModel(messages=replies("Hello!"))
+    app = build_graph(model, [IDEMPOTENT_LOOKUP], middleware=[jump_without_an_answer])
+    out = app.invoke({"messages": [HumanMessage("hi")]})
+    assert out["stop_reason"] == "middleware_error:jump_without_an_answer"
+    assert "jump_to 'end' with no answer last in the messages" in out["message"]
+    assert model.seen == []
+
+
+@before_model
+def undeclared_jump(state: Any, runtime: Any) -> dict[str, Any]:
+    return {"jump_to": "end"}
+
+
+def test_a_jump_the_hook_does_not_declare_is_no_jump_on_both() -> None:
+    """create_agent has no edge for a jump a hook does not declare (``can_jump_to``): the run
+    goes on to the model. Before: it ended ``middleware_error`` here."""
+    answers = []
+    for build in (create_agent, build_graph):
+        model = FakeToolModel(messages=replies("Hello!"))
+        out = build(model, [IDEMPOTENT_LOOKUP], middleware=[undeclared_jump]).invoke(
+            {"messages": [HumanMessage("hi")]}
+        )
+        answers.append((out["messages"][-1].text, len(model.seen)))
+    assert answers == [("Hello!", 1), ("Hello!", 1)]

@@ -10,11 +10,12 @@ let through, and may not change it.
 What a hook may write: ``messages`` only, which here is the model's view of this one step (the
 transcript without the system prompt, and after the model the reply): a ``before_model`` edit
 changes what the model is shown, an ``after_model`` edit changes the reply the gate will check.
-Neither writes the run's state; every other key (the gate's and execute's channels among them),
-a ``Command`` and a ``jump_to`` end the run with ``middleware_error:<middleware>``, as does a
-hook that raises. A hook's ``request.system_message`` is the app's prompt, as under
-``create_agent``; what the hooks make of it follows the gate's fixed rules, which always open
-the system prompt.
+Neither writes the run's state. A declared ``jump_to: "end"`` ends the run with the AI message
+the hook left as its answer, as ``create_agent`` ends one; every other key (the gate's and
+execute's channels among them) and a ``Command`` end the run with
+``middleware_error:<middleware>``, as does a hook that raises. A hook's
+``request.system_message`` is the app's prompt, as under ``create_agent``; what the hooks make
+of it follows the gate's fixed rules, which always open the system prompt.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from langchain_core.tools import BaseTool
 
 from gated_react._engine.authority.paying import METER, Called, Meter, Metered
 from gated_react._engine.compat.middleware_admission import admitted
-from gated_react._engine.compat.middleware_model import ModelCall, overrides
+from gated_react._engine.compat.middleware_model import Ended, ModelCall, overrides
 from gated_react._engine.compat.middleware_tools import ToolRun
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react.state import Call
@@ -114,6 +115,13 @@ class Middleware:
             METER.reset(token)
 
     def _call_model(self, call: ModelCall) -> Called:
+        try:
+            return self._hooked(call)
+        except Ended as ended:
+            call.view = ended.view
+            return call.result()
+
+    def _hooked(self, call: ModelCall) -> Called:
         for m in self.before:
             call.view = call.applied(m, "before_model", call.hook(m, "before_model")(*call.args()))
         request = call.request()
@@ -145,6 +153,13 @@ class Middleware:
             METER.reset(token)
 
     async def _acall_model(self, call: ModelCall) -> Called:
+        try:
+            return await self._ahooked(call)
+        except Ended as ended:
+            call.view = ended.view
+            return call.result()
+
+    async def _ahooked(self, call: ModelCall) -> Called:
         for m in self.before:
             update = await call.ahook(m, "before_model")(*call.args())
             call.view = call.applied(m, "before_model", update)

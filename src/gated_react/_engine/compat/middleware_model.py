@@ -17,7 +17,7 @@ from gated_react._engine.authority.paying import Called, Meter
 from gated_react._engine.conversation.prompt import app_section
 from gated_react._engine.langgraph_internals import runtime_of
 from gated_react._engine.model.protocol import BoundModel
-from gated_react.errors import MiddlewareFailed
+from gated_react.errors import GatedReactError, MiddlewareFailed
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
     from gated_react._engine.deps import NodeDeps
@@ -32,8 +32,27 @@ def overrides(m: AgentMiddleware[Any, Any], hook: str) -> bool:
 
 _ENDING = (
     "to end it, give an AI message without tool calls as the reply, from after_model or "
-    "wrap_model_call: it is the final answer"
+    "wrap_model_call, or last in the messages with jump_to 'end': it is the final answer"
 )
+
+
+def _jumps(m: AgentMiddleware[Any, Any], hook: str) -> tuple[str, ...]:
+    """Where ``m``'s hook may jump (``@hook_config(can_jump_to=...)``), read as
+    ``create_agent`` reads it: the sync hook's, else the async one's."""
+    for name in (hook, f"a{hook}"):
+        jumps = getattr(getattr(type(m), name, None), "__can_jump_to__", None)
+        if overrides(m, name) and jumps is not None:
+            return tuple(jumps)
+    return ()
+
+
+class Ended(GatedReactError):  # control flow inside call_model, never raised out of it
+    """A hook ended the run as ``create_agent`` ends one (``jump_to: "end"``): no other hook
+    and no (further) model call runs; the AI message it left is the answer the gate checks."""
+
+    def __init__(self, view: list[Any]) -> None:
+        super().__init__("jump_to end")
+        self.view = view
 
 
 class ModelCall:
@@ -106,8 +125,10 @@ class ModelCall:
         if not isinstance(update, dict):
             why = f"{where} a {type(update).__name__}; only the node that owns a channel writes it"
             raise MiddlewareFailed(m.name, why)
-        if update.get("jump_to"):
-            jump = update["jump_to"]
+        # a jump the hook does not declare (can_jump_to) is no jump: create_agent has no edge
+        # for it, and goes on as if none was asked
+        jump = update.get("jump_to") if update.get("jump_to") in _jumps(m, hook) else None
+        if jump and jump != "end":
             why = f"{where} jump_to {jump!r}; only the gate routes a run ({_ENDING})"
             raise MiddlewareFailed(m.name, why)
         others = sorted(set(update) - {"messages", "jump_to"})
@@ -115,6 +136,11 @@ class ModelCall:
             why = f"{where} {others}; a hook may change only the messages the model is shown"
             raise MiddlewareFailed(m.name, why)
         view = _merged(self.view, update.get("messages") or [])
+        if jump:  # create_agent's way to end a run: the AI message the hook left is its answer
+            if not (view and isinstance(view[-1], AIMessage) and not view[-1].tool_calls):
+                why = f"{where} jump_to 'end' with no answer last in the messages ({_ENDING})"
+                raise MiddlewareFailed(m.name, why)
+            raise Ended(view)
         if hook == "after_model" and not (view and isinstance(view[-1], AIMessage)):
             # the reply is the view's last message; an earlier one is a past step's
             raise MiddlewareFailed(m.name, "after_model left no AI reply last in the messages")

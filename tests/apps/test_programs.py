@@ -47,12 +47,11 @@ BEFORE: dict[str, pytest.MarkDecorator] = {
         "what the app changes; test_stream_modes_changed_as_the_guide_says_* run that"
     ),
     "trimmed_memory": _xfail(
-        "the deletion's values stream shows the removal one event early: create_agent's "
-        "after_model hook is a node of its own, after the model's, so one event holds the "
-        "reply with the old messages, the next the reply without them; here the hook runs "
-        "in decide, whose event has the old messages gone and the answer not yet written "
-        "(finish writes it). Same line count; the stored messages and what the model is "
-        "sent are create_agent's (tests/e2e/test_middleware_vs_create_agent.py)"
+        "the messages a hook removes stay in the thread (left out of that step's request "
+        "only): the trim prints 8 stored messages against 6, and the deletion's values loop "
+        "shows the removed messages in every event, so the third turn's model is shown "
+        "'hi! I'm bob' again. Kept: removing them could orphan a call's result or give a new "
+        "question an earlier run's id (docs/guides/chat.md, middleware)"
     ),
 }
 """What each program shows differently on gated-react today."""

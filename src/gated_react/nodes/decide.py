@@ -301,7 +301,7 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     """The update after a reply: the reply handed to validate; its tool calls, if it makes
     any, in the conversation (``create_agent``'s model node writes them so), after the
     messages a hook rewrote (a redaction: stored as the model saw it, as ``create_agent``
-    stores it) or removed."""
+    stores it)."""
     deps, message, paid = plan.deps, called.reply, called.paid
     reported = reported_tokens(paid)
     cost = deps.pricer.cost(reported) if reported is not None else None
@@ -318,7 +318,7 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     linked = agent_spans.carry(deps.spans, opened.step.traceparent, config)
     step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None} | linked)
     update = plan.update | {"step": dump(step)}
-    edits = hooks_edits(opened, called.rewritten, called.removed)
+    edits = hooks_edits(opened, called.rewritten)
     if edits:
         update = joined(update | plan.stale, edits)
     if not actions:

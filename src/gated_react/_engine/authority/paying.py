@@ -52,9 +52,6 @@ class Called(NamedTuple):
     rewritten: dict[str, tuple[Any, BaseMessage]]
     """By id, each message of the conversation a hook rewrote: what it held when shown to the
     hooks, and what they made of it."""
-    removed: frozenset[str] = frozenset()
-    """The ids of the messages the model was to be shown that a hook removed (a trim, a
-    deletion with ``RemoveMessage``)."""
 
 
 class BudgetSpent(GatedReactError):

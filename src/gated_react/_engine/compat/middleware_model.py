@@ -272,15 +272,14 @@ class ModelCall:
 
     def result(self) -> Called:
         """The reply after the hooks, the message whose usage the spans show, and the messages
-        a hook rewrote or removed (what ``create_agent`` stores of them)."""
+        a hook rewrote (``before_model``: what ``create_agent`` stores of them)."""
         reply = self.view[-1]  # an AI message: applied() holds the hooks to that
         rewritten = {
             m.id: (self.shown[m.id], m)
             for m in self.view[:-1]
             if m.id in self.shown and m.content != self.shown[m.id]
         }
-        removed = frozenset(self.shown) - {m.id for m in self.view}
-        return Called(reply, paid(self.replies, reply), rewritten, removed)
+        return Called(reply, paid(self.replies, reply), rewritten)
 
 
 def _text(message: SystemMessage) -> str:

@@ -19,13 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    RemoveMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
@@ -118,20 +112,14 @@ def _asks(messages: Sequence[BaseMessage], held: Step, goal: Any) -> bool:
     return str(question.id) == question_of(held.run) and question.text.strip() == goal.strip()
 
 
-def hooks_edits(
-    opened: Opened, rewritten: dict[str, tuple[Any, BaseMessage]], removed: frozenset[str]
-) -> list[BaseMessage]:
-    """What the model hooks' edits write to the conversation, as ``create_agent`` writes
-    them: a stored message a hook rewrote (a redaction) with what it made of its content, if
-    the model was shown it as stored (not a question with earlier steps folded into it); a
-    message of an earlier run a hook removed (a trim, a deletion), removed. The run's own
-    messages, from its question on, are only left out of what the model is shown this once:
-    the run is read from them."""
-    out: list[BaseMessage] = [
-        RemoveMessage(id=m.id)
-        for m in opened.messages[: opened.at]
-        if m.id is not None and m.id in removed
-    ]
+def hooks_edits(opened: Opened, rewritten: dict[str, tuple[Any, BaseMessage]]) -> list[BaseMessage]:
+    """What the model hooks' edits write to the conversation: a stored message a hook rewrote
+    (a redaction) with what it made of its content, as ``create_agent`` stores it, if the
+    model was shown it as stored (not a question with earlier steps folded into it). A
+    message a hook removed is only left out of what the model is shown this once: the
+    thread keeps it (a removal could orphan a call's result, or shorten the thread so that a
+    new question takes an earlier run's id)."""
+    out: list[BaseMessage] = []
     for message in opened.messages if rewritten else ():
         found = rewritten.get(message.id or "")
         if found is not None and found[0] == message.content:

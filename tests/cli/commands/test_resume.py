@@ -122,7 +122,9 @@ def test_resume_without_the_runs_options_is_one_line_saying_them(server: FakeOpe
     assert out.exit_code == 1
     assert out.stderr.count("\n") == 1
     assert "give the options the run was started with again" in out.stderr
-    assert f"its checkpoints say: {HINT} (the store has no key, so anyone" in out.stderr
+    started = "--toolkit support --approve-tool get_user_billing"
+    assert f"its checkpoints say it was started with {started} (the store has no key" in out.stderr
+    assert "gated-react resume" not in out.stderr  # without a key, never as a command to run
     assert len(server.requests) == 1
     assert json.loads(invoke("show", "t-approve", "--json").stdout)["pending"]
 

@@ -142,12 +142,15 @@ def options_for(
         assistant = (metadata or {}).get("assistant_id")
         raise CliError(answered_elsewhere(started_by(metadata), thread, assistant))
     if not any(value not in (None, []) for value in given.values()):
-        again = shlex.join(["gated-react", "resume", thread, *said.flags()])
-        unsigned = "" if keyed else f" ({_UNSIGNED})"
+        flags = shlex.join(said.flags()) or "no options"
+        said_so = (
+            f"its checkpoints say: {shlex.join(['gated-react', 'resume', thread, *said.flags()])}"
+            if keyed  # signed: the command as it was
+            else f"its checkpoints say it was started with {flags} ({_UNSIGNED})"
+        )
         raise CliError(
             f"thread {thread!r}: give the options the run was started with again (its tools "
-            f"and policy are never read back from the store); its checkpoints say: {again}"
-            f"{unsigned}"
+            f"and policy are never read back from the store); {said_so}"
         )
     example = given.get("example")
     options = RunOptions.given(

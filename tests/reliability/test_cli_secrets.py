@@ -57,7 +57,11 @@ def cell_bytes(cell: Any) -> bytes:
 
 
 def run_log(db: str, state: Path) -> str:
-    path = Path(db + ".log") if not db.startswith("postgresql://") else state / "runs.log"
+    """The run log the CLI kept for the store: beside a SQLite file, or the database's own in
+    the state folder (``runs-<database>-<digest>.log``)."""
+    if not db.startswith("postgresql://"):
+        return Path(db + ".log").read_text()
+    (path,) = state.glob("runs-*.log")
     return path.read_text()
 
 

@@ -147,9 +147,11 @@ def stream_modes(request: Request) -> Reply:
 
 
 def summarizing_chat(request: Request) -> Reply:
+    """A chat model that knows only what it is shown: the name, if a message it sees says it
+    (the summarizing chat's, and the trimmed one's after its trims and deletions)."""
     question = last_user(request).lower()
     if "what's my name" in question:
-        name = re.search(r"my name is (\w+)", said(request))
+        name = re.search(r"(?:my name is|i'm) (\w+)", said(request))
         return reply(f"Your name is {name.group(1).title()}." if name else "I don't know.")
     if "cats" in question:
         return reply("Soft paws at dawn,\na purr against the window.")
@@ -181,19 +183,6 @@ def custom_state(request: Request) -> Reply:
     return reply(f"Hello! {done[0]}, welcome back.")
 
 
-def trimmed_memory(request: Request) -> Reply:
-    """A model that knows only what it is shown: the name, if a message it sees says it."""
-    question = last_user(request).lower()
-    if "what's my name" in question:
-        name = re.search(r"(?:my name is|i'm) (\w+)", said(request))
-        return reply(f"Your name is {name.group(1).title()}." if name else "I don't know.")
-    if "cats" in question:
-        return reply("Soft paws at dawn.")
-    if "dogs" in question:
-        return reply("A tail that wags the room.")
-    return reply("Hi Bob! Nice to meet you.")
-
-
 RESPONDERS: dict[str, Responder] = {
     "quickstart": quickstart,
     "sql_agent": sql_agent,
@@ -206,5 +195,5 @@ RESPONDERS: dict[str, Responder] = {
     "tool_errors": tool_errors,
     "structured_output": structured_output,
     "custom_state": custom_state,
-    "trimmed_memory": trimmed_memory,
+    "trimmed_memory": summarizing_chat,
 }

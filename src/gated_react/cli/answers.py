@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shlex
 from collections import Counter
 from typing import Any
 
 from gated_react.cli.exits import CliError, Exit
+from gated_react.cli.live import render
 from gated_react.cli.live.session import Result, exit_code
 from gated_react.store.locks import thread_lock
 
@@ -127,7 +127,7 @@ def asked_question(
             ids = ", ".join(str(q.get("id")) for q in pending)
             raise CliError(
                 f"thread {thread!r} does not wait on question {question!r} (answered "
-                f"already?); it waits on {ids}: gated-react show {shlex.quote(thread)}"
+                f"already?); it waits on {ids}: gated-react show {render.shell_word(thread)}"
             )
         return chosen[0]
     if len(pending) != 1:

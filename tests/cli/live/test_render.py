@@ -103,7 +103,8 @@ def test_errors_and_hints_print_no_controls(server: FakeOpenAI, state_dir: Path)
     paused = invoke("show", THREAD)
     assert paused.exit_code == 0
     _clean(paused)
-    assert re.search(r"gated-react resume 't\\x1b\[2Jhostile' OPTIONS --question \w+ --approve",
+    # as bash types it back: $'...' with the escape written out, never the raw escape
+    assert re.search(r"gated-react resume \$'t\\x1b\[2Jhostile' OPTIONS --question \w+ --approve",
                      paused.stdout)  # fmt: skip
 
 
@@ -180,3 +181,46 @@ def test_a_listing_lines_up_wide_characters_by_the_cells_they_take() -> None:
     lines = [render.row_line(row, widths, "") for row in rows]
     assert widths == [8, 7]
     assert [cell_len(line.split("  ")[0]) for line in lines] == [8, 8]
+
+
+@pytest.mark.parametrize(
+    "thread", ["plain-id", "it's", "a\nb", "tab\there", "esc\x1b[2J", "bidi\u202eevil", "wide🚀"]
+)
+def test_a_printed_thread_id_is_typed_back_exactly_by_the_shell(thread: str) -> None:
+    """Before: a newline or a tab in a store's thread id printed as a space, so the command
+    shown named another thread (and an escape printed raw would have reached the terminal)."""
+    import subprocess
+
+    word = render.shell_word(thread)
+    assert not UNSAFE.search(word)
+    assert "\n" not in word
+    assert "\t" not in word
+    typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
+    assert typed.stdout.decode() == thread
+    assert "\n" not in render.ident(thread)
+    assert "\t" not in render.ident(thread)
+    assert render.ident("a\nb") == "a\\nb"
+
+
+def test_runs_and_show_give_a_thread_id_with_a_newline_as_it_is(state_dir: Path) -> None:
+    """A thread an app's program named with a newline (the CLI refuses such ids): ``runs``
+    shows ``\\n``, not a space, and the command ``show`` prints names that thread."""
+    import subprocess
+
+    thread = "pay\nsecond-line"
+    asks = Policy(require_approval=["get_user_billing"])
+    billing = AIMessage("", tool_calls=[{"name": "get_user_billing", "args": {"user_id": 42},
+                                         "id": "c1"}])  # fmt: skip
+    with open_checkpointer(str(state_dir / "runs.sqlite")) as saver:
+        graph = build_graph(ScriptedChatModel(replies=[billing]), SUPPORT_TOOLS, policy=asks,
+                            checkpointer=saver)  # fmt: skip
+        run(graph, "x", thread_id=thread)
+    listed = invoke("runs").stdout
+    assert "pay\\nsecond-line" in listed
+    assert "pay second-line" not in listed
+    shown = invoke("show", thread).stdout
+    (line,) = [line for line in shown.splitlines() if line.startswith("  approve: ")]
+    word = line.split(" ")[5]  # gated-react resume THREAD ...
+    assert word == "$'pay\\nsecond-line'"
+    typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
+    assert typed.stdout.decode() == thread

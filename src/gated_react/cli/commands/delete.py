@@ -158,8 +158,8 @@ def _would(rows: list[Any], secrets: tuple[str, ...], json_out: bool, where: str
         return
     console = render.console()
     if rows:
-        shown = [(row.thread_id, row.status, row.updated) for row in rows]
-        cells = [[render.plain(value, secrets) for value in row] for row in shown]
+        cells = [[render.ident(row.thread_id, secrets), render.plain(row.status),
+                  render.plain(row.updated)] for row in rows]  # fmt: skip
         widths = render.widths(_WOULD, cells)
         console.print(render.row_line([*_WOULD, "goal"], widths, "bold"), soft_wrap=True)
         for row, cell in zip(rows, cells, strict=True):

@@ -119,9 +119,9 @@ def _with_workers(url: str, rows: list[QuestionRow]) -> list[QuestionRow]:
 
 def _cells(row: QuestionRow, secrets: tuple[str, ...]) -> list[str]:
     question = row.question if row.problem is None else f"({row.status})"
-    values = [row.thread_id, row.since, str(row.step or "-"), row.tool or "-", question]
+    values = [row.since, str(row.step or "-"), row.tool or "-", question]
     values.append(_ANSWERED_WITH.get(row.started_by, row.started_by))
-    return [render.plain(value, secrets) for value in values]
+    return [render.ident(row.thread_id, secrets), *(render.plain(v, secrets) for v in values)]
 
 
 @flags.with_run_options

@@ -70,5 +70,5 @@ def _cells(job: JobRow, secrets: tuple[str, ...]) -> list[str]:
         worker = "-" if job.worker_id is None else str(job.worker_id)
         since = job.ended if job.status in ("failed", "succeeded") else job.queued
     status = job.status if not job.retries else f"{job.status} (retried {job.retries}x)"
-    values = [job.thread, str(job.job), job.kind, status, str(job.attempts), worker, since or "-"]
-    return [render.plain(value, secrets) for value in values]
+    values = [str(job.job), job.kind, status, str(job.attempts), worker, since or "-"]
+    return [render.ident(job.thread, secrets), *(render.plain(v, secrets) for v in values)]

@@ -75,5 +75,5 @@ def runs_command(
 def _cells(row: RunRow, secrets: tuple[str, ...]) -> list[str]:
     """The fixed columns as plain text (``render.row_line`` escapes them after padding)."""
     cost = "-" if row.cost is None else f"{row.cost:.4f}"
-    values = [row.thread_id, row.status, row.stop_reason or "-", str(row.steps), cost, row.updated]
-    return [render.plain(value, secrets) for value in values]
+    values = [row.status, row.stop_reason or "-", str(row.steps), cost, row.updated]
+    return [render.ident(row.thread_id, secrets), *(render.plain(v, secrets) for v in values)]

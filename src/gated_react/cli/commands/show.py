@@ -43,7 +43,7 @@ def show_command(
         if found is None and fleet:
             raise CliError(
                 f"thread {thread!r} has no run stored yet: its job waits in the workers' queue "
-                f"(gated-react queue --thread {shlex.quote(thread)})"
+                f"(gated-react queue --thread {render.shell_word(thread)})"
             )
         result = read(resources.reader_graph(saver), thread)
         values = found.checkpoint.get("channel_values") if found else None
@@ -77,7 +77,7 @@ def show_command(
                     thread,
                     *(["--db", resources.shown(db)] if db else []),
                 ]
-                render.pending(console, result, shlex.join(answer), secrets)
+                render.pending(console, result, render.shell_join(answer), secrets)
             else:
                 _resume_hint(console, result, thread, metadata, secrets, keyed=keyed)
 
@@ -127,7 +127,7 @@ def _resume_hint(
             "again)",
             soft_wrap=True,
         )
-    render.pending(console, result, shlex.join(command), secrets)
+    render.pending(console, result, render.shell_join(command), secrets)
 
 
 def _context(context: dict[str, Any], secrets: Secrets) -> Table:

@@ -83,6 +83,43 @@ def safe(
     return escape(plain(value, secrets, limit=limit, lines=lines))
 
 
+def ident(value: str, secrets: Iterable[str | None] = ()) -> str:
+    """An id (a thread's) as a listing shows it: exactly, a newline or a tab in it escaped as
+    any control character is (``\\n``), never folded into a space that names another id."""
+    return printable(redact(value, *secrets).replace("\n", "\\n").replace("\t", "\\t"))
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one shell word a person can type back: quoted as ``shlex`` quotes it, or,
+    when it holds a character a terminal does not show as itself (a newline, a tab, a
+    control), in bash's ``$'...'`` with that character escaped."""
+    if text.isprintable():
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside ``$'...'``."""
+    if ch in "\\'":
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shell_join(words: Iterable[str]) -> str:
+    """A command line of ``words``, each as ``shell_word`` quotes it."""
+    return " ".join(shell_word(word) for word in words)
+
+
 def widths(heads: Iterable[str], rows: list[list[str]]) -> list[int]:
     """Each column's width on a terminal: the widest of its head and its plain cells, counted
     in terminal cells (a wide character such as an emoji takes two)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,7 +56,7 @@ class Place:
             parts.append("--no-log")
         elif self.log is not None:
             parts += ["--log", str(self.log)]
-        return shlex.join(parts)
+        return render.shell_join(parts)
 
 
 @dataclass

@@ -123,3 +123,14 @@ def test_the_async_twins_ask_and_take_the_answer_too() -> None:
     assert [e.get("extended") for e in done["trace"] if e.get("extended")] == [
         "max_tool_calls 1 -> 3 (edit)"
     ]
+
+
+def test_an_edited_limit_beside_keys_it_does_not_take_asks_again() -> None:
+    """Before: ``--args '{"limit": 3, "x": 1}'`` was taken, "x" silently dropped."""
+    graph = _graph("max_steps", InMemorySaver())
+    run(graph, "Who is user 42?", thread_id="t")
+    edited = {"name": "max_steps", "args": {"limit": 3, "x": 1}}
+    out = resume(graph, "t", {"decisions": [{"type": "edit", "edited_action": edited}]})
+    [again] = out["pending"]
+    assert again["error"].endswith("refused: args takes only limit, the new limit; not 'x'")
+    assert extensions(graph, "t") == []

@@ -253,8 +253,11 @@ def _number(key: str, value: float) -> float | int:
 
 
 def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | None:
-    """Why an edited limit cannot be taken: not a number (a whole one for counts), or not
-    past what is spent."""
+    """Why an edited limit cannot be taken: not a number (a whole one for counts), not past
+    what is spent, or beside keys a budget question does not take (they would go unread)."""
+    others = sorted(set(args) - {"limit"})
+    if others:
+        return f"args takes only limit, the new limit; not {', '.join(map(repr, others))}"
     limit = args.get("limit")
     if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit):
         return "args.limit must be a number, the new limit"

@@ -20,7 +20,7 @@ from gated_react.tools.support import SUPPORT_TOOLS
 
 from ...support.cli import invoke
 from ...support.openai_server import FakeOpenAI, reply, tool_call
-from ...support.tamper import forge_metadata
+from ...support.tamper import forge_metadata, forge_record
 
 GOAL = "refund for user 42?"
 OPTIONS = ["--toolkit", "support", "--approve-tool", "get_user_billing"]
@@ -391,3 +391,16 @@ def test_with_a_key_show_prints_the_signed_options_as_the_command(
     shown = invoke("show", "t-approve").stdout
     assert f"{HINT} --question {paused['pending'][0]['id']} --approve" in shown  # type: ignore[index]
     assert "the store has no key" not in shown
+
+
+def test_show_says_when_an_edited_record_puts_the_spend_in_doubt(
+    server: FakeOpenAI, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a run whose payment row was edited showed the lowered figures as any other."""
+    monkeypatch.setenv("GATED_REACT_STORE_KEY", "k" * 32)
+    _paused(server, reply("USD 49"))
+    assert "spend in doubt" not in invoke("show", "t-approve").stdout
+    forge_record(str(state_dir / "runs.sqlite"), "t-approve", "paid", '{"tokens": 0}')
+    shown = invoke("show", "t-approve").stdout
+    assert "spend in doubt: its paid record of " in shown
+    assert "does not verify with the store key (edited, forged or copied)" in shown

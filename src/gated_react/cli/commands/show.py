@@ -51,7 +51,8 @@ def show_command(
         if not result["status"] and not result["pending"]:  # as ``runs`` lists it
             listed = "running" if advancing(saver, thread) else "unfinished"
             result["status"] = listed  # type: ignore[typeddict-item]
-        opened = run_book(saver, thread).tally.opened
+        tally = run_book(saver, thread).tally
+        opened, doubted = tally.opened, tally.doubted
         context = None if opened is None else dict(opened.body)
         budget = resources.run_budget(saver, thread, metadata)
         stored = [] if no_log else stored_events(saver, thread)  # logged there by workers
@@ -69,6 +70,9 @@ def show_command(
         if context is not None:
             console.print(_context(context, secrets), highlight=False)
         _print(console, result, budget=budget, events=events, secrets=secrets)
+        if doubted is not None:  # what is shown may be lower than what was spent
+            console.print(f"[bold red]spend in doubt:[/] {render.safe(doubted, secrets)}",
+                          soft_wrap=True)  # fmt: skip
         if result.get("pending"):
             if fleet:  # answered through the workers' queue, never resumed here
                 answer = [

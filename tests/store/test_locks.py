@@ -15,7 +15,7 @@ from gated_react import open_checkpointer
 from gated_react.store import locks
 from gated_react.store.locks import ThreadBusy, held, thread_lock
 
-from ..support.reaping import reap
+from ..support.reaping import PATIENCE, reap
 
 _HOLDER = """
 import sys
@@ -35,6 +35,13 @@ def _held_by_another_process(url: str, thread: str) -> Iterator[None]:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "held\n"  # waits for the event, not for a time
         yield
+        # let go, and wait for it: the holder unlocks before it exits. (Killed, Postgres would
+        # drop its session's lock only when the server notices the connection gone, a moment
+        # after the process: a check in that moment saw the thread still held.)
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=PATIENCE)
     finally:
         reap(proc)
 

@@ -331,6 +331,12 @@ def statuses(given: list[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(given or ()))
 
 
+def none_found(statuses: tuple[str, ...], window: Window) -> str:
+    """What a filter that matched nothing looked for ("no paused runs before 2026-12-01")."""
+    which = f" {'/'.join(statuses)}" if statuses else ""
+    return f"no{which} runs{described(window)}"
+
+
 def described(shown: Window) -> str:
     """The window as words after "runs" (" since 2026-12-01 10:00"); empty when it is open."""
     words = ""

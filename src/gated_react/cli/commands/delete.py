@@ -85,9 +85,8 @@ def prune_command(
         _would(rows, secrets, json_out, resources.shown(url))
         return
     if not rows and not json_out:
-        which = f" {'/'.join(statuses)}" if statuses else ""
         where = render.safe(resources.shown(url))
-        said = f"nothing deleted: no{which} runs{flags.described(window)} in {where}"
+        said = f"nothing deleted: {flags.none_found(statuses, window)} in {where}"
         render.console().print(said, soft_wrap=True)
         return
     done = _delete(url, [row.thread_id for row in rows], resources.log_path(url, log, False))

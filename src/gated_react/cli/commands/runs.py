@@ -58,7 +58,7 @@ def runs_command(
     where = render.safe(resources.shown(url))
     which = f" {'/'.join(statuses)}" if statuses else ""
     if not rows:
-        console.print(f"no{which} runs{flags.described(window)} in {where}")
+        console.print(f"{flags.none_found(statuses, window)} in {where}")
         return
     cells = [_cells(row, secrets) for row in rows]
     widths = render.widths(_HEADS, cells)

@@ -53,6 +53,11 @@ if peer == "ours":
 else:
     import benchmarks.floor as home
 kept = {}
+# Runs get the same thread ids in the child that records and in those that replay: a step
+# names its run, whose id follows from the thread's, and a step of another run is refused.
+import itertools, uuid, benchmarks.run_length as lengths
+_ids = itertools.count()
+lengths.uuid = type("ids", (), {"uuid4": staticmethod(lambda: uuid.UUID(int=next(_ids)))})
 
 def replaced(name, file):
     body = getattr(home, name)

@@ -104,7 +104,7 @@ def test_every_protocol_yields_the_same_run(protocol: str, replies: list[str]) -
             "max_steps",
         ),
         ([PROFILE, call("get_user_billing", user_id=42)], {"max_tool_calls": 1}, "max_tool_calls"),
-        ([call("slow", seconds=0.3), "never"], {"max_seconds": 0.2}, "max_seconds"),
+        ([call("slow", seconds=5), "never"], {"max_seconds": 0.2}, "max_seconds"),  # cut off
         ([PROFILE, "never"], {"max_tokens": 10}, "max_tokens"),
         ([PROFILE, PROFILE], {}, "loop_detected"),
         (
@@ -141,7 +141,7 @@ def test_every_stop_reason_ends_a_real_run(
         assert trace[-1] == stopping[0]
         assert stopping[0]["stop_reason"] == reason
     # a call that ran (and failed) has its result in the history; one the gate stopped has not
-    ran = reason.startswith(("tool_error:", "tool_timeout:"))
+    ran = reason.startswith(("tool_error:", "tool_timeout:", "max_seconds"))  # cut off: it ran
     assert len(trace) - len(history) == (1 if stopping and not ran else 0)
     assert [t["tool"] for t in trace[: len(history)]] == [h["action"]["name"] for h in history]
 

@@ -107,7 +107,8 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.invoke, deps.tools[call.tool], _args(deps, call, config),
-                          config, *_limits(deps, call), beat=running.beat)  # fmt: skip
+                          config, *_limits(deps, call), beat=running.beat,
+                          until=started + plan.share)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = run()
             else:  # the tool hooks, around a call the gate let through
@@ -130,7 +131,8 @@ async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfi
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.ainvoke, deps.tools[call.tool], _args(deps, call, config),
-                          config, *_limits(deps, call), beat=running.abeat)  # fmt: skip
+                          config, *_limits(deps, call), beat=running.abeat,
+                          until=started + plan.share)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = await run()
             else:

@@ -11,6 +11,7 @@ asked where the policy puts the tool under approval, else the run stops
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that u
     from gated_react._engine.deps import NodeDeps
 
 _SEQ = operator.attrgetter("seq")
+_ALWAYS_STOP = (StopReason.TOOL_DENIED, StopReason.MAX_SECONDS)
 _SHOWN_CHARS = 20_000
 """The most of a result a ``done`` record keeps, to answer the same call found done again."""
 
@@ -78,6 +80,9 @@ class Plan:
     attempts: dict[int, str] = field(default_factory=dict)
     """Each call's run in this process, by place (``waiting.Running.attempt``): its ``done``
     record settles the seconds its ``running`` records counted, not an earlier run's."""
+    share: float = math.inf
+    """The seconds each call may run before the run's time is spent (the calls of a step run
+    at once, and each counts its own): a call still running then is cut off."""
     _keeper: Gatekeeper | None = None
 
     @property
@@ -154,8 +159,11 @@ class Plan:
             self.answers[index] = message
             if why is not None:
                 failures.append((why, self.calls[index].id))
-        if self.deps.policy.on_tool_error == "observe":
-            failures = [f for f in failures if f[0].reason is StopReason.TOOL_DENIED]
+        policy = self.deps.policy
+        if policy.on_tool_error == "observe":  # never a call changed, nor the time spent
+            failures = [f for f in failures if f[0].reason in _ALWAYS_STOP]
+        if policy.on_budget == "ask":  # the next decision asks for more time
+            failures = [f for f in failures if f[0].reason is not StopReason.MAX_SECONDS]
         stop = self.stop or (failures[0] if failures else None)
         messages = [self.answers[i] for i in sorted(self.answers)]
         step = self.step.model_copy(update={"calls": self.calls})
@@ -251,8 +259,11 @@ def planned(plan: Plan) -> None:
 
 def _in_time(plan: Plan) -> None:
     """No call runs once the run's time is spent: a call let through before a kill, run again
-    on resume after the kills spent the budget, stops the run (or asks, as the gate asks)."""
-    if plan.book.tally.seconds < plan.deps.policy.budget.max_seconds:
+    on resume after the kills spent the budget, stops the run (or asks, as the gate asks).
+    The calls that run share what is left."""
+    policy, spent = plan.deps.policy, plan.book.tally.seconds
+    plan.share = (policy.budget.max_seconds - spent) / len(plan.runs)
+    if plan.share > 0 and (policy.on_budget != "ask" or plan.share >= _longest(plan)):
         return  # the common case, without reading the extensions a human granted
     keeper = plan.keeper
     over = enforce(lambda budget: check_seconds(keeper.usage, budget), keeper.held,
@@ -261,6 +272,13 @@ def _in_time(plan: Plan) -> None:
         plan.stop = (over, plan.calls[plan.runs[0]].id)
         plan.runs.clear()
         plan.once.clear()
+    else:
+        left = keeper.held.budget.max_seconds - keeper.usage.seconds
+        plan.share = left / len(plan.runs)
+
+
+def _longest(plan: Plan) -> float:
+    return max(plan.deps.policy.timeout_for(plan.calls[i].tool) for i in plan.runs)
 
 
 def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
@@ -334,6 +352,9 @@ def _edited(stop: Stop) -> Stop:
 
 
 def _failure(deps: NodeDeps, call: Call, error: Exception) -> Stop:
+    if isinstance(error, tool_runner.TimeSpent):
+        limit = deps.policy.budget.max_seconds  # extended only where it asks, and never ends
+        return Stop(StopReason.MAX_SECONDS, message=f"max_seconds {limit:g} reached: {error}")
     if isinstance(error, tool_runner.ToolTimeout):
         return Stop(StopReason.TOOL_TIMEOUT, call.tool, str(error))
     if isinstance(error, tool_runner.CallChanged):

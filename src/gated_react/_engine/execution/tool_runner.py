@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -37,6 +38,16 @@ KEY_PARAM = "idempotency_key"
 
 class ToolTimeout(GatedReactError):
     """The tool did not return within its timeout."""
+
+
+class TimeSpent(ToolTimeout):
+    """The run's ``max_seconds`` ran out while the tool ran (or before a retry): cut off, not
+    retried. ``seconds``: how long the call had taken."""
+
+    def __init__(self, tool: str, seconds: float) -> None:
+        said = f"{tool} was cut off {seconds:.2f} s into the call, when the run's time ran out"
+        super().__init__(said)
+        self.seconds = seconds
 
 
 class CallChanged(GatedReactError):
@@ -173,13 +184,18 @@ def backoff(attempt: int) -> float:
 
 def invoke(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
-    *, beat: Callable[[], None] | None = None,
+    *, beat: Callable[[], None] | None = None, until: float = math.inf,
 ) -> Any:  # fmt: skip
     """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error.
-    ``beat()`` runs every ``deadline.BEAT_SECONDS`` while an attempt is under way."""
+    ``beat()`` runs every ``deadline.BEAT_SECONDS`` while an attempt is under way. ``until``
+    (``time.monotonic()``'s clock) is when the run's time runs out: no attempt runs past it."""
+    began = time.monotonic()
     for attempt in range(retries + 1):
         try:
-            return returned(tool, _invoke_once(tool, args, config, timeout, beat))
+            once = _invoke_once(tool, args, config, timeout, beat=beat, began=began, until=until)
+            return returned(tool, once)
+        except TimeSpent:
+            raise
         except Exception:
             if attempt == retries:
                 raise
@@ -189,12 +205,16 @@ def invoke(
 
 async def ainvoke(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
-    *, beat: Callable[[], Awaitable[None]] | None = None,
+    *, beat: Callable[[], Awaitable[None]] | None = None, until: float = math.inf,
 ) -> Any:  # fmt: skip
     """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
+    began = time.monotonic()
     for attempt in range(retries + 1):
         try:
-            return returned(tool, await _ainvoke_once(tool, args, config, timeout, beat))
+            once = _ainvoke_once(tool, args, config, timeout, beat=beat, began=began, until=until)
+            return returned(tool, await once)
+        except TimeSpent:
+            raise
         except Exception:
             if attempt == retries:
                 raise
@@ -213,28 +233,46 @@ def returned(tool: BaseTool, value: Any) -> Any:
     return value
 
 
+def _within(tool: BaseTool, timeout: float, began: float, until: float) -> float:
+    """The seconds an attempt may take: its timeout, or what is left of the run's time."""
+    left = until - time.monotonic()
+    if left <= 0:
+        raise TimeSpent(tool.name, time.monotonic() - began)
+    return min(timeout, left)
+
+
+def _timed_out(tool: BaseTool, timeout: float, within: float, began: float) -> ToolTimeout:
+    """What an attempt cut off at ``within`` seconds says: the run's time ran out, when that
+    was shorter than the tool's timeout."""
+    if within < timeout:
+        return TimeSpent(tool.name, time.monotonic() - began)
+    return ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
+
+
 def _invoke_once(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
-    beat: Callable[[], None] | None,
+    *, beat: Callable[[], None] | None, began: float, until: float,
 ) -> Any:  # fmt: skip
+    within = _within(tool, timeout, began, until)
     try:
-        return call_within(lambda: _call(tool, args, config), timeout, beat)
+        return call_within(lambda: _call(tool, args, config), within, beat)
     except DeadlinePassed:
-        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+        raise _timed_out(tool, timeout, within, began) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 
 
 async def _ainvoke_once(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
-    beat: Callable[[], Awaitable[None]] | None,
+    *, beat: Callable[[], Awaitable[None]] | None, began: float, until: float,
 ) -> Any:  # fmt: skip
+    within = _within(tool, timeout, began, until)
     try:
         if _is_async(tool):
-            return await await_within(tool.ainvoke(args, config), timeout, beat)
-        return await acall_within(lambda: _call(tool, args, config), timeout, beat)
+            return await await_within(tool.ainvoke(args, config), within, beat)
+        return await acall_within(lambda: _call(tool, args, config), within, beat)
     except DeadlinePassed:
-        raise ToolTimeout(f"{tool.name} did not return within {timeout:g} s") from None
+        raise _timed_out(tool, timeout, within, began) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 

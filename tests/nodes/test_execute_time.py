@@ -1,0 +1,148 @@
+"""execute under ``max_seconds``: a tool call gets only the seconds the run has left (shared
+by the calls of a step, which run at once and each count their own), and one cut off when
+they run out ends the run ``max_seconds`` (or, under ``on_budget="ask"``, leaves the next
+decision to ask for more time)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from langchain_core.tools import BaseTool, StructuredTool
+
+from gated_react._engine.authority.ledger import ledger_for
+from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.execution import tool_runner
+from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
+from gated_react.nodes.execute import aexecute, execute
+from gated_react.nodes.gate import gate
+
+from ..support.helpers import QUESTION_ID, deps, state
+from ..support.reaping import PATIENCE
+from .hand import THREAD, applied, ending, proposal, records, saved, usage
+
+LEFT = 0.05
+"""The seconds a run in these tests has left when its call starts."""
+
+
+def _waiting(released: threading.Event) -> list[BaseTool]:
+    """``hangs``, a tool that returns only once ``released`` is set (sync and native async)."""
+
+    def hangs(n: int = 0) -> str:
+        released.wait(PATIENCE)
+        return "returned"
+
+    async def ahangs(n: int = 0) -> str:
+        await asyncio.sleep(PATIENCE)  # cancelled when the call is cut off
+        return "returned"
+
+    sync = StructuredTool.from_function(func=hangs, name="hangs", description="Hangs.")
+    native = StructuredTool.from_function(
+        func=hangs, coroutine=ahangs, name="hangs", description="Hangs."
+    )
+    return [sync, native]
+
+
+def _spent(config: Any, seconds: float) -> None:
+    """The run has already spent ``seconds`` (an earlier call's beat says so)."""
+    (permit, *_) = [r for r in records(config) if r.kind is Kind.PERMIT]
+    body = {"call": "earlier", "tool": "hangs", "seconds": seconds, "attempt": "a"}
+    earlier = Record(THREAD, QUESTION_ID, Kind.RUNNING, permit.key + "-earlier", body)
+    ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER]).append([earlier])
+
+
+def _gated(tool: BaseTool, calls: int = 1, **fields: Any) -> tuple[dict[str, Any], Any, Any]:
+    """The state after the gate let ``calls`` calls of ``tool`` through, with ``LEFT`` seconds
+    of the run's 20 left, its config and deps."""
+    fields = {"max_seconds": 20.0, "tool_timeout_seconds": PATIENCE, **fields}
+    parts, config = deps(tools=[tool], **fields), saved()
+    asked = proposal(*[("hangs", {"n": n}) for n in range(calls)])
+    current = state(messages=[asked["message"]], calls=asked["calls"])
+    after = applied(current, gate(current, config, deps=parts))
+    assert ending(after) is None, after
+    _spent(config, 20.0 - LEFT)
+    return after, config, parts
+
+
+def _execute(body: str, after: dict[str, Any], config: Any, parts: Any) -> dict[str, Any]:
+    if body == "sync":
+        return execute(after, config, deps=parts)
+    return asyncio.run(aexecute(after, config, deps=parts))
+
+
+@pytest.mark.parametrize(("body", "native"), [("sync", 0), ("async", 0), ("async", 1)])
+def test_a_tool_call_is_cut_off_when_the_runs_time_runs_out(body: str, native: int) -> None:
+    """Before: a call got its tool's timeout whatever the run had left (a 30 s tool in an 8 s
+    budget ran 30 s, and the run showed 30/8). Now it gets the seconds left, and the run ends
+    ``max_seconds`` when they run out, naming the call it cut off."""
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[native])
+    try:
+        update = _execute(body, after, config, parts)
+    finally:
+        released.set()
+    stop = ending(update)
+    assert stop["reason"] == "max_seconds", stop
+    assert stop["message"].startswith("max_seconds 20 reached: hangs was cut off")
+    done = records(config)[-1]
+    assert (done.kind, done.body["ok"]) == ("done", False)
+    assert usage(config).seconds >= 20.0  # what the cut-off call took is counted
+
+
+def test_a_call_cut_off_stops_the_run_even_where_tool_errors_are_observed() -> None:
+    """A tool's failure is shown to the model under ``on_tool_error="observe"``; the run's time
+    running out is not the tool's failure, and the run ends."""
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[0], on_tool_error="observe")
+    try:
+        update = execute(after, config, deps=parts)
+    finally:
+        released.set()
+    assert ending(update)["reason"] == "max_seconds"
+
+
+def test_where_the_policy_asks_a_call_cut_off_leaves_the_next_decision_to_ask() -> None:
+    """Under ``on_budget="ask"`` the step ends with the call answered (cut off), and the run
+    goes on to the decision that asks a human for more time (it does not end here)."""
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[0], on_budget="ask")
+    try:
+        update = execute(after, config, deps=parts)
+    finally:
+        released.set()
+    assert ending(update) is None
+    (answer,) = update["messages"]
+    assert answer.status == "error"
+    assert "hangs was cut off" in answer.text
+
+
+def test_the_calls_of_a_step_share_the_seconds_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two calls at once each count their own seconds, so each gets half of what is left:
+    together they cannot spend more than the run has."""
+    given: list[float] = []
+
+    def invoke(*args: Any, until: float, **kwargs: Any) -> str:
+        given.append(until - time.monotonic())
+        return "returned"
+
+    monkeypatch.setattr(tool_runner, "invoke", invoke)
+    after, config, parts = _gated(_waiting(threading.Event())[0], calls=2)
+    update = execute(after, config, deps=parts)
+    assert ending(update) is None
+    assert len(given) == 2, given
+    assert all(0 < left <= LEFT / 2 for left in given), given
+
+
+def test_a_call_with_time_to_spare_keeps_its_own_timeout() -> None:
+    """A tool's own timeout, shorter than what the run has left, is still the tool's:
+    ``tool_timeout``, not ``max_seconds``."""
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[0], tool_timeout_seconds=0.01)
+    try:
+        update = execute(after, config, deps=parts)
+    finally:
+        released.set()
+    assert ending(update)["reason"] == "tool_timeout:hangs"

@@ -25,7 +25,7 @@ from gated_react.testing import ScriptedChatModel
 from ..support.fakes import HangingChatModel
 from ..support.helpers import deps, node_deps, policy, state
 from ..support.reaping import PATIENCE
-from .hand import ending, kinds, paid_steps, saved, step_messages, usage
+from .hand import ending, kinds, paid_steps, records, saved, step_messages, usage
 
 
 def test_the_model_gets_the_transcript_and_the_record_counts_the_step() -> None:
@@ -250,7 +250,26 @@ def test_a_long_model_call_is_counted_while_it_runs(
     assert while_waiting.steps == 1
     assert while_waiting.seconds > 0  # counted before any reply (it was 0.0)
     assert kinds(config) == ["model", "model", "model", "paid"]
-    assert usage(config).seconds >= while_waiting.seconds  # the paid record settles it
+    paid = records(config)[-1]
+    assert usage(config).seconds == paid.body["seconds"]  # the paid record settles it
+
+
+@pytest.mark.parametrize(("max_seconds", "counted"), [(60.0, 1.0), (0.5, 0.5)])
+def test_a_model_call_killed_before_its_first_beat_counts_up_to_it(
+    max_seconds: float, counted: float
+) -> None:
+    """Before: the record said nothing of a call's seconds until its first beat, so a process
+    killed within a second of each call's start left every such second free (only
+    ``max_steps`` bounded a run killed and resumed that way). Now a call under way counts up
+    to its next beat (or the deadline, if sooner) until its ``paid`` record settles it."""
+    config = saved()
+    model = _SlowModel(config=config)
+    model.release.set()  # it answers at once: before any beat
+    parts = node_deps(model, [], policy(max_seconds=max_seconds))
+    decide(state(), config, deps=parts)
+    (while_waiting,) = model.spent
+    assert while_waiting.seconds == pytest.approx(counted, abs=0.1)
+    assert usage(config).seconds < while_waiting.seconds  # settled: what the call took
 
 
 class _Began(HangingChatModel):

@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from gated_react._engine import deadline as beats
 from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
@@ -130,8 +131,14 @@ class Meter:
         if attempt is None:
             return None if resting is None else _waited(resting)
         opened, started = attempt
-        body = dict(opened.body, seconds=time.monotonic() - started)
+        body = dict(opened.body, seconds=time.monotonic() - started + self._ahead())
         return Record(opened.thread, opened.run, Kind.MODEL, opened.key, body)
+
+    def _ahead(self) -> float:
+        """The seconds a call under way counts beyond those it has taken: up to its next beat
+        (or the deadline, if sooner). A process killed before that beat leaves them counted,
+        so a kill never makes time free; the ``paid`` record settles them."""
+        return max(min(beats.BEAT_SECONDS, self.deadline - time.monotonic()), 0.0)
 
     def _rested(self) -> list[Record]:
         """The wait before this attempt, now that it is over (none after no failure)."""
@@ -207,7 +214,8 @@ class Meter:
         estimate = min(estimated_tokens(messages), TOKEN_CAP)
         cost = self.deps.pricer.cost(Tokens(input=estimate, cached=0, output=0))
         body = {"tokens": estimate, "estimated": estimate, "input": estimate, "cost": cost,
-                "unpriced": None if cost is not None else self.deps.pricer.unpriced}  # fmt: skip
+                "unpriced": None if cost is not None else self.deps.pricer.unpriced,
+                "seconds": self._ahead()}  # fmt: skip
         return self.place.record(self.run, Kind.MODEL, os.urandom(16).hex(), **body)
 
     def paid(self, opened: Record, messages: Sequence[BaseMessage], reply: BaseMessage,

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -24,3 +26,23 @@ def test_exceptions_are_raised_and_cycle_repeats() -> None:
         with pytest.raises(ValueError, match="x"):
             model.invoke("hi")
         assert model.invoke("hi").usage_metadata["total_tokens"] > 0  # type: ignore[index]
+
+
+def test_a_reply_function_that_blocks_never_blocks_the_event_loop() -> None:
+    """Before: under ``ainvoke`` a reply function ran on the event loop, so one that slept
+    held every task on it (a deadline included: a 2 s budget ran 6.5 s)."""
+    started, release = threading.Event(), threading.Event()
+
+    def waits(messages: Any) -> str:
+        started.set()
+        # on the loop, nothing can set the event while this waits
+        return "late" if release.wait(10) else "blocked the loop"
+
+    async def main() -> str:
+        model = ScriptedChatModel(replies=[waits])
+        reply = asyncio.ensure_future(model.ainvoke("hi"))
+        await asyncio.to_thread(started.wait, 10)
+        release.set()  # what a task on the loop does while the reply is awaited
+        return str((await reply).content)
+
+    assert asyncio.run(main()) == "late"

@@ -9,6 +9,7 @@ model = ScriptedChatModel(replies=[
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -110,7 +111,16 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._take(messages))])
+        return ChatResult(generations=[ChatGeneration(message=await self._atake(messages))])
+
+    async def _atake(self, messages: list[BaseMessage]) -> AIMessage:
+        """``_take`` off the event loop when the next reply is a function: it may block (a
+        sleep, a lock), and a real async client never blocks the loop it runs on."""
+        with self._lock:
+            upcoming = self.replies[self._next % len(self.replies)] if self.replies else None
+        if callable(upcoming) and not isinstance(upcoming, BaseMessage | BaseException):
+            return await asyncio.to_thread(self._take, messages)
+        return self._take(messages)
 
     def _stream(
         self,
@@ -128,7 +138,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in _chunks(self._take(messages)):
+        for chunk in _chunks(await self._atake(messages)):
             yield chunk
 
 

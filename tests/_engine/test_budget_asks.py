@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react import Price
+from gated_react import Budget, Price
 from gated_react._engine.authority import audit, budgets
 from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.budgets import proposal
@@ -280,3 +280,20 @@ def test_the_approvals_guide_says_what_a_proposed_limit_is() -> None:
     assert proposal("max_cost", 0.0241, 0.01) == 0.0341
     assert "`0.0341` for `0.0241` spent of `0.01`" in guide
     assert proposal("max_steps", 1, 1) == 2  # "twice the limit when the run stopped right at it"
+
+
+def test_a_time_question_speaks_in_hundredths_of_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: "max_seconds (3.000260224005615 spent of 3.0)", offered 6.00026. Seconds are
+    offered in hundredths, rounded up (never below what is spent plus the limit)."""
+    assert proposal("max_seconds", 3.000260224005615, 3.0) == 6.01
+    assert proposal("max_seconds", 2.5, 3.0) == 6.0
+    human = Human(Decision(approved=True))
+    monkeypatch.setattr(budgets, "ask", human)
+    stop = budgets.check_seconds(budgets.Usage(seconds=3.000260224005615), Budget(max_seconds=3))
+    assert stop is not None
+    budgets.extend(stop, 3.000260224005615, 3.0, 1)
+    ((asked, _),) = human.asked
+    shown = asked["args"]
+    assert (shown["spent"], shown["limit"], shown["proposed"]) == (3.0, 3.0, 6.01)

@@ -144,11 +144,60 @@ def test_an_awaited_call_past_its_deadline_is_cancelled_between_beats(
 
         with pytest.raises(DeadlinePassed, match=r"no result within 0\.05 s"):
             await await_within(hangs(), 0.05, beat)
+        await asyncio.wait_for(cancelled.wait(), PATIENCE)  # delivered after the caller went on
         return cancelled.is_set(), len(beats)
 
     cancelled, beats = asyncio.run(main())
     assert cancelled
     assert beats > 0
+
+
+def test_an_awaited_call_slow_to_stop_holds_nobody_up_past_its_deadline() -> None:
+    """Before: the caller waited for the cancelled call to end, so a call whose cleanup took 3
+    s (or one that swallowed its cancellation: forever) held the run past its deadline. Now
+    the call is left to end on its own, and what it does then is nobody's to hear."""
+
+    async def main() -> list[str]:
+        stopping, release, seen = asyncio.Event(), asyncio.Event(), []
+
+        async def stubborn() -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopping.set()
+                await release.wait()  # its cleanup, slow to end
+                seen.append("cleaned up")
+
+        with pytest.raises(DeadlinePassed):
+            await await_within(stubborn(), 0.01)
+        seen.append("caller went on")
+        await asyncio.wait_for(stopping.wait(), PATIENCE)
+        release.set()
+        while len(seen) < 2:
+            await asyncio.sleep(0)
+        return seen
+
+    assert asyncio.run(main()) == ["caller went on", "cleaned up"]
+
+
+def test_a_wait_goes_on_for_as_long_as_later_says() -> None:
+    """``later`` is asked at the end: the seconds more the call may take (a share of the
+    run's time grows as the calls beside it end); none, and the wait is over."""
+    release, asked = threading.Event(), []
+
+    def later() -> float:
+        asked.append(1)
+        release.set()  # it returns within the extension
+        return PATIENCE
+
+    assert call_within(lambda: release.wait(PATIENCE) and "done", 0.01, None, later) == "done"
+    assert asked == [1]
+    hung = threading.Event()
+    try:
+        with pytest.raises(DeadlinePassed):
+            call_within(lambda: hung.wait(PATIENCE), 0.01, None, lambda: 0.0)
+    finally:
+        hung.set()
 
 
 def test_a_sync_call_awaited_beats_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -367,7 +367,7 @@ def test_a_tool_call_cut_off_by_ctrl_c_keeps_its_seconds(monkeypatch: pytest.Mon
         release.wait(PATIENCE)
         return "late"
 
-    def interrupted(call: Any, seconds: float, beat: Any = None) -> Any:
+    def interrupted(call: Any, seconds: float, beat: Any = None, later: Any = None) -> Any:
         deadline._start(call, lambda: None)
         began.wait(PATIENCE)  # the tool is running when the user presses Ctrl-C
         raise KeyboardInterrupt

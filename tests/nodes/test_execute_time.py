@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.tools import BaseTool, StructuredTool, tool
 
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.execution import tool_runner
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
+from gated_react.testing import ScriptedChatModel
+from gated_react.tools._meta import idempotent
 
-from ..support.helpers import QUESTION_ID, deps, state
+from ..support.helpers import QUESTION_ID, node_deps, policy, state
 from ..support.reaping import PATIENCE
 from .hand import THREAD, applied, ending, proposal, records, saved, usage
 
@@ -46,24 +48,27 @@ def _waiting(released: threading.Event) -> list[BaseTool]:
     return [sync, native]
 
 
-def _spent(config: Any, seconds: float) -> None:
+def _spent(config: Any, tool: str, seconds: float) -> None:
     """The run has already spent ``seconds`` (an earlier call's beat says so)."""
     (permit, *_) = [r for r in records(config) if r.kind is Kind.PERMIT]
-    body = {"call": "earlier", "tool": "hangs", "seconds": seconds, "attempt": "a"}
+    body = {"call": "earlier", "tool": tool, "seconds": seconds, "attempt": "a"}
     earlier = Record(THREAD, QUESTION_ID, Kind.RUNNING, permit.key + "-earlier", body)
     ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER]).append([earlier])
 
 
-def _gated(tool: BaseTool, calls: int = 1, **fields: Any) -> tuple[dict[str, Any], Any, Any]:
+def _gated(
+    tool: BaseTool, calls: int = 1, hooks: Sequence[AgentMiddleware] = (), **fields: Any
+) -> tuple[dict[str, Any], Any, Any]:
     """The state after the gate let ``calls`` calls of ``tool`` through, with ``LEFT`` seconds
     of the run's 20 left, its config and deps."""
     fields = {"max_seconds": 20.0, "tool_timeout_seconds": PATIENCE, **fields}
-    parts, config = deps(tools=[tool], **fields), saved()
-    asked = proposal(*[("hangs", {"n": n}) for n in range(calls)])
+    parts = node_deps(ScriptedChatModel(replies=[]), [tool], policy(**fields), list(hooks))
+    config = saved()
+    asked = proposal(*[(tool.name, {"n": n}) for n in range(calls)])
     current = state(messages=[asked["message"]], calls=asked["calls"])
     after = applied(current, gate(current, config, deps=parts))
     assert ending(after) is None, after
-    _spent(config, 20.0 - LEFT)
+    _spent(config, tool.name, 20.0 - LEFT)
     return after, config, parts
 
 
@@ -119,23 +124,6 @@ def test_where_the_policy_asks_a_call_cut_off_leaves_the_next_decision_to_ask() 
     assert "hangs was cut off" in answer.text
 
 
-def test_the_calls_of_a_step_share_the_seconds_left(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two calls at once each count their own seconds, so each gets half of what is left:
-    together they cannot spend more than the run has."""
-    given: list[float] = []
-
-    def invoke(*args: Any, until: float, **kwargs: Any) -> str:
-        given.append(until - time.monotonic())
-        return "returned"
-
-    monkeypatch.setattr(tool_runner, "invoke", invoke)
-    after, config, parts = _gated(_waiting(threading.Event())[0], calls=2)
-    update = execute(after, config, deps=parts)
-    assert ending(update) is None
-    assert len(given) == 2, given
-    assert all(0 < left <= LEFT / 2 for left in given), given
-
-
 def test_a_call_with_time_to_spare_keeps_its_own_timeout() -> None:
     """A tool's own timeout, shorter than what the run has left, is still the tool's:
     ``tool_timeout``, not ``max_seconds``."""
@@ -146,3 +134,54 @@ def test_a_call_with_time_to_spare_keeps_its_own_timeout() -> None:
     finally:
         released.set()
     assert ending(update)["reason"] == "tool_timeout:hangs"
+
+
+@idempotent
+@tool
+def failing(n: int = 0) -> str:
+    """Fails at once, every time."""
+    raise RuntimeError("upstream 503")
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_no_retry_waits_past_the_runs_time_and_the_tools_error_is_kept(body: str) -> None:
+    """Before: a retry waited its backoff whatever the run had left (a run of 8 s ended at
+    10.6 s), then said the call was "cut off", and the tool's own error was lost. Now a retry
+    whose wait would end past the run's time is not made: the call fails with its error."""
+    after, config, parts = _gated(failing, tool_retries=10)
+    update = _execute(body, after, config, parts)
+    stop = ending(update)
+    assert stop["reason"] == "tool_error:failing", stop
+    assert "upstream 503" in stop["message"]
+
+
+class _SlowHook(AgentMiddleware):
+    """A tool hook that waits before it runs the call (a rate limiter, say)."""
+
+    def __init__(self, released: threading.Event) -> None:
+        super().__init__()
+        self.released = released
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        self.released.wait(PATIENCE)
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        await asyncio.sleep(PATIENCE)  # cancelled when the run's time is spent
+        return await handler(request)
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_a_tool_hook_spends_the_runs_time_too(body: str) -> None:
+    """Before: a hook that waited 8 s ran 8 s of a 2 s budget (only the tool inside it was
+    timed). Now the hooks and the call run in the run's time, and are cut off together."""
+    released = threading.Event()
+    hook = _SlowHook(released)
+    after, config, parts = _gated(_waiting(released)[0], hooks=[hook])
+    try:
+        update = _execute(body, after, config, parts)
+    finally:
+        released.set()
+    stop = ending(update)
+    assert stop["reason"] == "max_seconds", stop
+    assert "hangs was cut off" in stop["message"]

@@ -3,7 +3,8 @@ the seconds left in the run's budget.
 
 Sync calls run on reusable daemon threads, so a call that hangs past its deadline is abandoned
 without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
-quick call pays no thread start. Async calls are awaited and cancelled at the deadline.
+quick call pays no thread start. Async calls are awaited and cancelled at the deadline, and left
+to end on their own (a call that ignores its cancellation keeps nobody waiting).
 
 A caller may ask for a ``beat`` every ``BEAT_SECONDS`` while it waits: the runs record how long a
 call has taken so far, so a process killed in the middle of a long call leaves its seconds
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import math
 import queue
 import threading
 import time
@@ -24,6 +26,9 @@ from typing import Any, TypeVar
 from gated_react.errors import GatedReactError
 
 T = TypeVar("T")
+Later = Callable[[], float]
+"""Asked when a wait's seconds have passed: how many more it may take (none when 0 or less;
+a call's share of a run's time grows as the calls beside it end)."""
 
 BEAT_SECONDS = 1.0
 """How often a waiting caller's ``beat`` runs: at most this much of a call's time is lost with
@@ -96,37 +101,48 @@ class _DaemonThreads:
 _THREADS = _DaemonThreads()
 
 
-def call_within(call: Callable[[], T], seconds: float, beat: Callable[[], None] | None = None) -> T:
+def call_within(
+    call: Callable[[], T], seconds: float, beat: Callable[[], None] | None = None,
+    later: Later | None = None,
+) -> T:  # fmt: skip
     """``call()`` on a worker thread (in a copy of this context); its result or its exception,
-    or ``DeadlinePassed`` after ``seconds``; ``beat()`` every ``BEAT_SECONDS`` until then."""
+    or ``DeadlinePassed`` after ``seconds`` (and what ``later`` adds); ``beat()`` every
+    ``BEAT_SECONDS`` until then."""
     # A lock the worker releases when it is done: an Event is a Condition with a lock of its
     # own, and building and waiting on it cost more than the rest of the handoff.
     done = threading.Lock()
     done.acquire()
     box = _start(call, done.release)
-    if not _waited(done, seconds, beat):
+    if not _waited(done, seconds, beat, later):
         raise DeadlinePassed(f"no result within {seconds:g} s")
     result: T = _unbox(box)
     return result
 
 
-def _waited(done: threading.Lock, seconds: float, beat: Callable[[], None] | None) -> bool:
-    """Whether ``done`` was released within ``seconds``, beating while it was not."""
-    if beat is None:
-        return done.acquire(timeout=min(max(seconds, 0.0), threading.TIMEOUT_MAX))
+def _waited(
+    done: threading.Lock, seconds: float, beat: Callable[[], None] | None, later: Later | None
+) -> bool:
+    """Whether ``done`` was released within ``seconds`` (and what ``later`` adds), beating
+    while it was not."""
     end = time.monotonic() + max(seconds, 0.0)
     while True:
         left = end - time.monotonic()
-        if done.acquire(timeout=min(max(left, 0.0), BEAT_SECONDS)):
+        wait = min(max(left, 0.0), BEAT_SECONDS if beat is not None else threading.TIMEOUT_MAX)
+        if done.acquire(timeout=wait):
             return True
-        if left <= BEAT_SECONDS:
-            return False
-        beat()
+        if beat is None or left <= BEAT_SECONDS:  # the end came: it may have moved
+            more = 0.0 if later is None else later()
+            if more <= 0:
+                return False
+            end = time.monotonic() + more
+        else:
+            beat()
 
 
 async def acall_within(
-    call: Callable[[], T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None
-) -> T:
+    call: Callable[[], T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None,
+    later: Later | None = None,
+) -> T:  # fmt: skip
     """Async ``call_within``: the event loop waits, the sync call runs on a worker thread."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[None] = loop.create_future()
@@ -140,24 +156,56 @@ async def acall_within(
             loop.call_soon_threadsafe(resolve)
 
     box = _start(call, wake)
-    await await_within(finished, seconds, beat)
+    await await_within(finished, seconds, beat, later)
     result: T = _unbox(box)
     return result
 
 
 async def await_within(
-    awaitable: Awaitable[T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None
-) -> T:
-    """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (it is cancelled);
-    ``await beat()`` every ``BEAT_SECONDS`` until then."""
+    awaitable: Awaitable[T], seconds: float, beat: Callable[[], Awaitable[None]] | None = None,
+    later: Later | None = None,
+) -> T:  # fmt: skip
+    """``awaitable``'s result, or ``DeadlinePassed`` after ``seconds`` (and what ``later``
+    adds); ``await beat()`` every ``BEAT_SECONDS`` until then. At the deadline it is cancelled
+    and left to end on its own: one that is slow to stop (or will not) holds nobody up."""
+    task = asyncio.ensure_future(awaitable)
     beating = None if beat is None else _Beats(beat)
     try:
-        return await asyncio.wait_for(awaitable, max(seconds, 0.0))
-    except TimeoutError:
-        raise DeadlinePassed(f"no result within {seconds:g} s") from None
+        wait = seconds
+        while True:
+            timeout = None if wait == math.inf else max(wait, 0.0)
+            done, _ = await asyncio.wait((task,), timeout=timeout)
+            if done:
+                return task.result()
+            wait = 0.0 if later is None else later()
+            if wait <= 0:
+                break
+    except asyncio.CancelledError:  # the caller is cancelled: so is its call
+        task.cancel()
+        raise
     finally:
         if beating is not None:
             await beating.stop()
+    _abandon(task)
+    raise DeadlinePassed(f"no result within {seconds:g} s")
+
+
+_ABANDONED: set[asyncio.Future[Any]] = set()
+"""Calls cancelled at their deadline and not ended yet: held until they end (a task nobody
+holds can be collected while it runs)."""
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    if not task.done():
+        _ABANDONED.add(task)
+        task.add_done_callback(_ended)
+
+
+def _ended(task: asyncio.Future[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: its failure after the deadline is nobody's to hear
 
 
 class _Beats:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypedDict
@@ -30,9 +32,11 @@ from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.run_once import Plan, planned
 from gated_react._engine.authority.waiting import Running
 from gated_react._engine.conversation.steps import run_step
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
 from gated_react._engine.execution.injection import masked_config
+from gated_react._engine.execution.shares import Shares
 from gated_react._engine.observability import tracing
 from gated_react.state import Call
 
@@ -104,21 +108,26 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
     running = Running(plan.place, plan.step.run, call, started)
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
+    shares = plan.shares
+    shares.start(index, started)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.invoke, deps.tools[call.tool], _args(deps, call, config),
                           config, *_limits(deps, call), beat=running.beat,
-                          until=started + plan.share)  # fmt: skip
+                          until=shares.until)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = run()
-            else:  # the tool hooks, around a call the gate let through
-                value = deps.middleware.call_tool(deps, call, config, run)
+            else:  # the tool hooks, around a call the gate let through, in the run's time
+                hooks = partial(deps.middleware.call_tool, deps, call, config, run)
+                value = hooks() if shares.left == math.inf else _timed(call, shares, hooks)
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
         except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
             running.beat()
             raise
+        finally:
+            shares.end(index, time.monotonic())
         tracing.tool_done(deps.spans, span, value)
     return index, value, None, time.monotonic() - started
 
@@ -128,23 +137,52 @@ async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfi
     running = Running(plan.place, plan.step.run, call, started)
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
+    shares = plan.shares
+    shares.start(index, started)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.ainvoke, deps.tools[call.tool], _args(deps, call, config),
                           config, *_limits(deps, call), beat=running.abeat,
-                          until=started + plan.share)  # fmt: skip
+                          until=shares.until)  # fmt: skip
             if deps.middleware is None or not deps.middleware.tool_wraps:
                 value = await run()
             else:
-                value = await deps.middleware.acall_tool(deps, call, config, run)
+                hooks = deps.middleware.acall_tool(deps, call, config, run)
+                value = await (hooks if shares.left == math.inf else _atimed(call, shares, hooks))
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
         except BaseException:  # cancelled: the seconds the call has taken count
             await running.abeat()
             raise
+        finally:
+            shares.end(index, time.monotonic())
         tracing.tool_done(deps.spans, span, value)
     return index, value, None, time.monotonic() - started
+
+
+def _timed(call: Call, shares: Shares, hooks: Callable[[], Any]) -> Any:
+    """The tool hooks' work, cut off when the run's time is spent (a hook that waits or
+    retries spends it too)."""
+    began = time.monotonic()
+    left = partial(_left, shares)
+    try:
+        return call_within(hooks, left(), None, left)
+    except DeadlinePassed:
+        raise tool_runner.TimeSpent(call.tool, time.monotonic() - began) from None
+
+
+async def _atimed(call: Call, shares: Shares, hooks: Awaitable[Any]) -> Any:
+    began = time.monotonic()
+    left = partial(_left, shares)
+    try:
+        return await await_within(hooks, left(), None, left)
+    except DeadlinePassed:
+        raise tool_runner.TimeSpent(call.tool, time.monotonic() - began) from None
+
+
+def _left(shares: Shares) -> float:
+    return shares.until() - time.monotonic()
 
 
 def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:

@@ -150,6 +150,8 @@ def proposal(key: str, spent: float, limit: float) -> float:
     more = max(spent, limit) + limit
     if key.partition(":")[0] in WHOLE_BUDGETS:
         return float(max(math.ceil(more), int(max(spent, limit)) + 1))
+    if key == StopReason.MAX_SECONDS:  # hundredths, as seconds are shown: never below more
+        return math.ceil(more * 100) / 100
     return round(more, 6)
 
 
@@ -248,8 +250,10 @@ def extend(stop: Stop, spent: float, limit: float, step: int) -> Extension | Sto
 
 
 def _number(key: str, value: float) -> float | int:
-    """Counts as whole numbers in the question (``8``, not ``8.0``)."""
-    return int(value) if key.partition(":")[0] in WHOLE_BUDGETS else value
+    """Counts as whole numbers in the question (``8``, not ``8.0``), seconds in hundredths."""
+    if key.partition(":")[0] in WHOLE_BUDGETS:
+        return int(value)
+    return round(value, 2) if key == StopReason.MAX_SECONDS else value
 
 
 def _new_limit_refused(key: str, spent: float, args: dict[str, Any]) -> str | None:

@@ -11,7 +11,6 @@ asked where the policy puts the tool under approval, else the run stops
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from gated_react._engine.conversation.chat import edited, result
 from gated_react._engine.conversation.steps import ending
 from gated_react._engine.execution import tool_results, tool_runner
 from gated_react._engine.execution.call_keys import args_hash, loop_key
+from gated_react._engine.execution.shares import Shares
 from gated_react._engine.model.contract import ActionError, check_count
 from gated_react._engine.storable import error_text
 from gated_react.state import Call, Outcome, Step, dump
@@ -80,9 +80,9 @@ class Plan:
     attempts: dict[int, str] = field(default_factory=dict)
     """Each call's run in this process, by place (``waiting.Running.attempt``): its ``done``
     record settles the seconds its ``running`` records counted, not an earlier run's."""
-    share: float = math.inf
-    """The seconds each call may run before the run's time is spent (the calls of a step run
-    at once, and each counts its own): a call still running then is cut off."""
+    shares: Shares = field(default_factory=Shares)
+    """The run's time left, shared by the calls that run: one still running when it is
+    spent is cut off."""
     _keeper: Gatekeeper | None = None
 
     @property
@@ -261,9 +261,10 @@ def _in_time(plan: Plan) -> None:
     """No call runs once the run's time is spent: a call let through before a kill, run again
     on resume after the kills spent the budget, stops the run (or asks, as the gate asks).
     The calls that run share what is left."""
-    policy, spent = plan.deps.policy, plan.book.tally.seconds
-    plan.share = (policy.budget.max_seconds - spent) / len(plan.runs)
-    if plan.share > 0 and (policy.on_budget != "ask" or plan.share >= _longest(plan)):
+    policy = plan.deps.policy
+    plan.shares = Shares(policy.budget.max_seconds - plan.book.tally.seconds)
+    left = plan.shares.left
+    if left > 0 and (policy.on_budget != "ask" or left >= len(plan.runs) * _longest(plan)):
         return  # the common case, without reading the extensions a human granted
     keeper = plan.keeper
     over = enforce(lambda budget: check_seconds(keeper.usage, budget), keeper.held,
@@ -273,8 +274,7 @@ def _in_time(plan: Plan) -> None:
         plan.runs.clear()
         plan.once.clear()
     else:
-        left = keeper.held.budget.max_seconds - keeper.usage.seconds
-        plan.share = left / len(plan.runs)
+        plan.shares = Shares(keeper.held.budget.max_seconds - keeper.usage.seconds)
 
 
 def _longest(plan: Plan) -> float:

@@ -14,6 +14,7 @@ import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -184,11 +185,12 @@ def backoff(attempt: int) -> float:
 
 def invoke(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
-    *, beat: Callable[[], None] | None = None, until: float = math.inf,
+    *, beat: Callable[[], None] | None = None, until: Callable[[], float] = lambda: math.inf,
 ) -> Any:  # fmt: skip
     """Run the tool (sync), retrying ``retries`` times; raises ToolTimeout or the tool's error.
-    ``beat()`` runs every ``deadline.BEAT_SECONDS`` while an attempt is under way. ``until``
-    (``time.monotonic()``'s clock) is when the run's time runs out: no attempt runs past it."""
+    ``beat()`` runs every ``deadline.BEAT_SECONDS`` while an attempt is under way. ``until()``
+    (``time.monotonic()``'s clock) is when the run's time runs out (later as the calls beside
+    this one end): no attempt runs past it, and no retry waits past it."""
     began = time.monotonic()
     for attempt in range(retries + 1):
         try:
@@ -197,15 +199,17 @@ def invoke(
         except TimeSpent:
             raise
         except Exception:
-            if attempt == retries:
+            wait = backoff(attempt + 1)
+            if attempt == retries or time.monotonic() + wait >= until():
                 raise
-            time.sleep(backoff(attempt + 1))
+            time.sleep(wait)
     raise AssertionError("unreachable")
 
 
 async def ainvoke(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float, retries: int,
-    *, beat: Callable[[], Awaitable[None]] | None = None, until: float = math.inf,
+    *, beat: Callable[[], Awaitable[None]] | None = None,
+    until: Callable[[], float] = lambda: math.inf,
 ) -> Any:  # fmt: skip
     """Async twin of ``invoke``; natively async tools are awaited, sync ones run on a thread."""
     began = time.monotonic()
@@ -216,9 +220,10 @@ async def ainvoke(
         except TimeSpent:
             raise
         except Exception:
-            if attempt == retries:
+            wait = backoff(attempt + 1)
+            if attempt == retries or time.monotonic() + wait >= until():
                 raise
-            await asyncio.sleep(backoff(attempt + 1))
+            await asyncio.sleep(wait)
     raise AssertionError("unreachable")
 
 
@@ -233,46 +238,58 @@ def returned(tool: BaseTool, value: Any) -> Any:
     return value
 
 
-def _within(tool: BaseTool, timeout: float, began: float, until: float) -> float:
+def _within(tool: BaseTool, timeout: float, began: float, until: Callable[[], float]) -> float:
     """The seconds an attempt may take: its timeout, or what is left of the run's time."""
-    left = until - time.monotonic()
+    left = until() - time.monotonic()
     if left <= 0:
         raise TimeSpent(tool.name, time.monotonic() - began)
     return min(timeout, left)
 
 
-def _timed_out(tool: BaseTool, timeout: float, within: float, began: float) -> ToolTimeout:
-    """What an attempt cut off at ``within`` seconds says: the run's time ran out, when that
-    was shorter than the tool's timeout."""
-    if within < timeout:
+def _later(end: float, until: Callable[[], float]) -> float:
+    """The seconds more an attempt cut short by the run's time may take: those its share
+    gained (the calls beside it ended), up to its own timeout's end."""
+    return min(end, until()) - time.monotonic()
+
+
+def _timed_out(
+    tool: BaseTool, timeout: float, started: float, began: float, until: Callable[[], float]
+) -> ToolTimeout:
+    """What an attempt cut off says: the run's time ran out, when that came before the
+    tool's timeout."""
+    if until() < started + timeout:
         return TimeSpent(tool.name, time.monotonic() - began)
     return ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
 
 
 def _invoke_once(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
-    *, beat: Callable[[], None] | None, began: float, until: float,
+    *, beat: Callable[[], None] | None, began: float, until: Callable[[], float],
 ) -> Any:  # fmt: skip
+    started = time.monotonic()
     within = _within(tool, timeout, began, until)
+    later = partial(_later, started + timeout, until)
     try:
-        return call_within(lambda: _call(tool, args, config), within, beat)
+        return call_within(lambda: _call(tool, args, config), within, beat, later)
     except DeadlinePassed:
-        raise _timed_out(tool, timeout, within, began) from None
+        raise _timed_out(tool, timeout, started, began, until) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 
 
 async def _ainvoke_once(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig, timeout: float,
-    *, beat: Callable[[], Awaitable[None]] | None, began: float, until: float,
+    *, beat: Callable[[], Awaitable[None]] | None, began: float, until: Callable[[], float],
 ) -> Any:  # fmt: skip
+    started = time.monotonic()
     within = _within(tool, timeout, began, until)
+    later = partial(_later, started + timeout, until)
     try:
         if _is_async(tool):
-            return await await_within(tool.ainvoke(args, config), within, beat)
-        return await acall_within(lambda: _call(tool, args, config), within, beat)
+            return await await_within(tool.ainvoke(args, config), within, beat, later)
+        return await acall_within(lambda: _call(tool, args, config), within, beat, later)
     except DeadlinePassed:
-        raise _timed_out(tool, timeout, within, began) from None
+        raise _timed_out(tool, timeout, started, began, until) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 

@@ -1,0 +1,32 @@
+"""The run's time left, shared by the calls of a step (``Shares``): together they take no
+more than is left, and what one did not use goes to those still running."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gated_react._engine.execution.shares import Shares
+
+
+def test_calls_at_once_share_what_is_left_and_one_that_ends_hands_back_the_rest() -> None:
+    """Before: each of n calls got 1/n of what was left, kept even after the others ended (a
+    5 s call beside a 0.5 s one was cut at 1.5 s of a 3 s budget, and the run stopped
+    ``max_seconds`` with a second left)."""
+    shares = Shares(3.0)
+    shares.start(0, 100.0)
+    shares.start(1, 100.0)
+    assert shares.until() == pytest.approx(101.5)  # both may run 1.5 s: 3 s together
+    shares.end(0, 100.5)
+    assert shares.until() == pytest.approx(102.5)  # the other: 2.5 s, all but what 0 took
+    shares.end(1, 102.5)
+    assert shares.until() == math.inf  # nothing runs
+
+
+def test_a_call_that_starts_later_counts_from_its_own_start() -> None:
+    shares = Shares(2.0)
+    shares.start(0, 10.0)
+    shares.start(1, 11.0)  # 1 s of the 2 spent by call 0 already
+    assert shares.until() == pytest.approx(11.5)  # 1.5 + 0.5 = 2
+    assert Shares().until() == math.inf  # no time limit

@@ -160,7 +160,7 @@ class Plan:
             if why is not None:
                 failures.append((why, self.calls[index].id))
         policy = self.deps.policy
-        if policy.on_tool_error == "observe":  # never a call changed, nor the time spent
+        if policy.on_tool_error == "observe":  # not a call a hook changed, nor one cut off
             failures = [f for f in failures if f[0].reason in _ALWAYS_STOP]
         if policy.on_budget == "ask":  # the next decision asks for more time
             failures = [f for f in failures if f[0].reason is not StopReason.MAX_SECONDS]

@@ -78,17 +78,24 @@ def _execute(body: str, after: dict[str, Any], config: Any, parts: Any) -> dict[
     return asyncio.run(aexecute(after, config, deps=parts))
 
 
+def _hung(
+    body: str = "sync", native: int = 0, hooks: Sequence[AgentMiddleware] = (), **fields: Any
+) -> tuple[dict[str, Any], Any]:
+    """execute's update for a call of ``hangs`` (released once it is over), and its config."""
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[native], hooks=hooks, **fields)
+    try:
+        return _execute(body, after, config, parts), config
+    finally:
+        released.set()
+
+
 @pytest.mark.parametrize(("body", "native"), [("sync", 0), ("async", 0), ("async", 1)])
 def test_a_tool_call_is_cut_off_when_the_runs_time_runs_out(body: str, native: int) -> None:
     """Before: a call got its tool's timeout whatever the run had left (a 30 s tool in an 8 s
     budget ran 30 s, and the run showed 30/8). Now it gets the seconds left, and the run ends
     ``max_seconds`` when they run out, naming the call it cut off."""
-    released = threading.Event()
-    after, config, parts = _gated(_waiting(released)[native])
-    try:
-        update = _execute(body, after, config, parts)
-    finally:
-        released.set()
+    update, config = _hung(body, native)
     stop = ending(update)
     assert stop["reason"] == "max_seconds", stop
     assert stop["message"].startswith("max_seconds 20 reached: hangs was cut off")
@@ -100,24 +107,14 @@ def test_a_tool_call_is_cut_off_when_the_runs_time_runs_out(body: str, native: i
 def test_a_call_cut_off_stops_the_run_even_where_tool_errors_are_observed() -> None:
     """A tool's failure is shown to the model under ``on_tool_error="observe"``; the run's time
     running out is not the tool's failure, and the run ends."""
-    released = threading.Event()
-    after, config, parts = _gated(_waiting(released)[0], on_tool_error="observe")
-    try:
-        update = execute(after, config, deps=parts)
-    finally:
-        released.set()
+    update, _ = _hung(on_tool_error="observe")
     assert ending(update)["reason"] == "max_seconds"
 
 
 def test_where_the_policy_asks_a_call_cut_off_leaves_the_next_decision_to_ask() -> None:
     """Under ``on_budget="ask"`` the step ends with the call answered (cut off), and the run
     goes on to the decision that asks a human for more time (it does not end here)."""
-    released = threading.Event()
-    after, config, parts = _gated(_waiting(released)[0], on_budget="ask")
-    try:
-        update = execute(after, config, deps=parts)
-    finally:
-        released.set()
+    update, _ = _hung(on_budget="ask")
     assert ending(update) is None
     (answer,) = update["messages"]
     assert answer.status == "error"
@@ -127,12 +124,7 @@ def test_where_the_policy_asks_a_call_cut_off_leaves_the_next_decision_to_ask() 
 def test_a_call_with_time_to_spare_keeps_its_own_timeout() -> None:
     """A tool's own timeout, shorter than what the run has left, is still the tool's:
     ``tool_timeout``, not ``max_seconds``."""
-    released = threading.Event()
-    after, config, parts = _gated(_waiting(released)[0], tool_timeout_seconds=0.01)
-    try:
-        update = execute(after, config, deps=parts)
-    finally:
-        released.set()
+    update, _ = _hung(tool_timeout_seconds=0.01)
     assert ending(update)["reason"] == "tool_timeout:hangs"
 
 
@@ -176,10 +168,8 @@ def test_a_tool_hook_spends_the_runs_time_too(body: str) -> None:
     """Before: a hook that waited 8 s ran 8 s of a 2 s budget (only the tool inside it was
     timed). Now the hooks and the call run in the run's time, and are cut off together."""
     released = threading.Event()
-    hook = _SlowHook(released)
-    after, config, parts = _gated(_waiting(released)[0], hooks=[hook])
     try:
-        update = _execute(body, after, config, parts)
+        update, _ = _hung(body, hooks=[_SlowHook(released)])
     finally:
         released.set()
     stop = ending(update)

@@ -257,6 +257,29 @@ def test_a_tool_hook_that_changes_the_call_is_denied(mode: str) -> None:
     assert RAN == []
 
 
+class Twice(AgentMiddleware):
+    """Runs the call, then asks for it again."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        handler(request)
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        await handler(request)
+        return await handler(request)
+
+
+@MODES
+def test_a_hook_that_runs_a_call_twice_is_told_it_ran_once(mode: str) -> None:
+    """Before: the stop said the call "did not run", though it had run once. Now it says it
+    ran once, not twice (the tool is not idempotent)."""
+    model = FakeToolModel(messages=replies(_call("lookup", q="x"), "Done."))
+    out = run(build_graph(model, [lookup], middleware=[Twice()]), "q", mode)
+    assert out["stop_reason"] == "tool_denied:lookup"
+    assert out["message"].startswith("lookup ran once, not twice: a tool hook asked")
+    assert RAN == ["lookup:x"]
+
+
 class Watch(AgentMiddleware):
     """Records the calls it sees."""
 

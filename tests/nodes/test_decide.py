@@ -272,6 +272,19 @@ def test_a_model_call_killed_before_its_first_beat_counts_up_to_it(
     assert usage(config).seconds < while_waiting.seconds  # settled: what the call took
 
 
+def test_no_model_request_goes_out_with_a_sliver_of_the_runs_time_left() -> None:
+    """Before: after kills had spent all but 0.9 ms of the budget, the next decision still sent
+    the model a request (paid, and cut off at once). Now less than ``LEAST_SECONDS`` left is
+    time spent: the run stops before any request."""
+    model = ScriptedChatModel(replies=["never sent"])
+    parts = node_deps(model, [], policy(max_seconds=5.0))
+    config = saved()
+    paid_steps(config, 1, seconds=5.0 - 0.0009)
+    update = decide(state(), config, deps=parts)
+    assert ending(update)["reason"] == "max_seconds"
+    assert model.requests == []
+
+
 class _Began(HangingChatModel):
     """A model server that accepted the request (``began``) and never answers."""
 

@@ -57,9 +57,10 @@ def _spent(config: Any, tool: str, seconds: float) -> None:
 
 
 def _gated(
-    tool: BaseTool, calls: int = 1, hooks: Sequence[AgentMiddleware] = (), **fields: Any
-) -> tuple[dict[str, Any], Any, Any]:
-    """The state after the gate let ``calls`` calls of ``tool`` through, with ``LEFT`` seconds
+    tool: BaseTool, calls: int = 1, hooks: Sequence[AgentMiddleware] = (), left: float = LEFT,
+    **fields: Any,
+) -> tuple[dict[str, Any], Any, Any]:  # fmt: skip
+    """The state after the gate let ``calls`` calls of ``tool`` through, with ``left`` seconds
     of the run's 20 left, its config and deps."""
     fields = {"max_seconds": 20.0, "tool_timeout_seconds": PATIENCE, **fields}
     parts = node_deps(ScriptedChatModel(replies=[]), [tool], policy(**fields), list(hooks))
@@ -68,7 +69,7 @@ def _gated(
     current = state(messages=[asked["message"]], calls=asked["calls"])
     after = applied(current, gate(current, config, deps=parts))
     assert ending(after) is None, after
-    _spent(config, tool.name, 20.0 - LEFT)
+    _spent(config, tool.name, 20.0 - left)
     return after, config, parts
 
 
@@ -79,11 +80,13 @@ def _execute(body: str, after: dict[str, Any], config: Any, parts: Any) -> dict[
 
 
 def _hung(
-    body: str = "sync", native: int = 0, hooks: Sequence[AgentMiddleware] = (), **fields: Any
-) -> tuple[dict[str, Any], Any]:
-    """execute's update for a call of ``hangs`` (released once it is over), and its config."""
+    body: str = "sync", native: int = 0, hooks: Sequence[AgentMiddleware] = (), calls: int = 1,
+    **fields: Any,
+) -> tuple[dict[str, Any], Any]:  # fmt: skip
+    """execute's update for ``calls`` calls of ``hangs`` (released once it is over), and its
+    config."""
     released = threading.Event()
-    after, config, parts = _gated(_waiting(released)[native], hooks=hooks, **fields)
+    after, config, parts = _gated(_waiting(released)[native], calls, hooks, **fields)
     try:
         return _execute(body, after, config, parts), config
     finally:
@@ -175,3 +178,13 @@ def test_a_tool_hook_spends_the_runs_time_too(body: str) -> None:
     stop = ending(update)
     assert stop["reason"] == "max_seconds", stop
     assert "hangs was cut off" in stop["message"]
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_calls_at_once_together_spend_no_more_than_the_run_has_left(body: str) -> None:
+    """Before: each call took its share as it started, the first alone all that was left, so
+    three hung calls counted 9.17 s of a 5 s budget. Now each has its share from the step's
+    start, and together they take what was left (and a little the cut itself takes)."""
+    update, config = _hung(body, calls=3, left=0.3, max_parallel_calls=3)
+    assert ending(update)["reason"] == "max_seconds"
+    assert usage(config).seconds < 20.0 + 0.15  # before: 19.7 + 0.3 * (1 + 1/2 + 1/3)

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
 from gated_react._engine.authority.budgets import (
+    LEAST_SECONDS,
     Limits,
     check_before_step,
     check_doubt,
@@ -235,7 +236,7 @@ def _plan(
     plan.left = plan.held.budget.max_seconds - usage.seconds
     plan.meter.began, plan.meter.read = time.monotonic(), book
     plan.meter.deadline = plan.meter.began + plan.left
-    if plan.left <= 0:
+    if plan.left < LEAST_SECONDS:
         plan.done = plan.update | ending(opened.step, out_of_time(plan, usage.seconds))
         return plan
     last = plan.held.budget.max_steps - usage.steps == 1

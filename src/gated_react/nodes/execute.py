@@ -65,6 +65,7 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     ledger.append(plan.records)
     plan.claimed([ledger.claim(record) for record in plan.claims()])
     todo = plan.to_run()
+    plan.shares.begin(todo, time.monotonic())
     if len(todo) == 1:
         ran = [run_one(deps, plan, todo[0], config)]
     elif todo:
@@ -97,6 +98,7 @@ async def aexecute(
     await ledger.aappend(plan.records)
     plan.claimed([await ledger.aclaim(record) for record in plan.claims()])
     todo = plan.to_run()
+    plan.shares.begin(todo, time.monotonic())
     ran = await asyncio.gather(*(arun_one(deps, plan, i, config) for i in todo))
     update = plan.completed(list(ran))
     await ledger.aappend(plan.records)
@@ -109,7 +111,6 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
     shares = plan.shares
-    shares.start(index, started)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.invoke, deps.tools[call.tool], _args(deps, call, config),
@@ -138,7 +139,6 @@ async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfi
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
     shares = plan.shares
-    shares.start(index, started)
     with tracing.tool(deps.spans, config, call) as span:
         try:
             run = partial(tool_runner.ainvoke, deps.tools[call.tool], _args(deps, call, config),

@@ -15,8 +15,7 @@ def test_calls_at_once_share_what_is_left_and_one_that_ends_hands_back_the_rest(
     5 s call beside a 0.5 s one was cut at 1.5 s of a 3 s budget, and the run stopped
     ``max_seconds`` with a second left)."""
     shares = Shares(3.0)
-    shares.start(0, 100.0)
-    shares.start(1, 100.0)
+    shares.begin([0, 1], 100.0)
     assert shares.until() == pytest.approx(101.5)  # both may run 1.5 s: 3 s together
     shares.end(0, 100.5)
     assert shares.until() == pytest.approx(102.5)  # the other: 2.5 s, all but what 0 took
@@ -24,9 +23,11 @@ def test_calls_at_once_share_what_is_left_and_one_that_ends_hands_back_the_rest(
     assert shares.until() == math.inf  # nothing runs
 
 
-def test_a_call_that_starts_later_counts_from_its_own_start() -> None:
-    shares = Shares(2.0)
-    shares.start(0, 10.0)
-    shares.start(1, 11.0)  # 1 s of the 2 spent by call 0 already
-    assert shares.until() == pytest.approx(11.5)  # 1.5 + 0.5 = 2
+def test_every_call_has_its_share_from_the_first_moment() -> None:
+    """Before: each call signed in as it started, so the first to start alone was given all
+    that was left, the second half (3 hung calls counted 9.17 s of a 5 s budget). Now they
+    are all counted from the step's start: no call's end is ever later than its share."""
+    shares = Shares(5.0)
+    shares.begin([0, 1, 2], 10.0)
+    assert shares.until() == pytest.approx(10.0 + 5.0 / 3)
     assert Shares().until() == math.inf  # no time limit

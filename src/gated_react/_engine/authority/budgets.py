@@ -72,10 +72,15 @@ def check_doubt(doubted: str | None, budget: Budget) -> Stop | None:
     return None
 
 
+LEAST_SECONDS = 0.01
+"""The least of a run's time in which a call is started: with less left, no model or tool call
+could return (a request sent then is paid for nothing), so the time counts as spent."""
+
+
 def check_seconds(usage: Usage, budget: Budget) -> Stop | None:
     """Active seconds: before a decision, and before calls run (a resume after kills may find
-    them spent)."""
-    if not usage.seconds < budget.max_seconds:
+    them spent, or all but a sliver: less than ``LEAST_SECONDS``)."""
+    if not budget.max_seconds - usage.seconds >= LEAST_SECONDS:
         return Stop(
             StopReason.MAX_SECONDS,
             message=f"max_seconds {budget.max_seconds:g} reached "

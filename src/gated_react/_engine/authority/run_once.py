@@ -28,7 +28,12 @@ from gated_react._engine.authority.admit import (
     permitted,
     refuse,
 )
-from gated_react._engine.authority.budgets import check_seconds, enforce, reopened
+from gated_react._engine.authority.budgets import (
+    LEAST_SECONDS,
+    check_seconds,
+    enforce,
+    reopened,
+)
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.started import ask_again, progress, shown_result, unknown
@@ -264,7 +269,9 @@ def _in_time(plan: Plan) -> None:
     policy = plan.deps.policy
     plan.shares = Shares(policy.budget.max_seconds - plan.book.tally.seconds)
     left = plan.shares.left
-    if left > 0 and (policy.on_budget != "ask" or left >= len(plan.runs) * _longest(plan)):
+    if left >= LEAST_SECONDS and (
+        policy.on_budget != "ask" or left >= len(plan.runs) * _longest(plan)
+    ):
         return  # the common case, without reading the extensions a human granted
     keeper = plan.keeper
     over = enforce(lambda budget: check_seconds(keeper.usage, budget), keeper.held,
@@ -357,6 +364,8 @@ def _failure(deps: NodeDeps, call: Call, error: Exception) -> Stop:
         return Stop(StopReason.MAX_SECONDS, message=f"max_seconds {limit:g} reached: {error}")
     if isinstance(error, tool_runner.ToolTimeout):
         return Stop(StopReason.TOOL_TIMEOUT, call.tool, str(error))
+    if isinstance(error, tool_runner.RunAgain):
+        return Stop(StopReason.TOOL_DENIED, call.tool, f"{call.tool} ran once, not twice: {error}")
     if isinstance(error, tool_runner.CallChanged):
         return Stop(StopReason.TOOL_DENIED, call.tool, f"{call.tool} did not run: {error}")
     text = f"{type(error).__name__}: {error_text(error, *deps.secrets)}"[:500]

@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 
 from gated_react._engine.execution.injection import tool_runtime
 from gated_react._engine.execution.tool_results import is_blocks
-from gated_react._engine.execution.tool_runner import CallChanged, invocation_error
+from gated_react._engine.execution.tool_runner import CallChanged, RunAgain, invocation_error
 from gated_react.errors import GatedReactError
 from gated_react.state import Call
 
@@ -69,7 +69,7 @@ class ToolRun:
             raise self.changed
         if self.runs and not self.deps.idempotent(call.tool):
             self.again = True
-            raise CallChanged(
+            raise RunAgain(
                 f"a tool hook asked to run {call.tool} again; only a tool that declares "
                 'metadata={"idempotent": True} runs twice'
             )

@@ -18,9 +18,11 @@ class Shares:
         self._running: dict[int, float] = {}
         self._used = 0.0
 
-    def start(self, index: int, at: float) -> None:
+    def begin(self, indices: list[int], at: float) -> None:
+        """The calls start, all at ``at``: each one's end is known from its first moment (a
+        call that signed in alone before the others would take the whole of what is left)."""
         with self._lock:
-            self._running[index] = at
+            self._running.update(dict.fromkeys(indices, at))
 
     def end(self, index: int, at: float) -> None:
         """Call ``index`` ended at ``at``: what it took is used, the rest is the others'."""

@@ -56,6 +56,11 @@ class CallChanged(GatedReactError):
     (another tool, other arguments, or a non-idempotent tool a second time): it never runs."""
 
 
+class RunAgain(CallChanged):
+    """A tool hook asked to run a call that is not idempotent a second time: it ran once, and
+    does not run again."""
+
+
 class ToolCommand(GatedReactError):
     """The tool returned a ``Command``: a state update, which only the graph's nodes write."""
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gated_react import Policy, build_graph
-from gated_react._engine.execution.tool_runner import check_args
+from gated_react._engine.execution.tool_args import check_args
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.search import Document, SearchCorpus, load_corpus, rank, search_tool
 

@@ -15,7 +15,7 @@ from langgraph.types import Command
 from gated_react._engine.compat.reviews import Review, reviews_of, with_reviews
 from gated_react._engine.conversation.prompt import app_section, rules
 from gated_react._engine.execution.injection import Injector, Shown
-from gated_react._engine.execution.tool_runner import KEY_PARAM, accepts_key, build_schemas
+from gated_react._engine.execution.tool_args import KEY_PARAM, accepts_key, build_schemas
 from gated_react._engine.model.pricing import Pricer, pricer_for
 from gated_react._engine.model.protocol import ActionProtocol, BoundModel
 from gated_react._engine.observability.agent_spans import AgentSpans

@@ -37,6 +37,7 @@ from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
 from gated_react._engine.execution.injection import masked_config
 from gated_react._engine.execution.shares import Shares
+from gated_react._engine.execution.tool_args import KEY_PARAM
 from gated_react._engine.observability import tracing
 from gated_react.state import Call
 
@@ -190,7 +191,7 @@ def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
     when it takes one, and, for a tool taking injected arguments or returning an artifact, the
     full ``ToolCall`` (injected arguments filled, never written to the state)."""
     given = call.frozen()
-    args = {**given, tool_runner.KEY_PARAM: call.key} if call.tool in deps.keyed else given
+    args = {**given, KEY_PARAM: call.key} if call.tool in deps.keyed else given
     if deps.injector is None or call.tool not in deps.injector.takes:
         tool = deps.tools[call.tool]
         if tool.response_format == "content_and_artifact" or tool.handle_tool_error:
@@ -200,7 +201,7 @@ def _args(deps: NodeDeps, call: Call, config: RunnableConfig) -> dict[str, Any]:
         return args
     filled = deps.injector.tool_call(call.tool, call.frozen(), call.id, config)
     if call.tool in deps.keyed:
-        filled["args"][tool_runner.KEY_PARAM] = call.key
+        filled["args"][KEY_PARAM] = call.key
     return dict(filled)
 
 

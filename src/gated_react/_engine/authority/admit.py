@@ -26,7 +26,7 @@ from gated_react._engine.authority.spend import identity
 from gated_react._engine.conversation.run_steps import run_decisions, run_loop_keys
 from gated_react._engine.conversation.turns import question_at, question_of
 from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
-from gated_react._engine.execution.tool_runner import check_args
+from gated_react._engine.execution.tool_args import check_args
 from gated_react._engine.langgraph_internals import can_pause, runtime_of
 from gated_react.state import Call, Shown, Step, Usage
 from gated_react.state.calls import canonical_json

@@ -42,6 +42,7 @@ from gated_react._engine.conversation.steps import ending
 from gated_react._engine.execution import tool_results, tool_runner
 from gated_react._engine.execution.call_keys import args_hash, loop_key
 from gated_react._engine.execution.shares import Shares
+from gated_react._engine.execution.tool_args import check_args
 from gated_react._engine.model.contract import ActionError, check_count
 from gated_react._engine.storable import error_text
 from gated_react.state import Call, Outcome, Step, dump
@@ -343,7 +344,7 @@ def _args_checked(plan: Plan, call: Call) -> Call | ToolMessage | Stop:
     "observe"`` an answer saying why, and a ``done`` record saying the call failed."""
     deps = plan.deps
     hooked = deps.middleware is not None and bool(deps.middleware.tool_wraps)
-    problem = None if hooked else tool_runner.check_args(deps.tools[call.tool], call.args)
+    problem = None if hooked else check_args(deps.tools[call.tool], call.args)
     if problem is None:
         return call
     why = Stop(StopReason.TOOL_BAD_ARGS, call.tool, problem)

@@ -19,8 +19,9 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 
 from gated_react._engine.execution.injection import tool_runtime
+from gated_react._engine.execution.tool_args import invocation_error
 from gated_react._engine.execution.tool_results import is_blocks
-from gated_react._engine.execution.tool_runner import CallChanged, RunAgain, invocation_error
+from gated_react._engine.execution.tool_runner import CallChanged, RunAgain
 from gated_react.errors import GatedReactError
 from gated_react.state import Call
 

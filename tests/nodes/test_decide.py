@@ -15,9 +15,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from gated_react._engine import deadline
+from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.paying import Meter
+from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import call_id
 from gated_react._engine.conversation.transcript import build_messages
+from gated_react._engine.deadline import Unrecorded
+from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.decide import adecide, decide
 from gated_react.state import Usage
 from gated_react.testing import ScriptedChatModel
@@ -283,6 +287,44 @@ def test_no_model_request_goes_out_with_a_sliver_of_the_runs_time_left() -> None
     update = decide(state(), config, deps=parts)
     assert ending(update)["reason"] == "max_seconds"
     assert model.requests == []
+
+
+@pytest.mark.parametrize("body", ["sync", "async"])
+def test_a_model_call_whose_time_the_store_cannot_record_is_abandoned(
+    body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a beat the store could not take was skipped and the model call went on, so a
+    cut database connection let it run unrecorded (14 s of model time under an 8 s budget).
+    Now the wait ends at the first beat that cannot be written, as a crash would end it."""
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.01)
+    config = saved()
+    model = HangingChatModel()
+    ledger = ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER])
+    append, aappend, models = ledger.append, ledger.aappend, []
+
+    def cut(more: list[Record]) -> list[Record]:  # the call's own record goes; its beats do not
+        models.extend(r for r in more if r.kind is Kind.MODEL)
+        if len(models) > 1:
+            raise OSError("server closed the connection unexpectedly")
+        return more
+
+    async def acut(more: list[Record]) -> None:
+        await aappend(cut(more))
+
+    monkeypatch.setattr(ledger, "append", lambda more: append(cut(more)))
+    monkeypatch.setattr(ledger, "aappend", acut)
+    parts = node_deps(model, [], policy(max_seconds=60.0))
+    decided = (
+        (lambda: decide(state(), config, deps=parts))
+        if body == "sync"
+        else (lambda: asyncio.run(adecide(state(), config, deps=parts)))
+    )
+    try:
+        with pytest.raises(Unrecorded, match="could not record how long the model call"):
+            decided()
+        assert not model.release.is_set()  # it did not wait for the reply
+    finally:
+        model.release.set()
 
 
 class _Began(HangingChatModel):

@@ -14,8 +14,10 @@ import pytest
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
+from gated_react._engine import deadline
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.deadline import Unrecorded
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
@@ -188,3 +190,42 @@ def test_calls_at_once_together_spend_no_more_than_the_run_has_left(body: str) -
     update, config = _hung(body, calls=3, left=0.3, max_parallel_calls=3)
     assert ending(update)["reason"] == "max_seconds"
     assert usage(config).seconds < 20.0 + 0.15  # before: 19.7 + 0.3 * (1 + 1/2 + 1/3)
+
+
+@pytest.mark.parametrize(("body", "native"), [("sync", 0), ("async", 0), ("async", 1)])
+def test_a_call_whose_time_the_store_cannot_record_is_abandoned(
+    body: str, native: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a beat the store could not take was skipped and the call went on, so a worker
+    whose database connection was cut let the call run unrecorded and the retried job run it
+    again (26.8 s of tool time under an 8 s budget). Now the wait ends at the first beat that
+    cannot be written, as a crash would end it: nothing more is recorded here, and the run
+    goes on from its record when it is resumed."""
+    monkeypatch.setattr(deadline, "BEAT_SECONDS", 0.01)
+    released = threading.Event()
+    after, config, parts = _gated(_waiting(released)[native], left=20.0)
+    ledger = ledger_for(config["configurable"][CONFIG_KEY_CHECKPOINTER])
+
+    append, aappend = ledger.append, ledger.aappend
+
+    def lost(more: list[Record]) -> None:  # cut once the call is under way
+        if any(r.kind is Kind.RUNNING for r in more):
+            raise OSError("server closed the connection unexpectedly")
+        append(more)
+
+    async def alost(more: list[Record]) -> None:
+        if any(r.kind is Kind.RUNNING for r in more):
+            raise OSError("server closed the connection unexpectedly")
+        await aappend(more)
+
+    monkeypatch.setattr(ledger, "append", lost)
+    monkeypatch.setattr(ledger, "aappend", alost)
+    kept = len(records(config))
+    try:
+        with pytest.raises(Unrecorded, match="could not record how long hangs has taken"):
+            _execute(body, after, config, parts)
+        assert not released.is_set()  # it did not wait for the call to return
+    finally:
+        released.set()
+    monkeypatch.undo()
+    assert [r.kind for r in records(config)[kept:]] == [Kind.STARTED]  # no done: as a crash

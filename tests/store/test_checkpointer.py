@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,40 @@ def test_the_async_postgres_saver_comes_back_after_a_server_restart() -> None:
 
     with private_cluster() as (url, folder):
         assert asyncio.run(across_a_restart(url, folder)) == ["after", "before"]
+
+
+def test_a_new_store_opened_by_processes_at_once_is_set_up_again_while_sqlite_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: processes opening one new SQLite store at once could meet in SQLite's lock
+    upgrade, which it refuses at once ("database is locked", no busy wait), and the open failed
+    (seen once in four processes racing to claim calls). Now the set-up is tried again; any
+    other error is the store's at once."""
+    from gated_react.store import checkpointer
+
+    monkeypatch.setattr(checkpointer, "_SET_UP_WAITS", (0.0,) * 3)
+    tries: list[int] = []
+
+    def refused_twice() -> None:
+        tries.append(1)
+        if len(tries) < 3:
+            raise sqlite3.OperationalError("database is locked")
+
+    checkpointer._set_up(refused_twice)
+    assert len(tries) == 3
+
+    async def arefused_twice() -> None:
+        refused_twice()
+
+    tries.clear()
+    asyncio.run(checkpointer._aset_up(arefused_twice))
+    assert len(tries) == 3
+
+    def broken() -> None:
+        tries.append(1)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    tries.clear()
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        checkpointer._set_up(broken)
+    assert len(tries) == 1

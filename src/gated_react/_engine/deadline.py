@@ -8,7 +8,8 @@ to end on their own (a call that ignores its cancellation keeps nobody waiting).
 
 A caller may ask for a ``beat`` every ``BEAT_SECONDS`` while it waits: the runs record how long a
 call has taken so far, so a process killed in the middle of a long call leaves its seconds
-counted, all but the last beat's worth. A call that returns sooner costs no beat.
+counted, all but the last beat's worth. A call that returns sooner costs no beat. A beat that
+raises (``Unrecorded``: the store could not say) ends the wait: the call is abandoned.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ a process killed while it waits."""
 
 class DeadlinePassed(GatedReactError, TimeoutError):
     """The call had not returned by its deadline (it may still be running on its thread)."""
+
+
+class Unrecorded(GatedReactError):
+    """A beat could not be written (the store's connection was lost, or it failed): the call
+    under way is abandoned as a crash would leave it, since time nobody records would be
+    free; the run goes on where its record says when it is resumed (workers retry it)."""
 
 
 Job = tuple[Callable[[], None], Callable[[], None]]
@@ -170,13 +177,17 @@ async def await_within(
     and left to end on its own: one that is slow to stop (or will not) holds nobody up."""
     task = asyncio.ensure_future(awaitable)
     beating = None if beat is None else _Beats(beat)
+    waits = (task,) if beating is None else (task, beating.lost)
     try:
         wait = seconds
         while True:
             timeout = None if wait == math.inf else max(wait, 0.0)
-            done, _ = await asyncio.wait((task,), timeout=timeout)
-            if done:
+            done, _ = await asyncio.wait(waits, timeout=timeout, return_when="FIRST_COMPLETED")
+            if task in done:
                 return task.result()
+            if beating is not None and beating.lost in done:
+                _abandon(task)
+                beating.lost.result()  # raises the beat's Unrecorded
             wait = 0.0 if later is None else later()
             if wait <= 0:
                 break
@@ -210,23 +221,35 @@ def _ended(task: asyncio.Future[Any]) -> None:
 
 class _Beats:
     """``beat()`` as a task of its own every ``BEAT_SECONDS``, from a timer on the running loop
-    (a call that returns sooner costs one timer, not a second task to wait on)."""
+    (a call that returns sooner costs one timer, not a second task to wait on). ``lost`` ends
+    with the error of a beat that failed (``Unrecorded``): its waiter stops waiting."""
 
     def __init__(self, beat: Callable[[], Awaitable[None]]) -> None:
         self._beat, self._loop = beat, asyncio.get_running_loop()
         self._task: asyncio.Task[None] | None = None
         self._timer = self._loop.call_later(BEAT_SECONDS, self._fire)
+        self.lost: asyncio.Future[None] = self._loop.create_future()
 
     def _fire(self) -> None:
         if self._task is None or self._task.done():  # one beat at a time
             self._task = asyncio.ensure_future(self._beat())
+            self._task.add_done_callback(self._heard)
         self._timer = self._loop.call_later(BEAT_SECONDS, self._fire)
+
+    def _heard(self, task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if error is not None and not self.lost.done():
+            self.lost.set_exception(error)
 
     async def stop(self) -> None:
         """No more beats; one under way ends first (its record lands before the call's end)."""
         self._timer.cancel()
         if self._task is not None:
             await asyncio.wait((self._task,))
+        if self.lost.done():
+            self.lost.exception()  # heard, or too late to matter: the call had ended
+        else:
+            self.lost.cancel()
 
 
 def _start(call: Callable[[], Any], on_done: Callable[[], None]) -> list[tuple[bool, Any]]:

@@ -9,6 +9,7 @@ with a stop reason, never with an exception.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, TypedDict
 
@@ -41,7 +42,7 @@ from gated_react._engine.conversation.turns import (
     opening,
     settled,
 )
-from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model.model_errors import classify
 from gated_react._engine.model.tokens import reported_tokens
@@ -105,11 +106,14 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
                     plan.left,
                     plan.meter.beat,
                 )
+        except Unrecorded:  # the store is gone: the step ends as a crash would end it
+            raise
         except Exception as exc:
             place.ledger.append(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
         except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
-            plan.meter.beat()
+            with contextlib.suppress(Unrecorded):
+                plan.meter.beat()
             raise
         return _decided(plan, called, config, span)
 
@@ -140,11 +144,14 @@ async def adecide(
                 hooks = deps.middleware
                 calling = hooks.acall_model(deps, plan.messages, config, asked, plan.meter)
                 called = await await_within(calling, plan.left, plan.meter.abeat)
+        except Unrecorded:
+            raise
         except Exception as exc:
             await place.ledger.aappend(_abandoned(plan, exc))
             return ended(_failed(plan, exc, began), deps, span)
         except BaseException:  # cancelled: the seconds the call has taken count
-            await plan.meter.abeat()
+            with contextlib.suppress(Unrecorded):
+                await plan.meter.abeat()
             raise
         return _decided(plan, called, config, span)
 

@@ -18,6 +18,7 @@ says whether it started or finished, and the run goes on from what it says.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import math
 import time
@@ -32,7 +33,7 @@ from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.run_once import Plan, planned
 from gated_react._engine.authority.waiting import Running
 from gated_react._engine.conversation.steps import run_step
-from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
 from gated_react._engine.execution.injection import masked_config
@@ -122,11 +123,14 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
             else:  # the tool hooks, around a call the gate let through, in the run's time
                 hooks = partial(deps.middleware.call_tool, deps, call, config, run)
                 value = hooks() if shares.left == math.inf else _timed(call, shares, hooks)
+        except Unrecorded:  # the store is gone: the step ends as a crash would end it
+            raise
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
         except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
-            running.beat()
+            with contextlib.suppress(Unrecorded):
+                running.beat()
             raise
         finally:
             shares.end(index, time.monotonic())
@@ -150,11 +154,14 @@ async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfi
             else:
                 hooks = deps.middleware.acall_tool(deps, call, config, run)
                 value = await (hooks if shares.left == math.inf else _atimed(call, shares, hooks))
+        except Unrecorded:
+            raise
         except Exception as exc:
             tracing.tool_failed(deps.spans, span, exc)
             return index, None, exc, time.monotonic() - started
         except BaseException:  # cancelled: the seconds the call has taken count
-            await running.abeat()
+            with contextlib.suppress(Unrecorded):
+                await running.abeat()
             raise
         finally:
             shares.end(index, time.monotonic())

@@ -13,9 +13,11 @@ revived, so whoever can write the store cannot make a reader run code.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +166,37 @@ def _cause(path: Path) -> str:
     return "" if os.access(path.parent, os.W_OK) else f" ({path.parent} is not writable)"
 
 
+_SET_UP_WAITS = tuple(min(0.01 * (attempt + 1), 0.1) for attempt in range(200))
+"""The waits between tries of a new SQLite store's set-up (about 19 s in all): processes
+opening one new store at once can meet in SQLite's lock upgrade, which SQLite refuses at once
+("database is locked") rather than wait on (it would deadlock), so it is tried again, as
+SQLite's own busy wait would."""
+
+
+def _set_up(setup: Callable[[], None]) -> None:
+    for wait in _SET_UP_WAITS:
+        try:
+            setup()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        time.sleep(wait)
+    setup()  # the last try: its error is the store's
+
+
+async def _aset_up(setup: Callable[[], Awaitable[None]]) -> None:
+    for wait in _SET_UP_WAITS:
+        try:
+            await setup()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        await asyncio.sleep(wait)
+    await setup()
+
+
 @contextmanager
 def _sqlite(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -176,7 +209,7 @@ def _sqlite(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpoin
     try:  # closed on every exit, a failed setup included (no descriptor left behind)
         saver = SqliteSaver(conn, serde=serde)
         try:
-            saver.setup()
+            _set_up(saver.setup)
             conn.execute(_SYNCHRONOUS)
         except sqlite3.Error as exc:
             raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
@@ -201,7 +234,7 @@ async def _asqlite(
     try:
         saver = SqliteStore(conn, serde=serde)
         try:
-            await saver.setup()
+            await _aset_up(saver.setup)
             await conn.execute(_SYNCHRONOUS)
         except sqlite3.Error as exc:
             raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None

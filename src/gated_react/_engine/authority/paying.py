@@ -27,6 +27,7 @@ from gated_react._engine import deadline as beats
 from gated_react._engine.authority.budgets import Limits, check_before_step
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.waiting import unrecorded
 from gated_react._engine.conversation.held import Held
 from gated_react._engine.deadline import DeadlinePassed
 from gated_react._engine.model.model_retry import Retries, Retry, aretried, billed, retried
@@ -114,15 +115,19 @@ class Meter:
         process killed while it waits leaves those seconds counted."""
         record = self._beat()
         if record is not None:
-            with contextlib.suppress(Exception):  # the call goes on if the store cannot say so
+            try:
                 self.place.ledger.append([record])
+            except Exception as exc:  # the call's time would be free: its wait ends
+                raise unrecorded("the model call", exc) from exc
 
     async def abeat(self) -> None:
         """Async twin of ``beat``."""
         record = self._beat()
         if record is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self.place.ledger.aappend([record])
+            except Exception as exc:
+                raise unrecorded("the model call", exc) from exc
 
     def _beat(self) -> Record | None:
         # a ``model`` record again: figures about a call that is not paid yet only rise, so

@@ -3,19 +3,20 @@
 A call's seconds are in its ``done`` record, written when it returns; a process killed in the
 middle of a long call writes none. So while execute waits on a call it records a ``running``
 record every beat (``deadline.BEAT_SECONDS``) with the seconds so far, and the run's spend
-counts them until the call's ``done`` record replaces them. (A model call's beat is the meter's:
-``paying.Meter.beat``.)
+counts them until the call's ``done`` record replaces them. A beat the store cannot take ends
+the wait (``Unrecorded``): time that goes unrecorded would be free on the resume. (A model
+call's beat is the meter's: ``paying.Meter.beat``.)
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass, field
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.deadline import Unrecorded
 from gated_react.state import Call
 
 
@@ -32,15 +33,29 @@ class Running:
     seconds add to the first's (its ``done`` record names it)."""
 
     def beat(self) -> None:
-        with contextlib.suppress(Exception):  # the call goes on if the store cannot say so
+        """Record the seconds so far; ``Unrecorded`` if the store cannot (the call's time
+        would be free: its wait ends, as a crash would end it)."""
+        try:
             self.place.ledger.append([self._record()])
+        except Exception as exc:
+            raise unrecorded(self.call.tool, exc) from exc
 
     async def abeat(self) -> None:
-        with contextlib.suppress(Exception):
+        try:
             await self.place.ledger.aappend([self._record()])
+        except Exception as exc:
+            raise unrecorded(self.call.tool, exc) from exc
 
     def _record(self) -> Record:
         call = self.call
         seconds = time.monotonic() - self.started
         return self.place.record(self.run, Kind.RUNNING, call.key, call=call.id,
                                  tool=call.tool, seconds=seconds, attempt=self.attempt)  # fmt: skip
+
+
+def unrecorded(what: str, error: Exception) -> Unrecorded:
+    return Unrecorded(
+        f"the run's store could not record how long {what} has taken "
+        f"({type(error).__name__}: {str(error)[:200]}); the call was abandoned, as a crash "
+        "would leave it: resume the run once the store answers (workers retry it)"
+    )

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
 from gated_react._engine.model.model_errors import classify
 from gated_react.errors import causes
 from gated_react.stops import StopReason
@@ -209,7 +209,7 @@ def transient(error: BaseException) -> bool:
     """Whether ``error`` may pass if the call is tried again: 429 (unless the quota is used
     up), 500, 502, 503, 504, a lost or refused connection, a timeout; never when the server
     says not to (``x-should-retry: false``) or the context is too long."""
-    if isinstance(error, DeadlinePassed):
+    if isinstance(error, DeadlinePassed | Unrecorded):  # the run's own time, or its store
         return False
     stop = classify(error)
     status = getattr(error, "status_code", None)

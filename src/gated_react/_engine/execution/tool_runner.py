@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from gated_react._engine.deadline import (
     DeadlinePassed,
+    Unrecorded,
     acall_within,
     await_within,
     call_within,
@@ -99,7 +100,7 @@ def invoke(
         try:
             once = _invoke_once(tool, args, config, timeout, beat=beat, began=began, until=until)
             return returned(tool, once)
-        except TimeSpent:
+        except (TimeSpent, Unrecorded):  # the run's time, or the store, is gone
             raise
         except Exception:
             wait = backoff(attempt + 1)
@@ -120,7 +121,7 @@ async def ainvoke(
         try:
             once = _ainvoke_once(tool, args, config, timeout, beat=beat, began=began, until=until)
             return returned(tool, await once)
-        except TimeSpent:
+        except (TimeSpent, Unrecorded):  # the run's time, or the store, is gone
             raise
         except Exception:
             wait = backoff(attempt + 1)

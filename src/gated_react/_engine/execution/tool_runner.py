@@ -42,8 +42,12 @@ class TimeSpent(ToolTimeout):
     """The run's ``max_seconds`` ran out while the tool ran (or before a retry): cut off, not
     retried. ``seconds``: how long the call had taken."""
 
-    def __init__(self, tool: str, seconds: float) -> None:
+    def __init__(self, tool: str, seconds: float, *, runs_on: bool = False) -> None:
         said = f"{tool} was cut off {seconds:.2f} s into the call, when the run's time ran out"
+        if runs_on:  # a thread cannot be stopped: an operator must not read "it did not happen"
+            said += (
+                "; it runs on in its thread (a sync tool cannot be stopped) and may still finish"
+            )
         super().__init__(said)
         self.seconds = seconds
 
@@ -157,12 +161,13 @@ def _later(end: float, until: Callable[[], float]) -> float:
 
 
 def _timed_out(
-    tool: BaseTool, timeout: float, started: float, began: float, until: Callable[[], float]
-) -> ToolTimeout:
+    tool: BaseTool, timeout: float, started: float, began: float, until: Callable[[], float],
+    *, threaded: bool,
+) -> ToolTimeout:  # fmt: skip
     """What an attempt cut off says: the run's time ran out, when that came before the
-    tool's timeout."""
+    tool's timeout (and whether the call runs on, on its thread)."""
     if until() < started + timeout:
-        return TimeSpent(tool.name, time.monotonic() - began)
+        return TimeSpent(tool.name, time.monotonic() - began, runs_on=threaded)
     return ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
 
 
@@ -176,7 +181,7 @@ def _invoke_once(
     try:
         return call_within(lambda: _call(tool, args, config), within, beat, later)
     except DeadlinePassed:
-        raise _timed_out(tool, timeout, started, began, until) from None
+        raise _timed_out(tool, timeout, started, began, until, threaded=True) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 
@@ -193,7 +198,8 @@ async def _ainvoke_once(
             return await await_within(tool.ainvoke(args, config), within, beat, later)
         return await acall_within(lambda: _call(tool, args, config), within, beat, later)
     except DeadlinePassed:
-        raise _timed_out(tool, timeout, started, began, until) from None
+        threaded = not _is_async(tool)
+        raise _timed_out(tool, timeout, started, began, until, threaded=threaded) from None
     except GraphInterrupt:
         raise _paused(tool) from None
 

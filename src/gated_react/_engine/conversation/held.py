@@ -25,7 +25,9 @@ class Held(Generic[K, V]):
 
     def __init__(self) -> None:
         self._table: dict[K, tuple[weakref.ref[BaseMessage], V]] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a message collected while the table is locked (the garbage collector
+        # runs at any allocation, ``put``'s included) calls ``forget`` on the same thread.
+        self._lock = threading.RLock()
 
     def get(self, key: K, message: BaseMessage | None = None) -> tuple[BaseMessage, V] | None:
         """The live message and value kept under ``key``; with ``message``, only if it is that

@@ -176,8 +176,8 @@ def _timed(call: Call, shares: Shares, hooks: Callable[[], Any]) -> Any:
     left = partial(_left, shares)
     try:
         return call_within(hooks, left(), None, left)
-    except DeadlinePassed:
-        raise tool_runner.TimeSpent(call.tool, time.monotonic() - began) from None
+    except DeadlinePassed:  # the hooks' thread, and the call in it, run on
+        raise tool_runner.TimeSpent(call.tool, time.monotonic() - began, runs_on=True) from None
 
 
 async def _atimed(call: Call, shares: Shares, hooks: Awaitable[Any]) -> Any:

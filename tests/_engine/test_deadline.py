@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 
@@ -152,10 +153,14 @@ def test_an_awaited_call_past_its_deadline_is_cancelled_between_beats(
     assert beats > 0
 
 
-def test_an_awaited_call_slow_to_stop_holds_nobody_up_past_its_deadline() -> None:
+def test_an_awaited_call_slow_to_stop_holds_nobody_up_past_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Before: the caller waited for the cancelled call to end, so a call whose cleanup took 3
     s (or one that swallowed its cancellation: forever) held the run past its deadline. Now
-    the call is left to end on its own, and what it does then is nobody's to hear."""
+    the call is given ``STOPPING_SECONDS`` and then left to end on its own, and what it does
+    then is nobody's to hear."""
+    monkeypatch.setattr(deadline, "STOPPING_SECONDS", 0.001)
 
     async def main() -> list[str]:
         stopping, release, seen = asyncio.Event(), asyncio.Event(), []
@@ -216,3 +221,41 @@ def test_a_sync_call_awaited_beats_on_the_event_loop(monkeypatch: pytest.MonkeyP
         return got, len(beats)
 
     assert asyncio.run(main()) == ("late", 2)
+
+
+@pytest.mark.parametrize("cut", ["deadline", "caller cancelled"])
+def test_a_cancelled_call_ends_its_cleanup_before_its_caller_goes_on(cut: str) -> None:
+    """A model call's record of its cancelled attempt is written in its cleanup, on the run's
+    connection. Before: the caller went on at once, so the run could end (and its app close
+    the connection) while the cleanup was writing: "Explicit commit() forbidden within a
+    Transaction context" from psycopg, in 6 of 10 runs of the Postgres test in
+    ``tests/store/test_coalesced.py``."""
+
+    async def main() -> list[str]:
+        seen: list[str] = []
+        started = asyncio.Event()
+
+        async def model_call() -> None:
+            try:
+                started.set()
+                await asyncio.Event().wait()
+            finally:
+                await asyncio.sleep(0)  # the record's write: a round trip
+                await asyncio.sleep(0)
+                seen.append("attempt recorded")
+
+        async def caller() -> None:
+            try:
+                await await_within(model_call(), 0.01 if cut == "deadline" else PATIENCE)
+            finally:
+                seen.append("caller went on")
+
+        running = asyncio.ensure_future(caller())
+        await started.wait()
+        if cut != "deadline":
+            running.cancel()
+        with contextlib.suppress(DeadlinePassed, asyncio.CancelledError):
+            await running
+        return seen
+
+    assert asyncio.run(main()) == ["attempt recorded", "caller went on"]

@@ -156,12 +156,16 @@ def test_a_run_cancelled_while_holding_resumes_from_what_was_committed(pg_url: s
     made: list[str] = []
     config = {"configurable": {"thread_id": "t"}}
     running: list[asyncio.Future[Any]] = []
+    loops: list[asyncio.AbstractEventLoop] = []
 
     def killed(messages: list[BaseMessage]) -> Any:  # the second model call: the worker dies
-        running[0].cancel()
+        # A reply function runs on a thread under ``ainvoke``: the task is cancelled on its
+        # loop (``Task.cancel`` from another thread races the task's own steps).
+        loops[0].call_soon_threadsafe(running[0].cancel)
         return "never used"
 
     async def cancelled() -> None:  # as a killed worker: nothing held is ever committed
+        loops.append(asyncio.get_running_loop())
         async with _saver(pg_url, coalesced=True) as saver:
             graph = _graph(saver, [call("pay", order="a"), killed], made)
             running.append(asyncio.ensure_future(graph.ainvoke({"goal": "Pay a"}, config)))

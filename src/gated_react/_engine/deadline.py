@@ -3,8 +3,11 @@ the seconds left in the run's budget.
 
 Sync calls run on reusable daemon threads, so a call that hangs past its deadline is abandoned
 without keeping the process alive at exit (``concurrent.futures`` joins its threads at exit) and a
-quick call pays no thread start. Async calls are awaited and cancelled at the deadline, and left
-to end on their own (a call that ignores its cancellation keeps nobody waiting).
+quick call pays no thread start. Async calls are awaited and cancelled at the deadline (or when
+their caller is cancelled), given ``STOPPING_SECONDS`` to end, and then left to end on their own:
+a cancelled model call ends at once and its record is written before the run goes on (nothing of
+the run outlives it on a connection its app may close), while a call that ignores its
+cancellation holds its caller that long at most.
 
 A caller may ask for a ``beat`` every ``BEAT_SECONDS`` while it waits: the runs record how long a
 call has taken so far, so a process killed in the middle of a long call leaves its seconds
@@ -34,6 +37,9 @@ a call's share of a run's time grows as the calls beside it end)."""
 BEAT_SECONDS = 1.0
 """How often a waiting caller's ``beat`` runs: at most this much of a call's time is lost with
 a process killed while it waits."""
+
+STOPPING_SECONDS = 1.0
+"""How long a cancelled async call is waited for (its cleanup) before it is left running."""
 
 
 class DeadlinePassed(GatedReactError, TimeoutError):
@@ -186,31 +192,37 @@ async def await_within(
             if task in done:
                 return task.result()
             if beating is not None and beating.lost in done:
-                _abandon(task)
+                await _stopped(task)
                 beating.lost.result()  # raises the beat's Unrecorded
             wait = 0.0 if later is None else later()
             if wait <= 0:
                 break
     except asyncio.CancelledError:  # the caller is cancelled: so is its call
-        task.cancel()
+        await _stopped(task)
         raise
     finally:
         if beating is not None:
             await beating.stop()
-    _abandon(task)
+    await _stopped(task)
     raise DeadlinePassed(f"no result within {seconds:g} s")
 
 
 _ABANDONED: set[asyncio.Future[Any]] = set()
-"""Calls cancelled at their deadline and not ended yet: held until they end (a task nobody
+"""Calls cancelled and not ended in ``STOPPING_SECONDS``: held until they end (a task nobody
 holds can be collected while it runs)."""
 
 
-def _abandon(task: asyncio.Future[Any]) -> None:
+async def _stopped(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait ``STOPPING_SECONDS`` for it to end, then leave it running."""
     task.cancel()
-    if not task.done():
-        _ABANDONED.add(task)
-        task.add_done_callback(_ended)
+    try:
+        await asyncio.wait((task,), timeout=STOPPING_SECONDS)
+    finally:  # cancelled again while it waits, too
+        if task.done():
+            _ended(task)
+        else:
+            _ABANDONED.add(task)
+            task.add_done_callback(_ended)
 
 
 def _ended(task: asyncio.Future[Any]) -> None:

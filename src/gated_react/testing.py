@@ -41,7 +41,9 @@ class ScriptedChatModel(BaseChatModel):
     """Replies from a script, in order; each call's input is kept in ``requests``.
 
     Items may be an ``AIMessage``, a string, an exception (raised) or a callable that gets the
-    messages and returns one of those. With ``cycle=True`` the script repeats forever. Streamed
+    messages and returns one of those (under ``ainvoke`` it runs on a worker thread, as a
+    blocking client would: what it does to the event loop goes through
+    ``loop.call_soon_threadsafe``). With ``cycle=True`` the script repeats forever. Streamed
     (``stream``, or LangGraph's ``stream_mode="messages"``), a reply comes word by word, its tool
     calls in one last chunk, as a real client's does.
     """

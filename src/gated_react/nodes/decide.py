@@ -113,7 +113,7 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
             return ended(_failed(plan, exc, began), deps, span)
         except BaseException:  # Ctrl-C, SIGTERM: the seconds the call has taken count
             with contextlib.suppress(Unrecorded):
-                plan.meter.beat()
+                plan.meter.beat(cut=True)
             raise
         return _decided(plan, called, config, span)
 
@@ -151,7 +151,7 @@ async def adecide(
             return ended(_failed(plan, exc, began), deps, span)
         except BaseException:  # cancelled: the seconds the call has taken count
             with contextlib.suppress(Unrecorded):
-                await plan.meter.abeat()
+                await plan.meter.abeat(cut=True)
             raise
         return _decided(plan, called, config, span)
 

@@ -110,24 +110,38 @@ class Meter:
         self.attempt = None
         return self.failed(opened, min(started, self.began or started), DeadlinePassed())
 
-    def beat(self) -> None:
+    def beat(self, *, cut: bool = False) -> None:
         """Record how long the attempt under way has taken so far (``deadline``'s beat): a
-        process killed while it waits leaves those seconds counted."""
-        record = self._beat()
+        process killed while it waits leaves those seconds counted. ``cut``: the wait was cut
+        short (Ctrl-C, SIGTERM, a cancelled caller), and the attempt is settled at its seconds
+        to the moment instead (``_cut``)."""
+        record = self._cut() if cut else self._beat()
         if record is not None:
             try:
                 self.place.ledger.append([record])
             except Exception as exc:  # the call's time would be free: its wait ends
                 raise unrecorded("the model call", exc) from exc
 
-    async def abeat(self) -> None:
+    async def abeat(self, *, cut: bool = False) -> None:
         """Async twin of ``beat``."""
-        record = self._beat()
+        record = self._cut() if cut else self._beat()
         if record is not None:
             try:
                 await self.place.ledger.aappend([record])
             except Exception as exc:
                 raise unrecorded("the model call", exc) from exc
+
+    def _cut(self) -> Record | None:
+        # A beat counts ahead (up to the next one), and figures about a call that is not paid
+        # yet only rise: the attempt is settled as one that raised (at its estimate: it may
+        # have been paid), so its seconds are those it took. Its thread, if it returns later,
+        # finds it settled.
+        attempt = self.attempt
+        if attempt is None:
+            return self._beat()
+        self.attempt = None
+        opened, started = attempt
+        return self.failed(opened, started, KeyboardInterrupt())
 
     def _beat(self) -> Record | None:
         # a ``model`` record again: figures about a call that is not paid yet only rise, so

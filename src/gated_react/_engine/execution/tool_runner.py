@@ -46,7 +46,8 @@ class TimeSpent(ToolTimeout):
         said = f"{tool} was cut off {seconds:.2f} s into the call, when the run's time ran out"
         if runs_on:  # a thread cannot be stopped: an operator must not read "it did not happen"
             said += (
-                "; it runs on in its thread (a sync tool cannot be stopped) and may still finish"
+                "; it runs on in its thread (a call made synchronously cannot be stopped) and "
+                "may still finish"
             )
         super().__init__(said)
         self.seconds = seconds

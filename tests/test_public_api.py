@@ -37,6 +37,7 @@ PUBLIC = [
     "UnsafeCheckpoint",
     "UnsupportedModel",
     "aopen_checkpointer",
+    "aread",
     "aresult_of",
     "aresume",
     "arun",

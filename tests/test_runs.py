@@ -374,3 +374,31 @@ def test_a_resume_under_other_limits_that_ends_in_execute_shows_them(tmp_path: P
     assert ended["stop_reason"] == "tool_error:broken"
     assert found is not None
     assert found["policy"]["budget"]["max_seconds"] == 1000
+
+
+def test_aread_reads_what_read_reads_through_an_async_checkpointer(tmp_path: Path) -> None:
+    """Before: an async app had no way to read a thread without advancing it (``read`` on an
+    ``aopen_checkpointer`` saver raises LangGraph's ``InvalidStateError``; ``aresume`` runs a
+    crashed run on). ``aread`` gives what ``read`` gives from the same store: a paused run
+    with its question, an ended one, and ``UnknownThread``."""
+    from gated_react import aread
+
+    path = str(tmp_path / "s.sqlite")
+    policy = Policy(require_approval={"get_user_billing"})
+
+    async def main() -> list[Any]:
+        async with aopen_checkpointer(path) as saver:
+            graph = _graph(saver, REFUND_42, policy)
+            await arun(graph, "refund?", thread_id="paused")
+            await arun(_graph(saver, ["Hello."]), "hi", thread_id="ended")
+            with pytest.raises(UnknownThread):
+                await aread(graph, "nobody")
+            return [await aread(graph, "paused"), await aread(graph, "ended")]
+
+    paused, ended = asyncio.run(main())
+    with open_checkpointer(path) as saver:
+        graph = _graph(saver, [])
+        assert [paused, ended] == [read(graph, "paused"), read(graph, "ended")]
+    assert paused["status"] == "paused"
+    assert paused["pending"][0]["kind"] == "approval"
+    assert ended["stop_reason"] == "success"

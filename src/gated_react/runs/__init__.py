@@ -49,6 +49,7 @@ __all__ = [
     "OnUpdate",
     "ThreadExists",
     "UnknownThread",
+    "aread",
     "aresult_of",
     "aresume",
     "arun",
@@ -181,6 +182,16 @@ def read(graph: Graph, thread_id: str) -> ThreadResult:
         raise UnknownThread(thread_id)
     book = run_book(saver_of(graph), thread_id)
     stored = stored_channels(graph, snapshot, finished=not book.records)
+    return from_snapshot(snapshot, thread_id, book, stored)
+
+
+async def aread(graph: Graph, thread_id: str) -> ThreadResult:
+    """Async twin of ``read`` (for a graph whose checkpointer is async)."""
+    snapshot = await graph.aget_state(config_for(thread_id))
+    if not snapshot.values:
+        raise UnknownThread(thread_id)
+    book = await arun_book(saver_of(graph), thread_id)
+    stored = await astored_channels(graph, snapshot, finished=not book.records)
     return from_snapshot(snapshot, thread_id, book, stored)
 
 

@@ -149,10 +149,13 @@ def stored_channels(
     return {} if found is None else found.checkpoint["channel_values"]
 
 
-async def astored_channels(graph: Graph, snapshot: StateSnapshot) -> Mapping[str, Any]:
+async def astored_channels(
+    graph: Graph, snapshot: StateSnapshot, *, finished: bool = False
+) -> Mapping[str, Any]:
     """Async ``stored_channels``."""
     saver = saver_of(graph)
-    found = await saver.aget_tuple(snapshot.config) if saver is not None and snapshot.next else None
+    wanted = saver is not None and (snapshot.next or finished)
+    found = await saver.aget_tuple(snapshot.config) if wanted else None  # type: ignore[union-attr]
     return {} if found is None else found.checkpoint["channel_values"]
 
 

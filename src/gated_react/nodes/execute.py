@@ -30,8 +30,9 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
-from gated_react._engine.authority.run_once import Plan, planned
+from gated_react._engine.authority.run_once import Plan
 from gated_react._engine.authority.waiting import Running
+from gated_react._engine.authority.ways import planned
 from gated_react._engine.conversation.steps import run_step
 from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
 from gated_react._engine.deps import NodeDeps

@@ -17,7 +17,8 @@ from gated_react._engine.authority.admit import Gatekeeper, gatekeeper
 from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind
-from gated_react._engine.authority.run_once import Plan, planned
+from gated_react._engine.authority.run_once import Plan
+from gated_react._engine.authority.ways import planned
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution.call_keys import args_hash
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER

@@ -88,8 +88,8 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
     unfinished = held is not None and place.ledger.book(place.thread, held).tally.ended is None
     opened = _opened(state, place, unfinished)
     book = place.ledger.book(place.thread, opened.run)
-    started = _started(place.ledger.about(_keys(state, opened)))
-    plan = _plan(state, opened, place, book=book, started=started, config=config, deps=deps)
+    found = place.ledger.about(_keys(state, opened))
+    plan = _plan(state, opened, place, book=book, found=found, config=config, deps=deps)
     place.ledger.append(plan.records)
     if plan.done is not None:
         return plan.done
@@ -129,8 +129,8 @@ async def adecide(
     )
     opened = _opened(state, place, unfinished)
     book = await place.ledger.abook(place.thread, opened.run)
-    started = _started(await place.ledger.aabout(_keys(state, opened)))
-    plan = _plan(state, opened, place, book=book, started=started, config=config, deps=deps)
+    found = await place.ledger.aabout(_keys(state, opened))
+    plan = _plan(state, opened, place, book=book, found=found, config=config, deps=deps)
     await place.ledger.aappend(plan.records)
     if plan.done is not None:
         return plan.done
@@ -189,20 +189,27 @@ def _held_run(state: DecideChannels) -> str | None:
 
 
 def _keys(state: DecideChannels, opened: Opened) -> list[str]:
-    """The keys of the calls an unfinished run left waiting, which this decision cuts short:
-    the record says whether any of them started."""
+    """The keys and ids of the calls an unfinished run left waiting, which this decision cuts
+    short: the record says whether any of them started (by id too: a step held at its
+    question, as a rollback leaves it, has no keys yet, though the call may have run)."""
     old = held_step(state.get("step"))
     if not opened.waiting or old is None:
         return []
-    waiting = {call.get("id") for call in opened.waiting}
-    return [c.key for c in old.calls if c.key and c.id in waiting]
+    waiting = {str(call.get("id")) for call in opened.waiting}
+    keys = [c.key for c in old.calls if c.key and c.id in waiting]
+    return [*keys, *sorted(waiting), old.run]  # the run: whether it has ended already
 
 
-def _started(records: list[Record]) -> dict[str, str | None]:
+def _started(records: list[Record], state: DecideChannels) -> dict[str, str | None]:
     """The calls the record says started, by id: what the model was shown of those that
-    finished, None for those whose outcome is unknown."""
+    finished, None for those whose outcome is unknown. A record found by a call's id is
+    this call's only in its run (a model names calls ``call_1`` in every run)."""
+    old = held_step(state.get("step"))
+    run, keys = (old.run, {c.key for c in old.calls if c.key}) if old else (None, set())
     found: dict[str, str | None] = {}
     for record in records:
+        if record.key not in keys and record.run != run:
+            continue
         call = str(record.body.get("call"))
         if record.kind is Kind.DONE:
             found[call] = str(record.body.get("shown") or "")
@@ -217,7 +224,7 @@ def _plan(
     place: Place,
     *,
     book: Book,
-    started: dict[str, str | None],
+    found: list[Record],
     config: RunnableConfig,
     deps: NodeDeps,
 ) -> Planned:
@@ -231,7 +238,7 @@ def _plan(
     else:
         plan.records += reopened(book, place, opened.run, deps)
     if opened.waiting:
-        _cut_in(plan, state, started)
+        _cut_in(plan, state, found)
     usage = book.tally.usage()
     over = check_doubt(book.tally.doubted, plan.held.budget) or enforce(
         lambda budget: check_before_step(usage, budget), plan.held, usage, config, usage.steps
@@ -254,11 +261,12 @@ def _plan(
     return plan
 
 
-def _cut_in(plan: Planned, state: DecideChannels, started: dict[str, str | None]) -> None:
+def _cut_in(plan: Planned, state: DecideChannels, found: list[Record]) -> None:
     """End the unfinished run this decision's new message cut short: its waiting calls
-    answered in the conversation, its end recorded. (The same goal sent again while the run
-    waits ends only the waiting step: its calls answered, the run going on.)"""
-    opened = plan.opened
+    answered in the conversation (``found``: what the record says of them), its end recorded
+    unless it has one (a fork of an ended run). (The same goal sent again while the run waits
+    ends only the waiting step: its calls answered, the run going on.)"""
+    opened, started = plan.opened, _started(found, state)
     if not opened.new:
         answers = settled(opened.waiting, started)
         plan.update["messages"] = answers
@@ -269,7 +277,7 @@ def _cut_in(plan: Planned, state: DecideChannels, started: dict[str, str | None]
     opened.messages, opened.at = list(rewritten.value), at
     held = held_step(state.get("step"))
     old = held.run if held is not None else None
-    if old is not None:
+    if old is not None and not any(r.kind is Kind.ENDED and r.run == old for r in found):
         unknown = any(started.get(str(c.get("id")), "") is None for c in opened.waiting
                       if str(c.get("id")) in started)  # fmt: skip
         reason = StopReason.TOOL_OUTCOME_UNKNOWN if unknown else StopReason.TOOL_REJECTED

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, TypedDict
 
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.ledger import Place
@@ -16,8 +17,8 @@ from gated_react._engine.conversation.steps import step_of
 from gated_react._engine.conversation.turns import closing, unanswered
 from gated_react._engine.execution.call_keys import args_hash
 from gated_react.errors import MisroutedStep
-from gated_react.state import Step
-from gated_react.stops import said
+from gated_react.state import Ending, Step
+from gated_react.stops import StopReason, said
 
 
 class StopChannels(TypedDict, total=False):
@@ -54,7 +55,7 @@ def stopped(state: StopChannels, step: Step) -> dict[str, Any]:
     if ending is None:
         raise MisroutedStep("stop", "with no stop reason recorded")
     waiting = unanswered(state.get("messages") or [])
-    answers = not_run(waiting, f"not run: the run stopped ({ending.reason}): {ending.message}")
+    answers = [_answer(call, ending) for call in waiting]
     end = closing(said(ending.reason, ending.message))
     return {
         "status": "stopped",
@@ -63,6 +64,18 @@ def stopped(state: StopChannels, step: Step) -> dict[str, Any]:
         "structured_response": None,
         "messages": [*answers, *end["messages"]],
     }
+
+
+def _answer(call: dict[str, Any], ending: Ending) -> ToolMessage:
+    """A waiting call's answer: not run, but for the call whose outcome the stop says is
+    unknown (it may have run: "not run" would invite a second payment). Neither is a result
+    (no view of the run's calls takes it for one)."""
+    if call.get("id") == ending.call and ending.reason.startswith(_UNKNOWN):
+        return not_run([call], f"outcome unknown ({ending.reason}): {ending.message}")[0]
+    return not_run([call], f"not run: the run stopped ({ending.reason}): {ending.message}")[0]
+
+
+_UNKNOWN = f"{StopReason.TOOL_OUTCOME_UNKNOWN}:"
 
 
 def _ended(place: Place, step: Step) -> Record:

@@ -16,6 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from gated_react import Policy, aresult_of, build_graph
 from gated_react._engine.authority.ledger import ledger_for
@@ -267,3 +268,53 @@ def test_a_step_of_another_run_is_not_the_conversations() -> None:
     assert question_at([AIMessage("no question")]) is None
     with pytest.raises(ValueError, match="a run needs a goal"):
         opening([AIMessage("no question")], None, None, thread="chat", saved=True)
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["returned", "cut-off"])
+def test_a_call_approved_and_run_is_never_said_not_to_have_run_from_its_question(
+    finished: bool,
+) -> None:
+    """A rollback (``multitask_strategy="rollback"``) leaves the thread at the approval
+    question although the approved call ran: the step there has no keys yet. Before: the next
+    message answered it "not run (tool_rejected:pay): a new message came instead", and the
+    record ended the run ``tool_rejected``. Now the record is asked by the call's id too: what
+    it returned, or of unknown outcome; never run again."""
+    made: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def pay(order: str) -> str:
+        """Pay an order."""
+        made.append(order)
+        started.set()
+        if not finished:
+            release.wait(PATIENCE)
+        return f"paid {order}"
+
+    model = ScriptedChatModel(replies=[call("pay", order="a"), "Paid.", "Hello."])
+    policy = Policy(require_approval={"pay"})
+    graph = build_graph(model, [pay], policy=policy, checkpointer=InMemorySaver())
+
+    async def main() -> dict[str, Any]:
+        await graph.ainvoke({"messages": [HumanMessage("Pay a.")]}, CONFIG)
+        question = (await graph.aget_state(CONFIG)).config  # where a rollback leaves it
+        answered = asyncio.create_task(graph.ainvoke(Command(resume={"approved": True}), CONFIG))
+        assert await asyncio.to_thread(started.wait, PATIENCE)
+        if not finished:
+            answered.cancel()  # the server cancels the run that answered
+        with contextlib.suppress(asyncio.CancelledError):
+            await answered
+        release.set()
+        return dict(await graph.ainvoke({"messages": [HumanMessage("Say hello.")]}, question))
+
+    out = asyncio.run(main())
+    assert made == ["a"]
+    answer = next(m for m in out["messages"] if getattr(m, "tool_call_id", None))
+    if finished:
+        assert (answer.text, ran(answer)) == ("paid a", True)
+    else:
+        assert answer.text.startswith("outcome unknown (tool_outcome_unknown:pay)")
+    assert "not run" not in answer.text
+    records = ledger_for(saver_of(graph)).book("chat", str(out["messages"][0].id)).records
+    ends = [r.body["reason"] for r in records if r.kind is Kind.ENDED]
+    assert "tool_rejected" not in ends

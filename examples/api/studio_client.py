@@ -31,10 +31,13 @@ async def main():
             print("node:", *part.data)
 
     state = await client.threads.get_state(tid)
-    question = state["interrupts"][0]["value"]
+    waiting = state["interrupts"][0]
+    question = waiting["value"]
     print("waiting at", state["next"], "for:", question["tool"], question["args"])
 
-    await client.runs.wait(tid, aid, command={"resume": {"approved": True}})
+    # answered by the interrupt's id: sent again, it is never taken for a later question
+    answer = {waiting["id"]: {"approved": True}}
+    await client.runs.wait(tid, aid, command={"resume": answer})
     final = (await client.threads.get_state(tid))["values"]
     print("stop_reason:", final["stop_reason"])
     answer = [m for m in final["messages"] if m["type"] == "ai"][-1]  # as a chat UI shows it

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
+import threading
 from typing import Any
 
 import pytest
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from gated_react import build_graph
+from gated_react import Policy, build_graph
 from gated_react._engine.authority import approval
 from gated_react._engine.authority.approval import (
     ANSWERS,
@@ -27,6 +31,7 @@ from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from ...support.helpers import policy
+from ...support.reaping import PATIENCE
 from ...support.results import invoked
 
 
@@ -263,3 +268,46 @@ def test_an_answer_decides_only_the_question_it_was_given_for() -> None:
     ):
         assert not same_question(other, QUESTION)
     assert not same_question(None, QUESTION)
+
+
+def test_an_approval_sent_again_by_its_id_is_not_taken_for_the_next_question() -> None:
+    """What the Studio guide tells a server's client: answer by the interrupt's id. The run
+    that took the approval is cancelled while the call runs; the next invocation asks whether
+    the call, which may have run, should run again. The first approval sent again under its
+    id answers nothing there (sent bare, it would be taken for it, and the call would run a
+    second time): the question still waits, and the call ran once."""
+
+    made: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def pay(order: str) -> str:
+        """Pay an order."""
+        made.append(order)
+        started.set()
+        release.wait(PATIENCE)
+        return f"paid {order}"
+
+    model = ScriptedChatModel(replies=[call("pay", order="a"), "Paid."])
+    graph = build_graph(model, [pay], policy=Policy(require_approval={"pay"}),
+                        checkpointer=InMemorySaver())  # fmt: skip
+    config: Any = {"configurable": {"thread_id": "again"}}
+
+    async def main() -> Any:
+        await graph.ainvoke({"goal": "Pay a."}, config)
+        (first,) = (await graph.aget_state(config)).interrupts
+        answer = Command(resume={first.id: {"approved": True}})
+        running = asyncio.create_task(graph.ainvoke(answer, config))
+        assert await asyncio.to_thread(started.wait, PATIENCE)
+        running.cancel()  # the server cancels the run mid-call
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        release.set()
+        await graph.ainvoke(None, config)  # asks whether the call should run again
+        await graph.ainvoke(answer, config)  # the first approval, sent again
+        return await graph.aget_state(config)
+
+    state = asyncio.run(main())
+    assert made == ["a"]
+    (waiting,) = state.interrupts
+    assert waiting.value["kind"] == "outcome_unknown"

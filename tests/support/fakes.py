@@ -1,6 +1,7 @@
 """Fakes shared by node, end-to-end and graph tests: a side effect that records what it sent, a
 slow tool, one that always fails, one that fails twice before it works, a payment (not
-idempotent) and a metered lookup (idempotent) that log to ``RAN``, and a model that hangs.
+idempotent) and a metered lookup (idempotent) that log to ``RAN``, a model that hangs, and
+a payment a test holds while it runs (``Payments``).
 ``RAN`` is where a module's own side-effect tools say what they ran; tests/conftest.py empties
 these logs before every test."""
 
@@ -85,3 +86,25 @@ class HangingChatModel(BaseChatModel):
     async def _agenerate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
         await asyncio.sleep(60)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])
+
+
+class Payments:
+    """A ``pay`` tool that is not idempotent and says when a call starts: ``made`` holds the
+    orders it paid, ``started`` is set as a call starts, and a call that ``holds`` waits for
+    ``release`` (set it to let the call return)."""
+
+    def __init__(self, holds: bool = True) -> None:
+        self.made: list[str] = []
+        self.started, self.release = threading.Event(), threading.Event()
+        self.holds = holds
+
+        @tool
+        def pay(order: str) -> str:
+            """Pay an order."""
+            self.made.append(order)
+            self.started.set()
+            if self.holds:
+                self.release.wait(60)
+            return f"paid {order}"
+
+        self.tool = pay

@@ -6,11 +6,9 @@ import asyncio
 import contextlib
 import json
 import re
-import threading
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -30,6 +28,7 @@ from gated_react.policy import APPROVAL_DECISIONS as DECISIONS
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ...support.fakes import Payments
 from ...support.helpers import policy
 from ...support.reaping import PATIENCE
 from ...support.results import invoked
@@ -276,20 +275,10 @@ def test_an_approval_sent_again_by_its_id_is_not_taken_for_the_next_question() -
     the call, which may have run, should run again. The first approval sent again under its
     id answers nothing there (sent bare, it would be taken for it, and the call would run a
     second time): the question still waits, and the call ran once."""
-
-    made: list[str] = []
-    started, release = threading.Event(), threading.Event()
-
-    @tool
-    def pay(order: str) -> str:
-        """Pay an order."""
-        made.append(order)
-        started.set()
-        release.wait(PATIENCE)
-        return f"paid {order}"
-
+    payments = Payments()
+    started, release = payments.started, payments.release
     model = ScriptedChatModel(replies=[call("pay", order="a"), "Paid."])
-    graph = build_graph(model, [pay], policy=Policy(require_approval={"pay"}),
+    graph = build_graph(model, [payments.tool], policy=Policy(require_approval={"pay"}),
                         checkpointer=InMemorySaver())  # fmt: skip
     config: Any = {"configurable": {"thread_id": "again"}}
 
@@ -308,6 +297,6 @@ def test_an_approval_sent_again_by_its_id_is_not_taken_for_the_next_question() -
         return await graph.aget_state(config)
 
     state = asyncio.run(main())
-    assert made == ["a"]
+    assert payments.made == ["a"]
     (waiting,) = state.interrupts
     assert waiting.value["kind"] == "outcome_unknown"

@@ -35,6 +35,7 @@ from gated_react.state import Step, dump
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
+from ...support.fakes import Payments
 from ...support.reaping import PATIENCE
 from ...support.results import invoked
 
@@ -279,21 +280,11 @@ def test_a_call_approved_and_run_is_never_said_not_to_have_run_from_its_question
     message answered it "not run (tool_rejected:pay): a new message came instead", and the
     record ended the run ``tool_rejected``. Now the record is asked by the call's id too: what
     it returned, or of unknown outcome; never run again."""
-    made: list[str] = []
-    started, release = threading.Event(), threading.Event()
-
-    @tool
-    def pay(order: str) -> str:
-        """Pay an order."""
-        made.append(order)
-        started.set()
-        if not finished:
-            release.wait(PATIENCE)
-        return f"paid {order}"
-
+    payments = Payments(holds=not finished)
+    started, release = payments.started, payments.release
     model = ScriptedChatModel(replies=[call("pay", order="a"), "Paid.", "Hello."])
     policy = Policy(require_approval={"pay"})
-    graph = build_graph(model, [pay], policy=policy, checkpointer=InMemorySaver())
+    graph = build_graph(model, [payments.tool], policy=policy, checkpointer=InMemorySaver())
 
     async def main() -> dict[str, Any]:
         await graph.ainvoke({"messages": [HumanMessage("Pay a.")]}, CONFIG)
@@ -308,7 +299,7 @@ def test_a_call_approved_and_run_is_never_said_not_to_have_run_from_its_question
         return dict(await graph.ainvoke({"messages": [HumanMessage("Say hello.")]}, question))
 
     out = asyncio.run(main())
-    assert made == ["a"]
+    assert payments.made == ["a"]
     answer = next(m for m in out["messages"] if getattr(m, "tool_call_id", None))
     if finished:
         assert (answer.text, ran(answer)) == ("paid a", True)

@@ -29,6 +29,7 @@ from gated_react._engine.authority.budgets import (
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter
 from gated_react._engine.authority.records import Kind, Record
+from gated_react._engine.authority.started import started_calls, waiting_keys
 from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.conversation.run_steps import run_call_ids
 from gated_react._engine.conversation.steps import ended, ending, joined, stale
@@ -189,33 +190,8 @@ def _held_run(state: DecideChannels) -> str | None:
 
 
 def _keys(state: DecideChannels, opened: Opened) -> list[str]:
-    """The keys and ids of the calls an unfinished run left waiting, which this decision cuts
-    short: the record says whether any of them started (by id too: a step held at its
-    question, as a rollback leaves it, has no keys yet, though the call may have run)."""
-    old = held_step(state.get("step"))
-    if not opened.waiting or old is None:
-        return []
-    waiting = {str(call.get("id")) for call in opened.waiting}
-    keys = [c.key for c in old.calls if c.key and c.id in waiting]
-    return [*keys, *sorted(waiting), old.run]  # the run: whether it has ended already
-
-
-def _started(records: list[Record], state: DecideChannels) -> dict[str, str | None]:
-    """The calls the record says started, by id: what the model was shown of those that
-    finished, None for those whose outcome is unknown. A record found by a call's id is
-    this call's only in its run (a model names calls ``call_1`` in every run)."""
-    old = held_step(state.get("step"))
-    run, keys = (old.run, {c.key for c in old.calls if c.key}) if old else (None, set())
-    found: dict[str, str | None] = {}
-    for record in records:
-        if record.key not in keys and record.run != run:
-            continue
-        call = str(record.body.get("call"))
-        if record.kind is Kind.DONE:
-            found[call] = str(record.body.get("shown") or "")
-        elif record.kind is Kind.STARTED:
-            found.setdefault(call, None)
-    return found
+    """What the record is asked about the calls an unfinished run left waiting."""
+    return waiting_keys(held_step(state.get("step")), opened.waiting)
 
 
 def _plan(
@@ -266,7 +242,8 @@ def _cut_in(plan: Planned, state: DecideChannels, found: list[Record]) -> None:
     answered in the conversation (``found``: what the record says of them), its end recorded
     unless it has one (a fork of an ended run). (The same goal sent again while the run waits
     ends only the waiting step: its calls answered, the run going on.)"""
-    opened, started = plan.opened, _started(found, state)
+    opened = plan.opened
+    started = started_calls(found, held_step(state.get("step")), opened.waiting)
     if not opened.new:
         answers = settled(opened.waiting, started)
         plan.update["messages"] = answers

@@ -207,6 +207,7 @@ def as_edited(call: Call, answer: ToolMessage, text: str) -> ToolMessage:
 
 
 def not_let_through(stop: Stop) -> Stop:
+    """``stop`` for a call the state held that the gate had not let through."""
     said = f"{stop.message}; the state held this call, but the gate did not let it through"
     return Stop(stop.reason, stop.detail, said)
 

@@ -5,7 +5,7 @@ again, or say what came of it) and the run stops ``tool_outcome_unknown:<tool>``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
 
@@ -13,7 +13,7 @@ from gated_react._engine.authority.approval import answered_text, ask, question
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import result
 from gated_react._engine.conversation.transcript import clip
-from gated_react.state import Call, Shown
+from gated_react.state import Call, Shown, Step
 from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
 
@@ -74,3 +74,37 @@ def unknown(deps: NodeDeps, call: Call) -> Stop:
 def shown_result(call: Call, shown: Shown) -> ToolMessage:
     """The result of a call answered without running: by a human, or as the gate answered."""
     return result(call.tool, call.id, shown.text, ok=shown.by_human)
+
+
+def waiting_keys(old: Step | None, waiting: list[dict[str, Any]]) -> list[str]:
+    """The keys and ids of the calls an unfinished run (``old``, its step in hand) left
+    waiting, when a new message cuts it short, and its run: the record says whether any of
+    them started (by id too: a step held at its question, as a rollback leaves it, has no keys
+    yet, though the call may have run) and whether the run has ended already."""
+    if not waiting or old is None:
+        return []
+    ids = {str(call.get("id")) for call in waiting}
+    keys = [c.key for c in old.calls if c.key and c.id in ids]
+    return [*keys, *sorted(ids), old.run]
+
+
+def started_calls(
+    records: Sequence[Record], old: Step | None, waiting: list[dict[str, Any]]
+) -> dict[str, str | None]:
+    """Of the calls left ``waiting``, those the record says started, by id: what the model
+    was shown of those that finished, None for those whose outcome is unknown. A record found
+    by a call's id is this call's only in its run and of its tool (a model names calls
+    ``call_1`` in every run), as ``execute`` reads them (``ways._same_call``)."""
+    run, keys = (old.run, {c.key for c in old.calls if c.key}) if old else (None, set())
+    tools = {str(c.get("id")): c.get("name") for c in waiting}
+    found: dict[str, str | None] = {}
+    for record in records:
+        call = str(record.body.get("call"))
+        mine = record.run == run and record.body.get("tool") == tools.get(call)
+        if record.key not in keys and not mine:
+            continue
+        if record.kind is Kind.DONE:
+            found[call] = str(record.body.get("shown") or "")
+        elif record.kind is Kind.STARTED:
+            found.setdefault(call, None)
+    return found

@@ -85,7 +85,9 @@ def test_a_waiting_caller_beats_until_the_call_returns(monkeypatch: pytest.Monke
             release.set()
 
     assert call_within(lambda: release.wait(PATIENCE) and "late", PATIENCE, beat) == "late"
-    assert beats == [threading.get_ident()] * 3  # on the caller's thread, the call's own
+    # on the caller's thread, the call's own; under load one more may come before the result
+    assert len(beats) >= 3
+    assert set(beats) == {threading.get_ident()}
 
 
 def test_a_quick_call_costs_no_beat() -> None:
@@ -122,7 +124,9 @@ def test_an_awaited_call_beats_until_it_returns(monkeypatch: pytest.MonkeyPatch)
 
         return await await_within(slow(), PATIENCE, beat), len(beats)
 
-    assert asyncio.run(main()) == ("late", 3)
+    got, beats = asyncio.run(main())
+    assert got == "late"
+    assert beats >= 3  # released by the third; under load a fourth may come before it ends
 
 
 def test_an_awaited_call_past_its_deadline_is_cancelled_between_beats(
@@ -220,7 +224,9 @@ def test_a_sync_call_awaited_beats_on_the_event_loop(monkeypatch: pytest.MonkeyP
         got = await acall_within(lambda: release.wait(PATIENCE) and "late", PATIENCE, beat)
         return got, len(beats)
 
-    assert asyncio.run(main()) == ("late", 2)
+    got, beats = asyncio.run(main())
+    assert got == "late"  # released by the second beat (without beats: False, after PATIENCE)
+    assert beats >= 2  # under load a third may come before the loop hears the call end
 
 
 @pytest.mark.parametrize("cut", ["deadline", "caller cancelled"])

@@ -253,7 +253,8 @@ def test_a_long_model_call_is_counted_while_it_runs(
     (while_waiting,) = model.spent
     assert while_waiting.steps == 1
     assert while_waiting.seconds > 0  # counted before any reply (it was 0.0)
-    assert kinds(config) == ["model", "model", "model", "paid"]
+    *waiting, last = kinds(config)  # the call's record and a beat each (one more under load)
+    assert (len(waiting) >= 3, set(waiting), last) == (True, {"model"}, "paid")
     paid = records(config)[-1]
     assert usage(config).seconds == paid.body["seconds"]  # the paid record settles it
 

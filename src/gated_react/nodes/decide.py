@@ -242,8 +242,8 @@ def _cut_in(plan: Planned, state: DecideChannels, found: list[Record]) -> None:
     answered in the conversation (``found``: what the record says of them), its end recorded
     unless it has one (a fork of an ended run). (The same goal sent again while the run waits
     ends only the waiting step: its calls answered, the run going on.)"""
-    opened = plan.opened
-    started = started_calls(found, held_step(state.get("step")), opened.waiting)
+    opened, held = plan.opened, held_step(state.get("step"))
+    started = started_calls(found, held, opened.waiting)
     if not opened.new:
         answers = settled(opened.waiting, started)
         plan.update["messages"] = answers
@@ -252,7 +252,6 @@ def _cut_in(plan: Planned, state: DecideChannels, found: list[Record]) -> None:
     rewritten, at = cut_short(opened.messages, opened.at, opened.waiting, started)
     plan.update["messages"] = rewritten
     opened.messages, opened.at = list(rewritten.value), at
-    held = held_step(state.get("step"))
     old = held.run if held is not None else None
     if old is not None and not any(r.kind is Kind.ENDED and r.run == old for r in found):
         unknown = any(started.get(str(c.get("id")), "") is None for c in opened.waiting

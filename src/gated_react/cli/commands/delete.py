@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gated_react.cli import flags, resources
+from gated_react.cli import filters, flags, resources
 from gated_react.cli.exits import CliError, user_errors
 from gated_react.cli.live import render
 
@@ -61,7 +61,7 @@ def prune_command(
             show_default=False,
         ),
     ] = None,
-    status: flags.Status = None,
+    status: filters.Status = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the runs that would be deleted; delete none.")
     ] = False,
@@ -77,7 +77,7 @@ def prune_command(
         raise CliError("prune needs --older-than AGE, --status STATUS or both")
     config = resources.settings()
     url = resources.store_url(config, db)
-    window, statuses = flags.window(None, older_than), flags.statuses(status)
+    window, statuses = filters.window(None, older_than), filters.statuses(status)
     with resources.opened(url, create=False) as saver:
         rows, _ = latest_runs(saver, None, window=window, statuses=statuses)
     secrets = config.secrets()
@@ -86,7 +86,7 @@ def prune_command(
         return
     if not rows and not json_out:
         where = render.safe(resources.shown(url))
-        said = f"nothing deleted: {flags.none_found(statuses, window)} in {where}"
+        said = f"nothing deleted: {filters.none_found(statuses, window)} in {where}"
         render.console().print(said, soft_wrap=True)
         return
     done = _delete(url, [row.thread_id for row in rows], resources.log_path(url, log, False))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from gated_react.cli import flags, resources
+from gated_react.cli import filters, flags, resources
 from gated_react.cli.answers import asked_question, parse_answer
 from gated_react.cli.commands.resume import resume_in_shell
 from gated_react.cli.exits import CliError, user_errors
@@ -50,7 +50,7 @@ _HERE = "gated-react answer THREAD --question ID --approve (or --reject WHY, --r
 def questions_command(
     limit: Annotated[
         int,
-        typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many threads to list."),
+        typer.Option(min=1, max=filters.MAX_LISTED, metavar="N", help="How many threads to list."),
     ] = 50,
     db: flags.Db = None,
     json_out: flags.Json = False,

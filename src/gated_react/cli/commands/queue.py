@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from gated_react.cli import flags, resources
+from gated_react.cli import filters, flags, resources
 from gated_react.cli.live import render
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def queue_command(
         bool, typer.Option("--all", help="Also the jobs that simply succeeded.")
     ] = False,
     limit: Annotated[
-        int, typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many jobs to list.")
+        int, typer.Option(min=1, max=filters.MAX_LISTED, metavar="N", help="How many jobs to list.")
     ] = 200,
     db: flags.Db = None,
     json_out: flags.Json = False,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gated_react.cli import flags, resources
+from gated_react.cli import filters, flags, resources
 from gated_react.cli.live import render
 
 if TYPE_CHECKING:
@@ -30,11 +30,11 @@ def runs_command(
     *,
     limit: Annotated[
         int,
-        typer.Option(min=1, max=flags.MAX_LISTED, metavar="N", help="How many threads to list."),
+        typer.Option(min=1, max=filters.MAX_LISTED, metavar="N", help="How many threads to list."),
     ] = 20,
-    status: flags.Status = None,
-    since: flags.Since = None,
-    before: flags.Before = None,
+    status: filters.Status = None,
+    since: filters.Since = None,
+    before: filters.Before = None,
     db: flags.Db = None,
     json_out: flags.Json = False,
 ) -> None:
@@ -44,7 +44,7 @@ def runs_command(
     config = resources.settings()
     url = resources.store_url(config, db)
     secrets = config.secrets()
-    window, statuses = flags.window(since, before), flags.statuses(status)
+    window, statuses = filters.window(since, before), filters.statuses(status)
 
     rows: list[RunRow] = []  # no store there yet: no runs, and none is made
     total = 0
@@ -58,7 +58,7 @@ def runs_command(
     where = render.safe(resources.shown(url))
     which = f" {'/'.join(statuses)}" if statuses else ""
     if not rows:
-        console.print(f"{flags.none_found(statuses, window)} in {where}")
+        console.print(f"{filters.none_found(statuses, window)} in {where}")
         return
     cells = [_cells(row, secrets) for row in rows]
     widths = render.widths(_HEADS, cells)
@@ -68,7 +68,7 @@ def runs_command(
         goal = render.plain(row.problem or row.goal, secrets, limit=room)
         line = render.row_line([*cell, goal], widths, _COLOR.get(row.status, ""), 1)
         console.print(line, soft_wrap=True)
-    counted = f"{len(rows)}{which} of {total} runs{flags.described(window)}"
+    counted = f"{len(rows)}{which} of {total} runs{filters.described(window)}"
     console.print(f"[dim]{render.safe(counted)} in {where}[/]", soft_wrap=True)
 
 

@@ -30,11 +30,15 @@ from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
 from gated_react.runs import run_book
 from gated_react.state import Extension
+from gated_react.store import signed
 from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import (
     SEALED,
+    SEALED_BYTES,
     TAG,
     StoreKey,
+    unsealed,
+    write_digest,
 )
 from gated_react.store.locks import thread_lock
 from gated_react.store.serializer import SignatureRefused
@@ -222,16 +226,42 @@ def test_a_pending_write_edited_or_copied_from_another_checkpoint_is_refused(
         assert found is not None
         (task, channel, sealed) = found.pending_writes[0]
         assert channel == INTERRUPT
-        assert sealed[0] == SEALED
+        assert sealed[0] == SEALED_BYTES
         target = raw.get_tuple(_config("t"))
         assert target is not None
         target_task = target.pending_writes[0][0]
         raw.put_writes(target.config, [(INTERRUPT, sealed)], target_task)  # u's, copied to t
         with pytest.raises(UnsafeCheckpoint, match="pending write to '__interrupt__'"):
             read(graph, "t")
-        raw.put_writes(found.config, [(INTERRUPT, sealed[3])], task)  # unsigned, in place
+        raw.put_writes(found.config, [(INTERRUPT, unsealed(raw.serde, sealed))], task)  # unsigned
         with pytest.raises(UnsafeCheckpoint, match="is not signed by the key"):
             read(graph, "u")
+
+
+def test_writes_sealed_with_their_value_by_an_earlier_release_are_read_and_resumed(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pending write was stored as ``(SEALED, index, tag, value)`` before it was stored as
+    bytes: a run paused then shows its question and resumes, and its writes still verify."""
+
+    def sealed_whole(key: StoreKey, serde: Any, where: Any, task: str, *, idx: int,
+                     channel: str, value: Any) -> tuple[Any, ...]:  # fmt: skip
+        digest = write_digest(serde, where, task, idx=idx, channel=channel, value=value)
+        return SEALED, idx, key.sign(digest), value
+
+    monkeypatch.setattr(signed, "sealed_write", sealed_whole)
+    with open_checkpointer(store_url, key=KEY) as saver:
+        _waiting(saver)
+        found = _raw(saver).get_tuple(_config("t"))
+        assert found is not None
+        assert found.pending_writes
+        assert {w[2][0] for w in found.pending_writes} == {SEALED}
+    monkeypatch.undo()
+    with open_checkpointer(store_url, key=KEY) as saver:
+        graph = _graph(saver, "done")
+        assert [q["tool"] for q in read(graph, "t")["pending"]] == ["refund"]
+        assert resume(graph, "t", {"approved": True})["stop_reason"] == "success"
+    assert RAN == ["refund 7"]
 
 
 def test_an_unsigned_store_is_refused_with_how_to_migrate(store_url: str) -> None:
@@ -348,7 +378,7 @@ def test_an_older_rows_record_erased_or_reparented_is_refused_when_the_thread_is
         older = _with_a_write_to(raw, "paid", "messages")
         (write,) = [w for w in older.pending_writes if w[1] == "messages"]
         sealed = write[2]
-        erased = raw.serde.dumps_typed((sealed[0], sealed[1], sealed[2], []))
+        erased = raw.serde.dumps_typed((*sealed[:3], *raw.serde.dumps_typed([])))
         cid = older.config["configurable"]["checkpoint_id"]
         assert set_write(store_url, "paid", cid, "messages", erased) == 1
         with pytest.raises(UnsafeCheckpoint, match="pending write to 'messages'"):

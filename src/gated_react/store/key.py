@@ -4,8 +4,10 @@ With a key (``open_checkpointer(url, key=...)``, ``GATED_REACT_STORE_KEY``), eac
 carries an HMAC-SHA256 tag in its metadata (``TAG``) over its thread id, namespace, id, parent
 id, its metadata, the checkpoint without its values, and the digest of each channel's
 serialized bytes (kept beside it, ``VALUES``, so a walk of the parent chain checks a row without
-serializing its values again); each pending write is stored as ``(SEALED, index, tag, value)``,
-its tag over the checkpoint it belongs to, its task id, index, channel and serialized bytes.
+serializing its values again); each pending write is stored as ``(SEALED_BYTES, index, tag,
+type, bytes)``: its value as the serializer wrote it, and a tag over the checkpoint it belongs
+to, its task id, index, channel and those bytes (serialized once, checked without serializing
+again). A write sealed as ``(SEALED, index, tag, value)`` by an earlier release reads as before.
 ``signed_saver.SignedSaver`` signs and checks them on every read path LangGraph takes, so a
 row edited, forged, or copied under another thread or parent is refused (``UnsafeCheckpoint``).
 
@@ -28,7 +30,9 @@ TAG = "gated_react_tag"
 VALUES = "gated_react_values"
 """The metadata key holding the digest of a checkpoint's values (covered by its tag)."""
 SEALED = "gated-react/signed-write/1"
-"""The first item of every pending write stored under a key."""
+"""The first item of a pending write stored under a key with its value (an earlier release's)."""
+SEALED_BYTES = "gated-react/signed-write/2"
+"""The first item of a pending write stored under a key with its value's serialized bytes."""
 MIN_KEY_BYTES = 16
 WITHOUT = "it was written without the store key, or the row was replaced"
 MIGRATE = (
@@ -192,10 +196,28 @@ def values_digest(serde: Serde, values: Mapping[str, Any]) -> bytes:
 def write_digest(serde: Serde, where: tuple[str, str, str], task: str, *, idx: int,
                  channel: str, value: Any) -> bytes:  # fmt: skip
     """What a pending write's tag covers: its checkpoint (thread, namespace, id), task, index,
-    channel and value."""
+    channel and value (as the serializer stores it: ``typed_write_digest``)."""
+    return typed_write_digest(where, task, idx, channel, serde.dumps_typed(value))
+
+
+def typed_write_digest(where: tuple[str, str, str], task: str, idx: int, channel: str,
+                       typed: tuple[str, bytes]) -> bytes:  # fmt: skip
+    """A pending write's digest from its serialized value (``Serde.dumps_typed``'s pair)."""
     thread, ns, cid = where
-    parts = (thread, ns, cid, task, str(idx), channel, *serde.dumps_typed(value))
-    return framed_digest("write", *parts)
+    return framed_digest("write", thread, ns, cid, task, str(idx), channel, *typed)
+
+
+Sealed = tuple[str, int, str, str, bytes]
+"""A pending write as stored under a key: ``(SEALED_BYTES, index, tag, type, bytes)``."""
+
+
+def sealed_write(key: StoreKey, serde: Serde, where: tuple[str, str, str], task: str, *,
+                 idx: int, channel: str, value: Any) -> Sealed:  # fmt: skip
+    """A pending write as a saver with ``key`` stores it: its value serialized once, the bytes
+    both signed and stored (the saver then stores bytes, not the value again)."""
+    kind, data = serde.dumps_typed(value)
+    tag = key.sign(typed_write_digest(where, task, idx, channel, (kind, data)))
+    return SEALED_BYTES, idx, tag, kind, data
 
 
 def row_signer(key: StoreKey, where: Where, checkpoint: Mapping[str, Any],
@@ -229,8 +251,11 @@ _RECORD_BODY = json_encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
 
 
 def is_sealed(value: Any) -> bool:
-    """A pending write as a saver with a store key stores it: ``(SEALED, index, tag, value)``."""
-    return isinstance(value, list | tuple) and len(value) == 4 and value[0] == SEALED
+    """A pending write as a saver with a store key stores it (``SEALED_BYTES``, ``SEALED``)."""
+    if not isinstance(value, list | tuple):
+        return False
+    size = len(value)
+    return (size == 5 and value[0] == SEALED_BYTES) or (size == 4 and value[0] == SEALED)
 
 
 def write_signer(key: StoreKey, serde: Serde, where: tuple[str, str, str], task: str, *,
@@ -238,5 +263,15 @@ def write_signer(key: StoreKey, serde: Serde, where: tuple[str, str, str], task:
     """Which key sealed a stored pending write; None: it is not sealed, or no key given did."""
     if not is_sealed(sealed) or not isinstance(sealed[1], int):
         return None
-    digest = write_digest(serde, where, task, idx=sealed[1], channel=channel, value=sealed[3])
+    if sealed[0] == SEALED:
+        digest = write_digest(serde, where, task, idx=sealed[1], channel=channel, value=sealed[3])
+    elif isinstance(sealed[3], str) and isinstance(sealed[4], bytes):
+        digest = typed_write_digest(where, task, sealed[1], channel, (sealed[3], sealed[4]))
+    else:
+        return None
     return key.signer(digest, sealed[2])
+
+
+def unsealed(serde: Any, sealed: Sequence[Any]) -> Any:
+    """The value of a sealed pending write (its bytes read by ``serde``, a ``SEALED_BYTES``'s)."""
+    return serde.loads_typed((sealed[3], sealed[4])) if sealed[0] == SEALED_BYTES else sealed[3]

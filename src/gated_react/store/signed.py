@@ -25,7 +25,6 @@ from gated_react.errors import printable
 from gated_react.store.damage import damaged, decoded, misshapen
 from gated_react.store.key import (
     MIGRATE,
-    SEALED,
     TAG,
     VALUES,
     WITHOUT,
@@ -34,10 +33,11 @@ from gated_react.store.key import (
     framed_digest,
     header_digest,
     row_signer,
+    sealed_write,
     stored_metadata,
+    unsealed,
     value_digest,
     values_digest,
-    write_digest,
     write_signer,
 )
 from gated_react.store.serializer import Signature, SignatureRefused, UnsafeCheckpoint
@@ -120,12 +120,11 @@ class SignedSaver(BaseCheckpointSaver[Any]):
     ) -> list[tuple[str, Any]]:
         c = config["configurable"]
         where = (str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]))
-        sign, serde = self.key.sign, self.serde
-        sealed: list[tuple[str, Any]] = []
-        for i, (ch, v) in enumerate(writes):
-            digest = write_digest(serde, where, task_id, idx=i, channel=ch, value=v)
-            sealed.append((ch, (SEALED, i, sign(digest), v)))
-        return sealed
+        key, serde = self.key, self.serde
+        return [
+            (ch, sealed_write(key, serde, where, task_id, idx=i, channel=ch, value=v))
+            for i, (ch, v) in enumerate(writes)
+        ]
 
     # ---- what is checked ----
 
@@ -164,7 +163,8 @@ class SignedSaver(BaseCheckpointSaver[Any]):
         if write_signer(self.key, self.serde, where, task, channel=channel, sealed=sealed) is None:
             why = f"has a pending write to {printable(channel)!r} that is not signed by the key"
             raise _refused(found, f"{why} (edited, forged or copied); refused")
-        return task, channel, sealed[3]
+        with decoded(where[0]):
+            return task, channel, unsealed(self.serde, sealed)
 
     # ---- the saver's interface ----
 

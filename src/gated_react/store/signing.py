@@ -28,7 +28,6 @@ from typing import Any
 from gated_react.errors import GatedReactError, exception_line, printable
 from gated_react.store.damage import damaged, decoded, misshapen
 from gated_react.store.key import (
-    SEALED,
     TAG,
     VALUES,
     StoreKey,
@@ -36,9 +35,10 @@ from gated_react.store.key import (
     is_sealed,
     record_digest,
     row_signer,
+    sealed_write,
     stored_metadata,
+    unsealed,
     values_digest,
-    write_digest,
     write_signer,
 )
 from gated_react.store.rows import Dialect, RecordRow, dialect, owners
@@ -203,9 +203,9 @@ def _plan_write(plan: _Plan, raw: Any, key: StoreKey, thread: str, row: tuple[An
             plan.current += 1
             return
         plan.older += 1
-        inner, index = value[3], value[1]
-    digest = write_digest(raw.serde, where, task, idx=index, channel=channel, value=inner)
-    sealed = raw.serde.dumps_typed((SEALED, index, key.sign(digest), inner))
+        inner, index = unsealed(raw.serde, value), value[1]
+    resealed = sealed_write(key, raw.serde, where, task, idx=index, channel=channel, value=inner)
+    sealed = raw.serde.dumps_typed(resealed)
     plan.writes.append(((thread, ns, cid, task, idx), stored, sealed))
 
 

@@ -16,20 +16,15 @@ execute, which answers it), its observation the refusal.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from gated_react import routing
-from gated_react.errors import one_line
+from gated_react.records.described import Step, describe, execute_word, said
 from gated_react.records.run_log import FIELDS
 from gated_react.redact import redact
-
-Described = tuple[dict[str, Any] | None, str | None]  # action, observation
-Step = dict[str, Any]
-"""The step in hand as stored (``state.Step`` as plain JSON)."""
 
 DECIDE_WORDS: dict[routing.AfterDecide, str] = {"reply": "proposed", "stop": "failed"}
 """The decision shown for each branch of ``routing.after_decide``."""
@@ -58,13 +53,6 @@ _ROUTED: dict[str, tuple[str, Mapping[Any, str], Mapping[Any, str]]] = {
     "observe": ("after_observe", routing.AFTER_OBSERVE, OBSERVE_WORDS),
 }
 """Each routed node's router (by name: looked up when used), its path map and its words."""
-
-
-def clip(value: Any, limit: int = 120) -> str:
-    """A short one-line text of any value."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = one_line(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def masked(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -164,7 +152,7 @@ class Tracker:
         if isinstance(update.get("step"), dict):
             self.held = update["step"]
         branch, decision = _branch(node, self.held)
-        action, observation = _DESCRIBE.get(node, _other)(self.held, update, branch)
+        action, observation = describe(node, self.held, update, branch)
         self.next_node = _after(node, branch)
         ending = self.held.get("ending") or {}
         stop = update.get("stop_reason") if node in ("finish", "stop") else None
@@ -200,7 +188,7 @@ class Tracker:
         found = list(update or ())
         value = getattr(found[0], "value", {}) if found else {}
         value = masked(value if isinstance(value, dict) else {}, self.secrets)
-        action = {"kind": value.get("kind"), **_call(value.get("tool"), value.get("args"))}
+        action = {"kind": value.get("kind"), "tool": value.get("tool"), "args": value.get("args")}
         node = self.next_node
         if node is None:
             node = "execute" if value.get("kind") == "outcome_unknown" else "gate"
@@ -219,7 +207,7 @@ def _branch(node: str, step: Step) -> tuple[str | None, str | None]:
     """The branch the graph's router takes on the step after ``node``, and its word (the
     words of the nodes that end a run, or none)."""
     if node == "execute":
-        return None, _execute_word(step)
+        return None, execute_word(step)
     found = _ROUTED.get(node)
     if found is None:
         return None, _ENDS.get(node)
@@ -257,116 +245,11 @@ def _text(message: Any) -> str:
     return str(text)
 
 
-def _said(update: dict[str, Any], kind: str) -> list[str]:
-    """The text of each message of ``kind`` an update writes."""
-    return [m["text"] for m in update.get("messages") or () if m.get("type") == kind]
-
-
 def _opens(update: dict[str, Any]) -> bool:
     """A decision that opens a run writes its question (a goal made the human message)."""
-    return bool(_said(update, "human"))
-
-
-def _call(name: Any, args: Any) -> dict[str, Any]:
-    return {"tool": name, "args": args}
+    return bool(said(update, "human"))
 
 
 def _route(step: Step) -> routing.Route:
     """The step as the routers read it (plain JSON, as stored)."""
     return cast("routing.Route", {"step": step})
-
-
-def _decide(step: Step, _update: dict[str, Any], _branch: Any) -> Described:
-    reply = step.get("reply")
-    if not isinstance(reply, dict) or step.get("ending"):
-        return None, None
-    calls = reply.get("tool_calls") or reply.get("invalid_tool_calls") or []
-    if len(calls) == 1:
-        return _call(calls[0].get("name"), calls[0].get("args")), None
-    if calls:
-        return {"tools": [c.get("name") for c in calls]}, None
-    return {"text": clip(reply.get("text", ""))}, None
-
-
-def _validate(step: Step, _update: dict[str, Any], branch: Any) -> Described:
-    if branch == "tool":
-        return _calls(step.get("calls") or [{}]), None
-    if branch == "final":
-        return {"final": clip((step.get("answer") or {}).get("text", ""))}, None
-    if branch == "retry":
-        return {"why": (step.get("retry") or {}).get("why")}, None
-    return None, None
-
-
-def _gate(step: Step, _update: dict[str, Any], branch: Any) -> Described:
-    calls = step.get("calls") or [{}]
-    if branch == "stop":
-        stopper = _stopper(step)
-        return ({"tool": stopper.get("tool")} if stopper else None), None
-    refusals = [_shown(call) for call in calls if call.get("shown")]
-    observation = clip(refusals[0] if len(refusals) == 1 else refusals) if refusals else None
-    return _calls(calls), observation
-
-
-def _stopper(step: Step) -> dict[str, Any] | None:
-    """The call that stopped the step, if one did."""
-    wanted = (step.get("ending") or {}).get("call")
-    return next((c for c in step.get("calls") or () if c.get("id") == wanted), None)
-
-
-def _shown(call: dict[str, Any]) -> str:
-    """What the model is shown of a call the gate settled: a refusal's reason, else the text
-    (a reminder, a human's answer)."""
-    shown = call.get("shown") or {}
-    return str(shown.get("error") or shown.get("text") or "")
-
-
-def _execute(step: Step, update: dict[str, Any], _branch: Any) -> Described:
-    calls = step.get("calls") or [{}]
-    ending = step.get("ending") or {}
-    results = _said(update, "tool")
-    shown: Any = results[0] if len(results) == 1 else results
-    if ending and not results:  # nothing came back (an outcome unknown): why, not "null"
-        shown = ending.get("reason")
-    return _calls(calls, args=False), clip(shown, 200)
-
-
-def _execute_word(step: Step) -> str:
-    """``ok`` when every call of the step ran and returned, else ``error``."""
-    calls = step.get("calls") or [{}]
-    fine = all((c.get("outcome") or {}).get("ok") for c in calls)
-    return "ok" if fine and not step.get("ending") else "error"
-
-
-def _calls(calls: list[dict[str, Any]], *, args: bool = True) -> dict[str, Any]:
-    """One call as ``{"tool", "args"}``, several as ``{"tools": [names]}``."""
-    if len(calls) > 1:
-        return {"tools": [c.get("tool") for c in calls]}
-    call = calls[0]
-    return _call(call.get("tool"), call.get("args")) if args else {"tool": call.get("tool")}
-
-
-def _observe(step: Step, _update: dict[str, Any], _branch: Any) -> Described:
-    return _calls(step.get("calls") or [{}], args=False), None
-
-
-def _finish(step: Step, update: dict[str, Any], _branch: Any) -> Described:
-    answer = (step.get("answer") or {}).get("text")
-    if answer is None:
-        said = _said(update, "ai")
-        answer = said[-1] if said else ""
-    return {"final": clip(answer)}, None
-
-
-def _other(_step: Step, _update: dict[str, Any], _branch: Any) -> Described:
-    return None, None
-
-
-_DESCRIBE: dict[str, Callable[[Step, dict[str, Any], Any], Described]] = {
-    "decide": _decide,
-    "validate": _validate,
-    "gate": _gate,
-    "execute": _execute,
-    "observe": _observe,
-    "finish": _finish,
-}

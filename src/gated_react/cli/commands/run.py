@@ -14,7 +14,8 @@ from gated_react.cli import flags, resources
 from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live.session import Place, Session, logged
 from gated_react.cli.model_source import model_for_run
-from gated_react.records.events import Tracker, clip
+from gated_react.records.described import clip
+from gated_react.records.events import Tracker
 from gated_react.records.store import readable
 from gated_react.redact import redact
 

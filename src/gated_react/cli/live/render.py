@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from gated_react.errors import one_line, printable, printable_json
-from gated_react.records.events import Event, clip
+from gated_react.records.described import clip
+from gated_react.records.events import Event
 from gated_react.redact import redact
 
 _STYLE = {

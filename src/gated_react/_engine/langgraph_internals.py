@@ -229,6 +229,16 @@ def tool_state(tools: ToolNode, call: Any, config: RunnableConfig) -> Any:
     return tools._extract_state([call], config)
 
 
+_READER = ToolNode([])
+"""A ToolNode with no tools: it reads the state as any ToolNode does (``graph_state``)."""
+
+
+def graph_state(config: RunnableConfig) -> Any:
+    """The graph's state as a tool is handed it (every channel, as stored), read from within
+    any node: what ``create_agent``'s model hooks are shown besides the messages."""
+    return tool_state(_READER, {"type": "tool_call", "name": "", "args": {}, "id": ""}, config)
+
+
 def injected_tool_call(tools: ToolNode, call: Any, runtime: Any) -> Any:
     """``call`` with its injected arguments filled and any the model forged dropped."""
     return tools._inject_tool_args(call, runtime)

@@ -5,10 +5,11 @@ prompt as ``create_agent``'s does, and whatever they make of it follows the prot
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
-from langchain.agents.middleware import ModelRequest, dynamic_prompt, wrap_model_call
+from langchain.agents import AgentState
+from langchain.agents.middleware import ModelRequest, before_model, dynamic_prompt, wrap_model_call
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from gated_react import Policy, build_graph
@@ -117,3 +118,41 @@ def test_the_inputs_system_message_is_the_senders_words_after_the_prompt() -> No
     assert sent[0].text == "A research bot.\nToday is Monday."
     assert sent[1].text == f"{CLIENT_SYSTEM}\nAnswer in French."
     assert sent[2].text == "hi"
+
+
+class TierState(AgentState[Any]):
+    user_tier: NotRequired[str]
+
+
+@before_model
+def tier_before(state: Any, runtime: Any) -> None:
+    SEEN.append(("before_model", sorted(state), state.get("user_tier")))
+
+
+@wrap_model_call
+def tier_wrap(request: ModelRequest, handler: Any) -> Any:
+    SEEN.append(("wrap_model_call", sorted(request.state), request.state.get("user_tier")))
+    return handler(request)
+
+
+@wrap_model_call
+async def tier_awrap(request: ModelRequest, handler: Any) -> Any:
+    SEEN.append(("wrap_model_call", sorted(request.state), request.state.get("user_tier")))
+    return await handler(request)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_model_hooks_see_the_apps_fields_as_under_create_agent(use_async: bool) -> None:
+    """A hook that picks tools or a prompt by a field of the app's state (LangChain's context
+    engineering pages) reads it as ``create_agent``'s hooks do: beside the messages."""
+    SEEN.clear()
+    wrap = tier_awrap if use_async else tier_wrap
+    graph = build_graph(ScriptedChatModel(replies=["ok"]), state_schema=TierState,
+                        middleware=[tier_before, wrap])  # fmt: skip
+    given = {"messages": [{"role": "user", "content": "hi"}], "user_tier": "free"}
+    out = asyncio.run(graph.ainvoke(given)) if use_async else graph.invoke(given)
+    assert out["stop_reason"] == "success", out["message"]
+    assert SEEN == [
+        ("before_model", ["messages", "user_tier"], "free"),
+        ("wrap_model_call", ["messages", "user_tier"], "free"),
+    ]

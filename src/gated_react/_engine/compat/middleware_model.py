@@ -15,7 +15,8 @@ from langgraph.graph.message import add_messages
 
 from gated_react._engine.authority.paying import Called, Meter
 from gated_react._engine.conversation.prompt import app_section
-from gated_react._engine.langgraph_internals import runtime_of
+from gated_react._engine.execution.injection import shown_state
+from gated_react._engine.langgraph_internals import graph_state, runtime_of
 from gated_react._engine.model.protocol import BoundModel
 from gated_react.errors import GatedReactError, MiddlewareFailed
 
@@ -80,9 +81,16 @@ class ModelCall:
         self.raised: list[BaseException] = []
         """What the model raised: that is the model's failure (``llm_*``), not a hook's."""
         self.blamed: list[tuple[BaseException, str]] = []
+        state = shown_state(graph_state(config))
+        self.state: dict[str, Any] = state if isinstance(state, dict) else {}
+        """The state as ``create_agent``'s hooks see it (the app's fields, the run's end),
+        its messages the view: read once, as a hook's update may change only the messages."""
+
+    def state_now(self) -> dict[str, Any]:
+        return {**self.state, "messages": list(self.view)}
 
     def args(self) -> tuple[dict[str, Any], Any]:
-        return {"messages": list(self.view)}, self.runtime
+        return self.state_now(), self.runtime
 
     def hook(self, m: AgentMiddleware[Any, Any], name: str) -> Handler:
         if not overrides(m, name):
@@ -151,7 +159,7 @@ class ModelCall:
         visible: list[BaseTool | dict[str, Any]] = [
             t for name, t in deps.tools.items() if name in deps.allowed
         ]
-        state: Any = {"messages": list(self.view)}
+        state: Any = self.state_now()
         view = list(self.view)
         app = SystemMessage(deps.app_prompt) if deps.app_prompt is not None else None
         return ModelRequest(

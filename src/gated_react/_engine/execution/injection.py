@@ -78,7 +78,7 @@ def tool_runtime(
     runtime = runtime_of(config)
     state = tool_state(node, call, config) if node is not None else {"messages": []}
     return ToolRuntime(
-        state=_copied(state),
+        state=shown_state(state),
         tool_call_id=call["id"],
         config=config,
         context=runtime.context,
@@ -90,7 +90,7 @@ def tool_runtime(
     )
 
 
-def _copied(state: Any) -> Any:
+def shown_state(state: Any) -> Any:
     """The state as a tool is shown it, as ``create_agent``'s: the conversation, the run's
     end and the app's fields, each list and dict copied (its items are the channel's); the
     gate's step in hand and the raw input are no tool's concern."""

@@ -130,3 +130,25 @@ def test_ask_refuses_an_edit_of_another_tool(monkeypatch: pytest.MonkeyPatch) ->
         f"an edit cannot change the tool: the gate asked about t, not {'x' * 60}; "
         "edit its arguments, or reject it",
     ]
+
+
+def test_a_question_offers_the_example_answers_of_the_decisions_it_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Shown an example of a decision it then refuses, a reviewer (or a UI built from the
+    question) is led into the refusal: only the allowed ones are offered, asked again too."""
+    offered: list[list[str]] = []
+
+    def ask_human(value: dict[str, Any], same: Any) -> Any:
+        offered.append(list(value["answers"]))
+        return _one({"type": "respond", "message": "42"}) if len(offered) == 1 else {
+            "approved": True
+        }  # fmt: skip
+
+    monkeypatch.setattr(approval, "ask_human", ask_human)
+    narrow = question("approval", "t", {"n": 1}, 3, "why", allowed=("approve", "reject"))
+    assert ask(narrow) == Decision(approved=True)
+    assert offered == [["approve", "reject"], ["approve", "reject"]]
+    assert list(approval.offered(QUESTION)) == [
+        "approve", "approve_with_edits", "reject", "respond"
+    ]  # fmt: skip

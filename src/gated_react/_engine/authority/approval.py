@@ -26,6 +26,21 @@ ANSWERS = {
     "respond": {"decisions": [{"type": "respond", "message": "the answer, in place of the tool"}]},
 }
 
+_ANSWER_FOR = {
+    "approve": "approve",
+    "edit": "approve_with_edits",
+    "reject": "reject",
+    "respond": "respond",
+}
+"""The example answer of each of LangChain's decisions (``allowed_decisions``)."""
+
+
+def offered(question: dict[str, Any]) -> dict[str, Any]:
+    """The example answers of the decisions ``question`` allows (all, if it names none)."""
+    configs = question.get("review_configs") or [{}]
+    allowed = configs[0].get("allowed_decisions") or list(_ANSWER_FOR)
+    return {_ANSWER_FOR[d]: ANSWERS[_ANSWER_FOR[d]] for d in _ANSWER_FOR if d in allowed}
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:
@@ -133,7 +148,7 @@ def ask(
         # Asked again, a question keeps the ids it was asked under (LangGraph gives each ask a
         # new one): an app that kept the first id still answers it (runs.resume(question=)).
         earlier = earlier_interrupt_ids(asks)
-        shown = {"answers": ANSWERS, **question, "error": error, "asked_as": earlier}
+        shown = {"answers": offered(question), **question, "error": error, "asked_as": earlier}
         value = ask_human(shown, same_question)
         asks += 1
         try:

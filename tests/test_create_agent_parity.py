@@ -222,3 +222,49 @@ def test_a_call_id_an_unrelated_run_used_before_runs_its_own_tool() -> None:
     results = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     assert results == ["paid 5"]
     assert PAID == [5]
+
+
+def _structured(kind: str, script: list[AIMessage], strategy: ToolStrategy[Any]) -> Any:
+    model = FakeToolCallingModel(messages=iter(script))
+    if kind == "create_agent":
+        return create_agent(model, [get_weather], response_format=strategy)
+    return build_graph(model, [get_weather], response_format=strategy)
+
+
+WEATHER = {"messages": [{"role": "user", "content": "Weather in Oslo?"}]}
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["unfit", "two answers"])
+def test_an_answer_that_does_not_fit_is_told_the_model_in_create_agents_words(two: bool) -> None:
+    """What the model reads about an answer that misses the schema, or about two answers at
+    once, is create_agent's text (a ``handle_errors`` of exception types matches it too)."""
+    bad = [{"name": "Weather", "args": {"city": "Oslo", "sunny": "maybe"}, "id": "w1"}]
+    if two:
+        bad = [{"name": "Weather", "args": {"city": "Oslo", "sunny": True}, "id": f"w{n}"}
+               for n in (1, 2)]  # fmt: skip
+    script = [AIMessage("", tool_calls=bad), _call("Weather", 3, city="Oslo", sunny=True)]
+    told = []
+    for kind in ("create_agent", "gated_react"):
+        out = _structured(kind, list(script), ToolStrategy(Weather)).invoke(WEATHER)
+        assert out["structured_response"] == Weather(city="Oslo", sunny=True)
+        told.append([m.text for m in out["messages"] if isinstance(m, ToolMessage)][:-1])
+    assert told[0] == told[1]
+    assert told[0][0].startswith(
+        "Error: Model incorrectly returned multiple structured responses"
+        if two
+        else "Error: Failed to parse structured output for tool 'Weather'"
+    )
+
+
+def test_handle_errors_false_stops_the_run_where_create_agent_raises() -> None:
+    from langchain.agents.structured_output import StructuredOutputValidationError
+
+    bad = AIMessage("", tool_calls=[{"name": "Weather", "args": {"sunny": 1.5}, "id": "w1"}])
+    strategy = ToolStrategy(Weather, handle_errors=False)
+    with pytest.raises(StructuredOutputValidationError):
+        _structured("create_agent", [bad], strategy).invoke(WEATHER)
+    out = _structured("gated_react", [bad, _call("Weather", 2, city="Oslo", sunny=True)],
+                      strategy).invoke(WEATHER)  # fmt: skip
+    assert out["stop_reason"] == "invalid_action:answer_schema"
+    assert "Failed to parse structured output for tool 'Weather'" in out["message"]
+    assert out["structured_response"] is None

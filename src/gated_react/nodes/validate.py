@@ -109,11 +109,8 @@ def structured_answer(step: Step, deps: NodeDeps) -> dict[str, Any] | None:
     if structured.kind == "provider" and (reply.tool_calls or not reply.text.strip()):
         return None
     try:
-        if len(outputs) > 1:
-            names = ", ".join(str(c.get("name")) for c in outputs)
-            raise ValueError(f"the reply gives {len(outputs)} answers ({names}); give one")
         if outputs:
-            answer = structured.from_call(str(outputs[0]["name"]), outputs[0].get("args") or {})
+            answer = structured.from_calls(outputs, reply.text)
         else:
             answer = structured.from_text(reply.text, AIMessage(reply.text))
     except Exception as exc:
@@ -135,8 +132,9 @@ def _unfit(
     assert step.reply is not None
     told = deps.structured.retry_with(exc)
     err = ActionError("answer_schema", f"the answer does not fit the schema: {exc}"[:500])
-    if told is None or not outputs:
-        return rejected(step, err, deps)
+    if told is None:  # create_agent raises here (``handle_errors=False``, a provider's JSON)
+        stop = Stop(StopReason.INVALID_ACTION, err.why, f"invalid action ({err.why}): {err}")
+        return ending(step, stop)
     retry = Retry(why=err.why, message=told, count=(step.retry.count if step.retry else 0) + 1)
     if retry.count > max(deps.policy.max_invalid_retries, 1):
         return rejected(step, err, deps)

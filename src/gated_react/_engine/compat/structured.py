@@ -56,9 +56,23 @@ class Structured:
             kwargs["strict"] = True
         return kwargs
 
-    def from_call(self, name: str, args: dict[str, Any]) -> Any:
-        """The answer a call of the output tool ``name`` gives (raises when it does not fit)."""
-        return self.outputs[name].parse(args)
+    def from_calls(self, calls: Sequence[dict[str, Any]], text: str) -> Any:
+        """The answer the reply's one call of an output tool gives; raises what ``create_agent``
+        raises when it does not fit (its words are what the model is told, and what a
+        ``handle_errors`` of exception types is matched against)."""
+        from langchain.agents.structured_output import (
+            MultipleStructuredOutputsError,
+            StructuredOutputValidationError,
+        )
+
+        if len(calls) > 1:
+            names = [str(c.get("name")) for c in calls]
+            raise MultipleStructuredOutputsError(names, AIMessage(text))
+        name = str(calls[0].get("name"))
+        try:
+            return self.outputs[name].parse(calls[0].get("args") or {})
+        except Exception as exc:
+            raise StructuredOutputValidationError(name, exc, AIMessage(text)) from exc
 
     def from_text(self, text: str, reply: AIMessage) -> Any:
         """The answer in a final reply's text (raises when it does not fit)."""

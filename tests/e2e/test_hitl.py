@@ -7,13 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
     HITLRequest,
     HITLResponse,
     ReviewConfig,
 )
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from pydantic import TypeAdapter
 
 from gated_react import Policy, build_graph, resume, run
@@ -154,3 +160,39 @@ def test_a_malformed_decision_asks_again(answer: dict[str, Any], error: str) -> 
     again = resume(graph, "t", answer)
     assert again["status"] == "paused"
     assert error in again["pending"][0]["error"]
+
+
+class _Fake(GenericFakeChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@lc_tool
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [({"type": "approve"}, "paid 5"), ({"type": "reject", "message": "no"}, "no")],
+)
+def test_a_per_call_review_asks_and_takes_answers_as_create_agents_does(
+    decision: dict[str, Any], said: str
+) -> None:
+    """``HumanInTheLoopMiddleware(interrupt_mode="per_call")``: the question is LangChain's
+    ``ToolApprovalRequest`` too, answered by its id with one bare decision."""
+    seen = []
+    for make in (create_agent, build_graph):
+        pays = AIMessage("", tool_calls=[{"name": "pay", "args": {"amount": 5}, "id": "c1"}])
+        model = _Fake(messages=iter([pays, AIMessage("Done.")]))
+        review = HumanInTheLoopMiddleware(interrupt_on={"pay": True}, interrupt_mode="per_call")
+        agent = make(model, [pay], middleware=[review], checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "t"}}
+        out = agent.invoke({"messages": [{"role": "user", "content": "pay 5"}]}, config)
+        (asked,) = out["__interrupt__"]
+        shown = {k: asked.value[k] for k in ("type", "tool_call_id", "name", "args", "description")}
+        out = agent.invoke(Command(resume={asked.id: decision}), config)
+        seen.append((shown, [m.text for m in out["messages"]]))
+    assert seen[0] == seen[1]
+    assert said in seen[0][1][2]

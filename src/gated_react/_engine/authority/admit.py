@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.authority.approval import answered_text, ask, question
+from gated_react._engine.authority.approval import answered_text, ask, per_call, question
 from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
@@ -27,7 +27,7 @@ from gated_react._engine.conversation.run_steps import run_decisions, run_loop_k
 from gated_react._engine.conversation.turns import question_at, question_of
 from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
 from gated_react._engine.execution.tool_args import check_args
-from gated_react._engine.langgraph_internals import can_pause, runtime_of
+from gated_react._engine.langgraph_internals import can_pause, graph_state, runtime_of
 from gated_react.state import Call, Shown, Step, Usage
 from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
@@ -114,6 +114,9 @@ class Gatekeeper:
         deps, name = self.deps, call.tool
         asked = question("approval", name, call.args, self.step, self._why(call),
                          allowed=deps.policy.decisions_for(name))  # fmt: skip
+        review = deps.reviews.get(name)
+        if review is not None and review.per_call:
+            asked = per_call(asked, call.id)
         decision = ask(asked, partial(check_args, deps.tools[name]))
         if decision.response is not None:
             text = answered_text(decision.response, deps.policy.max_observation_chars, deps.secrets)
@@ -141,8 +144,15 @@ class Gatekeeper:
         if review is None:
             return f"policy requires a human to approve every {call.tool} call"
         tool_call = {"name": call.tool, "args": call.args, "id": call.id, "type": "tool_call"}
-        state = {"messages": list(self.messages)}
-        return review.describe(tool_call, state, runtime_of(self.config))
+        return review.describe(tool_call, self._state(), runtime_of(self.config))
+
+    def _state(self) -> dict[str, Any]:
+        """The state as a reviewer's ``description`` and ``when`` read it, as under
+        ``create_agent``: the conversation and the app's fields."""
+        from gated_react._engine.execution.injection import shown_state
+
+        state = shown_state(graph_state(self.config))
+        return {**(state if isinstance(state, dict) else {}), "messages": list(self.messages)}
 
     def _request(self, call: Call) -> Any:
         """The call as a reviewer's ``when`` predicate reads it (LangChain's ToolCallRequest)."""
@@ -152,9 +162,8 @@ class Gatekeeper:
 
         tool_call = ToolCall(name=call.tool, args=call.frozen(), id=call.id, type="tool_call")
         runtime = tool_runtime(None, tool_call, self.config, self.deps.shown)
-        state = {"messages": list(self.messages)}
         tool = self.deps.tools.get(call.tool)
-        return ToolCallRequest(tool_call=tool_call, tool=tool, state=state, runtime=runtime)
+        return ToolCallRequest(tool_call=tool_call, tool=tool, state=self._state(), runtime=runtime)
 
     def _rejected(self, call: Call, reason: str) -> Call | Stop:
         """A human's rejection: the run's end (``tool_rejected``), or, under

@@ -77,10 +77,19 @@ def question(
     }
 
 
+def per_call(asked: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """``asked`` also as LangChain's per-call ``ToolApprovalRequest`` (``HumanInTheLoopMiddleware(
+    interrupt_mode="per_call")``): its ``type``, ``tool_call_id``, ``name`` and ``description``."""
+    extra = {"type": "tool_approval", "tool_call_id": call_id, "name": asked["tool"]}
+    return {**asked, **extra, "description": asked["why"]}
+
+
 def parse_answer(value: Any) -> Decision:
     """A Decision from a resume value; raises ValueError naming what is wrong."""
     if isinstance(value, dict) and set(value) == {UNUSABLE_ANSWER}:
         raise ValueError(str(value[UNUSABLE_ANSWER]))
+    if isinstance(value, dict) and "type" in value and "decisions" not in value:
+        value = {"decisions": [value]}  # one of LangChain's decisions alone (``per_call``)
     if isinstance(value, dict) and "decisions" in value:
         return _from_decisions(value)
     if not isinstance(value, dict):

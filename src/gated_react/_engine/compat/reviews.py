@@ -26,6 +26,9 @@ class Review:
     description: str | Callable[..., str] | None = None
     prefix: str = _PREFIX
     when: Callable[[Any], bool] | None = None
+    per_call: bool = False
+    """Asked as LangChain's ``interrupt_mode="per_call"`` asks: the question carries its
+    ``ToolApprovalRequest`` keys too, and takes a bare decision as its answer."""
 
     def describe(self, call: Mapping[str, Any], state: Any, runtime: Any) -> str:
         """The question's description, as the middleware would write it."""
@@ -51,7 +54,9 @@ def reviews_of(stack: Sequence[Any]) -> dict[str, Review]:
             if not {"approve", "reject"} <= set(decisions):
                 why = f"{tool} must allow approve and reject (the gate always offers both)"
                 raise MiddlewareRefused(f"HumanInTheLoopMiddleware is not taken: {why}")
-            found[tool] = Review(decisions, given.get("description"), prefix, given.get("when"))
+            per_call = getattr(m, "interrupt_mode", "batched") == "per_call"
+            description, when = given.get("description"), given.get("when")
+            found[tool] = Review(decisions, description, prefix, when, per_call)
     return found
 
 

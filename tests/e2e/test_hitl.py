@@ -196,3 +196,23 @@ def test_a_per_call_review_asks_and_takes_answers_as_create_agents_does(
         seen.append((shown, [m.text for m in out["messages"]]))
     assert seen[0] == seen[1]
     assert said in seen[0][1][2]
+
+
+@pytest.mark.parametrize("notice", ["default", "EDITED BY REVIEWER.", None])
+def test_an_edited_calls_result_opens_with_the_middlewares_edit_notice(notice: Any) -> None:
+    """Under ``HumanInTheLoopMiddleware`` the result of a call a reviewer edited reads as
+    under ``create_agent``: its ``edit_notice`` (default, given, or none) and what ran."""
+    given = {} if notice == "default" else {"edit_notice": notice}
+    edit = {"type": "edit", "edited_action": {"name": "pay", "args": {"amount": 2}}}
+    seen = []
+    for make in (create_agent, build_graph):
+        pays = AIMessage("", tool_calls=[{"name": "pay", "args": {"amount": 5}, "id": "c1"}])
+        model = _Fake(messages=iter([pays, AIMessage("Done.")]))
+        review = HumanInTheLoopMiddleware(interrupt_on={"pay": True}, **given)
+        agent = make(model, [pay], middleware=[review], checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "t"}}
+        agent.invoke({"messages": [{"role": "user", "content": "pay 5"}]}, config)
+        out = agent.invoke(Command(resume={"decisions": [edit]}), config)
+        seen.append(out["messages"][2].text)
+    assert seen[0] == seen[1]
+    assert seen[0].endswith("paid 2")

@@ -197,13 +197,17 @@ class Plan:
         outcome = Outcome(ok=ok, text=text[:_SHOWN_CHARS] if direct else "")
         self.calls[self.calls.index(call)] = call.model_copy(update={"outcome": outcome})
         answer = result(call.tool, call.id, content, ok=ok, artifact=artifact)
-        return as_edited(call, answer, text), why
+        return as_edited(call, answer, text, deps), why
 
 
-def as_edited(call: Call, answer: ToolMessage, text: str) -> ToolMessage:
+def as_edited(call: Call, answer: ToolMessage, text: str, deps: NodeDeps) -> ToolMessage:
     """The result of a call a human edited says what ran (the message shows the model's
-    call); any other as it is."""
-    return answer if call.proposed is None else edited(answer, text, call.args)
+    call), in the words of the middleware that reviewed it, if one did; any other as it is."""
+    if call.proposed is None:
+        return answer
+    review = deps.reviews.get(call.tool)
+    note = None if review is None else review.edit_prefix(call.tool, call.args, bool(text))
+    return edited(answer, text, call.args, note)
 
 
 def not_let_through(stop: Stop) -> Stop:

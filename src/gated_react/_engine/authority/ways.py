@@ -110,7 +110,7 @@ def _way(plan: Plan, index: int, call: Call) -> Call | ToolMessage | Stop:
     known = [*plan.about.get(call.key, ()), *_same_call(plan.about.get(call.id, ()), call)]
     started, done = progress(sorted({r.seq: r for r in known}.values(), key=_SEQ))
     if done is not None:  # it ran and returned: answered with what it returned, run again never
-        return as_edited(call, done.model_copy(update={"tool_call_id": call.id}), done.text)
+        return as_edited(call, done.model_copy(update={"tool_call_id": call.id}), done.text, deps)
     started = started and not deps.idempotent(call.tool)
     if not permitted(plan.book.tally.permits.get(call.id), call, deps):
         admitted = plan.keeper.admit(call.model_copy(update={"key": ""}), ask_here=not started)

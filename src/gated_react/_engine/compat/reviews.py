@@ -8,6 +8,7 @@ reason as the call's result, and answers the user (``Policy.on_reject="observe"`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,18 @@ class Review:
     per_call: bool = False
     """Asked as LangChain's ``interrupt_mode="per_call"`` asks: the question carries its
     ``ToolApprovalRequest`` keys too, and takes a bare decision as its answer."""
+    edit_notice: str | None = None
+    """The middleware's ``edit_notice``: what the result of a call a reviewer edited opens
+    with (None: nothing)."""
+
+    def edit_prefix(self, tool: str, args: dict[str, Any], said: bool) -> str:
+        """What the result of a call a reviewer edited opens with, in the middleware's words
+        (``said``: the tool returned text, which follows)."""
+        if not self.edit_notice:
+            return ""
+        shown = json.dumps(args, default=str)
+        notice = f"{self.edit_notice} Executed instead: {tool} with arguments {shown}."
+        return f"{notice}\n\nTool response:\n" if said else notice
 
     def describe(self, call: Mapping[str, Any], state: Any, runtime: Any) -> str:
         """The question's description, as the middleware would write it."""
@@ -56,7 +69,8 @@ def reviews_of(stack: Sequence[Any]) -> dict[str, Review]:
                 raise MiddlewareRefused(f"HumanInTheLoopMiddleware is not taken: {why}")
             per_call = getattr(m, "interrupt_mode", "batched") == "per_call"
             description, when = given.get("description"), given.get("when")
-            found[tool] = Review(decisions, description, prefix, when, per_call)
+            notice = getattr(m, "edit_notice", None)
+            found[tool] = Review(decisions, description, prefix, when, per_call, notice)
     return found
 
 

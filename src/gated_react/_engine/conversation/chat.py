@@ -134,15 +134,19 @@ EDITED = "edited_args"
 arguments it ran with."""
 
 
-def edited(message: ToolMessage, text: str, args: dict[str, Any]) -> ToolMessage:
+EDIT_NOTED = "edit_note"
+"""The mark (``response_metadata``) of the note an edited call's result opens with."""
+
+
+def edited(
+    message: ToolMessage, text: str, args: dict[str, Any], note: str | None = None
+) -> ToolMessage:
     """``message``, the result of a call a human replaced with ``args`` before it ran: its
-    ``text`` after the note that says so, and marked with ``args``, what the history shows."""
-    return message.model_copy(
-        update={
-            "content": _edit_note(str(message.name), args) + text,
-            "response_metadata": {**message.response_metadata, EDITED: args},
-        }
-    )
+    ``text`` after the note that says so (``note``: a reviewing middleware's own words, else
+    ours), and marked with ``args``, what the history shows."""
+    note = _edit_note(str(message.name), args) if note is None else note
+    metadata = {**message.response_metadata, EDITED: args, EDIT_NOTED: note}
+    return message.model_copy(update={"content": note + text, "response_metadata": metadata})
 
 
 def as_ran(call: Mapping[str, Any], message: ToolMessage) -> tuple[dict[str, Any], str]:
@@ -152,7 +156,10 @@ def as_ran(call: Mapping[str, Any], message: ToolMessage) -> tuple[dict[str, Any
     args = message.response_metadata.get(EDITED)
     if not isinstance(args, dict):
         return dict(call.get("args") or {}), message.text
-    return args, message.text.removeprefix(_edit_note(str(message.name), args))
+    note = message.response_metadata.get(EDIT_NOTED)
+    if not isinstance(note, str):  # written before the note was marked: ours
+        note = _edit_note(str(message.name), args)
+    return args, message.text.removeprefix(note)
 
 
 def _edit_note(tool: str, args: dict[str, Any]) -> str:

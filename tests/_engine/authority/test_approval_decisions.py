@@ -152,3 +152,12 @@ def test_a_question_offers_the_example_answers_of_the_decisions_it_allows(
     assert list(approval.offered(QUESTION)) == [
         "approve", "approve_with_edits", "reject", "respond"
     ]  # fmt: skip
+
+
+def test_a_bare_decision_is_taken_and_one_mixed_with_our_keys_is_not() -> None:
+    """LangChain's ``per_call`` answer is one decision alone; an answer that mixes its keys
+    with ours (``approved: false`` beside ``type: approve``) means nothing for sure: refused."""
+    assert parse_answer({"type": "approve"}) == Decision(approved=True)
+    assert parse_answer({"type": "reject", "message": " no "}) == Decision(False, reason="no")
+    with pytest.raises(ValueError, match="unknown keys"):
+        parse_answer({"type": "approve", "approved": False})

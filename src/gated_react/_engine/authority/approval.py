@@ -84,11 +84,15 @@ def per_call(asked: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {**asked, **extra, "description": asked["why"]}
 
 
+_DECISION_KEYS = frozenset({"type", "message", "edited_action"})
+"""The keys of LangChain's decisions: an answer with any other (``approved``) is not one."""
+
+
 def parse_answer(value: Any) -> Decision:
     """A Decision from a resume value; raises ValueError naming what is wrong."""
     if isinstance(value, dict) and set(value) == {UNUSABLE_ANSWER}:
         raise ValueError(str(value[UNUSABLE_ANSWER]))
-    if isinstance(value, dict) and "type" in value and "decisions" not in value:
+    if isinstance(value, dict) and "type" in value and set(value) <= _DECISION_KEYS:
         value = {"decisions": [value]}  # one of LangChain's decisions alone (``per_call``)
     if isinstance(value, dict) and "decisions" in value:
         return _from_decisions(value)

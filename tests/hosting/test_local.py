@@ -164,7 +164,6 @@ def test_the_cli_falls_back_to_the_local_model_and_leaves_no_server(tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GATED_REACT_"))}
     env["XDG_STATE_HOME"] = str(tmp_path)
     cli = Path(sys.executable).parent / "gated-react"
-    before = _servers()  # another program's server (a benchmark) is not this CLI's
     done = subprocess.run(
         [str(cli), "run", "--json", "--max-steps", "3", REFUND_GOAL],
         env=env,
@@ -180,11 +179,21 @@ def test_the_cli_falls_back_to_the_local_model_and_leaves_no_server(tmp_path: Pa
     reason, _ = parse_stop_reason(result["stop_reason"])
     assert reason in StopReason
     assert result["usage"]["steps"] <= 3
-    assert _servers() - before == set(), "a llama-server outlived the CLI"
+    assert _servers(env["XDG_STATE_HOME"]) == set(), "a llama-server outlived the CLI"
 
 
-def _servers() -> set[str]:
+def _servers(state_home: str) -> set[str]:
+    """The llama-servers this CLI started, by the environment it handed them: another test's
+    (the local model tier runs on two workers) or a benchmark's is not this CLI's."""
     found = subprocess.run(
         ["pgrep", "-f", "llama-server.*--offline"], capture_output=True, text=True, check=False
     )
-    return set(found.stdout.split())
+    mine = f"XDG_STATE_HOME={state_home}".encode()
+    return {pid for pid in found.stdout.split() if mine in _environ(pid)}
+
+
+def _environ(pid: str) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # it ended meanwhile
+        return []

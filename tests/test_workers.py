@@ -320,6 +320,20 @@ def test_a_factory_that_drops_the_checkpointer_is_refused(
 
 
 @pytest.mark.postgres
+def test_a_factory_that_raises_is_one_line_and_exit_2(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker that cannot build its graph cannot start: one line, exit 2 (the supervisor
+    then stops the fleet rather than replace it for ever), not a traceback."""
+    graph = "tests.support.worker_graphs:raises"
+    assert main(["--store", pg_url, "--graph", graph, "--burst"]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # after the worker's JSON log lines
+    assert last == (
+        "gated-react worker: graph factory raises raised RuntimeError: OPENAI_API_KEY is not set"
+    )
+
+
+@pytest.mark.postgres
 def test_the_supervisor_stops_its_workers_on_sigterm(pg_url: str, tmp_path: Path) -> None:
     """SIGTERM the moment both workers are registered. It used to fail now and then: a worker
     registers itself before procrastinate installs its signal handlers, so a SIGTERM in between

@@ -198,3 +198,8 @@ def _pays_asking(checkpointer: BaseCheckpointSaver[Any], asked: str) -> Any:
     )
     policy = Policy(require_approval=frozenset({asked}), model_retries=0)
     return build_graph(model, [look_up_order, pay], policy=policy, checkpointer=checkpointer)
+
+
+def raises(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """A factory that cannot build its graph (a setting it needs is missing)."""
+    raise RuntimeError("OPENAI_API_KEY is not set\nsee the deployment guide")

@@ -94,6 +94,13 @@ def test_a_health_port_that_is_no_port_is_one_line_and_exit_2(
     assert (code, err) == (2, f"gated-react worker: {says}\n")
 
 
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_a_concurrency_below_one_is_one_line_and_exit_2(tmp_path: Path, n: str) -> None:
+    """``--concurrency 0`` made a worker that said it was ready and never took a job."""
+    code, err = _worker_command(tmp_path, "--concurrency", n)
+    assert (code, err) == (2, f"gated-react worker: --concurrency {n}: at least one job at once\n")
+
+
 def test_a_health_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     with _listening() as taken:
         code, err = _worker_command(tmp_path, "--health-port", str(taken))

@@ -7,6 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from gated_react.errors import one_line
 from gated_react.settings import Settings
 from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import store_key
@@ -37,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     watch.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        if args.concurrency < 1:
+            raise ValueError(f"--concurrency {args.concurrency}: at least one job at once")
         watch.check_ports(watch.options(args), args.processes or 1)
         queue_store(args.store)
         store_key(Settings().store_keys())  # a bad GATED_REACT_STORE_KEY: exit 2, once
@@ -54,8 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 observe=watch.options(args),
             )
         )
-    except (StoreError, ValueError) as exc:
-        print(f"gated-react worker: {exc}", file=sys.stderr)
+    except (StoreError, ValueError) as exc:  # a bad setting's pydantic text, too: one line
+        print(f"gated-react worker: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
 from procrastinate.worker import Worker
 
+from gated_react.errors import exception_line
 from gated_react.hosting.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
@@ -52,6 +53,17 @@ def load_factory(path: str) -> GraphFactory:
     if not callable(factory):
         raise ValueError(f"graph factory {path!r}: {module_name} has no function {name}")
     return factory  # type: ignore[no-any-return]
+
+
+def built(factory: GraphFactory, saver: Any) -> Any:
+    """The factory's graph; one that raises is a worker that cannot start (a ``ValueError``:
+    exit 2, and the supervisor stops the fleet, as replacing it cannot help)."""
+    try:
+        return factory(saver)
+    except Exception as exc:
+        name = getattr(factory, "__qualname__", repr(factory))
+        why = exception_line(exc, first_only=True)
+        raise ValueError(f"graph factory {name} raised {type(exc).__name__}: {why}") from None
 
 
 def backoff(cap: float) -> Iterator[float]:
@@ -209,7 +221,7 @@ async def _serve(
     app = make_app(url)
     async with open_pool(url, options["concurrency"]) as pool, app.open_async():
         saver = pool_saver(pool, Settings().store_keys())
-        graph = factory(saver)
+        graph = built(factory, saver)
         if saver_of(graph) is not saver:
             raise ValueError("the graph factory must pass its checkpointer to build_graph")
         context = {"graph": graph, "pool": pool, "watch": watch}

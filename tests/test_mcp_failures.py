@@ -73,7 +73,9 @@ def test_a_hang_times_out_and_the_server_still_answers(
     hang, listing = call(f"{prefix}__hang"), call(f"{prefix}__list_notes")
     out = run_graph(tools, [hang], mode, tool_timeout_seconds=1)
     assert out["stop_reason"] == f"tool_timeout:{prefix}__hang"
-    assert out["message"] == f"{prefix}__hang did not return within 1 s"
+    said = f"{prefix}__hang did not return within 1 s"
+    assert out["message"].startswith(said)
+    assert ("may still finish" in out["message"]) == (mode == "invoke")  # left on its thread
     out = run_graph(
         tools, [hang, listing, "none"], mode, tool_timeout_seconds=1, on_tool_error="observe"
     )

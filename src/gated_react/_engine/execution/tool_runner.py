@@ -38,6 +38,12 @@ class ToolTimeout(GatedReactError):
     """The tool did not return within its timeout."""
 
 
+_RUNS_ON = (
+    "; it runs on in its thread (a call made synchronously cannot be stopped) and may still finish"
+)
+"""What a call cut off on a thread says: an operator must not read "it did not happen"."""
+
+
 class TimeSpent(ToolTimeout):
     """The run's ``max_seconds`` ran out while the tool ran (or before a retry): cut off, not
     retried. ``seconds``: how long the call had taken."""
@@ -45,10 +51,7 @@ class TimeSpent(ToolTimeout):
     def __init__(self, tool: str, seconds: float, *, runs_on: bool = False) -> None:
         said = f"{tool} was cut off {seconds:.2f} s into the call, when the run's time ran out"
         if runs_on:  # a thread cannot be stopped: an operator must not read "it did not happen"
-            said += (
-                "; it runs on in its thread (a call made synchronously cannot be stopped) and "
-                "may still finish"
-            )
+            said += _RUNS_ON
         super().__init__(said)
         self.seconds = seconds
 
@@ -169,7 +172,8 @@ def _timed_out(
     tool's timeout (and whether the call runs on, on its thread)."""
     if until() < started + timeout:
         return TimeSpent(tool.name, time.monotonic() - began, runs_on=threaded)
-    return ToolTimeout(f"{tool.name} did not return within {timeout:g} s")
+    said = f"{tool.name} did not return within {timeout:g} s"
+    return ToolTimeout(said + _RUNS_ON if threaded else said)
 
 
 def _invoke_once(

@@ -114,21 +114,36 @@ def test_a_json_reply_is_a_call_with_no_protocol_text_in_the_conversation() -> N
 
 
 @pytest.mark.parametrize(
-    ("error", "reason"),
-    [
-        (TimeoutError("slow"), "llm_timeout"),
-        (httpx.ReadTimeout("read timed out"), "llm_timeout"),
-        (ValueError("boom"), "llm_error:ValueError"),
+    ("error", "reason", "steps"),
+    [  # a reply lost on its way back is paid (its estimate), but no decision: no step
+        (TimeoutError("slow"), "llm_timeout", 2),
+        (httpx.ReadTimeout("read timed out"), "llm_timeout", 2),
+        (ValueError("boom"), "llm_error:ValueError", 3),
     ],
 )
-def test_model_failure_is_a_stop_reason_not_an_exception(error: Exception, reason: str) -> None:
+def test_model_failure_is_a_stop_reason_not_an_exception(
+    error: Exception, reason: str, steps: int
+) -> None:
     config = saved()
     paid_steps(config, 2, seconds=1.0)
     update = decide(state(), config, deps=deps([error], model_retries=0))
     assert ending(update)["reason"] == reason
     assert ending(update)["message"]
-    assert usage(config).steps == 3  # the failed call counts, at its estimate
+    assert usage(config).steps == steps
+    assert usage(config).tokens > 20  # the failed call is paid, at its estimate
     assert usage(config).seconds >= 1.0
+
+
+def test_a_reply_lost_on_the_last_step_is_retried_not_a_policy_stop() -> None:
+    """A dropped connection on a run's last step: the retry is sent (the lost attempt made no
+    decision) and the step is the one decision the budget allows."""
+    config = saved()
+    paid_steps(config, 2)
+    lost = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    update = decide(state(), config, deps=deps([lost, "the answer"], max_steps=3))
+    assert "ending" not in update["step"] or update["step"]["ending"] is None
+    assert update["step"]["reply"]["text"] == "the answer"
+    assert usage(config).steps == 3
 
 
 def test_async_body_gives_the_same_update() -> None:

@@ -30,7 +30,14 @@ from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.waiting import unrecorded
 from gated_react._engine.conversation.held import Held
 from gated_react._engine.deadline import DeadlinePassed
-from gated_react._engine.model.model_retry import Retries, Retry, aretried, billed, retried
+from gated_react._engine.model.model_retry import (
+    Retries,
+    Retry,
+    aretried,
+    billed,
+    lost_reply,
+    retried,
+)
 from gated_react._engine.model.pricing import Tokens
 from gated_react._engine.model.tokens import TOKEN_CAP, reported_count, reported_tokens
 from gated_react.errors import GatedReactError
@@ -251,6 +258,10 @@ class Meter:
         seconds = time.monotonic() - started
         if isinstance(error, Exception) and not billed(error):
             body: dict[str, Any] = {"unbilled": True, "seconds": seconds}
+        elif isinstance(error, Exception) and lost_reply(error):
+            # paid for, maybe, but no reply came: no decision was made, so no step (a retry
+            # is sent even on a run's last step: a network blip is no policy stop)
+            body = dict(opened.body, seconds=seconds, failed=True)
         else:
             body = dict(opened.body, seconds=seconds)
         return Record(opened.thread, opened.run, Kind.PAID, opened.key, body)

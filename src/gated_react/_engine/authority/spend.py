@@ -33,6 +33,9 @@ class Tally:
     """The model calls that could not be priced, by id, and why."""
     unbilled: set[str] = field(default_factory=set)
     """Attempts the server refused or that never left (no model call, no step)."""
+    replyless: set[str] = field(default_factory=set)
+    """Model calls settled without a reply (a reply lost on its way back): paid for at their
+    estimate, as they may have been, but no decision was made: no step."""
     seconds: float = 0.0
     running: dict[tuple[str, str], float] = field(default_factory=dict)
     """The calls under way, by key and attempt: the seconds their latest beat said they had
@@ -118,6 +121,8 @@ class Tally:
         if record.kind is Kind.PAID and (record.verified or self.unkeyed):
             refused = record.body.get("unbilled") is True
             body = None if refused else dict(record.body, paid=True, final=True)
+            if body is not None and body.get("failed") is True:
+                self.replyless.add(key)
         else:
             shown = {} if record.body.get("unbilled") is True else record.body
             body = dict(shown, paid=record.kind is Kind.PAID)
@@ -190,7 +195,7 @@ class Tally:
         unpriced = next(iter(self.unpriced.values()), None)
         cost = None if unpriced is not None else round(max(sums.get("cost", 0.0), 0.0), 12)
         return Usage(
-            steps=len(self.models),
+            steps=len(self.models) - len(self.replyless),
             tool_calls=len(self.counted),
             per_tool=dict(self.per_tool),
             tokens=int(sums.get("tokens", 0)),

@@ -39,3 +39,27 @@ def test_a_failed_store_says_how_to_resume_when_its_record_cannot_be_read(tmp_pa
                          f"--toolkit support --db {url}")  # fmt: skip
     (noted,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert (noted["decision"], noted["step"]) == ("failed", 0)  # its counters left unread
+
+
+def test_a_call_whose_time_the_store_cannot_record_ends_with_the_resume_command(
+    tmp_path: Path,
+) -> None:
+    """The store failed while a call was under way (a full disk, a restarted server): the
+    call is abandoned, and the line ends with the command that continues the run."""
+    from gated_react._engine.authority.waiting import unrecorded
+
+    url = str(tmp_path / "runs.sqlite")
+
+    def start(_on_update: Any) -> Any:
+        raise unrecorded("the model call", OSError("database or disk is full"))
+
+    with open_checkpointer(url) as saver, RunLog(tmp_path / "runs.log") as runlog:
+        place = Place(db=url, json_out=True, again=("--toolkit", "support"))
+        session = Session(Tracker("t", saver), None, runlog, (), place)
+        with pytest.raises(CliError) as failed:
+            session.drive(start)
+    said = str(failed.value)
+    assert said.startswith("the run's store could not record how long the model call has taken")
+    assert "workers" not in said
+    assert said.endswith(f"resume the run once the store answers with: gated-react resume t "
+                         f"--toolkit support --db {url}")  # fmt: skip

@@ -57,5 +57,5 @@ def unrecorded(what: str, error: Exception) -> Unrecorded:
     return Unrecorded(
         f"the run's store could not record how long {what} has taken "
         f"({type(error).__name__}: {str(error)[:200]}); the call was abandoned, as a crash "
-        "would leave it: resume the run once the store answers (workers retry it)"
+        "would leave it: resume the run once the store answers"
     )

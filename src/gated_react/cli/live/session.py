@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
+from gated_react._engine.deadline import Unrecorded
 from gated_react.cli import resources
 from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.waiting import MODEL, Waiting, next_wait
-from gated_react.errors import printable
+from gated_react.errors import exception_line, printable
 from gated_react.records.events import Tracker
 from gated_react.records.run_log import RunLog
 from gated_react.records.store import store_failure
@@ -117,7 +118,12 @@ class Session:
         signals: list[str] = []
         try:
             with user_errors(), _terminable(signals):
-                return start(self.on_update)
+                try:
+                    return start(self.on_update)
+                except Unrecorded as exc:  # the store failed during a call: which command
+                    self.note("failed", message=f"the store failed: {exception_line(exc)}")
+                    hint = self.place.resume_hint(self.tracker.thread)
+                    raise CliError(f"{exception_line(exc)} with: {hint}") from None
         except KeyboardInterrupt:
             how = signals[0] if signals else "Ctrl-C"
             self.note("interrupted", message=f"{how}; the run is saved and can be resumed")

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from gated_react import open_checkpointer, read
+from gated_react import open_checkpointer, read, run
 from gated_react.workers import (
     enqueue_resume,
     enqueue_run,
@@ -331,6 +331,28 @@ def test_a_factory_that_raises_is_one_line_and_exit_2(
     assert last == (
         "gated-react worker: graph factory raises raised RuntimeError: OPENAI_API_KEY is not set"
     )
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("worker_key", ["another-store-key-" + "b" * 20, None])
+def test_a_worker_whose_key_fits_none_of_the_stores_threads_does_not_start(
+    pg_url: str, worker_key: str | None, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """With another key (or none) every job would be refused as it came, a human's answer
+    among them, while the worker said it was ready: it stops at once instead, exit 2."""
+    with open_checkpointer(pg_url, key="the-store-key-" + "a" * 20) as saver:
+        run(graph_for({}, saver), REFUND_GOAL, thread_id="signed")
+    if worker_key is None:
+        monkeypatch.delenv("GATED_REACT_STORE_KEY", raising=False)
+    else:
+        monkeypatch.setenv("GATED_REACT_STORE_KEY", worker_key)
+    graph = "tests.support.worker_graphs:refund"
+    assert main(["--store", pg_url, "--graph", graph, "--burst"]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("gated-react worker: this store's newest checkpoints are signed")
+    assert "checkpoints are signed and GATED_REACT_STORE_KEY " in last
+    assert ("is not set" if worker_key is None else "verifies none of them") in last
 
 
 @pytest.mark.postgres

@@ -12,7 +12,7 @@ from typing import Any
 from gated_react.errors import GatedReactError, exception_line, printable
 from gated_react.store.serializer import SignatureRefused
 
-_DECODING = (TypeError, ValueError, AttributeError, KeyError, IndexError)
+DECODING = (TypeError, ValueError, AttributeError, KeyError, IndexError)
 """What a saver raises on a row of the wrong shape (a store that fails in use raises its
 driver's own errors, which pass)."""
 
@@ -37,7 +37,7 @@ def decoded(thread: Any) -> Iterator[None]:
         yield
     except (GatedReactError, UnicodeEncodeError):  # ours; a thread id that is no UTF-8 text
         raise
-    except _DECODING as exc:
+    except DECODING as exc:
         why = f"{type(exc).__name__}: {exception_line(exc, first_only=True)}"
         raise damaged(thread, f"cannot be decoded ({why})") from None
 

@@ -166,6 +166,13 @@ Where = tuple[str, str, str, str | None]
 """Where a checkpoint is: thread id, namespace, checkpoint id, parent id."""
 
 
+def where_of(found: Any) -> Where:
+    """Where a stored checkpoint (a ``CheckpointTuple``) is."""
+    c = found.config["configurable"]
+    parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
+    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
+
+
 def stored_metadata(metadata: Mapping[str, Any]) -> bytes:
     """The metadata a tag covers: all of it but the tag and digest ("writes" is dropped by the
     Postgres saver: LangGraph no longer reads it)."""

@@ -29,7 +29,6 @@ from gated_react.store.key import (
     VALUES,
     WITHOUT,
     StoreKey,
-    Where,
     framed_digest,
     header_digest,
     row_signer,
@@ -38,6 +37,7 @@ from gated_react.store.key import (
     unsealed,
     value_digest,
     values_digest,
+    where_of,
     write_signer,
 )
 from gated_react.store.serializer import Signature, SignatureRefused, UnsafeCheckpoint
@@ -45,18 +45,12 @@ from gated_react.store.serializer import Signature, SignatureRefused, UnsafeChec
 _WRITTEN_MAX = 4096  # channel digests remembered per saver (a few runs' worth)
 
 
-def _where(found: CheckpointTuple) -> Where:
-    c = found.config["configurable"]
-    parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
-    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
-
-
 def _thread(config: RunnableConfig | None) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id", "?"))
 
 
 def _refused(found: CheckpointTuple, why: str, kind: Signature = "unverified") -> UnsafeCheckpoint:
-    thread, _, cid, _ = _where(found)
+    thread, _, cid, _ = where_of(found)
     what = f"checkpoint {printable(cid)} of thread {printable(thread)!r} {why}"
     return SignatureRefused(what, kind)
 
@@ -139,7 +133,7 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     def _check_row(self, found: CheckpointTuple) -> None:
         """The row is where it was signed, with the parent and metadata it was signed with."""
-        where = _where(found)
+        where = where_of(found)
         if (why := misshapen(found)) is not None:
             raise damaged(where[0], why)
         if where[2] != found.checkpoint.get("id"):
@@ -152,14 +146,14 @@ class SignedSaver(BaseCheckpointSaver[Any]):
 
     def _check_values(self, found: CheckpointTuple) -> None:
         """Its values are the ones signed (after ``_check_row``, which vouches for the digest)."""
-        thread, ns, _, _ = _where(found)
+        thread, ns, _, _ = where_of(found)
         digest = self._values_digest(thread, ns, found.checkpoint, writing=False)
         if not hmac.compare_digest(digest.hex(), str(found.metadata.get(VALUES))):
             raise _refused(found, _MISMATCH)
 
     def _opened(self, found: CheckpointTuple, write: tuple[str, str, Any]) -> tuple[str, str, Any]:
         task, channel, sealed = write
-        where = _where(found)[:3]
+        where = where_of(found)[:3]
         if write_signer(self.key, self.serde, where, task, channel=channel, sealed=sealed) is None:
             why = f"has a pending write to {printable(channel)!r} that is not signed by the key"
             raise _refused(found, f"{why} (edited, forged or copied); refused")

@@ -39,6 +39,7 @@ from gated_react.store.key import (
     stored_metadata,
     unsealed,
     values_digest,
+    where_of,
     write_signer,
 )
 from gated_react.store.rows import Dialect, RecordRow, dialect, owners
@@ -152,16 +153,10 @@ def _plan(
     return plan
 
 
-def _where(found: Any) -> tuple[str, str, str, str | None]:
-    c = found.config["configurable"]
-    parent = found.parent_config["configurable"]["checkpoint_id"] if found.parent_config else None
-    return str(c["thread_id"]), str(c.get("checkpoint_ns", "")), str(c["checkpoint_id"]), parent
-
-
 def _plan_checkpoint(plan: _Plan, raw: Any, key: StoreKey, found: Any) -> None:
     if (why := misshapen(found)) is not None:  # a reader refuses it, signed or not
-        raise damaged(_where(found)[0], why)
-    where, metadata = _where(found), dict(found.metadata)
+        raise damaged(where_of(found)[0], why)
+    where, metadata = where_of(found), dict(found.metadata)
     checkpoint, tag = found.checkpoint, metadata.get(TAG)
     if checkpoint.get("id") != where[2]:  # a reader refuses it, signed or not
         plan.refused = plan.refused or f"checkpoint {printable(where[2])} holds another one"

@@ -22,10 +22,11 @@ from gated_react.errors import causes
 from gated_react.runs import Graph
 from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer
 from gated_react.store.coalesced import CoalescedPostgresSaver
-from gated_react.store.key import KeyInput, store_key
+from gated_react.store.damage import DECODING
+from gated_react.store.key import TAG, KeyInput, row_signer, store_key, where_of
 from gated_react.store.postgres import pg_kwargs
-from gated_react.store.serializer import serializer
-from gated_react.store.signed import key_of, signed
+from gated_react.store.serializer import SignatureRefused, UnsafeCheckpoint, serializer
+from gated_react.store.signed import key_of, signed, unwrapped
 
 POOL_TIMEOUT = 30.0
 """Seconds a run waits for a connection before its job fails (and is retried)."""
@@ -87,3 +88,38 @@ async def on_one_connection(graph: Graph, pool: AsyncConnectionPool[Any]) -> Asy
         raw = CoalescedPostgresSaver(conn, serde=serde)
         saver = signed(raw, key_of(base))  # the graph's key: what it signs, its jobs sign
         yield graph.copy(update={"checkpointer": saver})
+
+
+KEY_SAMPLE = 20
+"""The newest checkpoints a worker checks its key against before it takes a job."""
+
+
+async def check_key(saver: BaseCheckpointSaver[Any]) -> None:
+    """A worker whose key verifies none of the store's newest signed checkpoints could run
+    none of its threads: every job it took (a human's answer among them) would be refused.
+    ``ValueError`` (exit 2, the fleet stops) when the newest ``KEY_SAMPLE`` rows are all
+    signed and none with this key; a store with one edited row still starts."""
+    key, raw = key_of(saver), unwrapped(saver)
+    signed_rows = verified = 0
+    try:
+        async for found in raw.alist(None, limit=KEY_SAMPLE):
+            if found.metadata.get(TAG) is None:
+                return  # a row written without a key: this store is not all signed
+            signed_rows += 1
+            where = where_of(found)
+            verified += key is not None and row_signer(
+                key, where, found.checkpoint, found.metadata
+            ) is not None  # fmt: skip
+    except SignatureRefused as exc:  # without a key, its serializer refuses a sealed write
+        if exc.kind != "keyed":
+            return
+        signed_rows = max(signed_rows, 1)
+    except (UnsafeCheckpoint, *DECODING):  # an edited or damaged row: its own thread's matter
+        return
+    if signed_rows and not verified:
+        why = "is not set" if key is None else "verifies none of them"
+        raise ValueError(
+            "this store's newest checkpoints are signed and "
+            f"GATED_REACT_STORE_KEY {why}: the worker could run none of their threads; set the "
+            "key the store was signed with (during a rotation, the new key then the old)"
+        )

@@ -31,7 +31,7 @@ from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
 from gated_react.workers import heartbeat
 from gated_react.workers import log as worker_log
-from gated_react.workers.connections import open_pool, pool_saver, store_lost
+from gated_react.workers.connections import check_key, open_pool, pool_saver, store_lost
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app, queue_store
 from gated_react.workers.watch import Options, Watch, observed
 
@@ -221,6 +221,7 @@ async def _serve(
     app = make_app(url)
     async with open_pool(url, options["concurrency"]) as pool, app.open_async():
         saver = pool_saver(pool, Settings().store_keys())
+        await check_key(saver)
         graph = built(factory, saver)
         if saver_of(graph) is not saver:
             raise ValueError("the graph factory must pass its checkpointer to build_graph")

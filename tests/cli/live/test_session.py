@@ -28,11 +28,8 @@ def test_a_failed_store_says_how_to_resume_when_its_record_cannot_be_read(tmp_pa
     def start(_on_update: Any) -> Any:
         return run_book(saver, "t")
 
-    with RunLog(log) as runlog:
-        place = Place(db=url, json_out=True, again=("--toolkit", "support"))
-        session = Session(Tracker("t", saver), None, runlog, (), place)
-        with pytest.raises(CliError) as failed:
-            session.drive(start)
+    with RunLog(log) as runlog, pytest.raises(CliError) as failed:
+        _session(saver, url, runlog).drive(start)
     said = str(failed.value)
     assert said.startswith("the store failed during the run: ")
     assert said.endswith(f"continue once it works again with: gated-react resume t "
@@ -53,13 +50,20 @@ def test_a_call_whose_time_the_store_cannot_record_ends_with_the_resume_command(
     def start(_on_update: Any) -> Any:
         raise unrecorded("the model call", OSError("database or disk is full"))
 
-    with open_checkpointer(url) as saver, RunLog(tmp_path / "runs.log") as runlog:
-        place = Place(db=url, json_out=True, again=("--toolkit", "support"))
-        session = Session(Tracker("t", saver), None, runlog, (), place)
-        with pytest.raises(CliError) as failed:
-            session.drive(start)
+    with (
+        open_checkpointer(url) as saver,
+        RunLog(tmp_path / "runs.log") as runlog,
+        pytest.raises(CliError) as failed,
+    ):
+        _session(saver, url, runlog).drive(start)
     said = str(failed.value)
     assert said.startswith("the run's store could not record how long the model call has taken")
     assert "workers" not in said
     assert said.endswith(f"resume the run once the store answers with: gated-react resume t "
                          f"--toolkit support --db {url}")  # fmt: skip
+
+
+def _session(saver: Any, url: str, runlog: RunLog) -> Session:
+    """A CLI session of thread ``t`` run with ``--toolkit support`` on ``url``."""
+    place = Place(db=url, json_out=True, again=("--toolkit", "support"))
+    return Session(Tracker("t", saver), None, runlog, (), place)

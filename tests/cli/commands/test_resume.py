@@ -193,7 +193,12 @@ def test_a_thread_from_the_library_is_not_resumed_blindly(state_dir: Path) -> No
     out = invoke("resume", "from-lib", *OPTIONS, "--approve")
     assert out.exit_code == 1
     assert "not started by the gated-react CLI" in out.stderr
-    assert invoke("show", "from-lib").exit_code == 0  # but it can be shown
+    # shown, it offers no command this CLI would then refuse: it says where it is answered
+    for shown in (invoke("show", "from-lib"), invoke("resume", "from-lib")):
+        assert shown.exit_code in (0, 4)
+        assert "waiting for approval: get_user_billing" in shown.stdout
+        assert "--approve" not in shown.stdout
+        assert "resume it from the program that started it" in shown.stdout
 
 
 def test_the_example_folder_follows_from_the_thread_not_from_the_store(

@@ -103,9 +103,9 @@ def test_errors_and_hints_print_no_controls(server: FakeOpenAI, state_dir: Path)
     paused = invoke("show", THREAD)
     assert paused.exit_code == 0
     _clean(paused)
-    # as bash types it back: $'...' with the escape written out, never the raw escape
-    assert re.search(r"gated-react resume \$'t\\x1b\[2Jhostile' OPTIONS --question \w+ --approve",
-                     paused.stdout)  # fmt: skip
+    # a program's thread is answered by that program: named as Python types it back, the
+    # escape written out, never the raw escape
+    assert "thread 't\\x1b[2Jhostile' was not started by the gated-react CLI" in paused.stdout
 
 
 @pytest.mark.parametrize(
@@ -204,8 +204,8 @@ def test_a_printed_thread_id_is_typed_back_exactly_by_the_shell(thread: str) -> 
 
 def test_runs_and_show_give_a_thread_id_with_a_newline_as_it_is(state_dir: Path) -> None:
     """A thread an app's program named with a newline (the CLI refuses such ids): ``runs``
-    shows ``\\n``, not a space, and the command ``show`` prints names that thread."""
-    import subprocess
+    shows ``\\n``, not a space, and ``show`` names that thread as its program types it."""
+    import ast
 
     thread = "pay\nsecond-line"
     asks = Policy(require_approval=["get_user_billing"])
@@ -219,8 +219,7 @@ def test_runs_and_show_give_a_thread_id_with_a_newline_as_it_is(state_dir: Path)
     assert "pay\\nsecond-line" in listed
     assert "pay second-line" not in listed
     shown = invoke("show", thread).stdout
-    (line,) = [line for line in shown.splitlines() if line.startswith("  approve: ")]
-    word = line.split(" ")[5]  # gated-react resume THREAD ...
-    assert word == "$'pay\\nsecond-line'"
-    typed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
-    assert typed.stdout.decode() == thread
+    (line,) = [line for line in shown.splitlines() if "was not started by" in line]
+    word = line.split(" ")[1]  # thread 'THREAD' was not started ... (gated_react.resume)
+    assert word == "'pay\\nsecond-line'"
+    assert ast.literal_eval(word) == thread  # typed back into the program, it is the thread

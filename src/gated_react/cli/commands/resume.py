@@ -81,7 +81,8 @@ def resume_in_shell(
                     _note(f"thread {thread!r} had ended ({current.get('stop_reason')}); nothing "
                           "ran: this is what it stored")  # fmt: skip
                 budget = resources.run_budget(saver, thread, metadata)
-                show(render.console(), current, budget, config.secrets(), place)
+                secrets, elsewhere = config.secrets(), _elsewhere(metadata, thread)
+                show(render.console(), current, budget, secrets, place, elsewhere=elsewhere)
                 return early
             if held(saver, thread):  # said before the header; the run takes the lock itself
                 raise CliError(str(ThreadBusy(thread)))
@@ -203,6 +204,16 @@ def _metadata(saver: Any, thread: str) -> Mapping[str, Any] | None:
     if found is None:
         raise CliError(str(UnknownThread(thread)))
     return found.metadata  # type: ignore[no-any-return]
+
+
+def _elsewhere(metadata: Mapping[str, Any] | None, thread: str) -> str | None:
+    """How a thread the CLI did not start is answered; None for one it started."""
+    from gated_react.cli.run_options import recorded
+    from gated_react.records.run_listing import started_by
+
+    if recorded(metadata) is not None:
+        return None
+    return answered_elsewhere(started_by(metadata), thread, (metadata or {}).get("assistant_id"))
 
 
 def answered_elsewhere(started: str, thread: str, assistant: Any = None) -> str:

@@ -121,7 +121,16 @@ def _resume_hint(
     from gated_react.cli.run_options import recorded
 
     said = recorded(metadata)
-    flags = said.flags() if said is not None and keyed else ["OPTIONS"]
+    if said is None:  # a program's or a server's thread: answered there, not by this CLI
+        from gated_react.cli.commands.resume import answered_elsewhere
+        from gated_react.records.run_listing import started_by
+
+        render.pending(console, result, None, secrets)
+        assistant = (metadata or {}).get("assistant_id")
+        elsewhere = answered_elsewhere(started_by(metadata), thread, assistant)
+        console.print(render.safe(elsewhere, secrets), soft_wrap=True, highlight=False)
+        return
+    flags = said.flags() if keyed else ["OPTIONS"]
     command = ["gated-react", "resume", thread, *flags]
     if said is not None and not keyed:
         given = render.safe(shlex.join(said.flags()) or "no options", secrets)

@@ -259,17 +259,17 @@ def cost(usage: Mapping[str, Any], limit: float | None = None) -> str:
 
 
 def pending(
-    console: Console, result: Mapping[str, Any], resume_cmd: str, secrets: tuple[str, ...]
+    console: Console, result: Mapping[str, Any], resume_cmd: str | None, secrets: tuple[str, ...]
 ) -> None:
     """A paused run: what waits for a human (a call to approve, a spent budget) and the ways
-    to answer."""
+    to answer (none without ``resume_cmd``: a thread the CLI cannot answer)."""
     for question in result.get("pending") or ():
         if not isinstance(question, dict):
             continue
         # Each command names its question: run twice, or late, it is refused instead of
         # answering a question asked after it, which nobody has read.
         named = f" --question {shlex.quote(str(question['id']))}" if question.get("id") else ""
-        cmd = safe(resume_cmd + named, secrets)
+        cmd = None if resume_cmd is None else safe(resume_cmd + named, secrets)
         if question.get("kind") == "budget":
             _budget_question(console, question, cmd, secrets)
         else:
@@ -277,7 +277,7 @@ def pending(
 
 
 def _call_question(
-    console: Console, question: Mapping[str, Any], cmd: str, secrets: tuple[str, ...]
+    console: Console, question: Mapping[str, Any], cmd: str | None, secrets: tuple[str, ...]
 ) -> None:
     args = question.get("args")
     example = json.dumps(args, ensure_ascii=False) if isinstance(args, dict) else "{...}"
@@ -288,6 +288,8 @@ def _call_question(
         highlight=False,
     )
     _notes(console, question, secrets)
+    if cmd is None:
+        return
     ways = {
         "approve": f"  approve: {cmd} --approve",
         "reject": f"  reject:  {cmd} --reject 'why'",
@@ -311,7 +313,7 @@ _HEADINGS = {
 
 
 def _budget_question(
-    console: Console, question: Mapping[str, Any], cmd: str, secrets: tuple[str, ...]
+    console: Console, question: Mapping[str, Any], cmd: str | None, secrets: tuple[str, ...]
 ) -> None:
     """A spent budget (``Policy.on_budget="ask"``): extend it, set a limit, or stop."""
     found = question.get("args")
@@ -322,6 +324,8 @@ def _budget_question(
         f"[bold yellow]budget spent:[/] {safe(budget, secrets)} ({spent})", highlight=False
     )
     _notes(console, question, secrets)
+    if cmd is None:
+        return
     example = shlex.quote(json.dumps({"limit": proposed}))
     console.print(
         f"  extend:  {cmd} --approve   (to {safe(proposed)})\n"

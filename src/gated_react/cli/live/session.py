@@ -182,9 +182,11 @@ def logged(url: str, place: Place, config: Settings) -> Iterator[RunLog]:
 
 
 def show(
-    console: Console, result: Result, budget: Any, secrets: tuple[str, ...], place: Place
-) -> None:
-    """A result as JSON (``--json``) or as a summary, with the approval commands if paused."""
+    console: Console, result: Result, budget: Any, secrets: tuple[str, ...], place: Place,
+    *, elsewhere: str | None = None,
+) -> None:  # fmt: skip
+    """A result as JSON (``--json``) or as a summary, with the approval commands if paused
+    (``elsewhere``: how a thread this CLI cannot answer is answered, said instead)."""
     if place.json_out:
         render.print_json(result, secrets)
         return
@@ -195,6 +197,9 @@ def show(
             "this command and cannot be resumed; run it with --db PATH to answer its question",
             soft_wrap=True,
         )
+    elif result.get("pending") and elsewhere is not None:
+        render.pending(console, result, None, secrets)
+        console.print(render.safe(elsewhere, secrets), soft_wrap=True, highlight=False)
     elif result.get("pending"):
         render.pending(console, result, place.resume_hint(str(result.get("thread_id"))), secrets)
 

@@ -4,10 +4,10 @@ LangChain's UIs promise (approve, edit, reject, respond), beside our older answe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
-from langchain.agents import create_agent
+from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
@@ -216,3 +216,81 @@ def test_an_edited_calls_result_opens_with_the_middlewares_edit_notice(notice: A
         seen.append(out["messages"][2].text)
     assert seen[0] == seen[1]
     assert seen[0].endswith("paid 2")
+
+
+class _Reviewed(AgentState[Any]):
+    needs_review: NotRequired[bool]
+
+
+def _reviewed(**config: Any) -> Any:
+    pays = AIMessage("", tool_calls=[{"name": "pay", "args": {"amount": 5}, "id": "c1"}])
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={"pay": {"allowed_decisions": ["approve", "reject"], **config}}
+    )
+    model = _Fake(messages=iter([pays, AIMessage("Done.")]))
+    return build_graph(model, [pay], middleware=[review], state_schema=_Reviewed,
+                       checkpointer=InMemorySaver())  # fmt: skip
+
+
+PAID: list[int] = []
+
+
+@lc_tool("pay")
+def counted_pay(amount: int) -> str:
+    """Pay an amount."""
+    PAID.append(amount)
+    return f"paid {amount}"
+
+
+@pytest.mark.parametrize("how", ["answer beside", "state edit"])
+def test_a_when_that_changes_its_mind_never_skips_the_humans_answer(how: str) -> None:
+    """``when`` asked a human; run again to take the answer, it says no human is needed (a
+    state field a client sets beside the answer, a clock): the answer is taken all the same,
+    and a rejection runs nothing."""
+    PAID.clear()
+    pays = AIMessage("", tool_calls=[{"name": "pay", "args": {"amount": 5}, "id": "c1"}])
+    review = HumanInTheLoopMiddleware(interrupt_on={"pay": {
+        "allowed_decisions": ["approve", "reject"],
+        "when": lambda request: request.state.get("needs_review", True),
+    }})  # fmt: skip
+    graph = build_graph(_Fake(messages=iter([pays, AIMessage("Done.")])), [counted_pay],
+                        middleware=[review], state_schema=_Reviewed,
+                        checkpointer=InMemorySaver())  # fmt: skip
+    config: Any = {"configurable": {"thread_id": "t"}}
+    asked = graph.invoke({"messages": [{"role": "user", "content": "pay"}],
+                          "needs_review": True}, config)  # fmt: skip
+    assert asked["__interrupt__"]
+    if how == "answer beside":
+        reject = {"type": "reject", "message": "no"}
+        out = graph.invoke(Command(resume=reject, update={"needs_review": False}), config)
+        assert "no" in out["messages"][2].text
+    else:
+        graph.update_state(config, {"needs_review": False})
+        out = graph.invoke(None, config)
+        assert out["__interrupt__"]  # asked again: no answer came
+    assert PAID == []
+
+
+def test_a_description_that_changes_each_time_still_takes_its_answer() -> None:
+    """A review whose ``description`` says when it asks: run again to take the answer, its
+    question reads otherwise, and is still the question the human answered."""
+    import itertools
+
+    counter = itertools.count()
+    graph = _reviewed(description=lambda *_: f"asked at {next(counter)}")
+    config: Any = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"messages": [{"role": "user", "content": "pay"}]}, config)["__interrupt__"]
+    out = graph.invoke(Command(resume={"type": "approve"}), config)
+    assert out["messages"][2].text == "paid 5"
+
+
+@pytest.mark.parametrize("hook", ["when", "description"])
+def test_a_review_hook_that_raises_ends_the_run_with_a_middleware_error(hook: str) -> None:
+    def broken(*_: Any) -> Any:
+        raise ZeroDivisionError("division by zero")
+
+    out = _reviewed(**{hook: broken}).invoke(
+        {"messages": [{"role": "user", "content": "pay"}]}, {"configurable": {"thread_id": "t"}}
+    )
+    assert out["stop_reason"] == "middleware_error:HumanInTheLoopMiddleware"
+    assert f"{hook} raised ZeroDivisionError: division by zero" in out["message"]

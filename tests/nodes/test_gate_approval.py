@@ -157,7 +157,8 @@ def test_a_human_may_answer_in_place_of_the_tool(monkeypatch: pytest.MonkeyPatch
     assert ending(after) is None
     (call,) = after["step"]["calls"]
     assert call["shown"] == {"text": "USD 49", "by_human": True}
-    (refused,) = records(config)[2:]
+    asked, refused = records(config)[2:]
+    assert asked.kind == "asked"  # the record of the question, then of its answer
     assert (refused.kind, refused.body["by_human"]) == ("refused", True)  # no permit: it won't run
     assert usage(config).tool_calls == 1  # an answer in place of the tool counts as a call
 

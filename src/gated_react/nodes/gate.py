@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphInterrupt
 
 from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
 from gated_react._engine.authority.ledger import Book, Place
@@ -41,11 +42,16 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
     ran = started(step, place.ledger.about(asked_ids(step, deps)))
-    update, records = gated(
-        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
-        ran=ran,
-    )  # fmt: skip
-    place.ledger.append(records)
+    asking: list[Record] = []
+    try:
+        update, records = gated(
+            step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
+            ran=ran, asking=asking,
+        )  # fmt: skip
+    except GraphInterrupt:  # paused on a question: that it was asked is recorded
+        place.ledger.append(asking)
+        raise
+    place.ledger.append([*asking, *records])
     return update
 
 
@@ -55,11 +61,16 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
     ran = started(step, await place.ledger.aabout(asked_ids(step, deps)))
-    update, records = gated(
-        step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
-        ran=ran,
-    )  # fmt: skip
-    await place.ledger.aappend(records)
+    asking: list[Record] = []
+    try:
+        update, records = gated(
+            step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
+            ran=ran, asking=asking,
+        )  # fmt: skip
+    except GraphInterrupt:
+        await place.ledger.aappend(asking)
+        raise
+    await place.ledger.aappend([*asking, *records])
     return update
 
 
@@ -72,13 +83,17 @@ def gated(
     deps: NodeDeps,
     config: RunnableConfig,
     ran: frozenset[str] = frozenset(),
+    asking: list[Record] | None = None,
 ) -> tuple[dict[str, Any], list[Record]]:
     """The gate's update and the records it leaves (none when the run stops here: a stop
     decided before any call runs leaves nothing let through). ``ran``: the calls under approval
-    the run's record says started (this step replayed): not asked about again."""
+    the run's record says started (this step replayed): not asked about again. ``asking``
+    collects the records of the questions asked, even when the gate pauses on one."""
     deps.spans.note(config, place, step.run)
     keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
     keeper.ran = ran
+    if asking is not None:
+        keeper.asking = asking
     calls = []
     for call in step.calls:
         with gate_spans.guardrail(deps.spans, config, call.tool) as span:

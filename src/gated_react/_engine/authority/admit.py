@@ -28,9 +28,15 @@ from gated_react._engine.conversation.turns import question_at, question_of
 from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
 from gated_react._engine.execution.tool_args import check_args
 from gated_react._engine.langgraph_internals import can_pause, graph_state, runtime_of
+from gated_react.errors import MiddlewareFailed
+from gated_react.redact import redact
 from gated_react.state import Call, Shown, Step, Usage
 from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
+
+Decided = tuple[Call, dict[str, Any]] | Call | Stop
+"""A human's decision about a call: it approved (maybe edited) with the answer, the call
+answered in place of the tool, or the stop the answer causes."""
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
     from gated_react._engine.deps import NodeDeps
@@ -52,6 +58,10 @@ class Gatekeeper:
     counted: set[str]
     """The calls the record counts (``spend.identity``): one checked again (after a crash, in
     a replay) is not counted, nor held to the budgets, twice."""
+    asked: frozenset[str] = frozenset()
+    """The calls the record says a human was asked about (``spend.identity``)."""
+    asking: list[Record] = field(default_factory=list)
+    """The ``asked`` records of this pass: written even when it pauses on the question."""
     messages: Sequence[BaseMessage] = ()
     """This branch's conversation (what a reviewer's ``when`` and description read)."""
     step: int = 0
@@ -76,9 +86,8 @@ class Gatekeeper:
         if settled is not None:
             return settled
         answer: dict[str, Any] | None = None
-        asks = call.tool in self.deps.policy.require_approval and ask_here and self._asks(call)
-        if asks:
-            decided = self._approve(call) if can_pause(self.config) else unavailable(call.tool)
+        decided = self._reviewed(call, ask_here)
+        if decided is not None:
             self.reviewed.append(isinstance(decided, tuple))
             if not isinstance(decided, tuple):
                 return decided
@@ -108,12 +117,24 @@ class Gatekeeper:
             return loop(name)
         return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
 
-    def _approve(self, call: Call) -> tuple[Call, dict[str, Any]] | Call | Stop:
+    def _reviewed(self, call: Call, ask_here: bool) -> Decided | None:
+        """A human's decision about a call under approval, or None when nobody is asked."""
+        deps = self.deps
+        try:
+            if not (call.tool in deps.policy.require_approval and ask_here and self._asks(call)):
+                return None
+            return self._approve(call) if can_pause(self.config) else unavailable(call.tool)
+        except MiddlewareFailed as exc:  # a review's own when or description raised
+            return Stop(StopReason.MIDDLEWARE_ERROR, exc.name, redact(str(exc), *deps.secrets))
+
+    def _approve(self, call: Call) -> Decided:
         """Ask a human about ``call``: it as approved (maybe edited), the call they answered in
         place of the tool, or the stop their answer causes."""
         deps, name = self.deps, call.tool
         asked = question("approval", name, call.args, self.step, self._why(call),
                          allowed=deps.policy.decisions_for(name))  # fmt: skip
+        body = {"call": call.id, "tool": name, "args_hash": args_hash(call.args)}
+        self.asking.append(Record(self.thread, self.run, Kind.ASKED, self.key_for(call), body))
         review = deps.reviews.get(name)
         if review is not None and review.per_call:
             asked = per_call(asked, call.id)
@@ -135,9 +156,9 @@ class Gatekeeper:
         """Whether a call under approval is asked about: always, unless its review's ``when``
         says this one needs no human."""
         review = self.deps.reviews.get(call.tool)
-        if review is None or review.when is None:
-            return True
-        return bool(review.when(self._request(call)))
+        if review is None or review.when is None or self._what(call) in self.asked:
+            return True  # asked before: its answer is taken, whatever ``when`` says now
+        return review.needed(self._request(call))
 
     def _why(self, call: Call) -> str:
         review = self.deps.reviews.get(call.tool)
@@ -327,6 +348,7 @@ def gatekeeper(
         held=Limits(deps.policy, tally.extensions),
         seen=branch_calls(messages, step.run),
         counted=set(tally.counted),
+        asked=frozenset(tally.asked),
         messages=messages,
         step=branch_step(messages, step.run),
     )

@@ -174,17 +174,30 @@ def ask(
             return decision
 
 
-_ASKED_AGAIN = ("answers", "error", "asked_as")
-"""What changes when the same question is asked again."""
+_ASKED_AGAIN = ("answers", "error", "asked_as", "why", "description")
+"""What may change when the same question is asked again: the examples, the error, the ids,
+and the words about it (a review's ``description`` may say the time it asks)."""
 
 
 def same_question(raised: Any, shown: dict[str, Any]) -> bool:
     """Whether a question this task raised is ``shown``: the same kind, tool, arguments, step
-    and offer (an answer to it decides exactly this)."""
+    and offer (an answer to it decides exactly this), whatever words describe it."""
     if not isinstance(raised, dict):
         return False
-    kept = [{k: v for k, v in q.items() if k not in _ASKED_AGAIN} for q in (raised, shown)]
+    kept = [_decided(q) for q in (raised, shown)]
     return canonical_json(kept[0]) == canonical_json(kept[1])
+
+
+def _decided(asked: dict[str, Any]) -> dict[str, Any]:
+    """What an answer to ``asked`` decides: it without its words."""
+    kept = {k: v for k, v in asked.items() if k not in _ASKED_AGAIN}
+    requests = kept.get("action_requests")
+    if isinstance(requests, list):
+        kept["action_requests"] = [
+            {k: v for k, v in r.items() if k != "description"} if isinstance(r, dict) else r
+            for r in requests
+        ]
+    return kept
 
 
 def _refusal(

@@ -42,6 +42,9 @@ class Kind(StrEnum):
     """A call finished: whether it worked, how long it took, what the model was shown."""
     EXTENDED = "extended"
     """A human extended a spent budget."""
+    ASKED = "asked"
+    """A human was asked about a call: every pass after asks again until answered, whatever a
+    review's ``when`` says then."""
     ENDED = "ended"
     """The run ended: its stop reason and message."""
 

@@ -55,6 +55,9 @@ class Tally:
     permits: dict[str, Record] = field(default_factory=dict)
     """The latest permit that verifies and was not used yet (no ``done`` after it), by call
     id: a permit lets its call run once."""
+    asked: set[str] = field(default_factory=set)
+    """The calls a human was asked about (``identity``), of any signature: a forged one only
+    makes the gate ask again."""
     extensions: list[Extension] = field(default_factory=list)
     """Budgets a human extended (only records that verify: they raise a limit)."""
     opened: Record | None = None
@@ -94,6 +97,10 @@ class Tally:
         elif kind is Kind.EXTENDED and record.verified:
             with contextlib.suppress(ValidationError):  # one this version cannot read: nothing
                 self.extensions.append(Extension.model_validate(record.body))
+        elif kind is Kind.ASKED:
+            body = record.body
+            self.asked.add(identity(str(body.get("call")), str(body.get("tool")),
+                                    str(body.get("args_hash"))))  # fmt: skip
         elif kind is Kind.OPENED:
             self.opened = record
         elif kind is Kind.ENDED:

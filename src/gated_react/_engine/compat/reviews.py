@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gated_react.errors import MiddlewareRefused
+from gated_react.errors import MiddlewareFailed, MiddlewareRefused
 from gated_react.policy import APPROVAL_DECISIONS, Policy
 
 _PREFIX = "Tool execution requires approval"
@@ -44,12 +44,28 @@ class Review:
         return f"{notice}\n\nTool response:\n" if said else notice
 
     def describe(self, call: Mapping[str, Any], state: Any, runtime: Any) -> str:
-        """The question's description, as the middleware would write it."""
+        """The question's description, as the middleware would write it (one that raises is
+        the middleware's failure: ``MiddlewareFailed``)."""
         if callable(self.description):
-            return str(self.description(call, state, runtime))
+            try:
+                return str(self.description(call, state, runtime))
+            except Exception as exc:
+                raise MiddlewareFailed.of(_NAME, "description", exc, ()) from exc
         if self.description is not None:
             return self.description
         return f"{self.prefix}\n\nTool: {call['name']}\nArgs: {call['args']}"
+
+    def needed(self, request: Any) -> bool:
+        """Whether its ``when`` asks a human about this call (one that raises is the
+        middleware's failure)."""
+        assert self.when is not None
+        try:
+            return bool(self.when(request))
+        except Exception as exc:
+            raise MiddlewareFailed.of(_NAME, "when", exc, ()) from exc
+
+
+_NAME = "HumanInTheLoopMiddleware"
 
 
 def reviews_of(stack: Sequence[Any]) -> dict[str, Review]:

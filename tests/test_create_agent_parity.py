@@ -268,3 +268,18 @@ def test_handle_errors_false_stops_the_run_where_create_agent_raises() -> None:
     assert out["stop_reason"] == "invalid_action:answer_schema"
     assert "Failed to parse structured output for tool 'Weather'" in out["message"]
     assert out["structured_response"] is None
+
+
+def _raising(exc: Exception) -> str:
+    raise RuntimeError("the app's handler failed")
+
+
+@pytest.mark.parametrize(
+    "handle_errors", [_raising, lambda exc: {"not": "text"}, 5], ids=["raises", "dict", "int"]
+)
+def test_a_handle_errors_that_fails_stops_the_run_in_one_line(handle_errors: Any) -> None:
+    """create_agent raises what the app's ``handle_errors`` raised: the run stops instead."""
+    bad = AIMessage("", tool_calls=[{"name": "Weather", "args": {"sunny": 1.5}, "id": "w1"}])
+    strategy = ToolStrategy(Weather, handle_errors=handle_errors)
+    out = _structured("gated_react", [bad], strategy).invoke(WEATHER)
+    assert out["stop_reason"] == "invalid_action:answer_schema"

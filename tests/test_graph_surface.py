@@ -192,6 +192,16 @@ def test_store_and_name_are_the_compiled_graphs() -> None:
     assert build_graph(ScriptedChatModel(replies=[]), []).name == "gated-react"
 
 
+@pytest.mark.parametrize("name", ["branch:to:execute", "__interrupt__"])
+def test_a_state_field_named_like_langgraphs_channels_is_refused_in_one_line(name: str) -> None:
+    """Written as input, such a field wrote LangGraph's own channel (``InvalidUpdateError``,
+    or a branch taken that the gate never chose)."""
+    schema = TypedDict("Schema", {"messages": list[Any], name: bool})  # type: ignore[misc]
+    with pytest.raises(ArgumentRefused, match="which LangGraph keeps for itself") as caught:
+        build_graph(ScriptedChatModel(replies=["hi"]), [], state_schema=schema)
+    assert "\n" not in str(caught.value)
+
+
 def test_a_state_schema_that_is_no_agent_state_is_one_line() -> None:
     with pytest.raises(ArgumentRefused, match=r"^state_schema must be a TypedDict") as caught:
         build_graph(ScriptedChatModel(replies=["hi"]), [], state_schema=dict)

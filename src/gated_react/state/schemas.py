@@ -32,6 +32,12 @@ def app_fields(schema: Any) -> dict[str, Any]:
     except Exception as exc:  # a forward reference that does not resolve
         raise ArgumentRefused(f"state_schema's fields cannot be read: {exc}") from None
     fields = {name: _bare(hint) for name, hint in hints.items() if name not in AGENT_STATE}
+    langgraphs = sorted(n for n in fields if ":" in n or n.startswith("__"))
+    if langgraphs:  # branch:to:<node>, __interrupt__, ...: LangGraph's own channels
+        raise ArgumentRefused(
+            f"state_schema names {', '.join(langgraphs)}, which LangGraph keeps for itself "
+            "(a name with ':' or starting with '__'): name your fields otherwise"
+        )
     taken = sorted(set(fields) & set(State.__annotations__))
     if taken:
         raise ArgumentRefused(

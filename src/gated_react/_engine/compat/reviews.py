@@ -40,7 +40,8 @@ class Review:
         if not self.edit_notice:
             return ""
         shown = json.dumps(args, default=str)
-        notice = f"{self.edit_notice} Executed instead: {tool} with arguments {shown}."
+        words = str(self.edit_notice).encode("utf-8", "replace").decode("utf-8")
+        notice = f"{words} Executed instead: {tool} with arguments {shown}."
         return f"{notice}\n\nTool response:\n" if said else notice
 
     def describe(self, call: Mapping[str, Any], state: Any, runtime: Any) -> str:

@@ -84,8 +84,13 @@ class Structured:
         """What the model is told when its answer does not fit, or None to stop the run."""
         from langchain.agents.factory import _handle_structured_output_error
 
-        retry, message = _handle_structured_output_error(exc, self.strategy)
-        return message if retry else None
+        try:
+            retry, message = _handle_structured_output_error(exc, self.strategy)
+        except Exception:  # the app's handle_errors raised: create_agent raises, the run stops
+            return None
+        if not retry or not isinstance(message, str):
+            return None
+        return message.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate
 
     def said(self, answer: Any) -> str:
         """The output tool's result, as ``create_agent`` words it."""

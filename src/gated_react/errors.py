@@ -47,6 +47,12 @@ class MiddlewareFailed(GatedReactError):
         return cls(name, f"{hook} raised {type(exc).__name__}: {text}")
 
 
+class Unrecorded(GatedReactError):
+    """A beat could not be written (the store's connection was lost, or it failed): the call
+    under way is abandoned as a crash would leave it, since time nobody records would be
+    free; the run goes on where its record says when it is resumed (workers retry it)."""
+
+
 class MisroutedStep(GatedReactError, RuntimeError):
     """A node was reached in a state the graph itself never leaves it in: a caller's
     ``Command(goto=...)`` or an edit through LangGraph's state API sent it there. Nothing ran

@@ -20,8 +20,8 @@ from gated_react._engine.authority.paying import Meter
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import call_id
 from gated_react._engine.conversation.transcript import build_messages
-from gated_react._engine.deadline import Unrecorded
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
+from gated_react.errors import Unrecorded
 from gated_react.nodes.decide import adecide, decide
 from gated_react.state import Usage
 from gated_react.testing import ScriptedChatModel

@@ -17,8 +17,8 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from gated_react._engine import deadline
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.deadline import Unrecorded
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
+from gated_react.errors import Unrecorded
 from gated_react.nodes.execute import aexecute, execute
 from gated_react.nodes.gate import gate
 from gated_react.testing import ScriptedChatModel

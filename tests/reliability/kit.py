@@ -217,7 +217,8 @@ def check_run(
     executions: Executions,
     model_calls: int,
 ) -> None:
-    """Every invariant a finished run promises, checked against what really ran. ``out`` is
+    """Every invariant a finished run promises, checked against what really ran
+    (``model_calls``: the model's replies, each a decision, a step). ``out`` is
     the run's result as ``gated_react.run`` gives it (``result_of`` of what invoke returned):
     its trace read from the run's record, its history from its conversation."""
     check_stop_reason(out["stop_reason"], registered)

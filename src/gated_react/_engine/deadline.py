@@ -46,12 +46,6 @@ class DeadlinePassed(GatedReactError, TimeoutError):
     """The call had not returned by its deadline (it may still be running on its thread)."""
 
 
-class Unrecorded(GatedReactError):
-    """A beat could not be written (the store's connection was lost, or it failed): the call
-    under way is abandoned as a crash would leave it, since time nobody records would be
-    free; the run goes on where its record says when it is resumed (workers retry it)."""
-
-
 Job = tuple[Callable[[], None], Callable[[], None]]
 """A call to run on a worker, and what tells its caller that it is done."""
 

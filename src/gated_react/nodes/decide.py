@@ -43,12 +43,12 @@ from gated_react._engine.conversation.turns import (
     opening,
     settled,
 )
-from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model.model_errors import classify
 from gated_react._engine.model.tokens import reported_tokens
 from gated_react._engine.observability import agent_spans, tracing
-from gated_react.errors import MiddlewareFailed
+from gated_react.errors import MiddlewareFailed, Unrecorded
 from gated_react.redact import redact
 from gated_react.state import dump
 from gated_react.stops import Stop, StopReason

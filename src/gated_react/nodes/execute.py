@@ -34,13 +34,14 @@ from gated_react._engine.authority.run_once import Plan
 from gated_react._engine.authority.waiting import Running
 from gated_react._engine.authority.ways import planned
 from gated_react._engine.conversation.steps import run_step
-from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.execution import tool_runner
 from gated_react._engine.execution.injection import masked_config
 from gated_react._engine.execution.shares import Shares
 from gated_react._engine.execution.tool_args import KEY_PARAM
 from gated_react._engine.observability import tracing
+from gated_react.errors import Unrecorded
 from gated_react.state import Call
 
 Ran = tuple[int, Any, Exception | None, float]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.deadline import Unrecorded
+from gated_react.errors import Unrecorded
 from gated_react.state import Call
 
 

@@ -24,14 +24,13 @@ from pydantic import BaseModel
 
 from gated_react._engine.deadline import (
     DeadlinePassed,
-    Unrecorded,
     acall_within,
     await_within,
     call_within,
 )
 from gated_react._engine.model.model_retry import jittered
 from gated_react._engine.storable import Unstorable, clean_text, plain
-from gated_react.errors import GatedReactError
+from gated_react.errors import GatedReactError, Unrecorded
 
 
 class ToolTimeout(GatedReactError):

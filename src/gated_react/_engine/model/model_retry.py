@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from gated_react._engine.deadline import DeadlinePassed, Unrecorded, await_within, call_within
+from gated_react._engine.deadline import DeadlinePassed, await_within, call_within
 from gated_react._engine.model.model_errors import classify
-from gated_react.errors import causes
+from gated_react.errors import Unrecorded, causes
 from gated_react.stops import StopReason
 
 T = TypeVar("T")

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from gated_react._engine.deadline import Unrecorded
 from gated_react.cli import resources
 from gated_react.cli.exits import CliError, Exit, user_errors
 from gated_react.cli.live import render
 from gated_react.cli.live.waiting import MODEL, Waiting, next_wait
-from gated_react.errors import exception_line, printable
+from gated_react.errors import Unrecorded, exception_line, printable
 from gated_react.records.events import Tracker
 from gated_react.records.run_log import RunLog
 from gated_react.records.store import store_failure

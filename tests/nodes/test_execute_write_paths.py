@@ -17,9 +17,11 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
+from langchain.agents import AgentState
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langgraph.types import Command, Send, StateUpdate
@@ -383,3 +385,30 @@ def test_a_goto_to_any_node_beside_a_waiting_question_runs_nothing(
         store.__exit__(None, None, None)
     assert RAN == []
     assert ended["stop_reason"] == "success"
+
+
+class _Reviewed(AgentState[Any]):
+    needs_review: NotRequired[bool]
+
+
+def test_a_forged_calls_question_is_asked_until_answered_whatever_when_says_then(
+    tmp_path: Path,
+) -> None:
+    """execute checks a forged call as the gate does, and records that it asked: a reject
+    sent with a field that makes the review's ``when`` say no human is needed runs nothing."""
+    review = HumanInTheLoopMiddleware(interrupt_on={"read_secrets": {
+        "allowed_decisions": ["approve", "reject"],
+        "when": lambda request: request.state.get("needs_review", True),
+    }})  # fmt: skip
+    with open_checkpointer(str(tmp_path / "runs.sqlite")) as saver:
+        model = ScriptedChatModel(replies=["nothing to do", "done"])
+        built = build_graph(model, [read_secrets, lookup], policy=POLICY, middleware=[review],
+                            state_schema=_Reviewed, checkpointer=saver)  # fmt: skip
+        assert run(built, "hello", thread_id="t")["stop_reason"] == "success"
+        out = built.invoke(Command(update={"step": forged(built)}, goto="execute"), CFG)
+        assert _questions(out) == [PAYROLL]
+        built.invoke(
+            Command(resume={"type": "reject", "message": "no"}, update={"needs_review": False}),
+            CFG,
+        )
+    assert RAN == []

@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphInterrupt
 
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.run_once import Plan
@@ -65,7 +66,11 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     messages = state.get("messages") or []
     plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
     plan.found(ledger.about(plan.once_keys()))
-    planned(plan)
+    try:
+        planned(plan)
+    except GraphInterrupt:  # a call re-gated here paused on a question: that it asked is kept
+        ledger.append(plan.asking())
+        raise
     ledger.append(plan.records)
     plan.claimed([ledger.claim(record) for record in plan.claims()])
     todo = plan.to_run()
@@ -98,7 +103,11 @@ async def aexecute(
     messages = state.get("messages") or []
     plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
     plan.found(await ledger.aabout(plan.once_keys()))
-    planned(plan)
+    try:
+        planned(plan)
+    except GraphInterrupt:
+        await ledger.aappend(plan.asking())
+        raise
     await ledger.aappend(plan.records)
     plan.claimed([await ledger.aclaim(record) for record in plan.claims()])
     todo = plan.to_run()

@@ -74,6 +74,10 @@ class Plan:
     spent is cut off."""
     _keeper: Gatekeeper | None = None
 
+    def asking(self) -> list[Record]:
+        """The ``asked`` records of the checks run so far: written even when they pause."""
+        return [] if self._keeper is None else list(self._keeper.asking)
+
     @property
     def keeper(self) -> Gatekeeper:
         if self._keeper is None:

@@ -68,7 +68,9 @@ def planned(plan: Plan) -> None:
     plan.records = reopened(plan.book, plan.place, plan.step.run, plan.deps)
     keeper = plan._keeper  # the checks ran only if a call needed them
     if keeper is not None:
-        plan.records += [*keeper.held.records(plan.place.thread, plan.step.run), *keeper.records]
+        plan.records += [
+            *keeper.asking, *keeper.held.records(plan.place.thread, plan.step.run), *keeper.records
+        ]  # fmt: skip
     plan.records += plan.refused  # after the permits the checks wrote for them
 
 

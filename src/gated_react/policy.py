@@ -25,6 +25,7 @@ OnError = Literal["stop", "observe"]
 OnInvalid = Literal["stop", "retry"]
 OnBudget = Literal["stop", "ask"]
 OnReject = Literal["stop", "observe"]
+OnToolLimit = Literal["stop", "observe"]
 ApprovalDecision = Literal["approve", "edit", "reject", "respond"]
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("approve", "edit", "reject", "respond")
 """What a human may answer an approval question with, in the order a reviewer is shown them."""
@@ -220,6 +221,12 @@ class Policy(BaseModel):
     """What a spent budget does (steps, tool calls, a tool's cap, seconds, tokens, cost): end
     the run, or pause it on a question to a human who may extend the limit (needs a
     checkpointer; without one the budget stops the run). ``loop_detected`` never asks."""
+    on_tool_limit: OnToolLimit = "stop"
+    """What a call over a tool budget (``max_tool_calls``, a tool's cap in ``tool_limits``)
+    does: what ``on_budget`` says, or, with ``"observe"``, it does not run and the model is
+    told "Tool call limit exceeded" as its result and goes on (``ToolCallLimitMiddleware``'s
+    ``exit_behavior="continue"``; a graph given that middleware takes it). Such a call counts
+    as a call; the other budgets (steps, seconds, tokens, cost) still stop the run."""
     answer_schema: type[BaseModel] | None = None
     """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
     prices: dict[str, Price] = Field(default_factory=dict)

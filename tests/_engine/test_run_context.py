@@ -49,6 +49,19 @@ def test_equal_policies_hash_alike_and_a_change_changes_the_hash() -> None:
     assert policy_fields(Policy())["answer_schema"] is None
 
 
+def test_a_policy_that_leaves_a_newer_field_at_its_default_hashes_as_before_it() -> None:
+    """A thread paused before ``on_tool_limit`` existed holds permits under the hash below
+    (``Policy()`` at 9ee73c3): a release that changed it would ask its humans again. A new
+    ``Policy`` field fails this until it is listed in ``run_context._ADDED``."""
+    model = ScriptedChatModel(replies=[])
+    context = run_context(model, Policy(), pricer_for(model, {}))
+    assert context.policy_hash == "da6377001f2a"
+    assert "on_tool_limit" not in context.policy
+    observing = run_context(model, Policy(on_tool_limit="observe"), pricer_for(model, {}))
+    assert observing.policy["on_tool_limit"] == "observe"
+    assert observing.policy_hash != context.policy_hash
+
+
 def test_a_limit_of_infinity_is_recorded_as_text_that_reads_back_as_the_limit() -> None:
     policy = Policy(budget=Budget(max_seconds=float("inf")), tool_timeout_seconds=float("inf"))
     policy = policy.replace(tool_timeouts={"search_policy": float("inf")})

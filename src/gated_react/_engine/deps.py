@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_langchain_tool
 from langgraph.types import Command
 
+from gated_react._engine.compat.call_limits import with_limits
 from gated_react._engine.compat.reviews import Review, reviews_of, with_reviews
 from gated_react._engine.conversation.prompt import app_section, rules
 from gated_react._engine.execution.injection import Injector, Shown
@@ -100,7 +101,7 @@ class NodeDeps:
         carry content (``build_graph`` reads the opt-in from the environment)."""
         hooks = _middleware(middleware)
         reviews = reviews_of(middleware)
-        policy = with_reviews(policy, reviews)
+        policy = with_limits(with_reviews(policy, reviews), middleware)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
             registry = _registry([*registry.values(), *hooks.tools])

@@ -39,6 +39,9 @@ def policy_fields(policy: Policy) -> dict[str, Any]:
     """The policy as plain JSON, sets sorted, so equal policies give equal hashes; an answer
     schema is named by its class."""
     fields: dict[str, Any] = _spelled(policy.model_dump(mode="json", exclude={"answer_schema"}))
+    for name, default in _ADDED.items():
+        if fields.get(name) == default:
+            del fields[name]
     for name in ("allow", "require_approval"):
         if fields[name] is not None:
             fields[name] = sorted(fields[name])
@@ -47,6 +50,12 @@ def policy_fields(policy: Policy) -> dict[str, Any]:
         None if schema is None else f"{schema.__module__}.{schema.__qualname__}"
     )
     return fields
+
+
+_ADDED = {"on_tool_limit": "stop"}
+"""Fields added to ``Policy`` after runs were recorded, left out at their default: a policy
+that does not use one keeps the hash its runs' permits were written under, so a thread paused
+by the release before is resumed without asking again."""
 
 
 def _spelled(value: Any) -> Any:

@@ -19,7 +19,13 @@ from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.approval import answered_text, ask, per_call, question
-from gated_react._engine.authority.budgets import Limits, check_before_tool, enforce
+from gated_react._engine.authority.budgets import (
+    Limits,
+    check_before_tool,
+    enforce,
+    limit_answer,
+    over_tool_count,
+)
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
@@ -101,10 +107,7 @@ class Gatekeeper:
         the model is shown, or None when it passes."""
         deps, name = self.deps, call.tool
         if self._what(call) not in self.counted:
-            over = enforce(
-                lambda budget: check_before_tool(self.usage, budget, name),
-                self.held, self.usage, self.config, self.usage.steps,
-            )  # fmt: skip
+            over = self._over(call)
             if over is not None:
                 return over
         refusal = refuse(deps, name)
@@ -116,6 +119,17 @@ class Gatekeeper:
         if earlier > deps.policy.repeat_reminders:
             return loop(name)
         return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
+
+    def _over(self, call: Call) -> Call | Stop | None:
+        """A spent budget: the call answered "limit exceeded" (a tool count under
+        ``on_tool_limit="observe"``), or the stop (after a human, under ``on_budget="ask"``)."""
+        usage, name = self.usage, call.tool
+        if self.deps.policy.on_tool_limit == "observe":
+            spent = over_tool_count(usage, self.held.budget, name)
+            if spent is not None:
+                return self._shown(call, Shown(text=limit_answer(spent), error=str(spent)))
+        return enforce(lambda budget: check_before_tool(usage, budget, name), self.held, usage,
+                       self.config, usage.steps)  # fmt: skip
 
     def _reviewed(self, call: Call, ask_here: bool) -> Decided | None:
         """A human's decision about a call under approval, or None when nobody is asked."""

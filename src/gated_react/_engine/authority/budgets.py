@@ -126,6 +126,23 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
     return check_cost(usage, budget)
 
 
+def over_tool_count(usage: Usage, budget: Budget, tool: str) -> Stop | None:
+    """The run's total or the tool's cap, when one more call would exceed it."""
+    over = check_before_tool(usage, budget, tool)
+    return over if over is not None and over.reason in _TOOL_COUNTS else None
+
+
+_TOOL_COUNTS = frozenset({StopReason.MAX_TOOL_CALLS, StopReason.TOOL_LIMIT})
+
+
+def limit_answer(over: Stop) -> str:
+    """What the model is told of a call over a tool budget under ``on_tool_limit="observe"``:
+    ``ToolCallLimitMiddleware``'s words, so an app reads what it read under ``create_agent``."""
+    if over.reason is StopReason.TOOL_LIMIT:
+        return f"Tool call limit exceeded. Do not call '{over.detail}' again."
+    return "Tool call limit exceeded. Do not make additional tool calls."
+
+
 def limits_of(policy: Policy, extensions: Sequence[Extension]) -> Budget:
     """The limits a run is held to. Extensions count only under a policy that asks for them
     (``on_budget="ask"``): the state is data an editor controls, and an edit of

@@ -37,6 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from gated_react._engine.authority.paying import METER, Called, Meter, Metered
+from gated_react._engine.compat.call_limits import NAMES as LIMITS
 from gated_react._engine.compat.middleware_admission import admitted
 from gated_react._engine.compat.middleware_model import Ended, ModelCall, overrides
 from gated_react._engine.compat.middleware_tools import ToolRun
@@ -49,8 +50,8 @@ if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that u
 
 __all__ = ["Middleware"]
 
-_REVIEW = "HumanInTheLoopMiddleware"
-"""Taken as policy (``_engine/compat/reviews.py``), never run as a hook."""
+_AS_POLICY = frozenset({"HumanInTheLoopMiddleware", *LIMITS})
+"""Taken as policy (``_engine/compat/reviews.py``, ``call_limits.py``), never run as hooks."""
 
 
 def _metered(m: AgentMiddleware[Any, Any]) -> AgentMiddleware[Any, Any]:
@@ -82,7 +83,7 @@ class Middleware:
     @classmethod
     def of(cls, stack: Sequence[Any]) -> Middleware:
         """The middleware, each admitted (``middleware_admission``) or refused in one line."""
-        checked = tuple(_metered(m) for m in admitted(stack) if type(m).__name__ != _REVIEW)
+        checked = tuple(_metered(m) for m in admitted(stack) if type(m).__name__ not in _AS_POLICY)
         return cls(
             before=_having(checked, "before_model"),
             after=_having(checked, "after_model"),

@@ -10,46 +10,18 @@ process, or stop at any node). ``docs/guides/chat.md`` ("Middleware") has the ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import middleware as shipped
 from langchain.agents.middleware import AgentMiddleware, AgentState
 
+from gated_react._engine.compat.call_limits import NAMES as LIMITS
+from gated_react._engine.compat.call_limits import limit_refusal
 from gated_react.errors import MiddlewareRefused
 
-Equivalent = Callable[[Any], str]
-
-
-def _tool_calls(m: Any) -> str:
-    limit = m.run_limit if m.run_limit is not None else "<n>"
-    budget = (
-        f"max_tool_calls={limit}"
-        if m.tool_name is None
-        else f"tool_limits={{{m.tool_name!r}: {limit}}}"
-    )
-    return f"budgets hold per run: Policy(budget=Budget({budget})){_limits_differ(m)}"
-
-
-def _model_calls(m: Any) -> str:
-    limit = m.run_limit if m.run_limit is not None else "<n>"
-    return f"budgets hold per run: Policy(budget=Budget(max_steps={limit})){_limits_differ(m)}"
-
-
-def _limits_differ(m: Any) -> str:
-    """What of a call-limit middleware a budget does not do, said rather than dropped."""
-    said, thread = "", getattr(m, "thread_limit", None)
-    if thread is not None:
-        said += f"; thread_limit={thread} has no equivalent (budgets count per run)"
-    if getattr(m, "exit_behavior", None) == "continue":
-        said += "; a spent budget stops the run, or asks a human: Policy(on_budget='ask')"
-    return said
-
-
 _OWN_MODEL = "calls a model of its own, which no budget counts"
-REFUSED: dict[str, str | Equivalent] = {
-    "ToolCallLimitMiddleware": _tool_calls,
-    "ModelCallLimitMiddleware": _model_calls,
+REFUSED: dict[str, str] = {
     "LLMToolSelectorMiddleware": (
         f"{_OWN_MODEL}; choose the model's tools with Policy(allow={{...}})"
     ),
@@ -79,6 +51,8 @@ REFUSED: dict[str, str | Equivalent] = {
 SAME = frozenset(
     {
         "HumanInTheLoopMiddleware",
+        "ModelCallLimitMiddleware",
+        "ToolCallLimitMiddleware",
         "SummarizationMiddleware",
         "PIIMiddleware",
         "ModelFallbackMiddleware",
@@ -115,12 +89,13 @@ def admitted(stack: Sequence[Any]) -> tuple[AgentMiddleware[Any, Any], ...]:
 
 def refusal(m: AgentMiddleware[Any, Any]) -> str | None:
     """Why ``m`` is refused, naming the equivalent; None when it is taken."""
-    if type(m).__name__ == "HumanInTheLoopMiddleware":
-        return None  # taken as policy (``_engine/compat/reviews.py``): none of its hooks runs
+    name = type(m).__name__
+    if name == "HumanInTheLoopMiddleware" or name in LIMITS:
+        # taken as policy (``reviews.py``, ``call_limits.py``): none of their hooks runs
+        return limit_refusal(m) if name in LIMITS else None
     for cls in type(m).__mro__:
         if cls.__module__.startswith("langchain.agents.middleware") and cls.__name__ in REFUSED:
-            why = REFUSED[cls.__name__]
-            return why(m) if callable(why) else why
+            return REFUSED[cls.__name__]
     if _has(m, "before_agent") or _has(m, "after_agent"):
         return (
             "before_agent/after_agent hooks have no place here (a run may pause, resume in another "

@@ -34,6 +34,7 @@ TOOL_NAME_FIELDS = (
     "require_approval",
     "approval_decisions",
     "budget.tool_limits",
+    "budget.thread_tool_limits",
     "tool_timeouts",
 )
 """The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
@@ -105,14 +106,30 @@ class Budget(BaseModel):
     when the graph is built."""
     tool_limits: dict[str, int] = Field(default_factory=dict)
     """Per-tool caps on calls, e.g. ``{"search_policy": 2}``."""
+    thread_max_steps: int | None = Field(default=None, ge=1)
+    """Model decisions the thread's runs may make together, this run's included (the
+    call-limit middlewares' ``thread_limit``); None means no limit. Never extended by a human."""
+    thread_max_tool_calls: int | None = Field(default=None, ge=0)
+    """Tool calls the thread's runs may make together; None means no limit."""
+    thread_tool_limits: dict[str, int] = Field(default_factory=dict)
+    """Per-tool caps on the calls the thread's runs make together."""
 
-    @field_validator("tool_limits")
+    @field_validator("tool_limits", "thread_tool_limits")
     @classmethod
     def _non_negative(cls, value: dict[str, int]) -> dict[str, int]:
         bad = {name: cap for name, cap in value.items() if cap < 0}
         if bad:
             raise ValueError(f"tool limits must be >= 0, got {bad}")
         return value
+
+    @property
+    def per_thread(self) -> bool:
+        """Whether a limit holds across the thread's runs (its record is read whole then)."""
+        return (
+            self.thread_max_steps is not None
+            or self.thread_max_tool_calls is not None
+            or bool(self.thread_tool_limits)
+        )
 
     def extended(self, extensions: Sequence[Extended]) -> Budget:
         """The limits in force: this budget with each extension a human granted applied,
@@ -276,6 +293,7 @@ class Policy(BaseModel):
             "require_approval": self.require_approval,
             "approval_decisions": self.approval_decisions,
             "budget.tool_limits": self.budget.tool_limits,
+            "budget.thread_tool_limits": self.budget.thread_tool_limits,
             "tool_timeouts": self.tool_timeouts,
         }
         unknown = {field: sorted(set(names) - known) for field, names in named.items()}

@@ -50,13 +50,15 @@ def test_equal_policies_hash_alike_and_a_change_changes_the_hash() -> None:
 
 
 def test_a_policy_that_leaves_a_newer_field_at_its_default_hashes_as_before_it() -> None:
-    """A thread paused before ``on_tool_limit`` existed holds permits under the hash below
+    """A thread paused before ``on_tool_limit`` and the thread budgets existed holds permits
+    under the hash below
     (``Policy()`` at 9ee73c3): a release that changed it would ask its humans again. A new
     ``Policy`` field fails this until it is listed in ``run_context._ADDED``."""
     model = ScriptedChatModel(replies=[])
     context = run_context(model, Policy(), pricer_for(model, {}))
     assert context.policy_hash == "da6377001f2a"
     assert "on_tool_limit" not in context.policy
+    assert not {"thread_max_steps", "thread_tool_limits"} & set(context.policy["budget"])
     observing = run_context(model, Policy(on_tool_limit="observe"), pricer_for(model, {}))
     assert observing.policy["on_tool_limit"] == "observe"
     assert observing.policy_hash != context.policy_hash

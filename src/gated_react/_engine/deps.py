@@ -101,7 +101,8 @@ class NodeDeps:
         carry content (``build_graph`` reads the opt-in from the environment)."""
         hooks = _middleware(middleware)
         reviews = reviews_of(middleware)
-        policy = with_limits(with_reviews(policy, reviews), middleware)
+        # the limits first: they read which budget fields the app set itself
+        policy = with_reviews(with_limits(policy, middleware), reviews)
         registry = _registry(tools)
         if hooks is not None:  # the middleware's own tools: gated like any other
             registry = _registry([*registry.values(), *hooks.tools])

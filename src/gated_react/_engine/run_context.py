@@ -39,9 +39,13 @@ def policy_fields(policy: Policy) -> dict[str, Any]:
     """The policy as plain JSON, sets sorted, so equal policies give equal hashes; an answer
     schema is named by its class."""
     fields: dict[str, Any] = _spelled(policy.model_dump(mode="json", exclude={"answer_schema"}))
-    for name, default in _ADDED.items():
-        if fields.get(name) == default:
-            del fields[name]
+    for path, default in _ADDED.items():
+        *outer, name = path
+        held = fields
+        for part in outer:
+            held = held[part]
+        if held.get(name) == default:
+            del held[name]
     for name in ("allow", "require_approval"):
         if fields[name] is not None:
             fields[name] = sorted(fields[name])
@@ -52,7 +56,12 @@ def policy_fields(policy: Policy) -> dict[str, Any]:
     return fields
 
 
-_ADDED = {"on_tool_limit": "stop"}
+_ADDED: dict[tuple[str, ...], Any] = {
+    ("on_tool_limit",): "stop",
+    ("budget", "thread_max_steps"): None,
+    ("budget", "thread_max_tool_calls"): None,
+    ("budget", "thread_tool_limits"): {},
+}
 """Fields added to ``Policy`` after runs were recorded, left out at their default: a policy
 that does not use one keeps the hash its runs' permits were written under, so a thread paused
 by the release before is resumed without asking again."""

@@ -64,7 +64,8 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     ledger = place.ledger
     book = ledger.book(place.thread, step.run)
     messages = state.get("messages") or []
-    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
+    whole = place.whole(deps.policy.budget)
+    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config, whole=whole)
     plan.found(ledger.about(plan.once_keys()))
     try:
         planned(plan)
@@ -101,7 +102,8 @@ async def aexecute(
     ledger = place.ledger
     book = await ledger.abook(place.thread, step.run)
     messages = state.get("messages") or []
-    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config)
+    whole = await place.awhole(deps.policy.budget)
+    plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config, whole=whole)
     plan.found(await ledger.aabout(plan.once_keys()))
     try:
         planned(plan)

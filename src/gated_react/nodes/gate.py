@@ -41,12 +41,13 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
+    whole = place.whole(deps.policy.budget)
     ran = started(step, place.ledger.about(asked_ids(step, deps)))
     asking: list[Record] = []
     try:
         update, records = gated(
             step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
-            ran=ran, asking=asking,
+            ran=ran, asking=asking, whole=whole,
         )  # fmt: skip
     except GraphInterrupt:  # paused on a question: that it was asked is recorded
         place.ledger.append(asking)
@@ -60,12 +61,13 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
+    whole = await place.awhole(deps.policy.budget)
     ran = started(step, await place.ledger.aabout(asked_ids(step, deps)))
     asking: list[Record] = []
     try:
         update, records = gated(
             step, state.get("messages") or [], book=book, place=place, deps=deps, config=config,
-            ran=ran, asking=asking,
+            ran=ran, asking=asking, whole=whole,
         )  # fmt: skip
     except GraphInterrupt:
         await place.ledger.aappend(asking)
@@ -84,13 +86,17 @@ def gated(
     config: RunnableConfig,
     ran: frozenset[str] = frozenset(),
     asking: list[Record] | None = None,
+    whole: Book | None = None,
 ) -> tuple[dict[str, Any], list[Record]]:
     """The gate's update and the records it leaves (none when the run stops here: a stop
     decided before any call runs leaves nothing let through). ``ran``: the calls under approval
     the run's record says started (this step replayed): not asked about again. ``asking``
-    collects the records of the questions asked, even when the gate pauses on one."""
+    collects the records of the questions asked, even when the gate pauses on one; ``whole``
+    is the thread's record, when a limit holds across its runs."""
     deps.spans.note(config, place, step.run)
-    keeper = gatekeeper(step, messages, book=book, place=place, deps=deps, config=config)
+    keeper = gatekeeper(
+        step, messages, book=book, place=place, deps=deps, config=config, whole=whole
+    )
     keeper.ran = ran
     if asking is not None:
         keeper.asking = asking

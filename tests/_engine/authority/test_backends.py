@@ -38,6 +38,8 @@ def test_records_are_numbered_in_order_and_read_one_run_after_a_number() -> None
     assert [r.seq for r in backend.after("t", "r1", 4)] == [5]
     assert backend.after("t", "r1", 5) == []
     assert backend.after("t", "nope", 0) == []
+    assert [r.seq for r in backend.after("t", None, 0)] == [1, 2, 4, 5]  # every run's of t
+    assert [r.seq for r in backend.after("t", None, 2)] == [4, 5]
     assert backend.last_run("t") == "r1"
     assert backend.last_run("u") == "r1"
     assert backend.last_run("v") is None
@@ -94,6 +96,7 @@ def test_a_backend_of_unsaved_runs_keeps_the_newest_runs_only() -> None:
         backend.insert([_rec("t", run, Kind.PERMIT, f"k-{run}", call=f"c-{run}")])
     assert backend.after("t", "r1", 0) == []
     assert _keys(backend.after("t", "r2", 0)) == ["k-r2"]
+    assert _keys(backend.after("t", None, 0)) == ["k-r2", "k-r3"]  # and the thread's list
     assert backend.about(["k-r1", "c-r1"]) == []  # its keys go with it
     assert backend.claim(_rec("t", "r1", Kind.STARTED, "k-r1")) is not None
 
@@ -104,6 +107,8 @@ def test_a_thread_forgotten_leaves_the_others() -> None:
                     _rec("u", "r", Kind.PERMIT, "k2", call="c2")])  # fmt: skip
     assert backend.forget("t") == 1
     assert backend.after("t", "r", 0) == []
+    assert backend.after("t", None, 0) == []
+    assert _keys(backend.after("u", None, 0)) == ["k2"]
     assert backend.about(["k1", "c1"]) == []
     assert _keys(backend.about(["k2"])) == ["k2"]
     assert backend.last_run("t") is None

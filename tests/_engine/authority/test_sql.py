@@ -264,6 +264,10 @@ async def test_after_reads_only_what_was_stored_since(where: Where) -> None:
         more = await twin.insert([record(Kind.PAID, "m1"), record(Kind.ENDED, "r1")])
         assert [r.seq for r in await twin.after("t1", "r1", first[-1])] == more
         assert await twin.after("t1", "r1", more[-1]) == []
+        whole = [first[0], first[1], *more]  # t1's, r1's and r2's, not t2's
+        whole.insert(2, (await twin.after("t1", "r2", 0))[0].seq)
+        assert [r.seq for r in await twin.after("t1", None, 0)] == whole
+        assert [r.seq for r in await twin.after("t1", None, whole[2])] == more
 
 
 @in_loop

@@ -33,10 +33,10 @@ def fetch(url: str) -> str:
     return f"page {url}"
 
 
-def _calls(*names: str) -> list[AIMessage]:
+def _calls(*names: str, first: int = 0) -> list[AIMessage]:
     return [
         AIMessage("", tool_calls=[{"name": n, "args": _args(n, i), "id": f"c{i}"}])
-        for i, n in enumerate(names)
+        for i, n in enumerate(names, start=first)
     ]
 
 
@@ -136,6 +136,15 @@ def test_a_model_limit_is_the_runs_step_budget() -> None:
             (3, 6, {}, "stop"),
         ),
         (Policy(), [ModelCallLimitMiddleware(run_limit=5)], (5, 6, {}, "stop")),
+        # a default gives way (create_agent has none): before, 10 was cut to the default 6
+        (Policy(), [ToolCallLimitMiddleware(run_limit=10)], (8, 10, {}, "observe")),
+        (Policy(), [ModelCallLimitMiddleware(run_limit=30)], (30, 6, {}, "stop")),
+        (Policy(on_tool_limit="stop"), [ToolCallLimitMiddleware(run_limit=3)], (8, 3, {}, "stop")),
+        (
+            Policy(),
+            [ToolCallLimitMiddleware(tool_name="search", run_limit=-1)],
+            (8, 6, {"search": 0}, "observe"),
+        ),
     ],
 )
 def test_the_tighter_of_the_policy_and_the_middleware_holds(
@@ -154,8 +163,7 @@ def test_the_tighter_of_the_policy_and_the_middleware_holds(
 @pytest.mark.parametrize(
     ("middleware", "said"),
     [
-        ([ToolCallLimitMiddleware(thread_limit=5)], "thread_limit=5 has no equivalent here"),
-        ([ModelCallLimitMiddleware(thread_limit=3, run_limit=2)], "thread_limit=3 has no"),
+        ([ModelCallLimitMiddleware(thread_limit=0)], "thread_limit=0 lets the model make no"),
         ([ModelCallLimitMiddleware(run_limit=0)], "run_limit=0 lets the model make no call"),
         (
             [
@@ -196,3 +204,74 @@ def test_observe_without_middleware_answers_the_call_over_the_limit() -> None:
         ("results for q0", "success"),
         ("Tool call limit exceeded. Do not call 'search' again.", "error"),
     ]
+
+
+def _turns(make: Any, middleware: Any, script: list[AIMessage], checkpointer: Any) -> list[Any]:
+    """Two questions on one thread: what each run's messages show."""
+    agent = make(FakeToolModel(messages=replies(*script)), [search, fetch],
+                 middleware=[middleware], checkpointer=checkpointer)  # fmt: skip
+    config = {"configurable": {"thread_id": "t"}}
+    shown = []
+    for question in ("find it", "and again"):
+        result = agent.invoke({"messages": [{"role": "user", "content": question}]}, config)
+        shown.append(_seen(list(result["messages"])))
+    return shown
+
+
+def test_thread_limits_are_the_budgets_thread_twins() -> None:
+    stack = [
+        ModelCallLimitMiddleware(thread_limit=10, run_limit=5),
+        ToolCallLimitMiddleware(thread_limit=4),
+        ToolCallLimitMiddleware(tool_name="search", thread_limit=2, run_limit=1),
+    ]
+    budget = node_deps(FakeToolModel(messages=replies("x")), [search, fetch], Policy(), stack)
+    held = budget.policy.budget
+    assert (held.max_steps, held.thread_max_steps, held.max_tool_calls) == (5, 10, 6)
+    assert (held.thread_max_tool_calls, held.thread_tool_limits) == (4, {"search": 2})
+    assert (held.tool_limits, held.per_thread) == ({"search": 1}, True)
+    assert not Policy().budget.per_thread
+
+
+def test_a_thread_limit_counts_every_run_on_the_thread_as_create_agent_does() -> None:
+    """Before, ``thread_limit`` was refused: the program did not build."""
+    script = [*_calls("search"), AIMessage("one"), *_calls("search", "search", first=1), "two"]
+    limit = ToolCallLimitMiddleware(tool_name="search", thread_limit=2)
+    theirs = _turns(create_agent, limit, script, InMemorySaver())
+    ours = _turns(build_graph, limit, script, InMemorySaver())
+    blocked = ("tool", "Tool call limit exceeded. Do not call 'search' again.", "error")
+    assert blocked in theirs[1]
+    assert blocked not in theirs[0]
+    assert ours == theirs
+
+
+def test_a_thread_limit_holds_for_a_new_process_reading_the_same_store(tmp_path: Any) -> None:
+    """The count is the thread's record in the database, not a channel or this process's
+    memory: a second saver on the file (a restarted process) reads the first run's calls."""
+    from gated_react import open_checkpointer
+
+    url = str(tmp_path / "runs.sqlite")
+    limit = ModelCallLimitMiddleware(thread_limit=3)
+    config = {"configurable": {"thread_id": "t"}}
+    for question, script in (
+        ("one", [*_calls("search"), "first"]),
+        ("two", [*_calls("search", "fetch", first=1), "x"]),
+    ):
+        with open_checkpointer(url) as saver:
+            model = FakeToolModel(messages=replies(*script))
+            graph = build_graph(model, [search, fetch], middleware=[limit], checkpointer=saver)
+            result = graph.invoke({"goal": question}, config)
+    assert len(model.seen) == 1  # 2 calls in the first run, 1 left for the second
+    assert (result["status"], result["stop_reason"]) == ("stopped", "max_steps")
+    assert "thread_max_steps 3 reached (4 requested across the thread's runs)" in result["message"]
+
+
+def test_a_thread_limit_is_never_extended_by_a_human() -> None:
+    policy = Policy(on_budget="ask", budget=Budget(thread_max_tool_calls=1))
+    graph = build_graph(FakeToolModel(messages=replies(*_calls("search", "fetch"), "x")),
+                        [search, fetch], policy=policy, checkpointer=InMemorySaver())  # fmt: skip
+    result = graph.invoke({"goal": "find it"}, {"configurable": {"thread_id": "t"}})
+    assert "__interrupt__" not in result
+    assert (result["stop_reason"], result["message"].count("thread_max_tool_calls 1")) == (
+        "max_tool_calls",
+        1,
+    )

@@ -22,6 +22,7 @@ from gated_react._engine.authority.approval import answered_text, ask, per_call,
 from gated_react._engine.authority.budgets import (
     Limits,
     check_before_tool,
+    check_thread_tool,
     enforce,
     limit_answer,
     over_tool_count,
@@ -58,6 +59,8 @@ class Gatekeeper:
     run: str
     usage: Usage
     """The run's spend from its record, with the calls admitted in this pass."""
+    whole: Usage | None
+    """The thread's, every run's, counted alike; None when no limit holds across its runs."""
     held: Limits
     seen: LoopIndex
     """This branch's calls in this run (from its conversation), with those admitted now."""
@@ -121,13 +124,18 @@ class Gatekeeper:
         return self._shown(call, Shown(text=_REMIND.format(name), error=_LOOP))
 
     def _over(self, call: Call) -> Call | Stop | None:
-        """A spent budget: the call answered "limit exceeded" (a tool count under
-        ``on_tool_limit="observe"``), or the stop (after a human, under ``on_budget="ask"``)."""
-        usage, name = self.usage, call.tool
-        if self.deps.policy.on_tool_limit == "observe":
-            spent = over_tool_count(usage, self.held.budget, name)
-            if spent is not None:
-                return self._shown(call, Shown(text=limit_answer(spent), error=str(spent)))
+        """A spent budget: the call answered "limit exceeded" (a tool count, the run's or
+        the thread's, under ``on_tool_limit="observe"``), or the stop (after a human, under
+        ``on_budget="ask"``, for the run's budgets)."""
+        usage, name, budget = self.usage, call.tool, self.held.budget
+        observe = self.deps.policy.on_tool_limit == "observe"
+        spent = check_thread_tool(self.whole, budget, name)  # never extended by a human
+        if spent is None and observe:
+            spent = over_tool_count(usage, budget, name)
+        if spent is not None and observe:
+            return self._shown(call, Shown(text=limit_answer(spent), error=str(spent)))
+        if spent is not None:
+            return spent
         return enforce(lambda budget: check_before_tool(usage, budget, name), self.held, usage,
                        self.config, usage.steps)  # fmt: skip
 
@@ -259,14 +267,18 @@ class Gatekeeper:
         """The call with its key, counted."""
         key = self.key_for(call)
         if self._what(call) not in self.counted:
-            per_tool = dict(self.usage.per_tool)
-            per_tool[call.tool] = per_tool.get(call.tool, 0) + 1
-            self.usage = self.usage.model_copy(
-                update={"tool_calls": self.usage.tool_calls + 1, "per_tool": per_tool}
-            )
+            self.usage = counted(self.usage, call.tool)
+            if self.whole is not None:
+                self.whole = counted(self.whole, call.tool)
             self.counted.add(self._what(call))
         self.seen.add(loop_key(call.tool, call.args))
         return call.model_copy(update={"key": key})
+
+
+def counted(usage: Usage, tool: str) -> Usage:
+    """``usage`` with one more call of ``tool``."""
+    per_tool = {**usage.per_tool, tool: usage.per_tool.get(tool, 0) + 1}
+    return usage.model_copy(update={"tool_calls": usage.tool_calls + 1, "per_tool": per_tool})
 
 
 _LOOP = str(StopReason.LOOP_DETECTED)
@@ -350,8 +362,10 @@ def gatekeeper(
     place: Place,
     deps: NodeDeps,
     config: RunnableConfig,
+    whole: Book | None = None,
 ) -> Gatekeeper:
-    """The gate's checks for ``step``'s run: counts from its record, loops from this branch."""
+    """The gate's checks for ``step``'s run: counts from its record (``whole``: the thread's,
+    when a limit holds across its runs), loops from this branch."""
     tally = book.tally
     return Gatekeeper(
         deps=deps,
@@ -359,6 +373,7 @@ def gatekeeper(
         thread=place.thread,
         run=step.run,
         usage=tally.usage(),
+        whole=None if whole is None else whole.tally.usage(),
         held=Limits(deps.policy, tally.extensions),
         seen=branch_calls(messages, step.run),
         counted=set(tally.counted),

@@ -26,8 +26,9 @@ class Backend(Protocol):
         or None when another was stored first (atomic: two processes never both claim)."""
         ...
 
-    def after(self, thread: str, run: str, seq: int) -> list[Record]:
-        """The run's records stored after ``seq``, in order."""
+    def after(self, thread: str, run: str | None, seq: int) -> list[Record]:
+        """The run's records stored after ``seq``, in order; with ``run`` None, every run's
+        of the thread (what a limit across the thread's runs is checked against)."""
         ...
 
     def last_run(self, thread: str) -> str | None:
@@ -47,7 +48,7 @@ class Backend(Protocol):
 
     async def aclaim(self, record: Record) -> int | None: ...
 
-    async def aafter(self, thread: str, run: str, seq: int) -> list[Record]: ...
+    async def aafter(self, thread: str, run: str | None, seq: int) -> list[Record]: ...
 
     async def aabout(self, keys: Sequence[str]) -> list[Record]: ...
 
@@ -69,6 +70,7 @@ class MemoryBackend:
         """Runs kept at most (the oldest go first); None: all, as long as the saver lives."""
         self._records: list[Record] = []
         self._runs: dict[tuple[str, str], list[Record]] = {}
+        self._threads: dict[str, list[Record]] = {}
         self._keys: dict[str, list[Record]] = {}
         self._lock = threading.Lock()
 
@@ -83,9 +85,9 @@ class MemoryBackend:
                 return None
             return self._add(record)
 
-    def after(self, thread: str, run: str, seq: int) -> list[Record]:
+    def after(self, thread: str, run: str | None, seq: int) -> list[Record]:
         with self._lock:
-            found = self._runs.get((thread, run), [])
+            found = self._runs.get((thread, run), []) if run else self._threads.get(thread, [])
             return list(found[self._from(found, seq) :])
 
     def about(self, keys: Sequence[str]) -> list[Record]:
@@ -119,6 +121,10 @@ class MemoryBackend:
             else:
                 del self._keys[key]
         self._records = [r for r in self._records if id(r) not in dropped]
+        for thread in {k[0] for k in runs}:
+            kept_runs = [r for r in self._threads.pop(thread, ()) if id(r) not in dropped]
+            if kept_runs:
+                self._threads[thread] = kept_runs
         return len(dropped)
 
     async def ainsert(self, records: Sequence[Record]) -> list[int]:
@@ -127,7 +133,7 @@ class MemoryBackend:
     async def aclaim(self, record: Record) -> int | None:
         return self.claim(record)
 
-    async def aafter(self, thread: str, run: str, seq: int) -> list[Record]:
+    async def aafter(self, thread: str, run: str | None, seq: int) -> list[Record]:
         return self.after(thread, run, seq)
 
     async def aabout(self, keys: Sequence[str]) -> list[Record]:
@@ -137,6 +143,7 @@ class MemoryBackend:
         stored = record.stored(seq=(self._records[-1].seq if self._records else 0) + 1)
         self._records.append(stored)
         self._runs.setdefault((stored.thread, stored.run), []).append(stored)
+        self._threads.setdefault(stored.thread, []).append(stored)
         if self._limit is not None and len(self._runs) > self._limit:
             self._drop([next(iter(self._runs))])
         self._keys.setdefault(stored.key, []).append(stored)

@@ -126,6 +126,34 @@ def check_before_tool(usage: Usage, budget: Budget, tool: str) -> Stop | None:
     return check_cost(usage, budget)
 
 
+def check_thread_step(whole: Usage | None, budget: Budget) -> Stop | None:
+    """Before a model call: the decisions the thread's runs made together (``whole``, None
+    when no limit holds across them). A thread's limit is never extended by a human."""
+    limit = budget.thread_max_steps
+    if whole is None or limit is None or whole.steps < limit:
+        return None
+    said = (
+        f"thread_max_steps {limit} reached ({whole.steps + 1} requested across the thread's runs)"
+    )
+    return Stop(StopReason.MAX_STEPS, message=said)
+
+
+def check_thread_tool(whole: Usage | None, budget: Budget, tool: str) -> Stop | None:
+    """Before a call: the calls the thread's runs made together, in all and of ``tool``."""
+    if whole is None:
+        return None
+    across = "across the thread's runs"
+    limit = budget.thread_max_tool_calls
+    if limit is not None and whole.tool_calls + 1 > limit:
+        said = f"thread_max_tool_calls {limit} reached ({whole.tool_calls + 1} requested {across})"
+        return Stop(StopReason.MAX_TOOL_CALLS, message=said)
+    cap, made = budget.thread_tool_limits.get(tool), whole.per_tool.get(tool, 0)
+    if cap is not None and made + 1 > cap:
+        said = f"thread_tool_limits {tool} {cap} reached ({made + 1} requested {across})"
+        return Stop(StopReason.TOOL_LIMIT, tool, said)
+    return None
+
+
 def over_tool_count(usage: Usage, budget: Budget, tool: str) -> Stop | None:
     """The run's total or the tool's cap, when one more call would exceed it."""
     over = check_before_tool(usage, budget, tool)

@@ -27,6 +27,7 @@ from gated_react._engine.authority.backends import Backend, MemoryBackend
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react._engine.authority.spend import Tally
 from gated_react._engine.langgraph_internals import run_key, saver_of
+from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.store.key import StoreKey
 
@@ -64,7 +65,7 @@ class Ledger:
     def __init__(self, backend: Backend, key: StoreKey | None = None) -> None:
         self.backend, self.key, self.keyed = backend, key or process_key(), key is not None
         self._in_process = getattr(backend, "in_process", False) is True
-        self._books: OrderedDict[tuple[str, str], Book] = OrderedDict()
+        self._books: OrderedDict[tuple[str, str | None], Book] = OrderedDict()
         self._signed: OrderedDict[str, Record] = OrderedDict()
         """What this ledger signed and has not read back yet, by signature: a row read back
         exactly as signed needs no second HMAC (the same proof: it was signed with the key)."""
@@ -96,15 +97,15 @@ class Ledger:
     async def aclaim(self, record: Record) -> bool:
         return await self.backend.aclaim(self.sign([record])[0]) is not None
 
-    def book(self, thread: str, run: str) -> Book:
-        """The run's records, read up to now. (Each run's records become visible in the
-        order of their ``seq``: the backends see to it, so reading from the last one seen
-        misses nothing.)"""
+    def book(self, thread: str, run: str | None) -> Book:
+        """The run's records (with ``run`` None, the thread's, every run's), read up to now.
+        (A thread's records become visible in the order of their ``seq``: the backends see
+        to it, so reading from the last one seen misses nothing.)"""
         book = self._book(thread, run)
         book.extend(self._checked(self.backend.after(thread, run, book.seq)))
         return book
 
-    async def abook(self, thread: str, run: str) -> Book:
+    async def abook(self, thread: str, run: str | None) -> Book:
         book = self._book(thread, run)
         book.extend(self._checked(await self.backend.aafter(thread, run, book.seq)))
         return book
@@ -143,7 +144,7 @@ class Ledger:
             checked.append(record.stored(verified=verified, text=""))
         return checked
 
-    def _book(self, thread: str, run: str) -> Book:
+    def _book(self, thread: str, run: str | None) -> Book:
         with self._lock:
             book = self._books.get((thread, run))
             if book is None:
@@ -242,6 +243,13 @@ class Place:
     def awaited(self) -> bool:
         """Whether its records are read with ``await`` (an async saver's table)."""
         return getattr(self.ledger.backend, "synchronous", True) is False
+
+    def whole(self, budget: Budget) -> Book | None:
+        """The thread's record, every run's, when ``budget`` holds a limit across its runs."""
+        return self.ledger.book(self.thread, None) if budget.per_thread else None
+
+    async def awhole(self, budget: Budget) -> Book | None:
+        return await self.ledger.abook(self.thread, None) if budget.per_thread else None
 
     def usage(self, run: str) -> Usage:
         """What ``run`` has spent, as its record says now."""

@@ -24,7 +24,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine import deadline as beats
-from gated_react._engine.authority.budgets import Limits, check_before_step
+from gated_react._engine.authority.budgets import Limits, check_before_step, check_thread_step
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.waiting import unrecorded
@@ -226,15 +226,19 @@ class Meter:
         """The record of a call about to be made; ``BudgetSpent`` if the budgets say no."""
         book = self.read or self.place.ledger.book(self.place.thread, self.run)
         self.read = None
-        return self._opened(book.tally.usage(), messages)
+        return self._opened(book.tally.usage(), messages, self.place.whole(self.held.budget))
 
     async def abefore(self, messages: Sequence[BaseMessage]) -> Record:
         book = self.read or await self.place.ledger.abook(self.place.thread, self.run)
         self.read = None
-        return self._opened(book.tally.usage(), messages)
+        whole = await self.place.awhole(self.held.budget)
+        return self._opened(book.tally.usage(), messages, whole)
 
-    def _opened(self, usage: Any, messages: Sequence[BaseMessage]) -> Record:
-        over = check_before_step(usage, self.held.budget)
+    def _opened(self, usage: Any, messages: Sequence[BaseMessage], whole: Book | None) -> Record:
+        budget = self.held.budget
+        over = check_before_step(usage, budget) or check_thread_step(
+            None if whole is None else whole.tally.usage(), budget
+        )
         if over is not None:
             raise BudgetSpent(over)
         estimate = min(estimated_tokens(messages), TOKEN_CAP)

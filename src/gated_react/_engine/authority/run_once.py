@@ -94,11 +94,13 @@ class Plan:
         place: Place,
         deps: NodeDeps,
         config: RunnableConfig,
+        whole: Book | None = None,
     ) -> Plan:
         """The calls with the keys the gate gives them on this branch (whatever the state says)."""
         keeper = partial(
-            gatekeeper, step, messages, book=book, place=place, deps=deps, config=config
-        )
+            gatekeeper, step, messages, book=book, place=place, deps=deps, config=config,
+            whole=whole,
+        )  # fmt: skip
         seen, calls = branch_calls(messages, step.run), []
         for call in step.calls:
             key = key_for(deps, place.thread, step.run, call, seen)

@@ -40,7 +40,7 @@ class SqlBackend:
     def claim(self, record: Record) -> int | None:
         return self._run(plans.claim(self.dialect, record))
 
-    def after(self, thread: str, run: str, seq: int) -> list[Record]:
+    def after(self, thread: str, run: str | None, seq: int) -> list[Record]:
         return self._run(plans.after(self.dialect, thread, run, seq))
 
     def about(self, keys: Sequence[str]) -> list[Record]:
@@ -59,7 +59,7 @@ class SqlBackend:
     async def aclaim(self, record: Record) -> int | None:
         return await self._arun(plans.claim(self.dialect, record))
 
-    async def aafter(self, thread: str, run: str, seq: int) -> list[Record]:
+    async def aafter(self, thread: str, run: str | None, seq: int) -> list[Record]:
         return await self._arun(plans.after(self.dialect, thread, run, seq))
 
     async def aabout(self, keys: Sequence[str]) -> list[Record]:

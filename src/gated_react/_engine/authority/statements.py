@@ -56,6 +56,7 @@ class Dialect:
     insert: str
     claim: str
     after: str
+    thread_after: str
     last_run: str
     forget: str
     among: Callable[[int], str]
@@ -75,6 +76,7 @@ class Dialect:
             insert=sql(f"{_INSERT} RETURNING seq"),
             claim=sql(f"{_INSERT} ON CONFLICT DO NOTHING RETURNING seq"),
             after=sql(f"{_READ} WHERE thread_id = %s AND run = %s AND seq > %s ORDER BY seq"),
+            thread_after=sql(f"{_READ} WHERE thread_id = %s AND seq > %s ORDER BY seq"),
             last_run=sql(f"SELECT run FROM {TABLE} WHERE thread_id = %s ORDER BY seq DESC LIMIT 1"),
             forget=sql(f"DELETE FROM {TABLE} WHERE thread_id = %s RETURNING seq"),
             **rest,
@@ -191,7 +193,9 @@ def read(name: str, sql: str, args: tuple[Any, ...]) -> Plan[list[Record]]:
     return Plan(name, ((sql, args, True),), lambda rows: _records(rows[0]))
 
 
-def after(d: Dialect, thread: str, run: str, seq: int) -> Plan[list[Record]]:
+def after(d: Dialect, thread: str, run: str | None, seq: int) -> Plan[list[Record]]:
+    if not run:  # every run's of the thread
+        return read("after", d.thread_after, (thread, seq))
     return read("after", d.after, (thread, run, seq))
 
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # the workers import this module; they need no pytest
 
 LOG_VAR = "GATED_REACT_TEST_DECISIONS"
 STALL_VAR = "GATED_REACT_TEST_STALL_ONCE"  # a file: the first worker to take it hangs in decide
+HOLD_VAR = "GATED_REACT_TEST_HOLD_ONCE"  # a FIFO: the first worker to take it waits in decide
+# until the test writes to it (a try that goes on after its worker stalled)
 HANG_IN_PAY_VAR = "GATED_REACT_TEST_HANG_IN_PAY_ONCE"  # a file: the first payment to take it
 # pays, then hangs before it returns (its worker killed there leaves the payment's outcome unknown)
 
@@ -39,6 +41,7 @@ def _reply(messages: list[BaseMessage]) -> Any:
     done = progress(messages)
     if done == 1:
         _hang_once(STALL_VAR)  # the test kills this worker there
+        _held_once()
     if done >= len(REFUND_42) - 1:
         # this run's goal: the thread's last human message
         goal = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
@@ -50,6 +53,22 @@ def _reply(messages: list[BaseMessage]) -> Any:
 def stall_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Arm the stall: the first worker to reach step 2 hangs there; the file then vanishes."""
     return _arm(folder / "stall-once", STALL_VAR, monkeypatch)
+
+
+def hold_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Arm the hold: the first worker to reach step 2 waits there until the test writes a line
+    to the FIFO (renamed ``<name>.taken-by-<pid>``: ``taken_by``, ``release``)."""
+    fifo = folder / "hold-once"
+    os.mkfifo(fifo)
+    monkeypatch.setenv(HOLD_VAR, str(fifo))
+    return fifo
+
+
+def release(armed: Path) -> None:
+    """Let the worker that took the hold go on (it reads the line the FIFO gets)."""
+    (taken,) = armed.parent.glob(f"{armed.name}.taken-by-*")
+    with taken.open("w") as fifo:
+        fifo.write("go\n")
 
 
 def hang_in_pay_once(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -81,6 +100,21 @@ def _hang_once(var: str) -> None:
     except FileNotFoundError:
         return
     threading.Event().wait()  # nothing sets it: the process ends only when it is killed
+
+
+def _held_once() -> None:
+    """Wait for the test's line on the FIFO ``$HOLD_VAR`` names, if this process is the first
+    to take it (an event, not a sleep: the test writes when the try may go on)."""
+    once = os.environ.get(HOLD_VAR)
+    if not once:
+        return
+    taken = f"{once}.taken-by-{os.getpid()}"
+    try:
+        os.rename(once, taken)  # atomic: exactly one taker
+    except FileNotFoundError:
+        return
+    with open(taken, encoding="utf-8") as fifo:  # opening waits for the writer
+        fifo.readline()
 
 
 def refund(checkpointer: BaseCheckpointSaver[Any], policy: Policy | None = None) -> Any:

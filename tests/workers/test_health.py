@@ -75,6 +75,23 @@ def test_metrics_count_jobs_done_failed_retried_and_in_flight(health: tuple[Heal
     assert samples["gated_react_jobs_in_flight{}"] == 0
 
 
+def test_busy_and_taken_over_jobs_are_counted_apart_from_failed(
+    health: tuple[Health, str],
+) -> None:
+    """A try that met its thread held by a stalled worker's, and the stalled worker's own try
+    given up, are not failures (``heartbeat.failed_as``)."""
+    probe, url = health
+    for outcome in ("busy", "busy", "taken_over"):
+        probe.job_started(attempt=2)
+        probe.job_ended(outcome)
+    samples = _samples(url)
+    assert samples["gated_react_jobs_busy_total{}"] == 2
+    assert samples["gated_react_jobs_taken_over_total{}"] == 1
+    assert samples["gated_react_jobs_failed_total{}"] == 0
+    assert not any(name.startswith("gated_react_jobs_done_total") for name in samples)
+    assert samples["gated_react_jobs_in_flight{}"] == 0
+
+
 def test_healthz_fails_once_the_loop_stops_beating(health: tuple[Health, str]) -> None:
     probe, url = health
     probe.beat()

@@ -6,24 +6,45 @@ A worker whose heartbeat ran late (a loaded machine, a store outage longer than
 that no longer existed, for ever invisible (the chaos test, on a loaded CI machine, waited 240 s
 for its third live worker), and its own stalled-job sweep requeued the job it was running. Now
 it registers again at its next beat and keeps its job, which ends once, on its first try.
+
+A worker stopped long enough (SIGSTOP, a frozen machine) does lose its job to another worker:
+the tries that meet its lock are ``busy`` and its own try, going on later, is ``taken_over``;
+neither is a failure.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import psycopg
 import pytest
 
+from gated_react.store.locks import ThreadBusy
 from gated_react.workers import enqueue_run, install_queue, make_app
+from gated_react.workers.heartbeat import failed_as
 from gated_react.workers.supervisor import worker_command
 
 from ..support.fleet import registered
+from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import Delay, FakeOpenAI
 from ..support.procs import WAIT, wait_until
-from ..support.worker_graphs import MODEL_URL_VAR, PAYMENTS_VAR, pay_reply
+from ..support.worker_graphs import (
+    LOG_VAR,
+    MODEL_URL_VAR,
+    PAYMENTS_VAR,
+    hold_once,
+    pay_reply,
+    release,
+    taken_by,
+)
+from ..support.worker_procs import Worker, fleet, until
 from ..test_workers import jobs, stored
 
 STALLED_AFTER = 1.5
@@ -118,3 +139,113 @@ def test_a_pruned_worker_takes_its_next_job_without_dying(
     assert again[0] != first[0]
     assert len(lines(log, "registered_again")) == 1
     assert len(payments.read_text().splitlines()) == 1
+
+
+class _Connector:
+    """The job's row as the store holds it (None: gone), or the store lost."""
+
+    def __init__(self, row: dict[str, Any] | Exception | None) -> None:
+        self.row = row
+
+    async def execute_query_one_async(self, query: str, **params: Any) -> Any:
+        if isinstance(self.row, Exception):
+            raise self.row
+        return self.row
+
+
+def _failed_as(exc: BaseException, row: dict[str, Any] | Exception | None) -> str:
+    app = SimpleNamespace(connector=_Connector(row))
+    job = SimpleNamespace(id=7, attempts=1)  # this try began as the job's second
+    return asyncio.run(failed_as(app, job, exc))  # type: ignore[arg-type]
+
+
+def test_a_try_that_met_a_held_thread_is_busy_not_failed() -> None:
+    assert _failed_as(ThreadBusy("t"), {"attempts": 1}) == "busy"
+
+
+def test_a_try_whose_job_was_requeued_since_it_began_was_taken_over() -> None:
+    lost = psycopg.OperationalError("the connection is closed")
+    assert _failed_as(lost, {"attempts": 2}) == "taken_over"
+    assert _failed_as(RuntimeError("a defect"), {"attempts": 3}) == "taken_over"
+
+
+def test_any_other_raise_is_a_failure() -> None:
+    lost = psycopg.OperationalError("the connection is closed")
+    assert _failed_as(lost, {"attempts": 1}) == "failed"  # still this try's job
+    assert _failed_as(lost, psycopg.OperationalError("server down")) == "failed"  # unknown
+    assert _failed_as(RuntimeError("a defect"), None) == "failed"
+
+
+REFUND = "tests.support.worker_graphs:refund"
+
+
+def _outcomes(worker: Worker) -> list[str]:
+    return [str(line["outcome"]) for line in worker.events("job_ended")]
+
+
+def _drop_the_lock_holder(url: str) -> int:
+    """Close the session that holds the thread lock, as a server or a network drops the
+    connections of a process stopped too long; how many were closed."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND granted AND database = (SELECT oid FROM pg_database"
+            " WHERE datname = current_database())"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.postgres
+def test_a_stopped_worker_loses_its_job_and_nothing_counts_as_failed(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stopped (SIGSTOP) in the middle of a run: after ``--stalled-after`` another
+    worker takes its job over and finds the thread locked by the stopped one's session
+    (``busy``: tried again). Once that session is dropped the run goes on there to its end.
+    The stopped worker, let go on, fails at its next write and gives the job up
+    (``taken_over``). Before, every busy try was a failed line and a failed count, and the
+    stopped try a failed job, a ``connection_lost`` line and an error no one handled (its retry
+    of a job that had succeeded)."""
+    decisions = tmp_path / "decisions.tsv"
+    monkeypatch.setenv(LOG_VAR, str(decisions))
+    hold = hold_once(tmp_path, monkeypatch)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="stalled")
+    options = ("--stalled-after", str(STALLED_AFTER))
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    with fleet(pg_url, REFUND, 1, tmp_path / "first", *options) as (first,):
+        until(lambda: taken_by(hold) is not None, "the first worker is in the run")
+        os.kill(first.proc.pid, signal.SIGSTOP)
+        try:
+            with fleet(pg_url, REFUND, 1, tmp_path / "second", *options) as (second,):
+                until(lambda: "busy" in _outcomes(second), "the second worker met the lock")
+                dropped = _drop_the_lock_holder(pg_url)
+                until(lambda: "ended" in _outcomes(second), "the second worker ended the run")
+                counted = {
+                    name: second.metric(f"gated_react_jobs_{name}_total")
+                    for name in ("failed", "busy")
+                }
+        finally:
+            os.kill(first.proc.pid, signal.SIGCONT)
+        release(hold)
+        until(lambda: bool(_outcomes(first)), "the first worker's try ended")
+        failed, taken = (
+            first.metric(f"gated_react_jobs_{name}_total") for name in ("failed", "taken_over")
+        )
+    assert dropped == 1
+    assert set(_outcomes(second)) == {"busy", "ended"}
+    assert counted["failed"] == 0
+    assert counted["busy"] == _outcomes(second).count("busy")
+    (given_up,) = first.events("job_ended")
+    assert given_up["outcome"] == "taken_over"
+    assert (failed, taken) == (0, 1)
+    assert first.events("connection_lost") == []
+    assert [line for line in first.events("log") if line["level"] == "ERROR"] == []
+    assert jobs(pg_url) == [("stalled", "succeeded", jobs(pg_url)[0][2])]
+    assert stored(pg_url, "stalled")["stop_reason"] == "success"
+    (finished,) = decisions.read_text().splitlines()  # the run ended once, by the second
+    assert finished.split("\t")[0] == str(second.proc.pid)

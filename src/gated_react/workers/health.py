@@ -6,7 +6,8 @@
                   until ``reconnected``) and the store answers a query now (``PROBE_SECONDS``;
                   an idle worker's connections are found closed only when next used), else
                   503: the worker waits for its store.
-``GET /metrics``  Prometheus text: jobs done (by outcome), failed, retried, in flight; runs
+``GET /metrics``  Prometheus text: jobs done (by outcome), failed, busy, taken over, retried,
+                  in flight; runs
                   ended (by stop reason), model tokens, cost and call latency, tool calls
                   (by outcome); the store's questions waiting and queue, read at each scrape
                   (``metrics``).
@@ -72,6 +73,16 @@ class Health:
             "Jobs that raised (the queue may retry them)",
             registry=self.registry,
         )
+        self.busy = Counter(
+            "gated_react_jobs_busy",
+            "Jobs whose thread another try held (a stalled worker's): tried again, not failed",
+            registry=self.registry,
+        )
+        self.taken_over = Counter(
+            "gated_react_jobs_taken_over",
+            "Jobs this worker stalled on and another worker took over: given up, not failed",
+            registry=self.registry,
+        )
         self.retried = Counter(
             "gated_react_jobs_retried",
             "Jobs started again after an earlier attempt",
@@ -91,11 +102,13 @@ class Health:
             self.retried.inc()
 
     def job_ended(self, outcome: str) -> None:
-        """A job ended: ``ended``, ``waiting`` or ``failed``."""
+        """A job ended: ``ended``, ``waiting``, ``refused``, ``busy``, ``taken_over`` or
+        ``failed``."""
         self._running -= 1
         self.in_flight.set(self._running)
-        if outcome == "failed":
-            self.failed.inc()
+        not_done = {"failed": self.failed, "busy": self.busy, "taken_over": self.taken_over}
+        if outcome in not_done:
+            not_done[outcome].inc()
         else:
             self.done.labels(outcome=outcome).inc()
 

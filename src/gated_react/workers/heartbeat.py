@@ -8,6 +8,9 @@ the fleet and to ``gated-react queue``, its jobs at hand free for any worker to 
 stalled, its next fetch refused by the jobs' foreign key. Here a beat that finds no row registers
 the worker again and takes back the jobs at hand that no other worker has taken over yet; so
 does a fetch that the foreign key refuses, when the worker was pruned since its last beat.
+
+A job another worker did take over (``taken_over``) is that worker's from then on: the try
+that stalled, stopped or frozen, gives it up when it fails, and records nothing of it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import procrastinate
 import psycopg
 
 from gated_react.errors import causes
+from gated_react.store.locks import ThreadBusy
 
 _BEAT = (
     "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id = %(worker_id)s RETURNING id"
@@ -30,6 +34,7 @@ _TAKE_BACK = (
 
 
 _FETCHED_BY = "procrastinate_jobs_worker_id_fkey"
+_ATTEMPTS = "SELECT attempts FROM procrastinate_jobs WHERE id = %(job)s"
 
 
 def pruned(exc: BaseException) -> bool:
@@ -55,3 +60,26 @@ async def register_again(app: procrastinate.App, jobs: Iterable[int]) -> tuple[i
         query=_TAKE_BACK, worker_id=worker_id, jobs=list(jobs)
     )
     return worker_id, [int(row["id"]) for row in rows]
+
+
+async def taken_over(app: procrastinate.App, job: procrastinate.jobs.Job) -> bool:
+    """Another worker took this try's job over: the stalled-job sweep requeued it while this
+    worker's heartbeat was late (stopped, frozen), so its attempts went up since this try
+    began. False when the store cannot tell (lost): the try's failure is then its own."""
+    try:
+        row = await app.connector.execute_query_one_async(query=_ATTEMPTS, job=job.id)
+    except Exception:
+        return False
+    return row is not None and int(row["attempts"]) > job.attempts
+
+
+async def failed_as(app: procrastinate.App, job: procrastinate.jobs.Job, exc: BaseException) -> str:
+    """How a job that raised ended. Not every raise is a failure: ``busy``, its thread was
+    held by another try (one whose worker stalled, its job taken over but its lock still held),
+    and the queue tries it again; ``taken_over``, this try stalled and another worker has the
+    job now (its connection dropped meanwhile: no store was lost). Else ``failed``."""
+    if isinstance(exc, ThreadBusy):
+        return "busy"
+    if isinstance(exc, Exception) and await taken_over(app, job):
+        return "taken_over"
+    return "failed"

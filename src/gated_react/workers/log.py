@@ -90,8 +90,10 @@ def job_ended(
     error: str | None = None,
 ) -> None:
     """A job ended: ``outcome`` is ``ended`` (the run has a stop reason), ``waiting`` (it asks a
-    human), ``refused`` (its answer was to a question no longer asked: ``error`` says why) or
-    ``failed`` (the job raised: ``error`` says what; the queue retries what the store failed)."""
+    human), ``refused`` (its answer was to a question no longer asked: ``error`` says why),
+    ``busy`` (another try held its thread, a stalled worker's: the queue tries it again),
+    ``taken_over`` (this try stalled and another worker has the job now) or ``failed`` (the
+    job raised: ``error`` says what; the queue retries what the store failed)."""
     emit(
         "job_ended",
         ids.worker,

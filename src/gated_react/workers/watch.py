@@ -29,6 +29,7 @@ from gated_react.records.events import Tracker, Uncounted
 from gated_react.records.run_log import FILE_NAME, RunLog
 from gated_react.runs import Graph
 from gated_react.state import ThreadResult
+from gated_react.workers import heartbeat
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import store_lost
 from gated_react.workers.health import Health
@@ -157,7 +158,8 @@ class Watch:
             self.store_answers()  # a job that reached its run's end: the store is back
         except BaseException as exc:
             error = f"{type(exc).__name__}: {exception_line(exc, *self.secrets, first_only=True)}"
-            if store_lost(exc) and not worker_log.is_lost("store"):
+            outcome = await heartbeat.failed_as(context.app, context.job, exc)
+            if outcome == "failed" and store_lost(exc) and not worker_log.is_lost("store"):
                 worker_log.connection_lost(self.worker, exc)  # the job is retried
             raise
         finally:

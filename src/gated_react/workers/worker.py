@@ -23,6 +23,7 @@ from typing import Any
 import procrastinate
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from procrastinate.exceptions import ProcrastinateException
+from procrastinate.jobs import Status
 from procrastinate.worker import Worker
 
 from gated_react.errors import exception_line
@@ -121,6 +122,11 @@ class _Worker(Worker):
 
     async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
         name, tries = self.worker_name or "worker", 0
+        job, failed = kwargs.get("job"), kwargs.get("status") is Status.FAILED
+        if failed and job is not None and await heartbeat.taken_over(self.app, job):
+            # Its retry would requeue a job another try runs (or has finished: the store
+            # refuses it, an error no one reads); that try records the job's end.
+            return
         for pause in backoff(10.0):
             try:
                 await super()._persist_job_status(*args, **kwargs)

@@ -98,6 +98,9 @@ def test_a_read_only_store_is_one_line_and_loses_nothing(
     for refused in (started, approved):
         assert refused.code == 1
         assert any(word in refused.one_error_line() for word in READ_ONLY_WORDS)
+    assert "gated-react resume" not in started.one_error_line()  # "new" holds nothing
+    if case == "the database file":  # refused at its first write (it used to offer resume)
+        assert "thread 'new' holds nothing to resume" in started.one_error_line()
     if opens:  # a read-only store can still be read
         assert (shown.code, listed.code) == (0, 0), shown.err + listed.err
         assert same_run(shown.json()) == same_run(before)

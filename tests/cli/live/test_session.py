@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,54 @@ def test_a_call_whose_time_the_store_cannot_record_ends_with_the_resume_command(
     assert "workers" not in said
     assert said.endswith(f"resume the run once the store answers with: gated-react resume t "
                          f"--toolkit support --db {url}")  # fmt: skip
+
+
+def _refusing_writes(after: int) -> Any:
+    """SqliteSaver.put that refuses every write after the first ``after``, as a store made
+    read-only refuses them."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    put, done = SqliteSaver.put, [0]
+
+    def refusing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        done[0] += 1
+        if done[0] > after:
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return put(self, *args, **kwargs)
+
+    return refusing
+
+
+@pytest.mark.parametrize("stored", [0, 3])
+def test_a_store_that_refuses_writes_says_resume_only_if_the_thread_holds_a_run(
+    stored: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new thread whose first write the store refused holds nothing: no ``resume`` finds it
+    ("no run is stored"), so the line says to fix the store and run the goal again. Before,
+    it offered the resume command. A thread with steps stored is resumed as before."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from gated_react import build_graph, run
+    from gated_react.testing import ScriptedChatModel, call
+    from gated_react.tools.support import SUPPORT_TOOLS
+
+    url = str(tmp_path / "runs.sqlite")
+    model = ScriptedChatModel(replies=[call("get_user_profile", user_id=42), "done"])
+    monkeypatch.setattr(SqliteSaver, "put", _refusing_writes(stored))
+    with open_checkpointer(url) as saver, RunLog(tmp_path / "runs.log") as runlog:
+        graph = build_graph(model, SUPPORT_TOOLS, checkpointer=saver)
+        session = _session(saver, url, runlog)
+        with pytest.raises(CliError) as failed:
+            session.drive(lambda watch: run(graph, "g", thread_id="t"))
+    said = str(failed.value)
+    assert "attempt to write a readonly database" in said
+    if stored:
+        assert said.endswith(f"gated-react resume t --toolkit support --db {url}")
+        return
+    assert "resume t" not in said
+    assert said.startswith("the store failed before the run stored anything: ")
+    assert "thread 't' holds nothing to resume" in said
+    assert said.endswith("give a writable one with --db, then run the goal again")
 
 
 def _session(saver: Any, url: str, runlog: RunLog) -> Session:

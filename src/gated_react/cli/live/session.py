@@ -137,13 +137,34 @@ class Session:
             if line is None:
                 raise
             self.note("failed", message=f"the store failed: {line}")
-            hint = self.place.resume_hint(self.tracker.thread)
-            raise CliError(
-                f"the store failed during the run: {line}; the steps stored before are kept; "
-                f"continue once it works again with: {hint}"
-            ) from None
+            raise CliError(self._store_failed(line)) from None
         finally:
             self.waiting.stop()
+
+    def _store_failed(self, line: str) -> str:
+        """What to do after the store failed: resume the run, unless the thread holds nothing
+        (a new thread whose first write was refused: a read-only store), which no resume
+        finds."""
+        thread = self.tracker.thread
+        if self._recorded() is False:
+            return (
+                f"the store failed before the run stored anything: {line}; thread {thread!r} "
+                "holds nothing to resume: make the store writable (its file permissions, free "
+                "space or server) or give a writable one with --db, then run the goal again"
+            )
+        return (
+            f"the store failed during the run: {line}; the steps stored before are kept; "
+            f"continue once it works again with: {self.place.resume_hint(thread)}"
+        )
+
+    def _recorded(self) -> bool | None:
+        """Whether the store holds a checkpoint of the thread; None when it cannot say."""
+        from gated_react.runs import config_for
+
+        try:
+            return self.tracker.saver.get_tuple(config_for(self.tracker.thread)) is not None
+        except Exception:  # a store that cannot be read either: the resume hint stays
+            return None
 
     def finish(self, result: Result) -> Exit:
         """Print the result (JSON or summary) and return the exit code."""

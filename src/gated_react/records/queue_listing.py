@@ -176,6 +176,20 @@ def _local(at: datetime | None) -> str | None:
     return None if at is None else at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
+_LIVE = (
+    "SELECT id, status::text AS status FROM procrastinate_jobs WHERE task_name = %(task)s"
+    " AND args->>'thread_id' = %(thread)s AND status IN ('todo', 'doing') ORDER BY id LIMIT 1"
+)
+
+
+def live_job(target: str, thread: str) -> tuple[int, str] | None:
+    """The thread's job still ``queued`` or ``running`` (its worker perhaps dead: the fleet
+    takes it over once its heartbeat is stale), if any: its id and that word."""
+    with _connect(target) as conn:
+        row = conn.execute(_LIVE, {"task": task_name(), "thread": thread}).fetchone()
+    return None if row is None else (int(row["id"]), STATES[row["status"]])
+
+
 _ANSWERED = (
     "SELECT id FROM procrastinate_jobs WHERE task_name = %(task)s"
     " AND args->>'thread_id' = %(thread)s AND args->>'question' = %(question)s"

@@ -409,3 +409,53 @@ def test_show_says_when_an_edited_record_puts_the_spend_in_doubt(
     shown = invoke("show", "t-approve").stdout
     assert "spend in doubt: its paid record of " in shown
     assert "does not verify with the store key (edited, forged or copied)" in shown
+
+
+@pytest.mark.postgres
+def test_a_run_of_the_workers_cut_short_is_never_sent_to_answer_a_question(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed mid-run leaves its thread unfinished, with no question. ``resume`` sent
+    it to ``gated-react answer --approve``, which refuses a thread with no question and sends
+    it back to ``resume``. It now names the step that continues the run: the job a worker
+    takes over, or, once its job has failed, queueing it again without an answer; taken,
+    that step ends the run."""
+    import psycopg
+
+    from gated_react.workers import enqueue_resume, enqueue_run, install_queue, make_app
+
+    from ...support.helpers import REFUND_GOAL
+    from ...support.worker_graphs import LOG_VAR, stall_once
+    from ...support.worker_procs import fleet, until
+    from ...test_workers import jobs, stored
+
+    monkeypatch.setenv(LOG_VAR, str(tmp_path / "decisions.tsv"))
+    stall = stall_once(tmp_path, monkeypatch)
+    install_queue(pg_url)
+    app = make_app(pg_url)
+    refund = "tests.support.worker_graphs:refund"
+    with app.open():
+        enqueue_run(app, REFUND_GOAL, thread_id="cut")
+    with fleet(pg_url, refund, 1, tmp_path, "--stalled-after", "30") as (doomed,):
+        until(lambda: not stall.exists(), "the worker hangs in the run")
+        doomed.proc.kill()
+        doomed.proc.wait()
+    running = invoke("resume", "cut", "--db", pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what a defect's last try leaves
+        conn.execute("UPDATE procrastinate_jobs SET status = 'failed', worker_id = NULL")
+    failed = invoke("resume", "cut", "--db", pg_url)
+    for out in (running, failed):
+        assert out.exit_code == 1
+        assert out.stderr.count("\n") == 1
+        assert "waits on no question" in out.stderr
+        assert "--approve" not in out.stderr
+        assert "gated-react queue --thread cut" in out.stderr
+    assert "its job 1 is running: a worker continues it" in running.stderr
+    assert "enqueue_resume" not in running.stderr
+    assert "queue it again without an answer: enqueue_resume(app, 'cut')" in failed.stderr
+    with app.open():
+        enqueue_resume(app, "cut")  # the step it names
+    (tmp_path / "next").mkdir()
+    with fleet(pg_url, refund, 1, tmp_path / "next"):
+        until(lambda: ("cut", "succeeded", 1) in jobs(pg_url), "the resumed run ended")
+    assert stored(pg_url, "cut")["stop_reason"] == "success"

@@ -88,7 +88,7 @@ def resume_in_shell(
                 raise CliError(str(ThreadBusy(thread)))
             options = options_for(
                 thread, given, metadata, url, model=model, base_url=base_url,
-                keyed=key_of(saver) is not None,
+                keyed=key_of(saver) is not None, waiting=bool(current.get("pending")),
             )  # fmt: skip
         place = replace(place, again=options.flags())
         from gated_react.cli.run_options import close_mcp
@@ -128,6 +128,7 @@ def options_for(
     model: str | None = None,
     base_url: str | None = None,
     keyed: bool = False,
+    waiting: bool = True,
 ) -> RunOptions:
     """The options to continue the thread's run with: the ones given on this command line,
     never the ones its checkpoints record (whoever can write the store could change those);
@@ -137,7 +138,7 @@ def options_for(
 
     said = recorded(metadata)
     if said is None:
-        _refuse_a_fleet_run(url, thread)
+        _refuse_a_fleet_run(url, thread, waiting=waiting)
         from gated_react.records.run_listing import started_by
 
         assistant = (metadata or {}).get("assistant_id")
@@ -232,20 +233,37 @@ def answered_elsewhere(started: str, thread: str, assistant: Any = None) -> str:
     )
 
 
-def _refuse_a_fleet_run(url: str | None, thread: str) -> None:
-    """A thread the workers run is answered through them, not resumed here."""
+def _refuse_a_fleet_run(url: str | None, thread: str, *, waiting: bool) -> None:
+    """A thread the workers run is continued through them, not resumed here: its question
+    answered with ``gated-react answer``; a run that stopped short (no question) by its job."""
     from gated_react.store.checkpointer import StoreURL
 
     if url is None or StoreURL.parse(url).kind != "postgres":
         return
-    from gated_react.records.queue_listing import owned_by_fleet
+    from gated_react.records.queue_listing import live_job, owned_by_fleet
 
-    if owned_by_fleet(StoreURL.parse(url).target, thread):
+    target = StoreURL.parse(url).target
+    if not owned_by_fleet(target, thread):
+        return
+    jobs = f"its jobs: gated-react queue --thread {render.shell_word(thread)}"
+    if waiting:
         raise CliError(
             f"thread {thread!r} is run by the workers: answer its question with "
-            f"gated-react answer {thread} --approve (or --reject WHY, ...); "
-            f"its jobs: gated-react queue --thread {thread}"
+            f"gated-react answer {thread} --approve (or --reject WHY, ...); {jobs}"
         )
+    why = f"thread {thread!r} is run by the workers and waits on no question: its run stopped "
+    live = live_job(target, thread)
+    if live is not None:  # a worker killed or stopped mid-run: its job is taken over
+        raise CliError(
+            f"{why}short and its job {live[0]} is {live[1]}: a worker continues it (a running "
+            "job once its worker has missed --stalled-after seconds of heartbeats), nothing to "
+            f"answer; start one if none runs (python -m gated_react.workers); {jobs}"
+        )
+    raise CliError(
+        f"{why}short and no job of it is queued (its last one failed): once the cause is "
+        f"fixed, queue it again without an answer: enqueue_resume(app, {thread!r}) "
+        f"(gated_react.workers); {jobs}"
+    )
 
 
 def _current(saver: Any, thread: str) -> Result:

@@ -188,20 +188,6 @@ MaxCost = Annotated[
     float | None,
     typer.Option(min=1e-9, metavar="USD", help="Model cost in dollars [default: unlimited]"),
 ]
-ThreadMaxSteps = Annotated[
-    int | None,
-    typer.Option(
-        min=1, metavar="N", help="Model decisions of every run on the thread together "
-        "[default: unlimited]",
-    ),
-]  # fmt: skip
-ThreadMaxToolCalls = Annotated[
-    int | None,
-    typer.Option(
-        min=0, metavar="N", help="Tool calls of every run on the thread together "
-        "[default: unlimited]",
-    ),
-]  # fmt: skip
 OnBudget = Annotated[
     OnBudgetChoice | None,
     typer.Option(
@@ -254,8 +240,6 @@ RUN_OPTIONS: dict[str, Any] = {
     "max_seconds": MaxSeconds,
     "max_tokens": MaxTokens,
     "max_cost": MaxCost,
-    "thread_max_steps": ThreadMaxSteps,
-    "thread_max_tool_calls": ThreadMaxToolCalls,
     "on_budget": OnBudget,
     "protocol": ProtocolFlag,
     "workspace": Workspace,

@@ -72,10 +72,6 @@ class RunOptions(BaseModel):
     """See ``Budget.max_tokens``."""
     max_cost: float | None = None
     """See ``Budget.max_cost``."""
-    thread_max_steps: int | None = None
-    """See ``Budget.thread_max_steps``."""
-    thread_max_tool_calls: int | None = None
-    """See ``Budget.thread_max_tool_calls``."""
     on_budget: OnBudget | None = None
     """See ``Policy.on_budget``; None keeps the policy default (stop)."""
     workspace: str | None = None
@@ -114,8 +110,6 @@ class RunOptions(BaseModel):
             "max_seconds": self.max_seconds,
             "max_tokens": self.max_tokens,
             "max_cost": self.max_cost,
-            "thread_max_steps": self.thread_max_steps,
-            "thread_max_tool_calls": self.thread_max_tool_calls,
             "on_budget": self.on_budget,
         }
         given: dict[str, Any] = {k: v for k, v in limits.items() if v is not None}
@@ -254,8 +248,7 @@ class RunOptions(BaseModel):
         return out
 
 
-_LIMITS = ("max_steps", "max_tool_calls", "max_seconds", "max_tokens", "max_cost",
-           "thread_max_steps", "thread_max_tool_calls")  # fmt: skip
+_LIMITS = ("max_steps", "max_tool_calls", "max_seconds", "max_tokens", "max_cost")
 
 
 def recorded(metadata: Mapping[str, Any] | None) -> RunOptions | None:

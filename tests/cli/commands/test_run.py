@@ -287,11 +287,11 @@ def _budget_flags() -> dict[str, Any]:
 def test_the_budget_flags_are_the_budgets_fields() -> None:
     """One declaration: every scalar ``Budget`` field has a ``run`` flag and a ``RunOptions``
     field of its type (or None: keep the policy's), the flag's lower bound is the field's, and
-    its help shows the field's default. ``tool_limits`` and ``thread_tool_limits`` (per
-    tool) have no flag."""
+    its help shows the field's default. ``tool_limits`` (per tool) has no flag, nor have the
+    limits across a thread's runs (the command line starts one run a thread)."""
     flags = _budget_flags()
-    per_tool = {"tool_limits", "thread_tool_limits"}
-    scalar = [name for name in Budget.model_fields if name not in per_tool]
+    unflagged = {"tool_limits", "thread_max_steps", "thread_max_tool_calls", "thread_tool_limits"}
+    scalar = [name for name in Budget.model_fields if name not in unflagged]
     assert sorted(flags) == sorted([*scalar, "on_budget"])
     for name in scalar:
         field, flag = Budget.model_fields[name], flags[name]

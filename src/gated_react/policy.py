@@ -35,6 +35,7 @@ TOOL_NAME_FIELDS = (
     "approval_decisions",
     "budget.tool_limits",
     "budget.thread_tool_limits",
+    "on_tool_limit",
     "tool_timeouts",
 )
 """The policy fields that name tools; ``build_graph`` refuses a name that is not a tool."""
@@ -238,12 +239,15 @@ class Policy(BaseModel):
     """What a spent budget does (steps, tool calls, a tool's cap, seconds, tokens, cost): end
     the run, or pause it on a question to a human who may extend the limit (needs a
     checkpointer; without one the budget stops the run). ``loop_detected`` never asks."""
-    on_tool_limit: OnToolLimit = "stop"
-    """What a call over a tool budget (``max_tool_calls``, a tool's cap in ``tool_limits``)
-    does: what ``on_budget`` says, or, with ``"observe"``, it does not run and the model is
-    told "Tool call limit exceeded" as its result and goes on (``ToolCallLimitMiddleware``'s
-    ``exit_behavior="continue"``; a graph given that middleware takes it). Such a call counts
-    as a call; the other budgets (steps, seconds, tokens, cost) still stop the run."""
+    on_tool_limit: OnToolLimit | dict[str, OnToolLimit] = "stop"
+    """What a call over a tool budget (``max_tool_calls``, a tool's cap in ``tool_limits``,
+    their ``thread_`` twins) does: what ``on_budget`` says, or, with ``"observe"``, it does not
+    run and the model is told "Tool call limit exceeded" as its result and goes on
+    (``ToolCallLimitMiddleware``'s ``exit_behavior="continue"``; a graph given that middleware
+    takes it). Per budget: ``{"search": "stop", "*": "observe"}`` (a tool's cap by its name;
+    ``"*"`` for ``max_tool_calls`` and the caps of tools not named; ``"stop"`` when neither
+    is). Such a call counts as a call; the other budgets (steps, seconds, tokens, cost) still
+    stop the run."""
     answer_schema: type[BaseModel] | None = None
     """A pydantic model the final answer must fit: its text is one JSON object of that shape."""
     prices: dict[str, Price] = Field(default_factory=dict)
@@ -268,6 +272,13 @@ class Policy(BaseModel):
         if unasked:
             raise ValueError(f"approval_decisions names tools not in require_approval: {unasked}")
         return self
+
+    def on_limit(self, tool: str | None) -> OnToolLimit:
+        """What a spent tool budget does: ``tool``'s cap, or (None) ``max_tool_calls``."""
+        rule = self.on_tool_limit
+        if isinstance(rule, str):
+            return rule
+        return rule.get(tool, rule.get("*", "stop")) if tool is not None else rule.get("*", "stop")
 
     def decisions_for(self, tool: str) -> tuple[ApprovalDecision, ...]:
         """The decisions an approval question about ``tool`` takes."""
@@ -294,6 +305,9 @@ class Policy(BaseModel):
             "approval_decisions": self.approval_decisions,
             "budget.tool_limits": self.budget.tool_limits,
             "budget.thread_tool_limits": self.budget.thread_tool_limits,
+            "on_tool_limit": [t for t in self.on_tool_limit if t != "*"]
+            if isinstance(self.on_tool_limit, dict)
+            else (),
             "tool_timeouts": self.tool_timeouts,
         }
         unknown = {field: sorted(set(names) - known) for field, names in named.items()}

@@ -143,7 +143,7 @@ def test_a_model_limit_is_the_runs_step_budget() -> None:
         (
             Policy(),
             [ToolCallLimitMiddleware(tool_name="search", run_limit=-1)],
-            (8, 6, {"search": 0}, "observe"),
+            (8, 6, {"search": 0}, {"search": "observe"}),
         ),
     ],
 )
@@ -165,13 +165,6 @@ def test_the_tighter_of_the_policy_and_the_middleware_holds(
     [
         ([ModelCallLimitMiddleware(thread_limit=0)], "thread_limit=0 lets the model make no"),
         ([ModelCallLimitMiddleware(run_limit=0)], "run_limit=0 lets the model make no call"),
-        (
-            [
-                ToolCallLimitMiddleware(tool_name="search", run_limit=1),
-                ToolCallLimitMiddleware(tool_name="fetch", run_limit=1, exit_behavior="end"),
-            ],
-            "give them the same exit_behavior",
-        ),
     ],
 )
 def test_what_a_budget_cannot_hold_is_refused_in_one_line(middleware: list[Any], said: str) -> None:
@@ -275,3 +268,25 @@ def test_a_thread_limit_is_never_extended_by_a_human() -> None:
         "max_tool_calls",
         1,
     )
+
+
+def test_each_limit_keeps_its_own_exit_behaviour() -> None:
+    """Before, a global limit that continues beside a tool's that ends was refused."""
+    stack = [
+        ToolCallLimitMiddleware(run_limit=2),
+        ToolCallLimitMiddleware(tool_name="search", run_limit=1, exit_behavior="end"),
+    ]
+    policy = node_deps(FakeToolModel(messages=replies("x")), [search, fetch], Policy(), stack)
+    assert policy.policy.on_tool_limit == {"*": "observe", "search": "stop"}
+
+    def run(*script: Any) -> dict[str, Any]:
+        model = FakeToolModel(messages=replies(*script))
+        return build_graph(model, [search, fetch], middleware=stack).invoke({"goal": "go"})
+
+    fetched = run(*_calls("fetch", "fetch", "fetch"), "fetched")  # the global one continues
+    assert [m.text for m in fetched["messages"] if isinstance(m, ToolMessage)][2] == (
+        "Tool call limit exceeded. Do not make additional tool calls."
+    )
+    assert (fetched["stop_reason"], fetched["messages"][-1].text) == ("success", "fetched")
+    searched = run(*_calls("search", "search"), "searched")  # the search one ends the run
+    assert (searched["status"], searched["stop_reason"]) == ("stopped", "tool_limit:search")

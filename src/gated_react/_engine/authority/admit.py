@@ -25,6 +25,7 @@ from gated_react._engine.authority.budgets import (
     check_thread_tool,
     enforce,
     limit_answer,
+    observed,
     over_tool_count,
 )
 from gated_react._engine.authority.ledger import Book, Place
@@ -128,14 +129,12 @@ class Gatekeeper:
         the thread's, under ``on_tool_limit="observe"``), or the stop (after a human, under
         ``on_budget="ask"``, for the run's budgets)."""
         usage, name, budget = self.usage, call.tool, self.held.budget
-        observe = self.deps.policy.on_tool_limit == "observe"
-        spent = check_thread_tool(self.whole, budget, name)  # never extended by a human
-        if spent is None and observe:
-            spent = over_tool_count(usage, budget, name)
-        if spent is not None and observe:
+        thread = check_thread_tool(self.whole, budget, name)
+        spent = thread or over_tool_count(usage, budget, name)
+        if spent is not None and observed(self.deps.policy, spent):
             return self._shown(call, Shown(text=limit_answer(spent), error=str(spent)))
-        if spent is not None:
-            return spent
+        if thread is not None:  # a thread's limit is never extended by a human
+            return thread
         return enforce(lambda budget: check_before_tool(usage, budget, name), self.held, usage,
                        self.config, usage.steps)  # fmt: skip
 

@@ -163,6 +163,13 @@ def over_tool_count(usage: Usage, budget: Budget, tool: str) -> Stop | None:
 _TOOL_COUNTS = frozenset({StopReason.MAX_TOOL_CALLS, StopReason.TOOL_LIMIT})
 
 
+def observed(policy: Policy, over: Stop) -> bool:
+    """Whether a spent tool budget is answered to the model (``Policy.on_tool_limit``)."""
+    return policy.on_limit(over.detail if over.reason is StopReason.TOOL_LIMIT else None) == (
+        "observe"
+    )
+
+
 def limit_answer(over: Stop) -> str:
     """What the model is told of a call over a tool budget under ``on_tool_limit="observe"``:
     ``ToolCallLimitMiddleware``'s words, so an app reads what it read under ``create_agent``."""

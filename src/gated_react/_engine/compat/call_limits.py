@@ -6,10 +6,11 @@ the thread) says was paid and permitted. The middleware never runs as a hook: it
 would be state channels an editor could rewrite.
 
 A limit the policy sets itself holds beside the middleware's (the tighter wins); one left at
-its default gives way to the middleware's. A tool limit's
-``exit_behavior="continue"`` (its default) is ``Policy.on_tool_limit="observe"``: a call over
-the limit does not run, the model reads LangChain's "Tool call limit exceeded" and goes on.
-``"end"`` and ``"error"`` stop the run on the budget (a stop reason, never an exception).
+its default gives way to the middleware's. A tool limit's ``exit_behavior="continue"`` (its
+default) is ``"observe"`` in ``Policy.on_tool_limit`` for that limit (by its tool, ``"*"`` for
+all tools): a call over it does not run, the model reads LangChain's "Tool call limit
+exceeded" and goes on. ``"end"`` and ``"error"`` stop the run on the budget (a stop reason,
+never an exception).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def with_limits(policy: Policy, stack: Sequence[Any]) -> Policy:
     limits = [m for m in stack if type(m).__name__ in NAMES]
     if not limits:
         return policy
-    budget, behaviours = policy.budget.model_dump(), set()
+    budget, actions = policy.budget.model_dump(), {}
     held = set(policy.budget.model_fields_set)
     for m in limits:
         why = limit_refusal(m)
@@ -56,16 +57,20 @@ def with_limits(policy: Policy, stack: Sequence[Any]) -> Policy:
             if limit is not None:
                 _tighten(budget, held, _field(prefix, m), max(int(limit), 0))
         if type(m).__name__ == TOOL_LIMIT:
-            behaviours.add(m.exit_behavior == "continue")
-    if len(behaviours) > 1:
-        raise MiddlewareRefused(
-            f"{TOOL_LIMIT} is not taken: one continues past its limit and another ends the "
-            "run (Policy.on_tool_limit is one for the run): give them the same exit_behavior"
-        )
-    on_limit = "observe" if behaviours == {True} else "stop"
-    if "on_tool_limit" in policy.model_fields_set or not behaviours:
-        on_limit = policy.on_tool_limit
+            actions[m.tool_name or "*"] = "observe" if m.exit_behavior == "continue" else "stop"
+    on_limit: Any = policy.on_tool_limit
+    if actions and "on_tool_limit" not in policy.model_fields_set:
+        on_limit = _one_or_each(actions)
     return policy.replace(budget=Budget.model_validate(budget), on_tool_limit=on_limit)
+
+
+def _one_or_each(actions: dict[str, str]) -> str | dict[str, str]:
+    """``Policy.on_tool_limit`` for what each limit does: one word when they agree (a cap
+    no middleware names then does the same), else each by its tool (``"*"``: the global)."""
+    kinds = set(actions.values())
+    if len(kinds) == 1 and ("*" in actions or kinds == {"stop"}):
+        return kinds.pop()
+    return actions
 
 
 def _field(prefix: str, m: Any) -> tuple[str, str | None]:

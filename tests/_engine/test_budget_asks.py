@@ -18,11 +18,13 @@ from gated_react._engine.authority import audit, budgets
 from gated_react._engine.authority.approval import Decision
 from gated_react._engine.authority.budgets import proposal
 from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.limits import check_seconds
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import result
 from gated_react._engine.langgraph_internals import CONFIG_KEY_CHECKPOINTER
 from gated_react.nodes.decide import decide
 from gated_react.nodes.gate import gate
+from gated_react.state import Usage
 
 from ..support.helpers import QUESTION_ID, deps, state
 
@@ -291,7 +293,7 @@ def test_a_time_question_speaks_in_hundredths_of_a_second(
     assert proposal("max_seconds", 2.5, 3.0) == 6.0
     human = Human(Decision(approved=True))
     monkeypatch.setattr(budgets, "ask", human)
-    stop = budgets.check_seconds(budgets.Usage(seconds=3.000260224005615), Budget(max_seconds=3))
+    stop = check_seconds(Usage(seconds=3.000260224005615), Budget(max_seconds=3))
     assert stop is not None
     budgets.extend(stop, 3.000260224005615, 3.0, 1)
     ((asked, _),) = human.asked

@@ -17,16 +17,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from opentelemetry.trace import Span
 
-from gated_react._engine.authority.budgets import (
-    LEAST_SECONDS,
-    Limits,
-    check_before_step,
-    check_doubt,
-    enforce,
-    opened_record,
-    reopened,
-)
+from gated_react._engine.authority.budgets import Limits, enforce, opened_record, reopened
 from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.limits import LEAST_SECONDS, check_before_step, check_doubt
 from gated_react._engine.authority.paying import BudgetSpent, Called, Meter
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.started import started_calls, waiting_keys

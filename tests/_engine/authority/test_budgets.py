@@ -8,11 +8,7 @@ import pytest
 from langchain_core.tools import tool
 
 from gated_react import Policy, Price, build_graph, open_checkpointer, run
-from gated_react._engine.authority.budgets import (
-    check_before_step,
-    check_before_tool,
-    check_doubt,
-)
+from gated_react._engine.authority.limits import check_before_step, check_before_tool, check_doubt
 from gated_react.policy import Budget
 from gated_react.runs import run_book
 from gated_react.state import Usage

@@ -19,16 +19,15 @@ from langchain_core.messages import BaseMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.approval import answered_text, ask, per_call, question
-from gated_react._engine.authority.budgets import (
-    Limits,
+from gated_react._engine.authority.budgets import Limits, enforce
+from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.limits import (
     check_before_tool,
     check_thread_tool,
-    enforce,
     limit_answer,
     observed,
     over_tool_count,
 )
-from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
 from gated_react._engine.conversation.run_steps import run_decisions, run_loop_keys

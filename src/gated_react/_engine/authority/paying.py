@@ -24,8 +24,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine import deadline as beats
-from gated_react._engine.authority.budgets import Limits, check_before_step, check_thread_step
+from gated_react._engine.authority.budgets import Limits
 from gated_react._engine.authority.ledger import Book, Place
+from gated_react._engine.authority.limits import check_before_step, check_thread_step
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.waiting import unrecorded
 from gated_react._engine.conversation.held import Held

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from langchain_core.messages import ToolMessage
 
 from gated_react._engine.authority.admit import permitted, refuse
-from gated_react._engine.authority.budgets import LEAST_SECONDS, check_seconds, enforce, reopened
+from gated_react._engine.authority.budgets import enforce, reopened
+from gated_react._engine.authority.limits import LEAST_SECONDS, check_seconds
 from gated_react._engine.authority.records import Record
 from gated_react._engine.authority.run_once import Plan, as_edited, not_let_through
 from gated_react._engine.authority.started import ask_again, progress, shown_result

@@ -6,15 +6,37 @@ evaluates a string annotation in the namespace ``__module__`` names, which LangG
 find the channels. Evaluated when the class is made, annotations need no namespace later.
 """
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
+
+_set = object.__setattr__
 
 
 class StrictModel(BaseModel):
     """A model that refuses unknown fields and documents each field by its docstring."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """Pydantic's copy, unvalidated as its is: a shallow one made in one step (a ReAct step
+        copies a dozen models, and pydantic's copies its fields, extras and set fields each
+        through ``copy.copy``). A model with extra fields or private attributes, or a deep
+        copy, is made by pydantic."""
+        if deep or self.__pydantic_private__ is not None or self.__pydantic_extra__ is not None:
+            return super().model_copy(update=update, deep=deep)
+        copied = type(self).__new__(type(self))
+        fields_set = self.__pydantic_fields_set__
+        if update:
+            _set(copied, "__dict__", {**self.__dict__, **update})
+            _set(copied, "__pydantic_fields_set__", fields_set | update.keys())
+        else:
+            _set(copied, "__dict__", self.__dict__.copy())
+            _set(copied, "__pydantic_fields_set__", set(fields_set))
+        _set(copied, "__pydantic_extra__", None)
+        _set(copied, "__pydantic_private__", None)
+        return copied
 
 
 def dump(model: BaseModel | None) -> dict[str, Any] | None:

@@ -32,8 +32,9 @@ class Held(Generic[K, V]):
     def get(self, key: K, message: BaseMessage | None = None) -> tuple[BaseMessage, V] | None:
         """The live message and value kept under ``key``; with ``message``, only if it is that
         very object. None when nothing is kept or its message is gone."""
-        with self._lock:
-            entry = self._table.get(key)
+        # one read of the table, atomic as a dict's get is: no lock (a step reads two dozen
+        # values; ``put`` and ``forget`` lock, as they read and then write)
+        entry = self._table.get(key)
         if entry is None or (alive := entry[0]()) is None:
             return None
         return None if message is not None and alive is not message else (alive, entry[1])

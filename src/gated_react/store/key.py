@@ -140,6 +140,7 @@ def _framed(part: bytes | str) -> bytes:
 _FRAMED: dict[str, bytes] = {}
 _FRAMED_KEPT = 1024
 _FRAMED_CHARS = 128
+_RECORD = _framed("record/1")
 
 
 def stored_json(value: Any) -> bytes:
@@ -246,7 +247,19 @@ def record_digest(
     run, kind and key, its body as JSON with sorted keys (``record_text``, or that text
     itself), and when it was written."""
     text = body if isinstance(body, str) else record_text(body)
-    return framed_digest("record/1", thread, run, kind, key, text, repr(float(at)))
+    # framed_digest("record/1", thread, run, kind, key, text, repr(float(at))), in one list:
+    # the thread, the run and the kind repeat (framed once), the rest is each record's own
+    # (framed as it comes, kept out of the table of repeated parts)
+    framed = [_RECORD, _FRAMED.get(thread) or _framed(thread), _FRAMED.get(run) or _framed(run),
+              _FRAMED.get(kind) or _framed(str(kind)), _framed_once(key), _framed_once(text),
+              _framed_once(repr(float(at)))]  # fmt: skip
+    return hashlib.sha256(b"".join(framed)).digest()
+
+
+def _framed_once(part: bytes | str) -> bytes:
+    """``part`` framed as ``_framed`` frames it, not kept."""
+    data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+    return len(data).to_bytes(8, "big") + data
 
 
 def record_text(body: Mapping[str, Any]) -> str:

@@ -288,9 +288,10 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     messages a hook rewrote (a redaction: stored as the model saw it, as ``create_agent``
     stores it)."""
     deps, message, paid = plan.deps, called.reply, called.paid
-    reported = reported_tokens(paid)
-    cost = deps.pricer.cost(reported) if reported is not None else None
-    tracing.replied(deps.spans, span, (plan.messages, message), reported, cost)
+    if span.is_recording():  # the span alone shows them (the record has what was paid)
+        reported = reported_tokens(paid)
+        cost = deps.pricer.cost(reported) if reported is not None else None
+        tracing.replied(deps.spans, span, (plan.messages, message), reported, cost)
     reply = reply_of(message, deps.secrets)
     actions = proposal(deps, reply)
     opened = plan.opened

@@ -18,7 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphInterrupt
 
-from gated_react._engine.authority.admit import asked_ids, gatekeeper, started
+from gated_react._engine.authority.admit import gatekeeper
+from gated_react._engine.authority.known import asked_ids, started
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
 from gated_react._engine.conversation.steps import ending, run_step

@@ -14,8 +14,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from gated_react._engine.authority import admit as admitting
-from gated_react._engine.authority.admit import Gatekeeper, gatekeeper, permitted
+from gated_react._engine.authority.admit import Gatekeeper, gatekeeper
 from gated_react._engine.authority.approval import Decision
+from gated_react._engine.authority.known import permitted
 from gated_react._engine.authority.ledger import Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.conversation.chat import result

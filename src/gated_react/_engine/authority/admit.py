@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from gated_react._engine.authority.approval import answered_text, ask, per_call, question
 from gated_react._engine.authority.budgets import Limits, enforce
+from gated_react._engine.authority.known import branch_calls, branch_step, key_for
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.limits import (
     check_before_tool,
@@ -30,9 +31,7 @@ from gated_react._engine.authority.limits import (
 )
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.conversation.run_steps import run_decisions, run_loop_keys
-from gated_react._engine.conversation.turns import question_at, question_of
-from gated_react._engine.execution.call_keys import LoopIndex, args_hash, call_key, loop_key
+from gated_react._engine.execution.call_keys import LoopIndex, args_hash, loop_key
 from gated_react._engine.execution.tool_args import check_args
 from gated_react._engine.langgraph_internals import can_pause, graph_state, runtime_of
 from gated_react.errors import MiddlewareFailed
@@ -287,30 +286,6 @@ _REMIND = (
 )
 
 
-def key_for(deps: NodeDeps, thread: str, run: str, call: Call, seen: LoopIndex) -> str:
-    """The call's key: the run's n-th call of this tool with these arguments (compared as
-    loop detection compares them) on this branch has the same key wherever it is replayed."""
-    normalized = deps.policy.loop_detection == "normalized"
-    earlier = seen.repeats(call.tool, call.args, "normalized" if normalized else "exact")
-    return call_key(f"{thread}\n{run}", call.tool, call.args, earlier, normalized=normalized)
-
-
-def asked_ids(step: Step, deps: NodeDeps) -> list[str]:
-    """The ids of the step's calls a human would be asked about: what the gate looks up in
-    the record first (a replayed step's call may have run)."""
-    return [c.id for c in step.calls if c.tool in deps.policy.require_approval]
-
-
-def started(step: Step, records: Sequence[Record]) -> frozenset[str]:
-    """Of ``records``, the calls of ``step``'s run that started (same id and tool)."""
-    tools = {c.id: c.tool for c in step.calls}
-    return frozenset(
-        call for r in records
-        if r.kind in (Kind.STARTED, Kind.DONE) and r.run == step.run
-        and tools.get(call := str(r.body.get("call"))) == r.body.get("tool")
-    )  # fmt: skip
-
-
 def refuse(deps: NodeDeps, name: str) -> Stop | None:
     """Deny by default: unknown names and names outside the allowlist."""
     if name not in deps.tools:
@@ -334,21 +309,6 @@ def unavailable(name: str) -> Stop:
         name,
         f"{name} needs a human's approval, but the graph has no checkpointer to pause on; "
         "build it with one (build_graph(..., checkpointer=...)) or serve it with langgraph.json",
-    )
-
-
-def permitted(record: Record | None, call: Call, deps: NodeDeps) -> bool:
-    """Whether ``record`` is a valid permit for exactly ``call`` under this graph's policy:
-    its signature verifies, and it names this tool with these arguments."""
-    if record is None or not record.verified or record.kind is not Kind.PERMIT:
-        return False
-    body = record.body
-    return (
-        body.get("call") == call.id
-        and body.get("tool") == call.tool
-        and body.get("args") == canonical_json(call.args)
-        and body.get("policy") == deps.context.policy_hash
-        and record.key == call.key
     )
 
 
@@ -379,17 +339,3 @@ def gatekeeper(
         messages=messages,
         step=branch_step(messages, step.run),
     )
-
-
-def branch_step(messages: Sequence[BaseMessage], run: str | None = None) -> int:
-    """The step the run is on, on this branch: its AI messages that made calls. ``run``: the
-    run expected (where its question was found before, only newer messages are read)."""
-    at = question_at(messages, question_of(run) if run else None)
-    return run_decisions(messages, at) if at is not None else 0
-
-
-def branch_calls(messages: Sequence[BaseMessage], run: str | None = None) -> LoopIndex:
-    """The calls of this run on this branch that reached a result (ran, or were refused and
-    shown): what loop detection compares a new call against."""
-    at = question_at(messages, question_of(run) if run else None)
-    return LoopIndex(run_loop_keys(messages, at) if at is not None else ())

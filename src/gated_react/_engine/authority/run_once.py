@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from gated_react._engine.authority.admit import Gatekeeper, branch_calls, gatekeeper, key_for
+from gated_react._engine.authority.admit import Gatekeeper, gatekeeper
+from gated_react._engine.authority.known import branch_calls, key_for
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.started import unknown

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 from langchain_core.messages import ToolMessage
 
-from gated_react._engine.authority.admit import permitted, refuse
+from gated_react._engine.authority.admit import refuse
 from gated_react._engine.authority.budgets import enforce, reopened
+from gated_react._engine.authority.known import permitted
 from gated_react._engine.authority.limits import LEAST_SECONDS, check_seconds
 from gated_react._engine.authority.records import Record
 from gated_react._engine.authority.run_once import Plan, as_edited, not_let_through

@@ -123,14 +123,12 @@ class Budget(BaseModel):
             raise ValueError(f"tool limits must be >= 0, got {bad}")
         return value
 
-    @property
-    def per_thread(self) -> bool:
-        """Whether a limit holds across the thread's runs (its record is read whole then)."""
-        return (
-            self.thread_max_steps is not None
-            or self.thread_max_tool_calls is not None
-            or bool(self.thread_tool_limits)
-        )
+    def per_thread(self, *, tools: bool) -> bool:
+        """Whether a limit holds across the thread's runs on its tool calls (``tools``) or on
+        its model decisions: the thread's record is read whole, where that limit is checked."""
+        if not tools:
+            return self.thread_max_steps is not None
+        return self.thread_max_tool_calls is not None or bool(self.thread_tool_limits)
 
     def extended(self, extensions: Sequence[Extended]) -> Budget:
         """The limits in force: this budget with each extension a human granted applied,

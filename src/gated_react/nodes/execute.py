@@ -64,7 +64,7 @@ def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -
     ledger = place.ledger
     book = ledger.book(place.thread, step.run)
     messages = state.get("messages") or []
-    whole = place.whole(deps.policy.budget)
+    whole = place.whole(deps.policy.budget, tools=True)
     plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config, whole=whole)
     plan.found(ledger.about(plan.once_keys()))
     try:
@@ -102,7 +102,7 @@ async def aexecute(
     ledger = place.ledger
     book = await ledger.abook(place.thread, step.run)
     messages = state.get("messages") or []
-    whole = await place.awhole(deps.policy.budget)
+    whole = await place.awhole(deps.policy.budget, tools=True)
     plan = Plan.of(step, messages, book=book, place=place, deps=deps, config=config, whole=whole)
     plan.found(await ledger.aabout(plan.once_keys()))
     try:

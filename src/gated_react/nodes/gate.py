@@ -42,7 +42,7 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
-    whole = place.whole(deps.policy.budget)
+    whole = place.whole(deps.policy.budget, tools=True)
     ran = started(step, place.ledger.about(asked_ids(step, deps)))
     asking: list[Record] = []
     try:
@@ -62,7 +62,7 @@ async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) 
     place = Place.of(config)
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
-    whole = await place.awhole(deps.policy.budget)
+    whole = await place.awhole(deps.policy.budget, tools=True)
     ran = started(step, await place.ledger.aabout(asked_ids(step, deps)))
     asking: list[Record] = []
     try:

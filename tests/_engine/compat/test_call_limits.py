@@ -221,8 +221,37 @@ def test_thread_limits_are_the_budgets_thread_twins() -> None:
     held = budget.policy.budget
     assert (held.max_steps, held.thread_max_steps, held.max_tool_calls) == (5, 10, 6)
     assert (held.thread_max_tool_calls, held.thread_tool_limits) == (4, {"search": 2})
-    assert (held.tool_limits, held.per_thread) == ({"search": 1}, True)
-    assert not Policy().budget.per_thread
+    assert held.tool_limits == {"search": 1}
+    assert held.per_thread(tools=True)
+    assert held.per_thread(tools=False)
+    assert not Policy().budget.per_thread(tools=True)
+    assert not Policy().budget.per_thread(tools=False)
+
+
+def test_the_threads_record_is_read_only_where_its_limit_is_checked() -> None:
+    """A thread's model-call limit alone: the gate and execute read no thread's record (two
+    reads a step before), each model call does; a tool limit the other way round."""
+    from gated_react._engine.authority import backends
+
+    reads: list[str | None] = []
+    after = backends.MemoryBackend.after
+
+    def spied(self: Any, thread: str, run: str | None, seq: int) -> Any:
+        reads.append("thread" if run is None else "run")
+        return after(self, thread, run, seq)
+
+    for limit, expected in ((ModelCallLimitMiddleware(thread_limit=9), 3),
+                            (ToolCallLimitMiddleware(thread_limit=9), 4)):  # fmt: skip
+        reads.clear()
+        backends.MemoryBackend.after = spied  # type: ignore[method-assign]
+        try:
+            model = FakeToolModel(messages=replies(*_calls("search", "fetch"), "x"))
+            graph = build_graph(model, [search, fetch], middleware=[limit],
+                                checkpointer=InMemorySaver())  # fmt: skip
+            graph.invoke({"goal": "go"}, {"configurable": {"thread_id": "t"}})
+        finally:
+            backends.MemoryBackend.after = after  # type: ignore[method-assign]
+        assert reads.count("thread") == expected  # 3 model calls; or 2 calls, gate and execute
 
 
 def test_a_thread_limit_counts_every_run_on_the_thread_as_create_agent_does() -> None:

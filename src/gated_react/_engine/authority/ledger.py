@@ -244,12 +244,14 @@ class Place:
         """Whether its records are read with ``await`` (an async saver's table)."""
         return getattr(self.ledger.backend, "synchronous", True) is False
 
-    def whole(self, budget: Budget) -> Book | None:
-        """The thread's record, every run's, when ``budget`` holds a limit across its runs."""
-        return self.ledger.book(self.thread, None) if budget.per_thread else None
+    def whole(self, budget: Budget, *, tools: bool) -> Book | None:
+        """The thread's record, every run's, when ``budget`` holds a limit across its runs on
+        its tool calls (``tools``: the gate's checks) or its model decisions (a model call's)."""
+        return self.ledger.book(self.thread, None) if budget.per_thread(tools=tools) else None
 
-    async def awhole(self, budget: Budget) -> Book | None:
-        return await self.ledger.abook(self.thread, None) if budget.per_thread else None
+    async def awhole(self, budget: Budget, *, tools: bool) -> Book | None:
+        held = budget.per_thread(tools=tools)
+        return await self.ledger.abook(self.thread, None) if held else None
 
     def usage(self, run: str) -> Usage:
         """What ``run`` has spent, as its record says now."""

@@ -227,12 +227,14 @@ class Meter:
         """The record of a call about to be made; ``BudgetSpent`` if the budgets say no."""
         book = self.read or self.place.ledger.book(self.place.thread, self.run)
         self.read = None
-        return self._opened(book.tally.usage(), messages, self.place.whole(self.held.budget))
+        return self._opened(
+            book.tally.usage(), messages, self.place.whole(self.held.budget, tools=False)
+        )
 
     async def abefore(self, messages: Sequence[BaseMessage]) -> Record:
         book = self.read or await self.place.ledger.abook(self.place.thread, self.run)
         self.read = None
-        whole = await self.place.awhole(self.held.budget)
+        whole = await self.place.awhole(self.held.budget, tools=False)
         return self._opened(book.tally.usage(), messages, whole)
 
     def _opened(self, usage: Any, messages: Sequence[BaseMessage], whole: Book | None) -> Record:

@@ -112,3 +112,14 @@ def test_a_thread_forgotten_leaves_the_others() -> None:
     assert backend.about(["k1", "c1"]) == []
     assert _keys(backend.about(["k2"])) == ["k2"]
     assert backend.last_run("t") is None
+
+
+def test_a_call_id_every_run_reuses_finds_each_record_and_loses_none_when_one_thread_goes() -> None:
+    backend = MemoryBackend()
+    for n in range(20):  # a model that names the first call of every run "call_0"
+        backend.insert([_rec(f"t{n % 2}", f"r{n}", Kind.PERMIT, f"k{n}", call="call_0")])
+    assert [r.seq for r in backend.about(["call_0"])] == list(range(1, 21))
+    assert backend.forget("t0") == 10
+    assert [r.seq for r in backend.about(["call_0"])] == list(range(2, 21, 2))
+    assert backend.insert([_rec("t1", "r99", Kind.DONE, "k99", call="call_0")]) == [21]
+    assert [r.seq for r in backend.about(["call_0"])][-2:] == [20, 21]  # never a number again

@@ -68,10 +68,15 @@ class MemoryBackend:
     def __init__(self, runs: int | None = None) -> None:
         self._limit = runs
         """Runs kept at most (the oldest go first); None: all, as long as the saver lives."""
-        self._records: list[Record] = []
+        self._records: dict[int, Record] = {}
+        """Every record, by its sequence number."""
+        self._seq = 0
         self._runs: dict[tuple[str, str], list[Record]] = {}
         self._threads: dict[str, list[Record]] = {}
-        self._keys: dict[str, list[Record]] = {}
+        self._keys: dict[str, tuple[int, ...] | list[int]] = {}
+        """The sequence numbers of the records under each key or call id: a tuple of numbers
+        is no object the garbage collector tracks, where a list of records per key was one
+        more at every record (a long run's collections are what it costs)."""
         self._lock = threading.Lock()
 
     def insert(self, records: Sequence[Record]) -> list[int]:
@@ -80,8 +85,7 @@ class MemoryBackend:
 
     def claim(self, record: Record) -> int | None:
         with self._lock:
-            held = self._keys.get(record.key, ())
-            if any(r.kind is Kind.STARTED and r.key == record.key for r in held):
+            if any(r.kind is Kind.STARTED and r.key == record.key for r in self._under(record.key)):
                 return None
             return self._add(record)
 
@@ -92,7 +96,7 @@ class MemoryBackend:
 
     def about(self, keys: Sequence[str]) -> list[Record]:
         with self._lock:
-            found = {r.seq: r for key in dict.fromkeys(keys) for r in self._keys.get(key, ())}
+            found = {r.seq: r for key in dict.fromkeys(keys) for r in self._under(key)}
         return [found[seq] for seq in sorted(found)]
 
     def last_run(self, thread: str) -> str | None:
@@ -114,13 +118,13 @@ class MemoryBackend:
     def _drop(self, runs: list[tuple[str, str]]) -> int:
         """Drop runs' records (the lock held)."""
         dropped = {id(r) for k in runs for r in self._runs.pop(k)}
-        for key, found in list(self._keys.items()):
-            kept = [r for r in found if id(r) not in dropped]
+        for key, seqs in list(self._keys.items()):
+            kept = [seq for seq in seqs if id(self._records[seq]) not in dropped]
             if kept:
-                self._keys[key] = kept
+                self._keys[key] = tuple(kept) if len(kept) <= _TUPLED else kept
             else:
                 del self._keys[key]
-        self._records = [r for r in self._records if id(r) not in dropped]
+        self._records = {s: r for s, r in self._records.items() if id(r) not in dropped}
         for thread in {k[0] for k in runs}:
             kept_runs = [r for r in self._threads.pop(thread, ()) if id(r) not in dropped]
             if kept_runs:
@@ -140,17 +144,28 @@ class MemoryBackend:
         return self.about(keys)
 
     def _add(self, record: Record) -> int:
-        stored = record.stored(seq=(self._records[-1].seq if self._records else 0) + 1)
-        self._records.append(stored)
+        self._seq += 1
+        stored = record.stored(seq=self._seq)
+        self._records[stored.seq] = stored
         self._runs.setdefault((stored.thread, stored.run), []).append(stored)
         self._threads.setdefault(stored.thread, []).append(stored)
         if self._limit is not None and len(self._runs) > self._limit:
             self._drop([next(iter(self._runs))])
-        self._keys.setdefault(stored.key, []).append(stored)
+        self._file(stored.key, stored)
         call = stored.body.get("call")
         if isinstance(call, str) and call != stored.key:
-            self._keys.setdefault(call, []).append(stored)
+            self._file(call, stored)
         return stored.seq
+
+    def _file(self, key: str, record: Record) -> None:
+        found = self._keys.get(key, ())
+        if isinstance(found, list):
+            found.append(record.seq)
+        else:  # a key under many records (a model that names every run's call "call_0")
+            self._keys[key] = (*found, record.seq) if len(found) < _TUPLED else [*found, record.seq]
+
+    def _under(self, key: str) -> list[Record]:
+        return [self._records[seq] for seq in self._keys.get(key, ())]
 
     @staticmethod
     def _from(found: list[Record], seq: int) -> int:
@@ -159,3 +174,5 @@ class MemoryBackend:
 
 
 _SEQ = operator.attrgetter("seq")
+_TUPLED = 8
+"""Records under one key kept as a tuple (copied at each new one), a list past that."""

@@ -80,7 +80,7 @@ def test_only_the_graph_its_parts_and_runs_import_the_engine() -> None:
 
 
 AUTHORITY = [
-    "admit", "approval", "audit", "backends", "budgets", "known", "ledger", "limits",
+    "admit", "approval", "audit", "backends", "budgets", "estimate", "known", "ledger", "limits",
     "paying", "records", "run_once", "spend", "sql", "started", "statements", "waiting",
     "ways",
 ]  # fmt: skip

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -253,3 +254,15 @@ def test_the_kept_loop_keys_stay_bounded() -> None:
     content = {"path": "big.txt", "content": "x" * (call_keys._KEPT_CHARS + 1)}
     assert loop_key("write_file", content) == loop_key("write_file", dict(content))
     assert not any(tool == "write_file" for tool, _ in call_keys._KEYS)
+
+
+def test_keys_an_index_adds_are_its_own_not_the_runs_it_was_given() -> None:
+    keys = [loop_key("lookup", {"record": 1})]
+    counts = Counter(keys)
+    index = LoopIndex(keys, counts)
+    index.add(loop_key("lookup", {"record": 2}))
+    assert repeats(index, "lookup", {"record": 2}, "exact") == 1
+    assert repeats(index, "lookup", {"record": 2}, "normalized") == 1
+    assert keys == [loop_key("lookup", {"record": 1})]
+    assert counts == Counter(keys)  # the run's reading, as it was
+    assert repeats(LoopIndex(keys, counts), "lookup", {"record": 2}, "exact") == 0

@@ -10,7 +10,7 @@ call the model is shown refused leaves a ``refused`` record. Both count against 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -63,9 +63,11 @@ class Gatekeeper:
     held: Limits
     seen: LoopIndex
     """This branch's calls in this run (from its conversation), with those admitted now."""
-    counted: set[str]
-    """The calls the record counts (``spend.identity``): one checked again (after a crash, in
-    a replay) is not counted, nor held to the budgets, twice."""
+    counted: Mapping[str, str]
+    """The calls the record counts (``spend.identity``; the run's tally, read only): one
+    checked again (after a crash, in a replay) is not counted, nor held to the budgets, twice."""
+    admitted: set[str] = field(default_factory=set)
+    """The calls this pass counted (``spend.identity``), beside those of ``counted``."""
     asked: frozenset[str] = frozenset()
     """The calls the record says a human was asked about (``spend.identity``)."""
     asking: list[Record] = field(default_factory=list)
@@ -108,7 +110,7 @@ class Gatekeeper:
         """The budgets, the allowlist and loop detection: the stop, the call settled with what
         the model is shown, or None when it passes."""
         deps, name = self.deps, call.tool
-        if self._what(call) not in self.counted:
+        if not self._counts(self._what(call)):
             over = self._over(call)
             if over is not None:
                 return over
@@ -257,17 +259,21 @@ class Gatekeeper:
         shown = f"{why.message}. Tools you may call: {sorted(deps.allowed)}"
         return self._shown(call, Shown(text=shown, error=str(why)))
 
+    def _counts(self, what: str) -> bool:
+        return what in self.admitted or what in self.counted
+
     def key_for(self, call: Call) -> str:
         return key_for(self.deps, self.thread, self.run, call, self.seen)
 
     def _keyed(self, call: Call) -> Call:
         """The call with its key, counted."""
         key = self.key_for(call)
-        if self._what(call) not in self.counted:
+        what = self._what(call)
+        if not self._counts(what):
             self.usage = counted(self.usage, call.tool)
             if self.whole is not None:
                 self.whole = counted(self.whole, call.tool)
-            self.counted.add(self._what(call))
+            self.admitted.add(what)
         self.seen.add(loop_key(call.tool, call.args))
         return call.model_copy(update={"key": key})
 
@@ -334,7 +340,7 @@ def gatekeeper(
         whole=None if whole is None else whole.tally.usage(),
         held=Limits(deps.policy, tally.extensions),
         seen=branch_calls(messages, step.run),
-        counted=set(tally.counted),
+        counted=tally.counted,
         asked=frozenset(tally.asked),
         messages=messages,
         step=branch_step(messages, step.run),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from gated_react._engine.authority.records import Kind, Record
-from gated_react._engine.conversation.run_steps import run_decisions, run_loop_keys
+from gated_react._engine.conversation.run_steps import run_decisions, run_loop_index
 from gated_react._engine.conversation.turns import question_at, question_of
 from gated_react._engine.execution.call_keys import LoopIndex, call_key
 from gated_react.state import Call, Step
@@ -70,4 +70,4 @@ def branch_calls(messages: Sequence[BaseMessage], run: str | None = None) -> Loo
     """The calls of this run on this branch that reached a result (ran, or were refused and
     shown): what loop detection compares a new call against."""
     at = question_at(messages, question_of(run) if run else None)
-    return LoopIndex(run_loop_keys(messages, at) if at is not None else ())
+    return run_loop_index(messages, at) if at is not None else LoopIndex()

@@ -20,16 +20,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from gated_react._engine import deadline as beats
 from gated_react._engine.authority.budgets import Limits
+from gated_react._engine.authority.estimate import estimated_tokens
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.limits import check_before_step, check_thread_step
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.waiting import unrecorded
-from gated_react._engine.conversation.held import Held
 from gated_react._engine.deadline import DeadlinePassed
 from gated_react._engine.model.model_retry import (
     Retries,
@@ -310,28 +309,6 @@ def _said(retry: Retry) -> None:
 
 
 _LOG = logging.getLogger("gated_react")
-
-
-def estimated_tokens(messages: Sequence[BaseMessage]) -> int:
-    """LangChain's approximate count of ``messages``' tokens (a sum over messages), each
-    message counted once while kept: a run's requests resend the same message objects
-    (``transcript`` builds each step once), so a step counts only what is new in it. A
-    message changed in place (a hook's edit) is one whose content's size moved: counted again."""
-    total = 0
-    for message in messages:
-        size = len(message.content)
-        kept = _COUNTED.get(id(message), message)
-        if kept is None or kept[1][0] != size:
-            count = count_tokens_approximately([message])
-            _COUNTED.put(id(message), message, (size, count))
-        else:
-            count = kept[1][1]
-        total += count
-    return total
-
-
-_COUNTED: Held[int, tuple[int, int]] = Held()
-"""Each message's content size and count, while it lives."""
 
 
 METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(

@@ -74,7 +74,11 @@ class Tally:
     shown to be no lower than those recorded, not what they were: a limit on them cannot be
     checked (``budgets.check_doubt``)."""
 
+    _usage: Usage | None = field(default=None, init=False, repr=False, compare=False)
+    """``usage()`` as last made, until the next record (a step asks for it three times)."""
+
     def add(self, record: Record) -> None:
+        self._usage = None
         kind = record.kind
         if kind in _SPENDING and not (record.verified or self.unkeyed or self.doubted):
             self.doubted = (
@@ -149,8 +153,10 @@ class Tally:
             return
         sums = self.sums
         for name in _SUMMED:
-            amount = _whole(body.get(name))
-            if amount:
+            amount = body.get(name)
+            if type(amount) is not int:  # a record's own ints, counted inline
+                amount = _whole(amount)
+            if amount > 0:
                 sums[name] = sums.get(name, 0) + sign * amount
         self.seconds += sign * (_amount(body.get("seconds")) or 0.0)
         cost = _amount(body.get("cost"))
@@ -197,11 +203,14 @@ class Tally:
             self.per_tool[tool] = self.per_tool.get(tool, 0) + 1
 
     def usage(self) -> Usage:
-        """The run's usage, as the budgets count it."""
+        """The run's usage, as the budgets count it (one object until the next record: a copy is
+        what a caller changes)."""
+        if self._usage is not None:
+            return self._usage
         sums = self.sums
         unpriced = next(iter(self.unpriced.values()), None)
         cost = None if unpriced is not None else round(max(sums.get("cost", 0.0), 0.0), 12)
-        return Usage(
+        self._usage = Usage(
             steps=len(self.models) - len(self.replyless),
             tool_calls=len(self.counted),
             per_tool=dict(self.per_tool),
@@ -214,6 +223,7 @@ class Tally:
             unpriced=unpriced,
             seconds=max(self.seconds, 0.0),
         )
+        return self._usage
 
 
 def _not_lower(before: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ step costs the same at any length of run. Nothing is kept past the conversation 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar, cast
@@ -16,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from gated_react._engine.conversation.chat import ran
 from gated_react._engine.conversation.held import Held
-from gated_react._engine.execution.call_keys import loop_key
+from gated_react._engine.execution.call_keys import LoopIndex, loop_key
 from gated_react._engine.execution.tool_results import is_blocks
 from gated_react.state import HistoryEntry, ToolAction
 
@@ -28,11 +29,22 @@ _BUILT_KEPT = 64
 
 def run_loop_keys(messages: Sequence[BaseMessage], at: int) -> list[str]:
     """The loop keys of the run's calls on this branch (``run_steps``'), each made once."""
-    found = read_run(messages, at)
+    return _keyed(read_run(messages, at)).loops
+
+
+def run_loop_index(messages: Sequence[BaseMessage], at: int) -> LoopIndex:
+    """The same keys as an index to check calls against (counted as they are read)."""
+    found = _keyed(read_run(messages, at))
+    return LoopIndex(found.loops, found.counts)
+
+
+def _keyed(found: RunSteps) -> RunSteps:
     for step in found.steps[found.keyed :]:
-        found.loops.extend(loop_key(e.action.name, e.action.args) for e in step)
+        keys = [loop_key(e.action.name, e.action.args) for e in step]
+        found.loops.extend(keys)
+        found.counts.update(keys)
     found.keyed = len(found.steps)
-    return found.loops
+    return found
 
 
 def run_call_ids(messages: Sequence[BaseMessage], at: int) -> AbstractSet[str]:
@@ -81,6 +93,8 @@ class RunSteps:
         self.steps: list[list[HistoryEntry]] = []
         self.loops: list[str] = []
         """The loop keys of the steps' calls, as far as they were asked for."""
+        self.counts: Counter[str] = Counter()
+        """How many times each of ``loops`` occurs."""
         self.keyed = 0
         """How many steps ``loops`` holds the keys of."""
         self.decisions = 0
@@ -140,5 +154,6 @@ def _entry(step: int, call: dict[str, Any], result: ToolMessage) -> HistoryEntry
 
 
 def shown_result(message: ToolMessage) -> Any:
-    """A stored result as the model was shown it: its blocks, or its text."""
-    return message.content if is_blocks(message.content) else message.text
+    """A stored result as the model was shown it: its blocks, or its text (a plain ``str``:
+    LangChain's ``TextAccessor`` is an object more for the garbage collector, kept a step)."""
+    return message.content if is_blocks(message.content) else str.__str__(message.text)

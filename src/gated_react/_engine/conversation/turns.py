@@ -71,7 +71,9 @@ def opening(
     """The run this decision belongs to, and what opens it. ``unfinished``: the run of the
     step in hand has not ended (its record says so): the same goal sent again while it waits
     ends the waiting step, not the run (no new question, no fresh budgets)."""
-    shown: list[BaseMessage] = list(messages)
+    # The channel's own list unless a question is added to it (nothing here changes a list
+    # in place): a copy per decision is a long run's conversation copied at every step.
+    shown = messages if isinstance(messages, list) and goal is None else list(messages)
     update: dict[str, Any] = {}
     held = held_step(step)
     hint = question_of(held.run) if held is not None else None

@@ -130,18 +130,24 @@ class LoopIndex:
     """A run's loop keys, kept for checks that cost no Python work per earlier call.
 
     In ``exact`` mode a repeat has the whole key of the call: the exact hash fixes the
-    arguments, and so their normalized hash; ``list.count`` compares the keys in C (2 us for
-    300 keys, where splitting each key in Python cost 100). ``normalized`` mode counts the
-    keys by tool and normalized hash once, on its first check, then looks calls up."""
+    arguments, and so their normalized hash; the keys are counted once (``exact``: the count
+    a run's reading keeps as it reads on, shared, never changed here). ``normalized`` mode
+    counts the keys by tool and normalized hash once, on its first check, then looks calls
+    up. Keys added (the calls a gate's pass admits) are this index's own."""
 
-    __slots__ = ("_keys", "_normalized")
+    __slots__ = ("_added", "_exact", "_keys", "_normalized")
 
-    def __init__(self, keys: Iterable[str] = ()) -> None:
-        self._keys = list(keys)
+    def __init__(self, keys: Iterable[str] = (), exact: Counter[str] | None = None) -> None:
+        if exact is None:
+            keys = list(keys)
+            exact = Counter(keys)
+        self._keys: Iterable[str] = keys
+        self._exact = exact
+        self._added: list[str] = []
         self._normalized: Counter[str] | None = None
 
     def add(self, key: str) -> None:
-        self._keys.append(key)
+        self._added.append(key)
         if self._normalized is not None:
             self._normalized[_TOOL_COLON(key) + _NORMALIZED(key)] += 1
 
@@ -150,9 +156,10 @@ class LoopIndex:
         if mode == "off":
             return 0
         if mode == "exact":
-            return self._keys.count(loop_key(tool, args))
+            key = loop_key(tool, args)
+            return self._exact.get(key, 0) + self._added.count(key)
         if self._normalized is None:
-            keys = self._keys
+            keys = [*self._keys, *self._added]
             self._normalized = Counter(
                 map(operator.add, map(_TOOL_COLON, keys), map(_NORMALIZED, keys))
             )

@@ -136,8 +136,11 @@ def _fresh_read(
         if key in managed:
             values[key] = managed[key].get(scratchpad)
             continue
-        channel = channels[key].copy()
-        channel.update([value for name, value in task.writes if name == key])
+        channel = channels[key]
+        written = [value for name, value in task.writes if name == key]
+        if written:  # a copy with the writes applied; one the node left alone is read as is
+            channel = channel.copy()
+            channel.update(written)
         if channel.is_available():
             values[key] = channel.get()
     return mapper(values) if mapper else values

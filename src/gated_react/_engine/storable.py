@@ -76,11 +76,28 @@ def _json(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
     if depth >= MAX_NESTING:
         return _LEFT_OUT
     if isinstance(value, dict):
-        items = (
-            (clean_text(str(k), secrets), _json(v, secrets, depth + 1)) for k, v in value.items()
-        )
-        return {key: item for key, item in items if item is not _LEFT_OUT}
-    return [item for item in (_json(v, secrets, depth + 1) for v in value) if item is not _LEFT_OUT]
+        out = {}
+        for key, item in value.items():
+            kept = _json_item(item, secrets, depth + 1)
+            if kept is not _LEFT_OUT:
+                out[clean_text(str(key), secrets)] = kept
+        return out
+    return [kept for v in value if (kept := _json_item(v, secrets, depth + 1)) is not _LEFT_OUT]
+
+
+def _json_item(value: Any, secrets: tuple[str, ...], depth: int) -> Any:
+    """``_json`` of a container's item, its commonest kinds (text, numbers, a flag, nothing)
+    settled here: a reply's metadata is a dozen of them a step."""
+    kind = type(value)
+    if kind is str:
+        return clean_text(value, secrets)
+    if kind is int:
+        return value if _INT_MIN <= value <= _INT_MAX else _LEFT_OUT
+    if kind is float:
+        return value if math.isfinite(value) else _LEFT_OUT
+    if kind is bool or value is None:
+        return value
+    return _json(value, secrets, depth)
 
 
 def _scalar(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -119,7 +119,12 @@ def store_key(key: KeyInput | StoreKey | None) -> StoreKey | None:
 
 def framed_digest(*parts: bytes | str) -> bytes:
     """SHA-256 of the parts, each framed by its length (no two lists of parts collide)."""
-    framed = [(part.__class__ is str and _FRAMED.get(part)) or _framed(part) for part in parts]
+    framed: list[bytes] = []
+    for part in parts:
+        if part.__class__ is bytes:  # a value's bytes, a digest: its length, then it, uncopied
+            framed += (len(part).to_bytes(8, "big"), part)
+        else:
+            framed.append(_FRAMED.get(part) or _framed(part))  # type: ignore[arg-type]
     return hashlib.sha256(b"".join(framed)).digest()
 
 

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from gated_react._engine.conversation.chat import result
-from gated_react._engine.conversation.run_steps import run_call_ids, run_loop_keys, run_steps
+from gated_react._engine.conversation.run_steps import run_call_ids, run_loop_index, run_steps
 from gated_react._engine.conversation.transcript import (
     CLIENT_SYSTEM,
     FOLDED_LINES,
@@ -19,7 +19,6 @@ from gated_react._engine.conversation.transcript import (
     calls_shown,
     folded_count,
 )
-from gated_react._engine.execution.call_keys import loop_key
 from gated_react.policy import Policy
 from gated_react.protocols import PROTOCOLS
 from gated_react.state import Retry
@@ -258,10 +257,9 @@ def test_a_runs_steps_are_its_calls_with_results_on_this_branch() -> None:
         [(2, "call_2")],
     ]
     assert run_call_ids(conversation, at) == {"call_1", "call_2", "c3"}
-    assert run_loop_keys(conversation, at) == [
-        loop_key("lookup", {"user_id": 1}),
-        loop_key("lookup", {"user_id": 2}),
-    ]
+    index = run_loop_index(conversation, at)
+    found = [index.repeats("lookup", {"user_id": n}, "exact") for n in (1, 2, 3, 9)]
+    assert found == [1, 1, 0, 0]  # the waiting call and the earlier run's are no repeat
 
 
 def test_system_messages_in_the_input_are_the_senders_words_never_the_apps_prompt() -> None:

@@ -27,24 +27,16 @@ _BUILT_KEPT = 64
 """Parts kept per run: its shown steps, its earlier turns, its latest fold's summary."""
 
 
-def run_loop_keys(messages: Sequence[BaseMessage], at: int) -> list[str]:
-    """The loop keys of the run's calls on this branch (``run_steps``'), each made once."""
-    return _keyed(read_run(messages, at)).loops
-
-
 def run_loop_index(messages: Sequence[BaseMessage], at: int) -> LoopIndex:
-    """The same keys as an index to check calls against (counted as they are read)."""
-    found = _keyed(read_run(messages, at))
-    return LoopIndex(found.loops, found.counts)
-
-
-def _keyed(found: RunSteps) -> RunSteps:
+    """The loop keys of the run's calls on this branch (``run_steps``'), each made once, as an
+    index to check calls against (counted as they are read)."""
+    found = read_run(messages, at)
     for step in found.steps[found.keyed :]:
         keys = [loop_key(e.action.name, e.action.args) for e in step]
         found.loops.extend(keys)
         found.counts.update(keys)
     found.keyed = len(found.steps)
-    return found
+    return LoopIndex(found.loops, found.counts)
 
 
 def run_call_ids(messages: Sequence[BaseMessage], at: int) -> AbstractSet[str]:

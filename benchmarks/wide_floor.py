@@ -21,7 +21,7 @@ from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 
 from benchmarks import floor
-from gated_react._engine.langgraph_internals import narrow_routes
+from gated_react._engine.langgraph_internals import fuse_routes
 from gated_react.state.conversation import add_messages_fast
 
 _append = floor._append
@@ -142,7 +142,7 @@ def wide_floor_graph(model: BaseChatModel, tool: BaseTool, checkpointer: Any = N
     graph.add_conditional_edges("gate", u(_after_gate), ["execute", END])
     graph.add_edge("execute", "observe")
     graph.add_conditional_edges("observe", u(_after_observe), ["decide", END])
-    return narrow_routes(graph.compile(checkpointer=checkpointer, name="wide-floor"))
+    return fuse_routes(graph.compile(checkpointer=checkpointer, name="wide-floor"))
 
 
 EXTRA = 10

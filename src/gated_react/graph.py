@@ -27,7 +27,8 @@ from langgraph.typing import ContextT
 from gated_react import routing
 from gated_react._engine.compat.create_agent_args import refuse as refuse_args
 from gated_react._engine.deps import NodeDeps
-from gated_react._engine.langgraph_internals import narrow_routes, node, route
+from gated_react._engine.langgraph_internals import fuse_routes, node, route
+from gated_react._engine.observability.traced_graph import TracedGraph
 from gated_react.models import NoModel, init_model
 from gated_react.nodes.decide import DecideChannels, adecide, decide
 from gated_react.nodes.execute import ExecuteChannels, aexecute, execute
@@ -132,13 +133,13 @@ def build_graph(
     graph.add_edge("finish", END)
     graph.add_edge("stop", END)
     compiled = graph.compile(checkpointer=checkpointer, store=store, name=name or "gated-react")
-    narrow_routes(compiled)  # each router reads the step, not a copy of every channel
+    fuse_routes(compiled)  # each router reads the step in its node's writer
     compiled.stream_channels = schemas.public
     # A budget a human may extend can outgrow any limit set now: LangGraph's own default then.
-    config = RunnableConfig(callbacks=[deps.spans])
+    config = RunnableConfig()
     if policy.on_budget == "stop":
         config["recursion_limit"] = _NODES_PER_STEP * policy.budget.max_steps + 5
-    configured = compiled.with_config(config)
+    configured = TracedGraph.of(compiled, deps.spans).with_config(config)
     return cast(GatedGraph[ContextT], configured)
 
 

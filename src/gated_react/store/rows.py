@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
+from gated_react.jsontext import json_object
 from gated_react.store.key import TAG, VALUES
 
 Write = tuple[str, str, str, int, str, tuple[str, bytes]]
@@ -62,7 +63,7 @@ def record_body(text: str) -> dict[str, Any]:
     if not isinstance(text, str):
         return {}
     try:
-        body = json.loads(text)
+        body = json_object(text)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}

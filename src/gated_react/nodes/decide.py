@@ -184,6 +184,8 @@ def _held_run(state: DecideChannels) -> str | None:
 
 def _keys(state: DecideChannels, opened: Opened) -> list[str]:
     """What the record is asked about the calls an unfinished run left waiting."""
+    if not opened.waiting:  # the common case: no step in hand to read
+        return []
     return waiting_keys(held_step(state.get("step")), opened.waiting)
 
 

@@ -11,7 +11,11 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-_set = object.__setattr__
+_SLOTS = BaseModel.__dict__
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 
 
 class StrictModel(BaseModel):
@@ -22,20 +26,21 @@ class StrictModel(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """Pydantic's copy, unvalidated as its is: a shallow one made in one step (a ReAct step
         copies a dozen models, and pydantic's copies its fields, extras and set fields each
-        through ``copy.copy``). A model with extra fields or private attributes, or a deep
+        through ``copy.copy``), its slots set through their descriptors (``object.__setattr__``
+        looks each one up by name). A model with extra fields or private attributes, or a deep
         copy, is made by pydantic."""
         if deep or self.__pydantic_private__ is not None or self.__pydantic_extra__ is not None:
             return super().model_copy(update=update, deep=deep)
-        copied = type(self).__new__(type(self))
-        fields_set = self.__pydantic_fields_set__
+        cls = type(self)
+        copied = cls.__new__(cls)
         if update:
-            _set(copied, "__dict__", {**self.__dict__, **update})
-            _set(copied, "__pydantic_fields_set__", fields_set | update.keys())
+            _set_dict(copied, {**self.__dict__, **update})
+            _set_fields(copied, self.__pydantic_fields_set__ | update.keys())
         else:
-            _set(copied, "__dict__", self.__dict__.copy())
-            _set(copied, "__pydantic_fields_set__", set(fields_set))
-        _set(copied, "__pydantic_extra__", None)
-        _set(copied, "__pydantic_private__", None)
+            _set_dict(copied, self.__dict__.copy())
+            _set_fields(copied, set(self.__pydantic_fields_set__))
+        _set_extra(copied, None)
+        _set_private(copied, None)
         return copied
 
 

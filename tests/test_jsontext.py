@@ -87,7 +87,8 @@ def test_json_object_reads_what_json_loads_reads(value: Any) -> None:
 
 
 def test_json_object_reads_what_orjson_refuses_and_refuses_what_json_refuses() -> None:
-    for text in ('{"n": NaN}', '{"s": "\\ud800"}', f'{{"i": {2**80}}}', '{"a": 1, "a": 2}'):
+    longs = [f'{{"i": {n}}}' for n in (2**80, -(2**63) - 1, 2**64 - 1, -(2**63))]
+    for text in ('{"n": NaN}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', '{"f": 1e400}', *longs):
         read = json_object(text)
         assert repr(read) == repr(json.loads(text))
     with pytest.raises(ValueError, match="Expecting property name"):

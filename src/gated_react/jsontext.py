@@ -66,8 +66,8 @@ def flat_json(value: dict[Any, Any]) -> str | None:
 
 def json_object(text: str) -> Any:
     """``json.loads(text)``'s value; read by orjson (a fifth of the cost) when it is an
-    object of scalars none of which is a float past 64 bits: an int that large orjson reads
-    as a float, and a value with containers is not walked for one. ``ValueError`` as
+    object of scalars none of which is a float of 2**63 or more: an int past 64 bits orjson
+    reads as a float, and a value with containers is not walked for one. ``ValueError`` as
     ``json.loads`` raises it (orjson refuses NaN and lone surrogates, which json reads)."""
     try:
         value = orjson.loads(text)
@@ -76,13 +76,14 @@ def json_object(text: str) -> Any:
     if type(value) is dict:
         for item in value.values():
             kind = type(item)
-            if kind is dict or kind is list or (kind is float and abs(item) >= _PAST_64_BITS):
+            if kind is dict or kind is list or (kind is float and abs(item) >= _INT_FLOATS):
                 return json.loads(text)
         return value
     return json.loads(text)
 
 
-_PAST_64_BITS = float(2**64)
+_INT_FLOATS = float(2**63)
+"""Where a float may be an int orjson could not hold (below -2**63, above 2**64 - 1)."""
 
 
 _SCALARS = frozenset((str, int, bool, type(None)))

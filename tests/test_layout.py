@@ -81,7 +81,7 @@ def test_only_the_graph_its_parts_and_runs_import_the_engine() -> None:
 
 AUTHORITY = [
     "admit", "approval", "audit", "backends", "budgets", "estimate", "known", "ledger", "limits",
-    "paying", "records", "run_once", "spend", "sql", "started", "statements", "waiting",
+    "paying", "records", "run_once", "spend", "sql", "started", "statements", "tail", "waiting",
     "ways",
 ]  # fmt: skip
 """Whether a tool call may run, decided once and written down: the one authority (issue 43)."""

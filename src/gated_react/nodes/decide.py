@@ -25,6 +25,7 @@ from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.started import started_calls, waiting_keys
 from gated_react._engine.conversation.chat import proposal, proposed, reply_of, with_ids
 from gated_react._engine.conversation.run_steps import run_call_ids
+from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import ended, ending, joined, stale
 from gated_react._engine.conversation.streaming import model_config, stream_calls
 from gated_react._engine.conversation.transcript import build_messages
@@ -43,7 +44,6 @@ from gated_react._engine.model.tokens import reported_tokens
 from gated_react._engine.observability import agent_spans, tracing
 from gated_react.errors import MiddlewareFailed, Unrecorded
 from gated_react.redact import redact
-from gated_react.state import dump
 from gated_react.stops import Stop, StopReason
 
 
@@ -305,7 +305,7 @@ def _decided(plan: Planned, called: Called, config: RunnableConfig, span: Span) 
     # it carries this invocation's trace context, for the next one on the thread to link to
     linked = agent_spans.carry(deps.spans, opened.step.traceparent, config)
     step = opened.step.model_copy(update={"reply": reply, "calls": [], "ending": None} | linked)
-    update = plan.update | {"step": dump(step)}
+    update = plan.update | {"step": stored(step)}
     edits = hooks_edits(opened, called.rewritten)
     if edits:
         update = joined(update | plan.stale, edits)

@@ -22,10 +22,11 @@ from gated_react._engine.authority.admit import gatekeeper
 from gated_react._engine.authority.known import asked_ids, started
 from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Record
+from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import ending, run_step
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.observability import gate_spans
-from gated_react.state import Call, Step, dump
+from gated_react.state import Call, Step
 from gated_react.stops import Stop
 
 
@@ -111,7 +112,7 @@ def gated(
             return ending(step, checked, call.id, keeper.step), extended
         calls.append(checked)
     records = [*keeper.held.records(place.thread, step.run), *keeper.records]
-    update: dict[str, Any] = {"step": dump(step.model_copy(update={"calls": calls}))}
+    update: dict[str, Any] = {"step": stored(step.model_copy(update={"calls": calls}))}
     if keeper.reviewed and all(keeper.reviewed):
         update |= reviewed_message(messages, calls)
     return update, records

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import step_of
 from gated_react._engine.deps import NodeDeps
 from gated_react.errors import MisroutedStep
-from gated_react.state import Answer, Step, dump
+from gated_react.state import Answer, Step
 
 
 class ObserveChannels(TypedDict, total=False):
@@ -27,7 +28,7 @@ def observe(state: ObserveChannels, *, deps: NodeDeps) -> dict[str, Any]:
     if not step.calls or any(c.outcome is None and c.shown is None for c in step.calls):
         raise MisroutedStep("observe", "with calls that never ran and no stop")
     direct = _direct(deps, step)
-    return {} if direct is None else {"step": dump(step.model_copy(update={"answer": direct}))}
+    return {} if direct is None else {"step": stored(step.model_copy(update={"answer": direct}))}
 
 
 def _direct(deps: NodeDeps, step: Step) -> Answer | None:

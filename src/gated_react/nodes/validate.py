@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import AIMessage
 
 from gated_react._engine.conversation.chat import not_run, proposal, proposed, result, with_ids
+from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import ending, step_of
 from gated_react._engine.deps import NodeDeps
 from gated_react._engine.model.contract import (
@@ -27,7 +28,6 @@ from gated_react.state import (
     Retry,
     Step,
     ToolAction,
-    dump,
     tool_actions,
 )
 from gated_react.state.revived import data_of
@@ -65,12 +65,12 @@ def validate(state: ValidateChannels, *, deps: NodeDeps) -> dict[str, Any]:
     if isinstance(action, FinalAction):
         data = json.loads(action.answer) if deps.policy.answer_schema is not None else None
         answer = Answer(text=action.answer, data=data)
-        return {"step": dump(step.model_copy(update={"answer": answer, "retry": None}))}
+        return {"step": stored(step.model_copy(update={"answer": answer, "retry": None}))}
     named, _ = with_ids(tool_actions(action), reply)
     calls = [Call(id=str(a.id), tool=a.name, args=a.args) for a in named]
     # the reply is the conversation's now (decide wrote its calls): the nodes after read the
     # calls, and each would store the reply again
-    return {"step": dump(step.model_copy(update={"calls": calls, "retry": None, "reply": None}))}
+    return {"step": stored(step.model_copy(update={"calls": calls, "retry": None, "reply": None}))}
 
 
 def rejected(step: Step, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def rejected(step: Step, err: ActionError, deps: NodeDeps) -> dict[str, Any]:
         stop = Stop(StopReason.INVALID_ACTION, err.why, f"invalid action ({err.why}): {err}")
         return ending(step, stop)
     retry = Retry(why=err.why, message=str(err), count=streak + 1)
-    update: dict[str, Any] = {"step": dump(step.model_copy(update={"retry": retry}))}
+    update: dict[str, Any] = {"step": stored(step.model_copy(update={"retry": retry}))}
     written = proposal(deps, step.reply) if step.reply is not None else []
     if written:  # in the conversation: each call gets its one result, the rejection
         named, _ = with_ids(written, step.reply)  # type: ignore[arg-type]
@@ -120,7 +120,7 @@ def structured_answer(step: Step, deps: NodeDeps) -> dict[str, Any] | None:
     call = dict(outputs[0]) if outputs else None
     said = structured.said(answer) if outputs else None
     answered = Answer(text=text, data=data, call=call, said=said)
-    return {"step": dump(step.model_copy(update={"answer": answered, "retry": None}))}
+    return {"step": stored(step.model_copy(update={"answer": answered, "retry": None}))}
 
 
 def _unfit(
@@ -144,4 +144,4 @@ def _unfit(
     )
     ai = proposed(named, step.reply.text, message_id, step.reply)
     answers = [result(a.name, a.id, told, ok=False) for a in named]
-    return {"step": dump(step.model_copy(update={"retry": retry})), "messages": [ai, *answers]}
+    return {"step": stored(step.model_copy(update={"retry": retry})), "messages": [ai, *answers]}

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gated_react.records import RecordError
 from gated_react.records.store import pg_connection
-from gated_react.store.rows import RECORDS, owners
+from gated_react.store.rows import RECORDS, changed_outside, owners
 
 Kind = Literal["sqlite", "postgres"]
 _BOTH: frozenset[Kind] = frozenset({"sqlite", "postgres"})
@@ -200,6 +200,7 @@ def _transaction(saver: Any) -> Iterator[tuple[Kind, Any]]:
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         with saver.lock:
+            changed_outside()
             try:
                 yield "sqlite", partial(_run, conn)
             except BaseException:

@@ -26,6 +26,19 @@ A graph run as a subgraph keeps its records under ``<thread>|<namespace>``: ``ow
 _RECORD_ROWS = f"SELECT seq, thread_id, run, kind, key, body, at, mac FROM {RECORDS}"
 Run = Callable[..., int]
 """Runs one of a dialect's statements in a transaction: ``run(dialect.set_write, ...)``."""
+_OUTSIDE = [0]
+
+
+def changed_outside() -> None:
+    """Say that rows of ``RECORDS`` were changed through a saver's own SQLite connection by
+    something other than the ledger's backend (a thread deleted, signatures rewritten): what
+    a backend kept of its own rows (``_engine/authority/tail.py``) is read again from the table."""
+    _OUTSIDE[0] += 1
+
+
+def outside_changes() -> int:
+    """How many times ``changed_outside`` was called in this process."""
+    return _OUTSIDE[0]
 
 
 class Dialect(Protocol):
@@ -128,6 +141,7 @@ class _Sqlite:
     def transaction(self, raw: Any) -> Iterator[Run]:
         conn = raw.conn
         with raw.lock:
+            changed_outside()
             try:
                 yield lambda statement, *args: statement(conn, *args)
             except BaseException:

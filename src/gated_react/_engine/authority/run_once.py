@@ -25,12 +25,13 @@ from gated_react._engine.authority.ledger import Book, Place
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.started import unknown
 from gated_react._engine.conversation.chat import edited, result
+from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import ending
 from gated_react._engine.execution import tool_results, tool_runner
 from gated_react._engine.execution.call_keys import args_hash, loop_key
 from gated_react._engine.execution.shares import Shares
 from gated_react._engine.storable import error_text
-from gated_react.state import Call, Outcome, Step, dump
+from gated_react.state import Call, Outcome, Step
 from gated_react.stops import Stop, StopReason
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
@@ -163,7 +164,7 @@ class Plan:
         stop = self.stop or (failures[0] if failures else None)
         messages = [self.answers[i] for i in sorted(self.answers)]
         step = self.step.model_copy(update={"calls": self.calls})
-        update: dict[str, Any] = {"messages": messages, "step": dump(step)}
+        update: dict[str, Any] = {"messages": messages, "step": stored(step)}
         if stop is None:
             return update
         return update | ending(step, stop[0], stop[1], self.keeper.step)

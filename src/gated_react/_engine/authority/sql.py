@@ -13,11 +13,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from gated_react._engine.authority import statements as plans
 from gated_react._engine.authority.records import Record
 from gated_react._engine.authority.statements import POSTGRES, SQLITE, Dialect, Plan
+from gated_react._engine.authority.tail import VERSION, Tail
 
 T = TypeVar("T")
 
@@ -104,27 +105,37 @@ class SqlBackend:
 
 
 class SqliteBackend(SqlBackend):
-    """Beside a ``SqliteSaver``: its ``sqlite3`` connection, under its thread lock."""
+    """Beside a ``SqliteSaver``: its ``sqlite3`` connection, under its thread lock; a run's
+    records it wrote itself read back from its ``Tail``."""
 
     dialect, synchronous = SQLITE, True
+
+    def __init__(self, saver: Any, kind: Any) -> None:
+        super().__init__(saver, kind)
+        self.tail = Tail()
 
     def _sync(self, plan: Plan[T]) -> T:
         with self.saver.lock:
             conn = self.saver.conn
-            self._prepare(lambda p: _sqlite(conn, p))
-            return _sqlite(conn, plan)
+            self._prepare(lambda p: _sqlite(conn, p, self.tail))
+            return _sqlite(conn, plan, self.tail)
 
 
 class AsyncSqliteBackend(SqlBackend):
-    """Beside an ``AsyncSqliteSaver``: its ``aiosqlite`` connection, under its asyncio lock."""
+    """Beside an ``AsyncSqliteSaver``: its ``aiosqlite`` connection, under its asyncio lock;
+    its own rows read back from its ``Tail`` as the sync one's are."""
 
     dialect, synchronous = SQLITE, False
+
+    def __init__(self, saver: Any, kind: Any) -> None:
+        super().__init__(saver, kind)
+        self.tail = Tail()
 
     async def _async(self, plan: Plan[T]) -> T:
         async with self.saver.lock:
             conn = self.saver.conn
-            await self._aprepare(lambda p: _asqlite(conn, p))
-            return await _asqlite(conn, plan)
+            await self._aprepare(lambda p: _asqlite(conn, p, self.tail))
+            return await _asqlite(conn, plan, self.tail)
 
 
 class PostgresBackend(SqlBackend):
@@ -152,7 +163,13 @@ class AsyncPostgresBackend(SqlBackend):
             return await _apostgres(cur, plan)
 
 
-def _sqlite(conn: Any, plan: Plan[T]) -> T:
+def _sqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
+    version = None
+    if plan.place is not None:  # a read of a run's records from where the last one stopped
+        version = conn.execute(VERSION).fetchone()[0]
+        kept = tail.records(plan.place, version)
+        if kept is not None:
+            return cast(T, kept)
     if plan.write and not conn.in_transaction:
         conn.execute("BEGIN IMMEDIATE")  # the write lock first: a busy database is waited for
     try:
@@ -166,11 +183,20 @@ def _sqlite(conn: Any, plan: Plan[T]) -> T:
     except BaseException:
         if plan.write:
             conn.rollback()
+        tail.clear()
         raise
+    tail.saw(plan, rows, version)
     return plan.answer(rows)
 
 
-async def _asqlite(conn: Any, plan: Plan[T]) -> T:
+async def _asqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
+    version = None
+    if plan.place is not None:
+        async with conn.execute(VERSION) as cur:
+            version = (await cur.fetchone())[0]
+        kept = tail.records(plan.place, version)
+        if kept is not None:
+            return cast(T, kept)
     if plan.write and not conn.in_transaction:
         await conn.execute("BEGIN IMMEDIATE")
     try:
@@ -184,7 +210,9 @@ async def _asqlite(conn: Any, plan: Plan[T]) -> T:
     except BaseException:
         if plan.write:
             await conn.rollback()
+        tail.clear()
         raise
+    tail.saw(plan, rows, version)
     return plan.answer(rows)
 
 

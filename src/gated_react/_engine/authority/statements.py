@@ -119,6 +119,10 @@ class Plan(Generic[T]):
     steps: tuple[Step, ...]
     answer: Callable[[list[list[Any]]], T]
     write: bool = False
+    place: tuple[str, str | None, int] | None = None
+    """For a read of a run's records after a ``seq``: the thread, the run and the ``seq``."""
+    records: tuple[Record, ...] = ()
+    """For an insert: the records its steps insert, in order."""
 
 
 def _values(row: Any) -> tuple[Any, ...]:
@@ -171,12 +175,16 @@ def _thread_key(thread: str) -> int:
 def insert(d: Dialect, records: Sequence[Record]) -> Plan[list[int]]:
     stores = tuple((d.insert, _stored(record), True) for record in records)
     steps = (*_locks(d, [record.thread for record in records]), *stores)
-    return Plan("insert", steps, lambda rows: [int(_first(found)) for found in rows], write=True)
+    return Plan("insert", steps, _seqs, write=True, records=tuple(records))
+
+
+def _seqs(rows: list[list[Any]]) -> list[int]:
+    return [int(_first(found)) for found in rows]
 
 
 def claim(d: Dialect, record: Record) -> Plan[int | None]:
     steps = (*_locks(d, [record.thread]), (d.claim, _stored(record), True))
-    return Plan("claim", steps, _one(int), write=True)
+    return Plan("claim", steps, _one(int), write=True, records=(record,))
 
 
 def _one(cast: Callable[[Any], T]) -> Callable[[list[list[Any]]], T | None]:
@@ -189,14 +197,16 @@ def _one(cast: Callable[[Any], T]) -> Callable[[list[list[Any]]], T | None]:
     return answer
 
 
-def read(name: str, sql: str, args: tuple[Any, ...]) -> Plan[list[Record]]:
-    return Plan(name, ((sql, args, True),), lambda rows: _records(rows[0]))
+def read(
+    name: str, sql: str, args: tuple[Any, ...], place: tuple[str, str | None, int] | None = None
+) -> Plan[list[Record]]:
+    return Plan(name, ((sql, args, True),), lambda rows: _records(rows[0]), place=place)
 
 
 def after(d: Dialect, thread: str, run: str | None, seq: int) -> Plan[list[Record]]:
     if not run:  # every run's of the thread
-        return read("after", d.thread_after, (thread, seq))
-    return read("after", d.after, (thread, run, seq))
+        return read("after", d.thread_after, (thread, seq), (thread, None, seq))
+    return read("after", d.after, (thread, run, seq), (thread, run, seq))
 
 
 def about(d: Dialect, keys: Sequence[str]) -> Plan[list[Record]]:

@@ -11,11 +11,12 @@ from langgraph.types import Overwrite
 from opentelemetry.trace import Span
 from pydantic import ValidationError
 
+from gated_react._engine.conversation.step_channel import read, stored
 from gated_react._engine.conversation.turns import run_of
 from gated_react._engine.langgraph_internals import beside_a_question
 from gated_react._engine.observability import tracing
 from gated_react.errors import MisroutedStep
-from gated_react.state import Ending, Step, dump
+from gated_react.state import Ending, Step
 from gated_react.stops import Stop
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
@@ -36,7 +37,7 @@ def step_of(state: Mapping[str, Any], node: str) -> Step:
             "with no step in hand (the thread was written by gated-react before 0.1.0, or edited)",
         )
     try:
-        return Step.model_validate(found)
+        return read(found)
     except ValidationError:
         raise MisroutedStep(node, "with a step that is not one (edited or damaged)") from None
 
@@ -77,7 +78,7 @@ def ending(
     """The write that hands ``stop`` to the ``stop`` node (``call``: the call that caused
     it; ``at``: the decisions made by then)."""
     held = Ending(reason=str(stop), message=stop.message or str(stop), call=call, step=at)
-    return {"step": dump(step.model_copy(update={"ending": held}))}
+    return {"step": stored(step.model_copy(update={"ending": held}))}
 
 
 def ended(update: dict[str, Any], deps: NodeDeps, span: Span) -> dict[str, Any]:

@@ -1,0 +1,117 @@
+"""A SQLite backend's own records since it last read a run's records, to read them back from
+memory instead of the table while no one else has written to the database.
+
+A run's records are read after each of its writes (``Ledger.book``: what was stored since the
+last read), and on SQLite such a read (a query, its rows parsed and their signatures matched)
+cost as much again as the write. SQLite has one writer at a time, numbers a table's rows in the
+order they are committed, and changes ``PRAGMA data_version`` when another connection commits.
+So once a run's records were read from the table, while the version holds, the rows stored for
+it since are those this backend inserted (under the saver's lock, which every read and write
+here holds): the records are kept here as inserted and a read from where the last one stopped
+is answered with them, as the table would give them back (the body as its stored text reads;
+``Ledger`` checks them as it checks any it reads).
+
+Anything else clears them, and the next read goes to the table: another connection's commit
+(another process, another saver on the file), a write to the table through the saver's
+connection that is not the backend's (a thread deleted, the store re-signed or pruned:
+``store.rows.changed_outside``), a thread forgotten, a failed write, a read from an earlier
+point than the last (a run's book made again), or more records kept than ``KEPT``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gated_react._engine.authority.records import Record
+from gated_react._engine.authority.statements import Plan
+from gated_react.store.rows import outside_changes, record_body
+
+VERSION = "PRAGMA data_version"
+"""Changes when another connection has committed to the database since the last time asked."""
+KEPT = 1024
+"""Records (and runs) kept at most; past that, all are dropped and the next reads go to the
+table."""
+
+Place = tuple[str, str | None, int]
+"""What a read asks for: the thread, the run (None: every run's), the last ``seq`` it has."""
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+class Tail:
+    """The records this backend committed since each run's last read from the table."""
+
+    def __init__(self) -> None:
+        self._version: int | None = None
+        self._outside = outside_changes()
+        self._from: dict[tuple[str, str | None], int] = {}
+        """Per run read: every record of it after this ``seq`` is in ``_kept``."""
+        self._kept: dict[tuple[str, str | None], list[Record]] = {}
+        self._count = 0
+
+    def records(self, place: Place, version: int) -> list[Record] | None:
+        """The records of ``place`` after its ``seq``, or None when only the table knows."""
+        thread, run, seq = place
+        key = (thread, run)
+        start = self._from.get(key)
+        if start is None or seq < start or not self._holds(version):
+            return None
+        kept = self._kept.pop(key, [])
+        self._count -= len(kept)
+        found = [record for record in kept if record.seq > seq]
+        self._from[key] = found[-1].seq if found else seq  # what comes next is after these
+        return found
+
+    def saw(self, plan: Plan[Any], rows: list[list[Any]], version: int | None) -> None:
+        """What a plan that went to the table did (its rows, ``version`` taken before it)."""
+        if plan.place is not None and version is not None:
+            self._read(plan.place, version, rows[0])
+        elif plan.name in ("insert", "claim"):
+            # each step an insert whose rows are read (SQLite takes no lock statements)
+            made = zip(plan.records, rows, strict=True)
+            self._wrote([_as_read(record, found[0][0]) for record, found in made if found])
+        elif plan.write and plan.name != "setup":  # a thread forgotten: its rows are gone
+            self.clear()
+
+    def clear(self) -> None:
+        self._version = None
+        self._from.clear()
+        self._kept.clear()
+        self._count = 0
+
+    def _holds(self, version: int) -> bool:
+        return version == self._version and self._outside == outside_changes()
+
+    def _read(self, place: Place, version: int, found: list[Any]) -> None:
+        """A read from the table, ``version`` taken before it: the run's records up to the last
+        it gave are known, and every one of it this backend inserts from now on is kept."""
+        if not self._holds(version):
+            self.clear()
+            self._version, self._outside = version, outside_changes()
+        thread, run, seq = place
+        last = found[-1][0] if found else seq
+        key = (thread, run)
+        self._count -= len(self._kept.pop(key, ()))
+        self._from[key] = max(seq, int(last))
+        if len(self._from) > KEPT:
+            self.clear()
+
+    def _wrote(self, records: list[Record]) -> None:
+        """Records this backend inserted and committed, in order."""
+        for record in records:
+            for key in ((record.thread, record.run), (record.thread, None)):
+                if key in self._from:
+                    self._kept.setdefault(key, []).append(record)
+                    self._count += 1
+        if self._count > KEPT:
+            self.clear()
+
+
+def _as_read(record: Record, seq: int) -> Record:
+    """A signed record inserted as ``seq``, as its row reads back: its body as its text parses
+    (the same dict when every value is a plain scalar), unverified until ``Ledger`` checks it
+    (it finds the record it signed)."""
+    body = record.body
+    if not all(type(value) in _PLAIN for value in body.values()):
+        body = record_body(record.text)
+    return Record(record.thread, record.run, record.kind, record.key, body, record.at,
+                  record.mac, seq, False, record.text)  # fmt: skip

@@ -28,6 +28,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
+from gated_react._engine.authority import statements as plans
 from gated_react._engine.authority.backends import MemoryBackend
 from gated_react._engine.authority.ledger import Ledger, ledger_for
 from gated_react._engine.authority.records import Kind, Record
@@ -292,7 +293,7 @@ async def test_a_ledger_verifies_what_it_signed_and_no_row_edited_with_sql(where
         assert not any(r.verified for r in (await other.book("t1", "r1")).records)
 
 
-INDEXES = ("run", "key", "call", "thread", "started")
+INDEXES = ("thread_seq", "key", "call", "started")
 
 
 def _schema(url: str) -> list[str]:
@@ -302,6 +303,23 @@ def _schema(url: str) -> list[str]:
         query = f"SELECT indexname FROM pg_indexes WHERE tablename = '{TABLE}' UNION ALL "
         query += f"SELECT tablename FROM pg_tables WHERE tablename = '{TABLE}'"
     return sorted(name for (name,) in sql(url, query))
+
+
+def test_every_read_is_an_index_search(tmp_path: Path) -> None:
+    """No read walks the table: a run's records and a thread's are found through the thread's
+    index from the last one read, call keys and ids through theirs."""
+    with open_checkpointer(_sqlite_url(tmp_path)) as saver:
+        raw = unwrapped(saver)
+        backend = backend_for(raw)
+        assert isinstance(backend, SqlBackend)
+        backend.insert([record(Kind.MODEL, "m1")])
+        d = backend.dialect
+        reads = [(d.after, ("t", "r", 0)), (d.thread_after, ("t", 0)), (d.last_run, ("t",)),
+                 (plans._about_sql(d, 2), ("a", "b", "a", "b"))]  # fmt: skip
+        for statement, args in reads:
+            plan = [row[3] for row in raw.conn.execute(f"EXPLAIN QUERY PLAN {statement}", args)]
+            assert not [step for step in plan if step.startswith("SCAN")], (statement, plan)
+            assert any("INDEX" in step for step in plan), (statement, plan)
 
 
 @in_loop

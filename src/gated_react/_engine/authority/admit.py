@@ -31,7 +31,7 @@ from gated_react._engine.authority.limits import (
 )
 from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.spend import identity
-from gated_react._engine.execution.call_keys import LoopIndex, args_hash, loop_key
+from gated_react._engine.execution.call_keys import LoopIndex, args_hash, loop_key, short_hash
 from gated_react._engine.execution.tool_args import check_args
 from gated_react._engine.langgraph_internals import can_pause, graph_state, runtime_of
 from gated_react.errors import MiddlewareFailed
@@ -92,7 +92,8 @@ class Gatekeeper:
         a call that may already have run)."""
         if call.id in self.ran:
             return call.model_copy(update={"key": self.key_for(call)})
-        settled = self._checked(call)
+        text = canonical_json(call.args)  # written once: each check below hashes it
+        settled = self._checked(call, text)
         if settled is not None:
             return settled
         answer: dict[str, Any] | None = None
@@ -101,23 +102,25 @@ class Gatekeeper:
             self.reviewed.append(isinstance(decided, tuple))
             if not isinstance(decided, tuple):
                 return decided
+            if decided[0] is not call:  # a human's edit: other arguments
+                text = canonical_json(decided[0].args)
             call, answer = decided
         asked_after = call.tool in self.deps.policy.require_approval and not ask_here
         rule = "approval" if answer else "asked after" if asked_after else "allow"
-        return self._permit(call, rule, answer)
+        return self._permit(call, rule, answer, text)
 
-    def _checked(self, call: Call) -> Call | Stop | None:
+    def _checked(self, call: Call, text: str) -> Call | Stop | None:
         """The budgets, the allowlist and loop detection: the stop, the call settled with what
-        the model is shown, or None when it passes."""
+        the model is shown, or None when it passes (``text``: the arguments' canonical JSON)."""
         deps, name = self.deps, call.tool
-        if not self._counts(self._what(call)):
+        if not self._counts(self._what(call, text)):
             over = self._over(call)
             if over is not None:
                 return over
         refusal = refuse(deps, name)
         if refusal is not None:
             return self._refused(call, refusal)
-        earlier = self.seen.repeats(name, call.args, deps.policy.loop_detection)
+        earlier = self.seen.repeats(name, call.args, deps.policy.loop_detection, text)
         if not earlier:
             return None
         if earlier > deps.policy.repeat_reminders:
@@ -224,14 +227,15 @@ class Gatekeeper:
         return self._shown(call, Shown(text=text, error=f"{StopReason.TOOL_REJECTED}:{name}"))
 
     @staticmethod
-    def _what(call: Call) -> str:
-        return identity(call.id, call.tool, args_hash(call.args))
+    def _what(call: Call, text: str | None = None) -> str:
+        hashed = args_hash(call.args) if text is None else short_hash(text)
+        return identity(call.id, call.tool, hashed)
 
-    def _permit(self, call: Call, rule: str, answer: dict[str, Any] | None) -> Call:
-        keyed = self._keyed(call)
+    def _permit(self, call: Call, rule: str, answer: dict[str, Any] | None, text: str) -> Call:
+        keyed = self._keyed(call, text)
         body = {
-            "call": call.id, "tool": call.tool, "args": canonical_json(call.args),
-            "args_hash": args_hash(call.args), "policy": self.deps.context.policy_hash,
+            "call": call.id, "tool": call.tool, "args": text,
+            "args_hash": short_hash(text), "policy": self.deps.context.policy_hash,
             "rule": rule, "step": self.step,
         }  # fmt: skip
         if answer is not None:
@@ -262,19 +266,20 @@ class Gatekeeper:
     def _counts(self, what: str) -> bool:
         return what in self.admitted or what in self.counted
 
-    def key_for(self, call: Call) -> str:
-        return key_for(self.deps, self.thread, self.run, call, self.seen)
+    def key_for(self, call: Call, text: str | None = None) -> str:
+        return key_for(self.deps, self.thread, self.run, call, self.seen, text=text)
 
-    def _keyed(self, call: Call) -> Call:
-        """The call with its key, counted."""
-        key = self.key_for(call)
-        what = self._what(call)
+    def _keyed(self, call: Call, text: str | None = None) -> Call:
+        """The call with its key, counted (``text``: its arguments' canonical JSON, if made)."""
+        text = canonical_json(call.args) if text is None else text
+        key = self.key_for(call, text)
+        what = self._what(call, text)
         if not self._counts(what):
             self.usage = counted(self.usage, call.tool)
             if self.whole is not None:
                 self.whole = counted(self.whole, call.tool)
             self.admitted.add(what)
-        self.seen.add(loop_key(call.tool, call.args))
+        self.seen.add(loop_key(call.tool, call.args, text))
         return call.model_copy(update={"key": key})
 
 

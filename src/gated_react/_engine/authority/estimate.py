@@ -20,12 +20,12 @@ def estimated_tokens(messages: Sequence[BaseMessage]) -> int:
     total = 0
     for message in messages:
         size = len(message.content)
-        kept = _COUNTED.get(id(message), message)
-        if kept is None or kept[1][0] != size:
+        kept = _COUNTED.value_of(id(message), message)
+        if kept is None or kept[0] != size:
             count = approximate(message)
             _COUNTED.put(id(message), message, (size, count))
         else:
-            count = kept[1][1]
+            count = kept[1]
         total += count
     return total
 

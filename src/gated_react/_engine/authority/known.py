@@ -20,12 +20,16 @@ if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that u
     from gated_react._engine.deps import NodeDeps
 
 
-def key_for(deps: NodeDeps, thread: str, run: str, call: Call, seen: LoopIndex) -> str:
+def key_for(
+    deps: NodeDeps, thread: str, run: str, call: Call, seen: LoopIndex, *, text: str | None = None
+) -> str:
     """The call's key: the run's n-th call of this tool with these arguments (compared as
-    loop detection compares them) on this branch has the same key wherever it is replayed."""
+    loop detection compares them) on this branch has the same key wherever it is replayed.
+    ``text``: the arguments' canonical JSON, when the caller has it already."""
     normalized = deps.policy.loop_detection == "normalized"
-    earlier = seen.repeats(call.tool, call.args, "normalized" if normalized else "exact")
-    return call_key(f"{thread}\n{run}", call.tool, call.args, earlier, normalized=normalized)
+    earlier = seen.repeats(call.tool, call.args, "normalized" if normalized else "exact", text)
+    where = f"{thread}\n{run}"
+    return call_key(where, call.tool, call.args, earlier, normalized=normalized, text=text)
 
 
 def asked_ids(step: Step, deps: NodeDeps) -> list[str]:

@@ -32,6 +32,7 @@ from gated_react._engine.execution.call_keys import args_hash, loop_key
 from gated_react._engine.execution.shares import Shares
 from gated_react._engine.storable import error_text
 from gated_react.state import Call, Outcome, Step
+from gated_react.state.calls import canonical_json
 from gated_react.stops import Stop, StopReason
 
 if TYPE_CHECKING:  # the parts' type only: deps is built from the modules that use it
@@ -105,9 +106,10 @@ class Plan:
         )  # fmt: skip
         seen, calls = branch_calls(messages, step.run), []
         for call in step.calls:
-            key = key_for(deps, place.thread, step.run, call, seen)
+            text = canonical_json(call.args)
+            key = key_for(deps, place.thread, step.run, call, seen, text=text)
             calls.append(call.model_copy(update={"key": key}))
-            seen.add(loop_key(call.tool, call.args))
+            seen.add(loop_key(call.tool, call.args, text))
         return cls(step, place, deps, keeper, book, calls)
 
     def once_keys(self) -> list[str]:

@@ -210,7 +210,11 @@ class Tally:
         sums = self.sums
         unpriced = next(iter(self.unpriced.values()), None)
         cost = None if unpriced is not None else round(max(sums.get("cost", 0.0), 0.0), 12)
-        self._usage = Usage(
+        seconds = max(self.seconds, 0.0)
+        # each figure a sum of amounts checked as they arrived: only a sum that overflowed
+        # needs what Usage's validators make of it
+        finite = math.isfinite(seconds) and (cost is None or math.isfinite(cost))
+        self._usage = (Usage.trusted if finite else Usage)(
             steps=len(self.models) - len(self.replyless),
             tool_calls=len(self.counted),
             per_tool=dict(self.per_tool),
@@ -221,7 +225,7 @@ class Tally:
             output_tokens=int(sums.get("output", 0)),
             cost=cost,
             unpriced=unpriced,
-            seconds=max(self.seconds, 0.0),
+            seconds=seconds,
         )
         return self._usage
 

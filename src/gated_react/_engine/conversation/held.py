@@ -59,6 +59,12 @@ class Held(Generic[K, V]):
             return None
         return None if message is not None and alive is not message else (alive, entry.value)
 
+    def value_of(self, key: K, message: BaseMessage) -> V | None:
+        """The value kept under ``key`` for that very ``message``, else None (``get`` without
+        the pair: a request's messages are looked up one by one)."""
+        entry = self._table.get(key)
+        return entry.value if entry is not None and entry() is message else None
+
     def put(self, key: K, message: BaseMessage, value: V) -> None:
         """Keep ``value`` under ``key`` until ``message`` is collected."""
         ref = _Ref(message, _forget)

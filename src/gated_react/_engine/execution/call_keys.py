@@ -35,14 +35,24 @@ def args_hash(args: dict[str, Any] | None) -> str:
 
 
 def call_key(
-    where: str, tool: str, args: dict[str, Any], occurrence: int, *, normalized: bool = False
+    where: str,
+    tool: str,
+    args: dict[str, Any],
+    occurrence: int,
+    *,
+    normalized: bool = False,
+    text: str | None = None,
 ) -> str:
     """A call's key: its thread and run (``where``), tool and arguments (compared as loop
     detection compares them), and how many times the run asked for the same before on its
     branch. The same wherever the call is replayed, forked or answered twice; another run, or
     the same call asked for again on purpose, has another. Tools that take an
-    ``idempotency_key`` are given it."""
-    form = canonical_json(normalize(args) if normalized else args)
+    ``idempotency_key`` are given it. ``text``: ``args``' canonical JSON, when the caller has
+    it already."""
+    if normalized:
+        form = canonical_json(normalize(args))
+    else:
+        form = canonical_json(args) if text is None else text
     return short_hash(f"{where}\n{tool}\n{form}\n{occurrence}", 24)
 
 
@@ -84,7 +94,7 @@ def _canonical(number: Decimal) -> str:
     return f"{number.normalize():f}"
 
 
-def loop_key(tool: str, args: dict[str, Any]) -> str:
+def loop_key(tool: str, args: dict[str, Any], text: str | None = None) -> str:
     """``<tool>:<exact args hash>:<normalized args hash>``; the tool's name may hold colons,
     the hashes never do.
 
@@ -92,8 +102,9 @@ def loop_key(tool: str, args: dict[str, Any]) -> str:
     counted, its key), so the last keys are kept by the tool and the arguments' canonical JSON,
     which fixes both hashes for the JSON a state holds: normalizing and two digests are most of
     the cost of small arguments. Large ones are not kept (a file's contents, say): they would
-    hold memory, and serializing them is most of their cost anyway."""
-    exact = canonical_json(args or {})
+    hold memory, and serializing them is most of their cost anyway. ``text``: ``args``'
+    canonical JSON, when the caller has it already."""
+    exact = canonical_json(args or {}) if text is None else text
     found = _KEYS.get((tool, exact))
     if found is None:
         found = f"{tool}:{short_hash(exact)}:{args_hash(normalize(args))}"
@@ -151,12 +162,15 @@ class LoopIndex:
         if self._normalized is not None:
             self._normalized[_TOOL_COLON(key) + _NORMALIZED(key)] += 1
 
-    def repeats(self, tool: str, args: dict[str, Any], mode: LoopMode) -> int:
-        """How many times ``tool(args)`` was already let through (0 with mode ``off``)."""
+    def repeats(
+        self, tool: str, args: dict[str, Any], mode: LoopMode, text: str | None = None
+    ) -> int:
+        """How many times ``tool(args)`` was already let through (0 with mode ``off``);
+        ``text``: ``args``' canonical JSON, when the caller has it already."""
         if mode == "off":
             return 0
         if mode == "exact":
-            key = loop_key(tool, args)
+            key = loop_key(tool, args, text)
             return self._exact.get(key, 0) + self._added.count(key)
         if self._normalized is None:
             keys = [*self._keys, *self._added]

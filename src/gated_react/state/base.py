@@ -43,7 +43,6 @@ class StrictModel(BaseModel):
         _set_private(copied, None)
         return copied
 
-
     @classmethod
     def trusted(cls, **values: Any) -> Self:
         """A model of ``values`` (every field) made without validation, for the few a step

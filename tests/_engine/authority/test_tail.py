@@ -137,13 +137,28 @@ def test_a_write_through_the_savers_connection_outside_the_backend_is_read(
 
 def test_a_book_made_again_reads_from_the_table(tmp_path: Path) -> None:
     with ledger_on(tmp_path) as (ledger, _, reads):
+        ledger.append([_record("k0")])
         ledger.book("t1", "r1")
         ledger.append([_record("k1")])
         ledger.book("t1", "r1")
         reads.count()
         again = Ledger(ledger.backend, KEY).book("t1", "r1")  # from seq 0: before the tail
-        assert _keys(again.records) == ["k1"]
+        assert _keys(again.records) == ["k0", "k1"]
         assert reads.count() == 1
+
+
+def test_records_are_kept_until_a_read_asks_from_after_them(tmp_path: Path) -> None:
+    """A reader that lost what it was given (it asks from the same point again) gets it
+    again; one that asks from after it lets it go."""
+    with ledger_on(tmp_path) as (ledger, _, reads):
+        ledger.book("t1", "r1")
+        reads.count()
+        ledger.append([_record("k1"), _record("k2")])
+        backend = ledger.backend
+        first = backend.after("t1", "r1", 0)
+        assert _keys(backend.after("t1", "r1", 0)) == _keys(first) == ["k1", "k2"]
+        assert backend.after("t1", "r1", first[-1].seq) == []
+        assert reads.count() == 0
 
 
 def test_a_thread_forgotten_is_read_from_the_table(tmp_path: Path) -> None:

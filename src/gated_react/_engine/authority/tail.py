@@ -55,11 +55,13 @@ class Tail:
         start = self._from.get(key)
         if start is None or seq < start or not self._holds(version):
             return None
-        kept = self._kept.pop(key, [])
-        self._count -= len(kept)
-        found = [record for record in kept if record.seq > seq]
-        self._from[key] = found[-1].seq if found else seq  # what comes next is after these
-        return found
+        kept = self._kept.get(key, [])
+        delivered = next((i for i, r in enumerate(kept) if r.seq > seq), len(kept))
+        if delivered:  # the reader has them (it asks from after them): dropped only now
+            del kept[:delivered]
+            self._count -= delivered
+        self._from[key] = seq
+        return list(kept)
 
     def saw(self, plan: Plan[Any], rows: list[list[Any]], version: int | None) -> None:
         """What a plan that went to the table did (its rows, ``version`` taken before it)."""

@@ -2,12 +2,14 @@
 as a ``Step``.
 
 Within a run, the dict a node writes is the very object LangGraph hands the next node (a
-channel keeps the value written; a node reads it as is), so a read of a dict this process wrote
-returns the model it was dumped from instead of validating it again: a step is read five times
-and written four. Anything else (a checkpoint loaded on resume, a state edit, another process's
-write) is a new object and is validated. The step is never an authority (the run's record is),
-and no tool or hook is shown it (``shown_state`` leaves it out), so nothing changes a written
-dict in place; the models are never changed in place either (nodes copy them).
+channel keeps the value written; a node reads it as is), so the first read of a dict this
+process wrote returns the model it was dumped from instead of validating it again (a step is
+written four times and read five). The entry goes with that read: nothing is kept past the
+step it was written for, but the few steps a run never reads again (its last, an interrupted
+one), at most ``KEPT``. Anything else (a checkpoint loaded on resume, a state edit, another
+process's write, a second read) is validated. The step is never an authority (the run's record
+is), and no tool or hook is shown it (``shown_state`` leaves it out), so nothing changes a
+written dict in place; the models are never changed in place either (nodes copy them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from gated_react.state import Step, dump
 
-KEPT = 256
+KEPT = 64
 """Steps remembered at once, the oldest dropped first: one per run in progress is enough."""
 
 _WRITTEN: dict[int, tuple[dict[str, Any], Step]] = {}
@@ -39,9 +41,12 @@ def stored(step: Step) -> dict[str, Any]:
 
 def read(value: Any) -> Step:
     """The step a channel's value holds: the model a dict was written from, if this process
-    wrote it; otherwise validated (``ValidationError`` when it is not a step)."""
-    # one read of the table, atomic as a dict's get is
+    wrote it and nothing read it yet; otherwise validated (``ValidationError`` when it is not
+    a step)."""
     found = _WRITTEN.get(id(value))
     if found is not None and found[0] is value:
+        with _LOCK:  # taken once: the next node's read of it, which needs it no more
+            if _WRITTEN.get(id(value)) is found:
+                del _WRITTEN[id(value)]
         return found[1]
     return Step.model_validate(value)

@@ -25,8 +25,8 @@ from pydantic import ValidationError
 
 from gated_react._engine.conversation.chat import not_run, result, said
 from gated_react._engine.conversation.held import Held
-from gated_react._engine.conversation.step_channel import read, stored
-from gated_react.state import RunInput, Step
+from gated_react._engine.conversation.step_channel import read
+from gated_react.state import RunInput, Step, dump
 from gated_react.stops import StopReason
 
 _GOAL_IDS = uuid.UUID("5b0e6f1c-3a51-4c6e-9d2e-6a7f0c1d2e3f")
@@ -84,7 +84,7 @@ def opening(
         assert at is not None  # _asks found the question
         waiting = unanswered(shown)
         again = held.model_copy(update={"calls": [], "retry": None, "reply": None})
-        update = {"goal": None, "step": stored(again)}
+        update = {"goal": None, "step": dump(again)}
         return Opened(held.run, shown, at, again, new=False, waiting=waiting, update=update)
     if goal is not None:
         # LangGraph maps input keys to channels without the input schema's checks: apply them
@@ -102,7 +102,7 @@ def opening(
         return Opened(held.run, shown, at, held, new=False, update=update)
     run = question if saved else f"{question}#{uuid.uuid4().hex[:16]}"
     fresh = Step(run=run, traceparent=held.traceparent if held else None)
-    update["step"] = stored(fresh)
+    update["step"] = dump(fresh)  # the decision writes its step over it: not kept
     return Opened(run, shown, at, fresh, new=True, waiting=unanswered(shown[:at]), update=update)
 
 

@@ -4,6 +4,7 @@ node runs under."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ from gated_react._engine.langgraph_internals import (
     CONFIG_KEY_CHECKPOINTER,
 )
 from gated_react.store.key import StoreKey
+
+from ...support.reaping import PATIENCE
 
 KEY = StoreKey("k" * 32)
 
@@ -139,3 +142,31 @@ def test_records_in_this_processs_memory_are_trusted_as_given_not_signed() -> No
     read = ledger.book("t", "r").records
     assert [(r.verified, r.mac) for r in read] == [(True, ""), (False, "")]
     assert list(ledger.book("t", "r").tally.permits) == ["c1"]
+
+
+def test_a_reader_on_another_thread_waits_for_an_extend_under_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two readers of one run on two threads may read the same new records: the second
+    waits for the first's ``extend`` to finish, then skips what it added (each record is
+    counted once)."""
+    book = ledgers.Book()
+    record = Record("t", "r", Kind.PERMIT, "k1", {"call": "c1", "tool": "a"}, seq=1)
+    counting, go = threading.Event(), threading.Event()
+    add = book.tally.add
+
+    def slow_add(found: Record) -> None:
+        counting.set()
+        go.wait(PATIENCE)
+        add(found)
+
+    monkeypatch.setattr(book.tally, "add", slow_add)
+    first = threading.Thread(target=book.extend, args=([record],))
+    first.start()
+    assert counting.wait(PATIENCE)
+    assert not book._lock.acquire(blocking=False)  # a second reader would wait here
+    go.set()
+    first.join(PATIENCE)
+    book.extend([record])
+    assert [r.key for r in book.records] == ["k1"]
+    assert book.tally.usage().tool_calls == 1

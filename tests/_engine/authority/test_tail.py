@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from gated_react._engine.authority import tail as tails
 from gated_react._engine.authority.ledger import Ledger
@@ -231,3 +232,41 @@ async def _async_reads(tmp_path: Path) -> None:
         book = await ledger.abook("t1", "r1")
         assert _keys(book.records) == ["k0", "k1", "k2", "k3"]
         assert reads.count() == 2  # the first read, and the one after another's commit
+
+
+def test_two_savers_on_one_connection_keep_no_tail(tmp_path: Path) -> None:
+    """Two savers made on one connection (or a saver LangGraph copied) each have a backend:
+    neither sees the other's inserts in a tail of its own, so both read the table."""
+    conn = sqlite3.connect(tmp_path / "runs.sqlite", check_same_thread=False)
+    first, second = SqliteSaver(conn), SqliteSaver(conn)
+    first.setup()
+    mine, other = Ledger(backend_for(first), KEY), Ledger(backend_for(second), KEY)  # type: ignore[arg-type]
+    paid = lambda key, n: Record("t1", "r1", Kind.PAID, key, {"tokens": n})  # noqa: E731
+    mine.append([paid("m1", 100)])
+    mine.book("t1", "r1")
+    other.append([paid("m2", 1000)])
+    mine.append([paid("m3", 1)])
+    assert mine.book("t1", "r1").tally.usage().tokens == 1101
+    conn.close()
+
+
+def test_an_interrupted_write_leaves_nothing_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt (Ctrl-C, a signal) between a write's commit and its records being kept:
+    the next read goes to the table, and finds the committed record."""
+    with ledger_on(tmp_path) as (ledger, _, reads):
+        ledger.append([_record("k1")])
+        ledger.book("t1", "r1")
+
+        def interrupted(*_: Any) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch:
+            patch.setattr(tails.Tail, "saw", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                ledger.append([_record("k2")])  # committed: its record is in the table
+        ledger.append([_record("k3")])
+        reads.count()
+        assert _keys(ledger.book("t1", "r1").records) == ["k1", "k2", "k3"]
+        assert reads.count() == 1

@@ -41,16 +41,18 @@ class Book:
     seq: int = 0
     tally: Tally = field(default_factory=Tally)
     """The run's spend, permits and extensions, summed as records arrive."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def extend(self, more: Iterable[Record]) -> None:
-        """Add what was read since; a record read already (two readers of one run at once)
-        is skipped, so nothing is counted twice."""
-        for record in more:
-            if record.seq <= self.seq:
-                continue
-            self.records.append(record)
-            self.tally.add(record)
-            self.seq = record.seq
+        """Add what was read since; a record read already (two readers of one run at once,
+        on two threads) is skipped, so nothing is counted twice."""
+        with self._lock:
+            for record in more:
+                if record.seq <= self.seq:
+                    continue
+                self.records.append(record)
+                self.tally.add(record)
+                self.seq = record.seq
 
 
 BOOKS = 256

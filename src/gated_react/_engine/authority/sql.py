@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 from gated_react._engine.authority import statements as plans
 from gated_react._engine.authority.records import Record
 from gated_react._engine.authority.statements import POSTGRES, SQLITE, Dialect, Plan
-from gated_react._engine.authority.tail import VERSION, Tail
+from gated_react._engine.authority.tail import VERSION, Sharing, Tail, sharing
 
 T = TypeVar("T")
 
@@ -104,38 +104,45 @@ class SqlBackend:
             self._ready = True
 
 
-class SqliteBackend(SqlBackend):
-    """Beside a ``SqliteSaver``: its ``sqlite3`` connection, under its thread lock; a run's
-    records it wrote itself read back from its ``Tail``."""
-
-    dialect, synchronous = SQLITE, True
+class _Tailed(SqlBackend):
+    """A SQLite backend: a run's records it wrote itself read back from its ``Tail``, while
+    no other backend uses its connection."""
 
     def __init__(self, saver: Any, kind: Any) -> None:
         super().__init__(saver, kind)
         self.tail = Tail()
+        self._sharing: tuple[int, Sharing] | None = None
+
+    def _tail(self, conn: Any) -> Tail | None:
+        if self._sharing is None or self._sharing[0] != id(conn):
+            self._sharing = (id(conn), sharing(conn, self))
+        return None if self._sharing[1].shared else self.tail
+
+
+class SqliteBackend(_Tailed):
+    """Beside a ``SqliteSaver``: its ``sqlite3`` connection, under its thread lock."""
+
+    dialect, synchronous = SQLITE, True
 
     def _sync(self, plan: Plan[T]) -> T:
         with self.saver.lock:
             conn = self.saver.conn
-            self._prepare(lambda p: _sqlite(conn, p, self.tail))
-            return _sqlite(conn, plan, self.tail)
+            tail = self._tail(conn)
+            self._prepare(lambda p: _sqlite(conn, p, tail))
+            return _sqlite(conn, plan, tail)
 
 
-class AsyncSqliteBackend(SqlBackend):
-    """Beside an ``AsyncSqliteSaver``: its ``aiosqlite`` connection, under its asyncio lock;
-    its own rows read back from its ``Tail`` as the sync one's are."""
+class AsyncSqliteBackend(_Tailed):
+    """Beside an ``AsyncSqliteSaver``: its ``aiosqlite`` connection, under its asyncio lock."""
 
     dialect, synchronous = SQLITE, False
-
-    def __init__(self, saver: Any, kind: Any) -> None:
-        super().__init__(saver, kind)
-        self.tail = Tail()
 
     async def _async(self, plan: Plan[T]) -> T:
         async with self.saver.lock:
             conn = self.saver.conn
-            await self._aprepare(lambda p: _asqlite(conn, p, self.tail))
-            return await _asqlite(conn, plan, self.tail)
+            tail = self._tail(conn)
+            await self._aprepare(lambda p: _asqlite(conn, p, tail))
+            return await _asqlite(conn, plan, tail)
 
 
 class PostgresBackend(SqlBackend):
@@ -163,13 +170,27 @@ class AsyncPostgresBackend(SqlBackend):
             return await _apostgres(cur, plan)
 
 
-def _sqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
+def _sqlite(conn: Any, plan: Plan[T], tail: Tail | None) -> T:
+    if tail is None:
+        return plan.answer(_sqlite_rows(conn, plan))
     version = None
     if plan.place is not None:  # a read of a run's records from where the last one stopped
         version = conn.execute(VERSION).fetchone()[0]
         kept = tail.records(plan.place, version)
         if kept is not None:
             return cast(T, kept)
+    if plan.write:
+        tail.writing()
+    try:
+        rows = _sqlite_rows(conn, plan)
+    except BaseException:
+        tail.clear()
+        raise
+    tail.saw(plan, rows, version)
+    return plan.answer(rows)
+
+
+def _sqlite_rows(conn: Any, plan: Plan[Any]) -> list[list[Any]]:
     if plan.write and not conn.in_transaction:
         conn.execute("BEGIN IMMEDIATE")  # the write lock first: a busy database is waited for
     try:
@@ -183,13 +204,13 @@ def _sqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
     except BaseException:
         if plan.write:
             conn.rollback()
-        tail.clear()
         raise
-    tail.saw(plan, rows, version)
-    return plan.answer(rows)
+    return rows
 
 
-async def _asqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
+async def _asqlite(conn: Any, plan: Plan[T], tail: Tail | None) -> T:
+    if tail is None:
+        return plan.answer(await _asqlite_rows(conn, plan))
     version = None
     if plan.place is not None:
         async with conn.execute(VERSION) as cur:
@@ -197,6 +218,18 @@ async def _asqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
         kept = tail.records(plan.place, version)
         if kept is not None:
             return cast(T, kept)
+    if plan.write:
+        tail.writing()
+    try:
+        rows = await _asqlite_rows(conn, plan)
+    except BaseException:
+        tail.clear()
+        raise
+    tail.saw(plan, rows, version)
+    return plan.answer(rows)
+
+
+async def _asqlite_rows(conn: Any, plan: Plan[Any]) -> list[list[Any]]:
     if plan.write and not conn.in_transaction:
         await conn.execute("BEGIN IMMEDIATE")
     try:
@@ -210,10 +243,8 @@ async def _asqlite(conn: Any, plan: Plan[T], tail: Tail) -> T:
     except BaseException:
         if plan.write:
             await conn.rollback()
-        tail.clear()
         raise
-    tail.saw(plan, rows, version)
-    return plan.answer(rows)
+    return rows
 
 
 def _postgres(cur: Any, plan: Plan[T]) -> T:

@@ -14,13 +14,17 @@ is answered with them, as the table would give them back (the body as its stored
 Anything else clears them, and the next read goes to the table: another connection's commit
 (another process, another saver on the file), a write to the table through the saver's
 connection that is not the backend's (a thread deleted, the store re-signed or pruned:
-``store.rows.changed_outside``), a thread forgotten, a failed write, a read from an earlier
-point than the last (a run's book made again), or more records kept than ``KEPT``.
+``store.rows.changed_outside``), a thread forgotten, a write that failed or was interrupted
+before its records were kept, a read from an earlier point than the last (a run's book made
+again), or more records kept than ``KEPT``. A connection two backends use (two savers made on
+one connection, or a saver LangGraph copied) keeps no tail at all (``Sharing``): neither
+backend sees the other's inserts.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakValueDictionary
 
 from gated_react._engine.authority.records import Record
 from gated_react._engine.authority.statements import Plan
@@ -47,9 +51,20 @@ class Tail:
         """Per run read: every record of it after this ``seq`` is in ``_kept``."""
         self._kept: dict[tuple[str, str | None], list[Record]] = {}
         self._count = 0
+        self._writing = False
+        """A write went to the table and what it stored is not kept yet (an exception, even an
+        interrupt, between its commit and ``saw`` leaves this set: nothing kept is trusted)."""
+
+    def writing(self) -> None:
+        """A write is about to go to the table (what an earlier one left unkept is dropped)."""
+        if self._writing:
+            self.clear()
+        self._writing = True
 
     def records(self, place: Place, version: int) -> list[Record] | None:
         """The records of ``place`` after its ``seq``, or None when only the table knows."""
+        if self._writing:
+            self.clear()
         thread, run, seq = place
         key = (thread, run)
         start = self._from.get(key)
@@ -73,12 +88,14 @@ class Tail:
             self._wrote([_as_read(record, found[0][0]) for record, found in made if found])
         elif plan.write and plan.name != "setup":  # a thread forgotten: its rows are gone
             self.clear()
+        self._writing = False
 
     def clear(self) -> None:
         self._version = None
         self._from.clear()
         self._kept.clear()
         self._count = 0
+        self._writing = False
 
     def _holds(self, version: int) -> bool:
         return version == self._version and self._outside == outside_changes()
@@ -92,8 +109,8 @@ class Tail:
         thread, run, seq = place
         last = found[-1][0] if found else seq
         key = (thread, run)
+        self._from[key] = max(seq, int(last))  # first: what is still kept is at most that
         self._count -= len(self._kept.pop(key, ()))
-        self._from[key] = max(seq, int(last))
         if len(self._from) > KEPT:
             self.clear()
 
@@ -106,6 +123,31 @@ class Tail:
                     self._count += 1
         if self._count > KEPT:
             self.clear()
+
+
+class Sharing:
+    """Which backend uses a connection, and whether another one has too."""
+
+    __slots__ = ("__weakref__", "owner", "shared")
+
+    def __init__(self, owner: int) -> None:
+        self.owner, self.shared = owner, False
+
+
+_USERS: WeakValueDictionary[int, Sharing] = WeakValueDictionary()
+"""By the id of each connection a backend uses (``sqlite3``'s take no weak reference): each
+backend holds its connection's entry, so the entry lives as long as one of them, and while it
+does the connection lives and its id is its own."""
+
+
+def sharing(conn: Any, backend: object) -> Sharing:
+    """``conn``'s entry, ``backend`` counted among its users."""
+    found = _USERS.get(id(conn))
+    if found is None:
+        found = _USERS[id(conn)] = Sharing(id(backend))
+    elif found.owner != id(backend):
+        found.shared = True
+    return found
 
 
 def _as_read(record: Record, seq: int) -> Record:

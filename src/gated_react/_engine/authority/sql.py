@@ -173,20 +173,13 @@ class AsyncPostgresBackend(SqlBackend):
 def _sqlite(conn: Any, plan: Plan[T], tail: Tail | None) -> T:
     if tail is None:
         return plan.answer(_sqlite_rows(conn, plan))
-    version = None
-    if plan.place is not None:  # a read of a run's records from where the last one stopped
-        version = conn.execute(VERSION).fetchone()[0]
-        kept = tail.records(plan.place, version)
-        if kept is not None:
-            return cast(T, kept)
-    if plan.write:
-        tail.writing()
-    try:
-        rows = _sqlite_rows(conn, plan)
-    except BaseException:
-        tail.clear()
-        raise
-    tail.saw(plan, rows, version)
+    # a read of a run's records from where the last one stopped: is it in the tail?
+    version = conn.execute(VERSION).fetchone()[0] if plan.place is not None else None
+    kept = tail.kept(plan, version)
+    if kept is not None:
+        return cast(T, kept)
+    with tail.going(plan, version) as saw:
+        rows = saw(_sqlite_rows(conn, plan))
     return plan.answer(rows)
 
 
@@ -215,17 +208,11 @@ async def _asqlite(conn: Any, plan: Plan[T], tail: Tail | None) -> T:
     if plan.place is not None:
         async with conn.execute(VERSION) as cur:
             version = (await cur.fetchone())[0]
-        kept = tail.records(plan.place, version)
-        if kept is not None:
-            return cast(T, kept)
-    if plan.write:
-        tail.writing()
-    try:
-        rows = await _asqlite_rows(conn, plan)
-    except BaseException:
-        tail.clear()
-        raise
-    tail.saw(plan, rows, version)
+    kept = tail.kept(plan, version)
+    if kept is not None:
+        return cast(T, kept)
+    with tail.going(plan, version) as saw:
+        rows = saw(await _asqlite_rows(conn, plan))
     return plan.answer(rows)
 
 

@@ -23,6 +23,8 @@ backend sees the other's inserts.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from weakref import WeakValueDictionary
 
@@ -55,11 +57,34 @@ class Tail:
         """A write went to the table and what it stored is not kept yet (an exception, even an
         interrupt, between its commit and ``saw`` leaves this set: nothing kept is trusted)."""
 
-    def writing(self) -> None:
-        """A write is about to go to the table (what an earlier one left unkept is dropped)."""
-        if self._writing:
+    def kept(self, plan: Plan[Any], version: int | None) -> list[Record] | None:
+        """What ``plan`` reads, if it is a read of a run's records the tail holds (``version``:
+        the database's ``data_version`` before it); None when it must go to the table."""
+        if plan.place is None or version is None:
+            return None
+        return self.records(plan.place, version)
+
+    @contextmanager
+    def going(
+        self, plan: Plan[Any], version: int | None
+    ) -> Iterator[Callable[[list[list[Any]]], list[list[Any]]]]:
+        """``plan`` on its way to the table: what its rows say is kept once they are handed to
+        the function this yields (and handed back); one that fails, or is interrupted before,
+        leaves nothing kept trusted."""
+        if plan.write:
+            if self._writing:  # an earlier write never said what it stored
+                self.clear()
+            self._writing = True
+
+        def saw(rows: list[list[Any]]) -> list[list[Any]]:
+            self.saw(plan, rows, version)
+            return rows
+
+        try:
+            yield saw
+        except BaseException:
             self.clear()
-        self._writing = True
+            raise
 
     def records(self, place: Place, version: int) -> list[Record] | None:
         """The records of ``place`` after its ``seq``, or None when only the table knows."""

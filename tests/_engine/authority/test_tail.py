@@ -92,6 +92,18 @@ def test_a_body_reads_back_as_its_stored_text_says(tmp_path: Path) -> None:
         assert read.verified
 
 
+def test_a_body_changed_by_its_appender_after_append_is_not_read(tmp_path: Path) -> None:
+    with ledger_on(tmp_path) as (ledger, _, reads):
+        ledger.book("t1", "r1")
+        assert reads.count() == 1
+        record = _record("k1", call="c1", tool="pay")
+        ledger.append([record])
+        record.body["tool"] = "refund"
+        (read,) = ledger.book("t1", "r1").records
+        assert reads.count() == 0
+        assert read.body == {"call": "c1", "tool": "pay"}
+
+
 def test_another_connections_commit_sends_the_next_read_to_the_table(tmp_path: Path) -> None:
     with ledger_on(tmp_path) as (ledger, _, reads):
         ledger.append([_record("k1")])

@@ -177,10 +177,9 @@ def sharing(conn: Any, backend: object) -> Sharing:
 
 def _as_read(record: Record, seq: int) -> Record:
     """A signed record inserted as ``seq``, as its row reads back: its body as its text parses
-    (the same dict when every value is a plain scalar), unverified until ``Ledger`` checks it
-    (it finds the record it signed)."""
-    body = record.body
-    if not all(type(value) in _PLAIN for value in body.values()):
-        body = record_body(record.text)
+    (a copy when every value is a plain scalar: the appending caller keeps its own dict),
+    unverified until ``Ledger`` checks it (it finds the record it signed)."""
+    plain = all(type(value) in _PLAIN for value in record.body.values())
+    body = dict(record.body) if plain else record_body(record.text)
     return Record(record.thread, record.run, record.kind, record.key, body, record.at,
                   record.mac, seq, False, record.text)  # fmt: skip

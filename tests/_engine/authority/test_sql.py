@@ -526,3 +526,39 @@ def test_what_an_insert_and_an_incremental_read_cost(db_url: str, capsys: Any) -
     with capsys.disabled():
         print(f"\n{kind}: insert {statistics.median(writes) * 1e6:.0f} us, incremental after "
               f"{statistics.median(reads) * 1e6:.0f} us (medians of 200)")  # fmt: skip
+
+
+@in_loop
+async def test_an_append_cancelled_on_a_busy_database_leaves_no_transaction(
+    tmp_path: Path,
+) -> None:
+    """Cancelled while ``BEGIN IMMEDIATE`` waits for another connection's write lock, an
+    append leaves the async saver's connection out of a transaction once the lock comes: the
+    statement goes on on ``aiosqlite``'s thread. Before, the transaction it opened stayed open
+    and held the write lock, and every other writer of the file waited on it."""
+    path = tmp_path / "runs.sqlite"
+    async with aopen_checkpointer(str(path)) as saver:
+        raw = unwrapped(saver)
+        ledger = ledger_for(raw)
+        await ledger.abook("t1", "r1")  # the table is made
+        loop, waiting = asyncio.get_running_loop(), asyncio.Event()
+
+        def traced(statement: str) -> None:  # on aiosqlite's thread, as the statement begins
+            if statement.startswith("BEGIN IMMEDIATE"):
+                loop.call_soon_threadsafe(waiting.set)
+
+        await raw.conn.set_trace_callback(traced)
+        with closing(sqlite3.connect(path, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            append = asyncio.create_task(ledger.aappend([record(Kind.PERMIT, "k1", **BODY)]))
+            await waiting.wait()
+            append.cancel()
+            other.execute("COMMIT")
+            with pytest.raises(asyncio.CancelledError):
+                await append
+        await raw.conn.execute("SELECT 1")  # after every statement queued before it
+        assert not raw.conn.in_transaction
+        with closing(sqlite3.connect(path, timeout=0)) as third:
+            third.execute("BEGIN IMMEDIATE")  # the write lock is free
+            third.rollback()
+        assert (await ledger.abook("t1", "r1")).records == []

@@ -10,9 +10,10 @@ class is matched only if its module is already loaded.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from typing import Any, TypeVar, cast
 
 from gated_react._engine.authority import statements as plans
@@ -218,7 +219,7 @@ async def _asqlite(conn: Any, plan: Plan[T], tail: Tail | None) -> T:
 
 async def _asqlite_rows(conn: Any, plan: Plan[Any]) -> list[list[Any]]:
     if plan.write and not conn.in_transaction:
-        await conn.execute("BEGIN IMMEDIATE")
+        await _begin(conn)
     try:
         rows = []
         for sql, args, read in plan.steps:
@@ -234,8 +235,22 @@ async def _asqlite_rows(conn: Any, plan: Plan[Any]) -> list[list[Any]]:
     return rows
 
 
+async def _begin(conn: Any) -> None:
+    """``BEGIN IMMEDIATE`` on ``aiosqlite``'s thread, which goes on when its caller is cancelled
+    (waiting on a busy database, say): then the transaction it opens is rolled back once it is
+    open, or the connection would hold the write lock and every other writer would wait."""
+    begun = asyncio.ensure_future(conn.execute("BEGIN IMMEDIATE"))
+    try:
+        await asyncio.shield(begun)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await begun
+            await conn.rollback()
+        raise
+
+
 def _postgres(cur: Any, plan: Plan[T]) -> T:
-    with cur.connection.transaction() if plan.write else nullcontext():
+    with cur.connection.transaction() if plan.write else contextlib.nullcontext():
         rows = []
         for sql, args, read in plan.steps:
             cur.execute(sql, args)
@@ -245,7 +260,7 @@ def _postgres(cur: Any, plan: Plan[T]) -> T:
 
 
 async def _apostgres(cur: Any, plan: Plan[T]) -> T:
-    async with cur.connection.transaction() if plan.write else nullcontext():
+    async with cur.connection.transaction() if plan.write else contextlib.nullcontext():
         rows = []
         for sql, args, read in plan.steps:
             await cur.execute(sql, args)

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from gated_react import Policy, build_graph, open_checkpointer, read
+from gated_react import Budget, Policy, build_graph, open_checkpointer, read
 from gated_react.records.places import PLACES, forget
 from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
 from gated_react.store.checkpointer import StoreURL
@@ -204,3 +204,26 @@ def test_threads_go_a_batch_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyP
         done = forget(saver, [f"t{n}" for n in range(5)] + ["nowhere"])
         assert sorted(done.removed) == [f"t{n}" for n in range(5)]
         assert saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
+
+
+def test_a_thread_deleted_and_begun_again_in_one_process_starts_its_limits_anew(
+    store_url: str,
+) -> None:
+    """The thread's limits count its record, which went with it: a process that read the
+    thread's record before the delete reads it again. Before, a run on the thread id again
+    counted the deleted runs' model calls and stopped at the thread's limit."""
+    budget = Budget(thread_max_steps=3)
+    with open_checkpointer(store_url, key=KEY) as saver:
+
+        def again() -> str:
+            graph = build_graph(
+                ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
+                policy=Policy(allow=frozenset({"lookup"}), budget=budget), checkpointer=saver,
+            )  # fmt: skip
+            out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})
+            return str(out["stop_reason"])
+
+        assert again() == "success"  # 2 model calls of the thread's 3
+        assert again() == "max_steps"  # the thread's limit holds
+        assert list(forget(saver, [GONE]).removed) == [GONE]
+        assert again() == "success"

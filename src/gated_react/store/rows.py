@@ -30,9 +30,10 @@ _OUTSIDE = [0]
 
 
 def changed_outside() -> None:
-    """Say that rows of ``RECORDS`` were changed through a saver's own SQLite connection by
-    something other than the ledger's backend (a thread deleted, signatures rewritten): what
-    a backend kept of its own rows (``_engine/authority/tail.py``) is read again from the table."""
+    """Say that rows of ``RECORDS`` were changed by something other than a ledger's backend
+    (a thread deleted, signatures rewritten), once the change is committed: what this process
+    holds of them is read again from the table (a ledger's books, and a SQLite backend's own
+    rows, ``_engine/authority/tail.py``)."""
     _OUTSIDE[0] += 1
 
 
@@ -140,14 +141,16 @@ class _Sqlite:
     @contextmanager
     def transaction(self, raw: Any) -> Iterator[Run]:
         conn = raw.conn
-        with raw.lock:
+        try:
+            with raw.lock:
+                try:
+                    yield lambda statement, *args: statement(conn, *args)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+        finally:
             changed_outside()
-            try:
-                yield lambda statement, *args: statement(conn, *args)
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
 
     def set_metadata(
         self, conn: Any, where: tuple[str, str, str, str | None], metadata: dict[str, Any],

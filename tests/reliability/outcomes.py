@@ -15,7 +15,7 @@ from gated_react._engine.conversation.transcript import calls_shown
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import reply, tool_call
-from ..support.scenarios import as_run, graph_for, lines, model_calls_again, without_ids
+from ..support.scenarios import as_run, graph_for, lines, model_calls_again, said, without_ids
 
 SCRIPTS = {
     "refund": {},  # three idempotent support tools: LangGraph's async durability
@@ -36,11 +36,13 @@ def reference(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_ending(spec: dict[str, Any], out: dict[str, Any], expected: dict[str, Any]) -> str:
+def check_ending(
+    spec: dict[str, Any], out: dict[str, Any], expected: dict[str, Any], lost: int = 1
+) -> str:
     """The resumed run ends as the uninterrupted one, or (a non-idempotent call whose outcome
     was lost with the failed write) stops rather than repeat it. Never a second call. A model
-    call the fault cost (its reply lost with the failed write) is asked again and counted:
-    one at most, for one fault."""
+    call the fault cost (paid, its reply in no stored checkpoint) is asked again and counted:
+    ``lost`` at most (``replies_lost``; one when the fault cut a single write)."""
     if spec.get("file"):
         done = len(lines(Path(spec["file"])))
         assert done <= 1, "a non-idempotent call was repeated"
@@ -50,7 +52,7 @@ def check_ending(spec: dict[str, Any], out: dict[str, Any], expected: dict[str, 
             return "outcome unknown"
         assert done == 1
     assert as_run(out) == as_run(expected)
-    assert 0 <= model_calls_again(out, expected) <= 1, (out["usage"], expected["usage"])
+    assert 0 <= model_calls_again(out, expected) <= lost, (out["usage"], expected["usage"], lost)
     return "same"
 
 
@@ -63,6 +65,26 @@ def carry_on(graph: Any, expected: dict[str, Any], thread: str = "t") -> dict[st
         return run(graph, REFUND_GOAL, thread_id=thread)
     assert without_ids(kept) == without_ids(expected["history"])[: len(kept)]
     return resume(graph, thread)
+
+
+def resumed_as_expected(spec: dict[str, Any], saver: Any, expected: dict[str, Any]) -> str:
+    """``carry_on`` on ``saver``'s store, checked by ``check_ending``: how it ended."""
+    graph = graph_for(spec, saver)
+    lost = replies_lost(graph)
+    return check_ending(spec, carry_on(graph, expected), expected, lost)
+
+
+def replies_lost(graph: Any, thread: str = "t") -> int:
+    """The model calls a faulted run paid (its record) whose replies no stored checkpoint
+    holds: what a resume asks again. Under sync durability one at most; under async, as many
+    as LangGraph's background checkpoint writes were behind the run when the write failed
+    (they are not waited for: a loaded machine lets them lag more than a step)."""
+    try:
+        kept = read(graph, thread)
+    except UnknownThread:
+        return 0
+    replies = sum(1 for m in kept["messages"] if said(m)[0] == "ai")
+    return max(int(kept["usage"]["steps"]) - replies, 0)
 
 
 class Model:

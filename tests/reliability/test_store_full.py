@@ -21,7 +21,15 @@ from ..support.openai_server import FakeOpenAI
 from ..support.procs import children
 from ..support.scenarios import comparable, graph_for, model_calls_again, without_ids
 from .clirun import as_run_after_a_fault, environment, gated_react, here
-from .outcomes import REFUND, SCRIPTS, Model, carry_on, check_ending, reference, spec_for
+from .outcomes import (
+    REFUND,
+    SCRIPTS,
+    Model,
+    check_ending,
+    reference,
+    resumed_as_expected,
+    spec_for,
+)
 from .storeenv import DISK_FULL, FAULT_POINTS, FillsUp, fill, tmpfs
 
 WRITE_FAILED = f"OperationalError: {DISK_FULL}"
@@ -53,7 +61,7 @@ def test_a_disk_that_fills_up_at_any_write(script: str, tmp_path: Path) -> None:
             assert comparable(finished) == comparable(expected)
             break
         with open_checkpointer(url) as saver:
-            ending = check_ending(spec, carry_on(graph_for(spec, saver), expected), expected)
+            ending = resumed_as_expected(spec, saver, expected)
         endings[ending] = endings.get(ending, 0) + 1
         if spec.get("file"):
             Path(spec["file"]).unlink(missing_ok=True)

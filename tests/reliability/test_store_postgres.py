@@ -19,7 +19,7 @@ from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI
 from ..support.scenarios import graph_for, model_calls_again
 from .clirun import as_run_after_a_fault, environment, here
-from .outcomes import REFUND, Model, carry_on, check_ending, reference, spec_for
+from .outcomes import REFUND, Model, reference, resumed_as_expected, spec_for
 from .storeenv import FAULT_POINTS, AtNode, Cluster, terminate_backends, with_password
 
 pytestmark = pytest.mark.postgres
@@ -55,7 +55,7 @@ def test_a_lost_connection_mid_run(
 
     cut_run(spec, pg_url, (node, occurrence), cut)
     with open_checkpointer(pg_url) as saver:
-        check_ending(spec, carry_on(graph_for(spec, saver), expected), expected)
+        resumed_as_expected(spec, saver, expected)
 
 
 def test_a_server_restarted_mid_run(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_a_server_restarted_mid_run(tmp_path: Path) -> None:
         assert PASSWORD not in str(down.value)
         cluster.start()
         with open_checkpointer(url) as saver:
-            check_ending(spec, carry_on(graph_for(spec, saver), expected), expected)
+            resumed_as_expected(spec, saver, expected)
     finally:
         cluster.close()
 

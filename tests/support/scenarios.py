@@ -101,7 +101,7 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
         **{k: v for k, v in result.items() if k not in skipped},
         "history": history,
         "usage": usage,
-        "messages": [_said(m) for m in result.get("messages", [])],
+        "messages": [said(m) for m in result.get("messages", [])],
     }
 
 
@@ -131,7 +131,7 @@ def without_ids(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _said(message: Any) -> tuple[str, str]:
+def said(message: Any) -> tuple[str, str]:
     if isinstance(message, dict):  # as a child process wrote it (tests/support/procs.py)
         return str(message.get("type")), str(message.get("content"))
     return message.type, str(message.content)

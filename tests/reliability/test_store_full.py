@@ -7,6 +7,7 @@ exactly as an uninterrupted run ends, and a non-idempotent tool never runs twice
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from gated_react import open_checkpointer, read, run
+from gated_react import open_checkpointer, read, resume, run
+from gated_react._engine.authority.records import Kind
 
 from ..support.helpers import REFUND_GOAL
 from ..support.openai_server import FakeOpenAI
 from ..support.procs import children
+from ..support.reaping import PATIENCE
 from ..support.scenarios import comparable, graph_for, model_calls_again, without_ids
 from .clirun import as_run_after_a_fault, environment, gated_react, here
 from .outcomes import (
@@ -27,6 +30,7 @@ from .outcomes import (
     Model,
     check_ending,
     reference,
+    replies_lost,
     resumed_as_expected,
     spec_for,
 )
@@ -198,3 +202,58 @@ def test_a_run_log_that_cannot_be_written_does_not_stop_the_run(
     assert out.err == (
         "gated-react: warning: the run log /dev/full is not a regular file; going on without it\n"
     )
+
+
+class Lagging(FillsUp):
+    """Under LangGraph's async durability the checkpoints and pending writes are written in
+    the background and nothing waits for them: here all are held back after the first
+    checkpoint (as a loaded machine's writer may fall behind) while the run pays ``paid``
+    model calls; the next one's payment is where the disk fills up, and the held writes fail."""
+
+    def __init__(self, saver: Any, paid: int) -> None:
+        super().__init__(saver, after=10**9)
+        self.paid, self.first, self.released = paid, threading.Event(), threading.Event()
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        if self.first.is_set():
+            self.released.wait(PATIENCE)
+        try:
+            return super().put(*args, **kwargs)
+        finally:
+            self.first.set()
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+        self.released.wait(PATIENCE)
+        return super().put_writes(*args, **kwargs)
+
+    def insert(self, records: Any) -> Any:
+        self.first.wait(PATIENCE)  # the thread is stored before its first model call
+        if any(r.kind is Kind.PAID for r in records):
+            self.paid -= 1
+            if self.paid < 0:
+                self.after, self.full = 0, True
+                self.released.set()
+        return super().insert(records)
+
+
+def test_a_fault_behind_lagging_checkpoint_writes_asks_each_lost_reply_again_once(
+    tmp_path: Path,
+) -> None:
+    """Three model calls made while the checkpoints after them were still to be written: the
+    resume asks each again once, and the run's usage counts both the lost calls and their
+    repeats (what was paid for), never a step twice in its history."""
+    spec = spec_for("refund", tmp_path)
+    expected = reference(spec)
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    with open_checkpointer(url) as saver:
+        lagging = Lagging(saver, paid=2)
+        with pytest.raises(sqlite3.OperationalError, match=DISK_FULL):
+            run(graph_for(spec, saver), REFUND_GOAL, thread_id="t")
+    with open_checkpointer(url) as saver:
+        graph = graph_for(spec, saver)
+        lost = replies_lost(graph)
+        out = resume(graph, "t")
+    assert lagging.full
+    assert lost == 3  # not one at most: LangGraph does not wait for its background writes
+    assert comparable(out)["history"] == comparable(expected)["history"]
+    assert model_calls_again(out, expected) == lost

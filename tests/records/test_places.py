@@ -5,6 +5,9 @@ reads as before, and a thread a run or a worker holds is left whole."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import psycopg
@@ -20,6 +23,7 @@ from gated_react.store.locks import thread_lock
 from gated_react.testing import ScriptedChatModel, call
 
 from ..support.helpers import as_subgraph
+from ..support.reaping import PATIENCE
 from ..support.tamper import records
 
 KEY = "k" * 32
@@ -226,4 +230,32 @@ def test_a_thread_deleted_and_begun_again_in_one_process_starts_its_limits_anew(
         assert again() == "success"  # 2 model calls of the thread's 3
         assert again() == "max_steps"  # the thread's limit holds
         assert list(forget(saver, [GONE]).removed) == [GONE]
+        assert again() == "success"
+
+
+def test_a_thread_deleted_by_another_process_and_begun_again_starts_its_limits_anew(
+    store_url: str,
+) -> None:
+    """The same, the thread deleted by ``gated-react delete`` in a process of its own: the
+    process that read the thread's record finds, as a run opens, that it is gone."""
+    budget = Budget(thread_max_steps=3)
+    with open_checkpointer(store_url, key=KEY) as saver:
+
+        def again() -> str:
+            graph = build_graph(
+                ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
+                policy=Policy(allow=frozenset({"lookup"}), budget=budget), checkpointer=saver,
+            )  # fmt: skip
+            out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})
+            return str(out["stop_reason"])
+
+        assert again() == "success"
+        assert again() == "max_steps"
+        env = {**os.environ, "GATED_REACT_STORE_KEY": KEY}
+        cli = [sys.executable, "-c", "from gated_react.cli import main; main()"]
+        done = subprocess.run(
+            [*cli, "delete", GONE, "--db", store_url], env=env, capture_output=True,
+            text=True, timeout=PATIENCE, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
         assert again() == "success"

@@ -81,6 +81,8 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
     held = _held_run(state)
     unfinished = held is not None and place.ledger.book(place.thread, held).tally.ended is None
     opened = _opened(state, place, unfinished)
+    if opened.new:
+        place.ledger.renew(place.thread)
     book = place.ledger.book(place.thread, opened.run)
     found = place.ledger.about(_keys(state, opened))
     plan = _plan(state, opened, place, book=book, found=found, config=config, deps=deps)
@@ -122,6 +124,8 @@ async def adecide(
         held is not None and (await place.ledger.abook(place.thread, held)).tally.ended is None
     )
     opened = _opened(state, place, unfinished)
+    if opened.new:
+        await place.ledger.arenew(place.thread)
     book = await place.ledger.abook(place.thread, opened.run)
     found = await place.ledger.aabout(_keys(state, opened))
     plan = _plan(state, opened, place, book=book, found=found, config=config, deps=deps)

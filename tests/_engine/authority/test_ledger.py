@@ -4,6 +4,7 @@ node runs under."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -170,3 +171,20 @@ def test_a_reader_on_another_thread_waits_for_an_extend_under_way(
     book.extend([record])
     assert [r.key for r in book.records] == ["k1"]
     assert book.tally.usage().tool_calls == 1
+
+
+def test_a_threads_record_gone_from_the_store_is_read_again_as_a_run_opens() -> None:
+    """What a ledger read of a thread (its limits) is read again once the store no longer
+    holds its oldest record (the thread deleted by another process and begun again)."""
+    backend = MemoryBackend()
+    ledger = Ledger(backend, KEY)
+    ledger.renew("t")  # nothing read of it: nothing to ask
+    ledger.append([_rec("t", "r1", Kind.PERMIT, "k1", call="c1", tool="a")])
+    assert _keys(ledger.book("t", None).records) == ["k1"]
+    ledger.renew("t")
+    backend.forget("t")
+    ledger.append([_rec("t", "r2", Kind.PERMIT, "k2", call="c2", tool="a")])
+    assert _keys(ledger.book("t", None).records) == ["k1", "k2"]  # read on from where it was
+    asyncio.run(ledger.arenew("t"))
+    assert _keys(ledger.book("t", None).records) == ["k2"]
+    assert ledger.book("t", None).tally.usage().tool_calls == 1

@@ -174,7 +174,10 @@ async def test_every_method_round_trips(where: Where) -> None:
         await twin.insert([record(Kind.OPENED, "r2", run="r2")])
         assert await twin.last_run("t1") == "r2"
         assert await twin.last_run("t3") is None
+        assert await twin.first("t1") == seqs[0]
+        assert await twin.first("t3") is None
         assert await twin.forget("t1") == 4
+        assert await twin.first("t1") is None
         assert await twin.after("t1", "r1", 0) == []
         assert await twin.last_run("t1") is None
         assert [r.thread for r in await twin.about(["c1"])] == ["t2"]
@@ -315,7 +318,7 @@ def test_every_read_is_an_index_search(tmp_path: Path) -> None:
         backend.insert([record(Kind.MODEL, "m1")])
         d = backend.dialect
         reads = [(d.after, ("t", "r", 0)), (d.thread_after, ("t", 0)), (d.last_run, ("t",)),
-                 (plans._about_sql(d, 2), ("a", "b", "a", "b"))]  # fmt: skip
+                 (d.first, ("t",)), (plans._about_sql(d, 2), ("a", "b", "a", "b"))]  # fmt: skip
         for statement, args in reads:
             plan = [row[3] for row in raw.conn.execute(f"EXPLAIN QUERY PLAN {statement}", args)]
             assert not [step for step in plan if step.startswith("SCAN")], (statement, plan)

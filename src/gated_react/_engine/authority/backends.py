@@ -35,6 +35,11 @@ class Backend(Protocol):
         """The run of the thread's newest record (what a reader of the thread shows)."""
         ...
 
+    def first(self, thread: str) -> int | None:
+        """The sequence number of the thread's oldest record (None: it has none): a reader
+        of the thread finds out whether what it read before is still there."""
+        ...
+
     def forget(self, thread: str) -> int:
         """Delete the thread's records (a thread deleted everywhere it is written)."""
         ...
@@ -53,6 +58,8 @@ class Backend(Protocol):
     async def aabout(self, keys: Sequence[str]) -> list[Record]: ...
 
     async def alast_run(self, thread: str) -> str | None: ...
+
+    async def afirst(self, thread: str) -> int | None: ...
 
     async def aforget(self, thread: str) -> int: ...
 
@@ -106,6 +113,14 @@ class MemoryBackend:
 
     async def alast_run(self, thread: str) -> str | None:
         return self.last_run(thread)
+
+    def first(self, thread: str) -> int | None:
+        with self._lock:
+            found = self._threads.get(thread)
+            return found[0].seq if found else None
+
+    async def afirst(self, thread: str) -> int | None:
+        return self.first(thread)
 
     def forget(self, thread: str) -> int:
         """Drop a thread's records (a deleted thread)."""

@@ -125,6 +125,19 @@ class Ledger:
         run = await self.backend.alast_run(thread)
         return await self.abook(thread, run) if run is not None else Book()
 
+    def renew(self, thread: str) -> None:
+        """Before a run opens: what this ledger read of the thread's record is read again if
+        it is gone from the store (the thread deleted, maybe by another process, and begun
+        again under its id). A query only when the thread's record was read (its limits)."""
+        first = self._thread_first(thread)
+        if first is not None and self.backend.first(thread) != first:
+            self._forget_thread(thread)
+
+    async def arenew(self, thread: str) -> None:
+        first = self._thread_first(thread)
+        if first is not None and await self.backend.afirst(thread) != first:
+            self._forget_thread(thread)
+
     def about(self, keys: Sequence[str]) -> list[Record]:
         """Every record about these call keys or call ids, in any thread."""
         return self._checked(self.backend.about(keys)) if keys else []
@@ -149,6 +162,15 @@ class Ledger:
             # characters, and a book a run's every record)
             checked.append(record.stored(verified=verified, text=""))
         return checked
+
+    def _thread_first(self, thread: str) -> int | None:
+        with self._lock:
+            book = self._books.get((thread, None))
+        return book.records[0].seq if book is not None and book.records else None
+
+    def _forget_thread(self, thread: str) -> None:
+        with self._lock:
+            self._books.pop((thread, None), None)
 
     def _book(self, thread: str, run: str | None) -> Book:
         with self._lock:

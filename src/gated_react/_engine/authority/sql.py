@@ -51,6 +51,9 @@ class SqlBackend:
     def last_run(self, thread: str) -> str | None:
         return self._run(plans.last_run(self.dialect, thread))
 
+    def first(self, thread: str) -> int | None:
+        return self._run(plans.first(self.dialect, thread))
+
     def forget(self, thread: str) -> int:
         """Delete a thread's records (a deleted thread); how many went."""
         return self._run(plans.forget(self.dialect, thread))
@@ -69,6 +72,9 @@ class SqlBackend:
 
     async def alast_run(self, thread: str) -> str | None:
         return await self._arun(plans.last_run(self.dialect, thread))
+
+    async def afirst(self, thread: str) -> int | None:
+        return await self._arun(plans.first(self.dialect, thread))
 
     async def aforget(self, thread: str) -> int:
         return await self._arun(plans.forget(self.dialect, thread))

@@ -61,6 +61,7 @@ class Dialect:
     after: str
     thread_after: str
     last_run: str
+    first: str
     forget: str
     among: Callable[[int], str]
     """How ``about`` compares a column with n keys."""
@@ -81,6 +82,7 @@ class Dialect:
             after=sql(f"{_READ} WHERE thread_id = %s AND run = %s AND seq > %s ORDER BY seq"),
             thread_after=sql(f"{_READ} WHERE thread_id = %s AND seq > %s ORDER BY seq"),
             last_run=sql(f"SELECT run FROM {TABLE} WHERE thread_id = %s ORDER BY seq DESC LIMIT 1"),
+            first=sql(f"SELECT min(seq) FROM {TABLE} WHERE thread_id = %s"),
             forget=sql(f"DELETE FROM {TABLE} WHERE thread_id = %s RETURNING seq"),
             **rest,
         )
@@ -226,6 +228,10 @@ def _about_sql(d: Dialect, count: int) -> str:
 
 def last_run(d: Dialect, thread: str) -> Plan[str | None]:
     return Plan("last_run", ((d.last_run, (thread,), True),), _one(str))
+
+
+def first(d: Dialect, thread: str) -> Plan[int | None]:
+    return Plan("first", ((d.first, (thread,), True),), _one(int))
 
 
 def forget(d: Dialect, thread: str) -> Plan[int]:

@@ -210,27 +210,28 @@ def test_threads_go_a_batch_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyP
         assert saver.conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
 
 
+def _limited_run(saver: Any) -> str:
+    """A run of 2 model calls on ``GONE`` under a limit of 3 on the thread: how it ended."""
+    graph = build_graph(
+        ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
+        policy=Policy(allow=frozenset({"lookup"}), budget=Budget(thread_max_steps=3)),
+        checkpointer=saver,
+    )  # fmt: skip
+    out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})
+    return str(out["stop_reason"])
+
+
 def test_a_thread_deleted_and_begun_again_in_one_process_starts_its_limits_anew(
     store_url: str,
 ) -> None:
     """The thread's limits count its record, which went with it: a process that read the
     thread's record before the delete reads it again. Before, a run on the thread id again
     counted the deleted runs' model calls and stopped at the thread's limit."""
-    budget = Budget(thread_max_steps=3)
     with open_checkpointer(store_url, key=KEY) as saver:
-
-        def again() -> str:
-            graph = build_graph(
-                ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
-                policy=Policy(allow=frozenset({"lookup"}), budget=budget), checkpointer=saver,
-            )  # fmt: skip
-            out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})
-            return str(out["stop_reason"])
-
-        assert again() == "success"  # 2 model calls of the thread's 3
-        assert again() == "max_steps"  # the thread's limit holds
+        assert _limited_run(saver) == "success"  # 2 model calls of the thread's 3
+        assert _limited_run(saver) == "max_steps"  # the thread's limit holds
         assert list(forget(saver, [GONE]).removed) == [GONE]
-        assert again() == "success"
+        assert _limited_run(saver) == "success"
 
 
 def test_a_thread_deleted_by_another_process_and_begun_again_starts_its_limits_anew(
@@ -238,19 +239,9 @@ def test_a_thread_deleted_by_another_process_and_begun_again_starts_its_limits_a
 ) -> None:
     """The same, the thread deleted by ``gated-react delete`` in a process of its own: the
     process that read the thread's record finds, as a run opens, that it is gone."""
-    budget = Budget(thread_max_steps=3)
     with open_checkpointer(store_url, key=KEY) as saver:
-
-        def again() -> str:
-            graph = build_graph(
-                ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
-                policy=Policy(allow=frozenset({"lookup"}), budget=budget), checkpointer=saver,
-            )  # fmt: skip
-            out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})
-            return str(out["stop_reason"])
-
-        assert again() == "success"
-        assert again() == "max_steps"
+        assert _limited_run(saver) == "success"
+        assert _limited_run(saver) == "max_steps"
         env = {**os.environ, "GATED_REACT_STORE_KEY": KEY}
         cli = [sys.executable, "-c", "from gated_react.cli import main; main()"]
         done = subprocess.run(
@@ -258,4 +249,4 @@ def test_a_thread_deleted_by_another_process_and_begun_again_starts_its_limits_a
             text=True, timeout=PATIENCE, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert again() == "success"
+        assert _limited_run(saver) == "success"

@@ -75,8 +75,9 @@ def resumed_as_expected(spec: dict[str, Any], saver: Any, expected: dict[str, An
 
 
 def replies_lost(graph: Any, thread: str = "t") -> int:
-    """The model calls a faulted run paid (its record) whose replies the thread's stored state
-    does not show: what a resume may ask again (not one a pending write it applies holds).
+    """The model calls a faulted run paid (its record) whose replies the thread's stored
+    messages do not show: at least what a resume asks again (a final answer waits in the step
+    in hand until the run finishes, and a pending write the resume applies may hold a reply).
     Under sync durability one at most; under async, as many as LangGraph's background
     checkpoint writes were behind the run when the write failed (they are not waited for: a
     loaded machine lets them lag more than a step)."""

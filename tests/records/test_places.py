@@ -225,8 +225,9 @@ def test_a_thread_deleted_and_begun_again_in_one_process_starts_its_limits_anew(
     store_url: str,
 ) -> None:
     """The thread's limits count its record, which went with it: a process that read the
-    thread's record before the delete reads it again. Before, a run on the thread id again
-    counted the deleted runs' model calls and stopped at the thread's limit."""
+    thread's record before the delete finds, as a run opens, that it is gone. Before, a run on
+    the thread id again counted the deleted runs' model calls and stopped at the thread's
+    limit."""
     with open_checkpointer(store_url, key=KEY) as saver:
         assert _limited_run(saver) == "success"  # 2 model calls of the thread's 3
         assert _limited_run(saver) == "max_steps"  # the thread's limit holds

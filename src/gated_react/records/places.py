@@ -196,20 +196,11 @@ def _task() -> str:
 @contextmanager
 def _transaction(saver: Any) -> Iterator[tuple[Kind, Any]]:
     """``(kind, run)``, all in one transaction: ``run(sql, *params)`` gives a SELECT's first
-    value (None for no row), or with ``every=True`` all its rows as tuples. Once it ends, what
-    this process holds of the store's records is read again (``rows.changed_outside``)."""
-    try:
-        with _opened(saver) as opened:
-            yield opened
-    finally:
-        changed_outside()
-
-
-@contextmanager
-def _opened(saver: Any) -> Iterator[tuple[Kind, Any]]:
+    value (None for no row), or with ``every=True`` all its rows as tuples."""
     conn = getattr(saver, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         with saver.lock:
+            changed_outside()
             try:
                 yield "sqlite", partial(_run, conn)
             except BaseException:

@@ -30,10 +30,9 @@ _OUTSIDE = [0]
 
 
 def changed_outside() -> None:
-    """Say that rows of ``RECORDS`` were changed by something other than a ledger's backend
-    (a thread deleted, signatures rewritten), once the change is committed: what this process
-    holds of them is read again from the table (a ledger's books, and a SQLite backend's own
-    rows, ``_engine/authority/tail.py``)."""
+    """Say that rows of ``RECORDS`` were changed through a saver's own SQLite connection by
+    something other than the ledger's backend (a thread deleted, signatures rewritten): what
+    a backend kept of its own rows (``_engine/authority/tail.py``) is read again from the table."""
     _OUTSIDE[0] += 1
 
 
@@ -141,16 +140,14 @@ class _Sqlite:
     @contextmanager
     def transaction(self, raw: Any) -> Iterator[Run]:
         conn = raw.conn
-        try:
-            with raw.lock:
-                try:
-                    yield lambda statement, *args: statement(conn, *args)
-                except BaseException:
-                    conn.rollback()
-                    raise
-                conn.commit()
-        finally:
+        with raw.lock:
             changed_outside()
+            try:
+                yield lambda statement, *args: statement(conn, *args)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     def set_metadata(
         self, conn: Any, where: tuple[str, str, str, str | None], metadata: dict[str, Any],

@@ -30,7 +30,6 @@ from gated_react._engine.langgraph_internals import run_key, saver_of
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.store.key import StoreKey
-from gated_react.store.rows import outside_changes
 
 
 @dataclass
@@ -73,9 +72,6 @@ class Ledger:
         """What this ledger signed and has not read back yet, by signature: a row read back
         exactly as signed needs no second HMAC (the same proof: it was signed with the key)."""
         self._lock = threading.Lock()
-        self._outside = outside_changes()
-        """Rows changed outside any ledger when the books were read (a thread deleted, a store
-        signed again): a change since, and every book is read again from the store."""
 
     def sign(self, records: Iterable[Record]) -> list[Record]:
         if self._in_process:
@@ -174,9 +170,6 @@ class Ledger:
 
     def _book(self, thread: str, run: str | None) -> Book:
         with self._lock:
-            if (outside := outside_changes()) != self._outside:
-                self._books.clear()  # a thread deleted in this process: its id may come again
-                self._outside = outside
             book = self._books.get((thread, run))
             if book is None:
                 book = self._books[thread, run] = Book(tally=Tally(unkeyed=not self.keyed))

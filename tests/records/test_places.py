@@ -211,10 +211,14 @@ def test_threads_go_a_batch_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyP
 
 
 def _limited_run(saver: Any) -> str:
-    """A run of 2 model calls on ``GONE`` under a limit of 3 on the thread: how it ended."""
+    """A run of 2 model calls on ``GONE`` under limits of 3, the thread's and the run's (a run
+    begun again after a delete has a deleted run's id: the same question at the same place):
+    how it ended."""
     graph = build_graph(
         ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
-        policy=Policy(allow=frozenset({"lookup"}), budget=Budget(thread_max_steps=3)),
+        policy=Policy(
+            allow=frozenset({"lookup"}), budget=Budget(thread_max_steps=3, max_steps=3)
+        ),
         checkpointer=saver,
     )  # fmt: skip
     out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": GONE}})

@@ -187,4 +187,5 @@ def test_a_threads_record_gone_from_the_store_is_read_again_as_a_run_opens() -> 
     assert _keys(ledger.book("t", None).records) == ["k1", "k2"]  # read on from where it was
     asyncio.run(ledger.arenew("t"))
     assert _keys(ledger.book("t", None).records) == ["k2"]
+    assert ledger.book("t", "r1").records == []  # every book of the thread, a run's too
     assert ledger.book("t", None).tally.usage().tool_calls == 1

@@ -122,16 +122,17 @@ class Ledger:
         return await self.abook(thread, run) if run is not None else Book()
 
     def renew(self, thread: str) -> None:
-        """Before a run opens: what this ledger read of the thread's record is read again if
-        it is gone from the store (the thread deleted, maybe by another process, and begun
-        again under its id). A query only when the thread's record was read (its limits)."""
-        first = self._thread_first(thread)
-        if first is not None and self.backend.first(thread) != first:
+        """Before a run opens: what this ledger read of the thread is read again if its oldest
+        record is gone from the store (the thread deleted, maybe by another process, and begun
+        again under its id: its runs' ids come again too). A query only where the thread was
+        read in this process."""
+        held = self._oldest(thread)
+        if held is not None and not self._still(held, self.backend.first(thread)):
             self._forget_thread(thread)
 
     async def arenew(self, thread: str) -> None:
-        first = self._thread_first(thread)
-        if first is not None and await self.backend.afirst(thread) != first:
+        held = self._oldest(thread)
+        if held is not None and not self._still(held, await self.backend.afirst(thread)):
             self._forget_thread(thread)
 
     def about(self, keys: Sequence[str]) -> list[Record]:
@@ -159,14 +160,22 @@ class Ledger:
             checked.append(record.stored(verified=verified, text=""))
         return checked
 
-    def _thread_first(self, thread: str) -> int | None:
+    def _oldest(self, thread: str) -> int | None:
         with self._lock:
-            book = self._books.get((thread, None))
-        return book.records[0].seq if book is not None and book.records else None
+            books = [b for (t, _), b in self._books.items() if t == thread and b.records]
+        return min((b.records[0].seq for b in books), default=None)
+
+    @staticmethod
+    def _still(held: int, stored: int | None) -> bool:
+        """Whether the store holds the oldest record read of a thread (``held``), given the
+        thread's oldest stored one: a record's number is never used again, so a thread deleted
+        and written again starts after every number read of it before."""
+        return stored is not None and stored <= held
 
     def _forget_thread(self, thread: str) -> None:
         with self._lock:
-            self._books.pop((thread, None), None)
+            for key in [key for key in self._books if key[0] == thread]:
+                del self._books[key]
 
     def _book(self, thread: str, run: str | None) -> Book:
         with self._lock:

@@ -13,8 +13,11 @@ only the latest checkpoint would lose the conversation.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterable, Sequence
 from functools import cache
+from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -34,8 +37,39 @@ def strategy_deletes(strategy: str) -> bool:
     raise ValueError(f"unknown prune strategy {strategy!r} (use 'delete')")
 
 
+class _RollingBack:
+    """``AsyncSqliteSaver``'s lock, released only once the connection is out of a transaction.
+    The saver's writes run in ``sqlite3``'s implicit transaction and commit at the end; one
+    refused by a busy database, or cancelled, raised before its commit and left it open: the
+    connection then read an old snapshot and failed its next write at once ("database is
+    locked"). What an exception leaves is rolled back, after the statement under way (on
+    ``aiosqlite``'s thread), before anyone else uses the connection."""
+
+    def __init__(self, saver: AsyncSqliteSaver) -> None:
+        self._saver, self._lock = saver, asyncio.Lock()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+
+    async def __aexit__(self, kind: Any, error: Any, trace: Any) -> None:
+        try:
+            if kind is not None:
+                with contextlib.suppress(Exception):  # a connection closed meanwhile
+                    await asyncio.shield(self._saver.conn.rollback())
+        finally:
+            self._lock.release()
+
+
 class SqliteStore(AsyncSqliteSaver):
-    """``AsyncSqliteSaver`` with ``adelete_for_runs`` and ``aprune``."""
+    """``AsyncSqliteSaver`` with ``adelete_for_runs`` and ``aprune``, and a lock that leaves
+    no failed write's transaction open (``_RollingBack``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lock = _RollingBack(self)  # type: ignore[assignment]
 
     async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""

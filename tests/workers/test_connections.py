@@ -70,7 +70,11 @@ def test_workers_survive_every_connection_being_terminated(pg_url: str, model: P
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(WAIT)
-    assert min(terminated) >= 2  # the workers' connections were there to terminate
+    # The workers' connections were there to terminate: the first cut finds both workers'
+    # pools; the second, on a loaded machine, may find them holding one connection between
+    # jobs (a pool reconnects on demand), and one is enough for the fault.
+    assert terminated[0] >= 2
+    assert terminated[1] >= 1
     assert [status for _, status, _ in jobs(pg_url)] == ["succeeded"] * RUNS
     ended = {thread: stored(pg_url, thread)["stop_reason"] for thread in threads}
     # Neither tool is idempotent: a run whose connections went while one of them was between

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,34 @@ def test_a_rejected_call_is_the_stop_reason_of_the_thread(
 
     traced = stored(dev, drive(dev, scenario))["trace"]
     assert traced[-1]["stop_reason"] == "tool_rejected:get_user_billing"
+
+
+def test_a_thread_deleted_through_the_api_takes_its_run_records_along(
+    dev: DevServer, studio_model: FakeOpenAI
+) -> None:
+    """Before: ``threads.delete`` removed the checkpoints only; the records stayed, and the
+    thread begun again under its id counted the deleted runs."""
+    studio_model.push(reply("Hello."))
+
+    async def scenario(client: LangGraphClient) -> tuple[int, int]:
+        aid = await _system_assistant(client, "refund")
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, aid, input={"goal": "Say hello."})
+        held = _records_of(dev, str(tid))
+        await client.threads.delete(tid)
+        return held, _records_of(dev, str(tid))
+
+    held, left = drive(dev, scenario)
+    assert held >= 3  # the run opened, its model call, its end
+    assert left == 0
+
+
+def _records_of(dev: DevServer, thread: str) -> int:
+    with closing(sqlite3.connect(dev.workdir / "runs.sqlite")) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM gated_react_records WHERE thread_id = ?", (thread,)
+        ).fetchone()
+    return int(found[0])
 
 
 def test_the_context_sets_model_budget_and_allowlist(

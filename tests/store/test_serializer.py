@@ -218,7 +218,8 @@ def test_an_answer_holding_a_type_the_store_will_not_revive_is_refused_not_store
 
 
 SAVER = re.compile(
-    r"(?<!class )\b(?:Async)?(?:Coalesced)?(?:Sqlite|Postgres|InMemory)Saver\(([^)]*)\)"
+    r"(?<!class )\b(?:(?:Async|Sync)?(?:Coalesced)?(?:Sqlite|Postgres|InMemory)(?:Saver|Store)"
+    r"|saver_type)\(([^)]*)\)"
 )
 
 
@@ -230,7 +231,7 @@ def test_every_saver_this_package_builds_reads_through_the_serializer() -> None:
         for path in source.rglob("*.py")
         for args in SAVER.findall(path.read_text())
     ]
-    assert len(built) >= 6
+    assert len(built) >= 9
     assert [(name, args) for name, args in built if "serde=" not in args] == []
 
 

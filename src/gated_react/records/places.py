@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gated_react.records import RecordError
 from gated_react.records.store import pg_connection
-from gated_react.store.rows import RECORDS, changed_outside, owners
+from gated_react.store.rows import RECORDS, changed_outside, heads, owners
 
 Kind = Literal["sqlite", "postgres"]
 _BOTH: frozenset[Kind] = frozenset({"sqlite", "postgres"})
@@ -144,16 +144,10 @@ def _parts(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, 
         every=True,
     )
     found = [str(row[0]) for row in held]
-    heads = sorted({h for f in found for h in _heads(f)} - set(threads))
-    others = _threads_among(run, kind, heads) if heads else []
+    candidates = sorted({h for f in found for h in heads(f)} - set(threads))
+    others = _threads_among(run, kind, candidates) if candidates else []
     owned = owners([*threads, *others], found)
     return {part: thread for thread in threads for part in owned.get(thread, ())}
-
-
-def _heads(thread: str) -> list[str]:
-    """Each thread id ``thread`` could be a subgraph's part of (what precedes a ``|``)."""
-    parts = thread.split("|")
-    return ["|".join(parts[:n]) for n in range(1, len(parts))]
 
 
 def _threads_among(run: Any, kind: Kind, ids: list[str]) -> list[str]:

@@ -199,7 +199,7 @@ async def _aset_up(setup: Callable[[], Awaitable[None]]) -> None:
 
 @contextmanager
 def _sqlite(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from gated_react.store.savers import SyncSqliteStore
 
     path = sqlite_file(store)
     try:
@@ -207,7 +207,7 @@ def _sqlite(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpoin
     except sqlite3.Error as exc:
         raise StoreError(f"store {store.shown}: {exc}{_cause(path)}") from None
     try:  # closed on every exit, a failed setup included (no descriptor left behind)
-        saver = SqliteSaver(conn, serde=serde)
+        saver = SyncSqliteStore(conn, serde=serde)
         try:
             _set_up(saver.setup)
             conn.execute(_SYNCHRONOUS)
@@ -247,7 +247,10 @@ async def _asqlite(
 def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpointSaver[str]]:
     try:
         import psycopg
-        from langgraph.checkpoint.postgres import PostgresSaver
+
+        from gated_react.store.savers import sync_postgres_store
+
+        saver_type = sync_postgres_store()
     except ImportError:
         raise StoreError(_PG_EXTRA) from None
     try:
@@ -255,7 +258,7 @@ def _postgres(store: StoreURL, serde: GuardedSerializer) -> Iterator[BaseCheckpo
     except psycopg.Error as exc:
         raise _store_error(store, exc) from None
     with conn:  # closed on every exit, a failed setup included
-        saver = PostgresSaver(conn, serde=serde)
+        saver = saver_type(conn, serde=serde)
         try:
             pg_setup(conn, saver)
         except (psycopg.Error, TimeoutError) as exc:

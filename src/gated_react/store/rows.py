@@ -95,6 +95,12 @@ def _record(row: Any) -> RecordRow:
     return int(seq), thread, run, kind, key, record_body(body), record_at(at), str(mac)
 
 
+def heads(thread: str) -> list[str]:
+    """Each thread id ``thread`` could be a subgraph's part of (what precedes a ``|``)."""
+    parts = thread.split("|")
+    return ["|".join(parts[:n]) for n in range(1, len(parts))]
+
+
 def owners(threads: Iterable[str], record_threads: Iterable[str]) -> dict[str, list[str]]:
     """The record threads of each thread: its own, and those of the graphs it ran as subgraphs
     (``<thread>|<namespace>``, a namespace holding ``|`` too), each going to the longest thread

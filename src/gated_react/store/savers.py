@@ -5,6 +5,8 @@ server asks of a custom checkpointer (``langgraph dev`` warns when one is missin
 "rollback"`` removes a cancelled run this way). A rolled-back run's checkpoints are the newest
 of its thread, so no checkpoint left behind replays writes from them.
 
+``delete_thread``: the thread's run records go too, after its checkpoints (``forget``).
+
 ``aprune``: ``"delete"`` (the server's ``"delete_all"`` too) removes the threads. ``"keep_latest"``
 is refused, as LangGraph's own Postgres saver refuses it for such threads: ``messages`` is a
 delta channel, whose latest value is rebuilt from the writes of earlier checkpoints, so keeping
@@ -19,7 +21,11 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from gated_react.store import forget
+from gated_react.store.rows import changed_outside
 
 DELETE = frozenset({"delete", "delete_all"})
 KEEP_LATEST = (
@@ -63,13 +69,47 @@ class _RollingBack:
             self._lock.release()
 
 
+class SyncSqliteStore(SqliteSaver):
+    """``SqliteSaver`` whose ``delete_thread`` deletes the thread's run records too."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)
+        conn = self.conn
+        with self.lock:
+            changed_outside()  # what the ledger's backend kept of its rows is read again
+            try:
+                forget.run(forget.forgetting("?", str(thread_id)), lambda q, a: _rows(conn, q, a))
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+
+def _rows(conn: Any, query: str, args: Sequence[Any]) -> forget.Rows:
+    return forget.tuples(conn.execute(query, args).fetchall())
+
+
 class SqliteStore(AsyncSqliteSaver):
-    """``AsyncSqliteSaver`` with ``adelete_for_runs`` and ``aprune``, and a lock that leaves
-    no failed write's transaction open (``_RollingBack``)."""
+    """``AsyncSqliteSaver`` with ``adelete_for_runs`` and ``aprune``, a ``delete_thread`` that
+    deletes the thread's run records too, and a lock that leaves no failed write's transaction
+    open (``_RollingBack``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lock = _RollingBack(self)  # type: ignore[assignment]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)
+        conn = self.conn
+
+        async def rows(query: str, args: Sequence[Any]) -> forget.Rows:
+            async with conn.execute(query, args) as cur:
+                return forget.tuples(await cur.fetchall())
+
+        async with self.lock:  # rolls back what an exception leaves
+            changed_outside()
+            await forget.arun(forget.forgetting("?", str(thread_id)), rows)
+            await conn.commit()
 
     async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""
@@ -103,12 +143,42 @@ class SqliteStore(AsyncSqliteSaver):
 
 
 @cache
+def sync_postgres_store() -> type:
+    """``PostgresSaver`` whose ``delete_thread`` deletes the thread's run records too."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    class SyncPostgresStore(PostgresSaver):
+        def delete_thread(self, thread_id: str) -> None:
+            super().delete_thread(thread_id)
+            with self._cursor() as cur, cur.connection.transaction():
+
+                def rows(query: str, args: Sequence[Any]) -> forget.Rows:
+                    cur.execute(query, args)
+                    return forget.tuples(cur.fetchall() if cur.description else [])
+
+                forget.run(forget.forgetting("%s", str(thread_id)), rows)
+
+    return SyncPostgresStore
+
+
+@cache
 def postgres_store() -> type:
     """``AsyncPostgresSaver`` with ``adelete_for_runs`` (its own ``aprune`` refuses
-    ``keep_latest`` for delta channels already); imported only when Postgres is used."""
+    ``keep_latest`` for delta channels already) and a ``delete_thread`` that deletes the
+    thread's run records too; imported only when Postgres is used."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
     class PostgresStore(AsyncPostgresSaver):
+        async def adelete_thread(self, thread_id: str) -> None:
+            await super().adelete_thread(thread_id)
+            async with self._cursor() as cur, cur.connection.transaction():
+
+                async def rows(query: str, args: Sequence[Any]) -> forget.Rows:
+                    await cur.execute(query, args)
+                    return forget.tuples(await cur.fetchall() if cur.description else [])
+
+                await forget.arun(forget.forgetting("%s", str(thread_id)), rows)
+
         async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
             runs = [str(run) for run in run_ids]
             if not runs:

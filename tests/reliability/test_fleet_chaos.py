@@ -13,8 +13,10 @@ CI runs ``GATED_REACT_CHAOS_RUNS`` (default 24) with the store down 2 s; the ful
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -169,7 +171,20 @@ def _until_three_live(fleet: Fleet, url: str) -> None:
         time.sleep(pause)
     seen = f"worker processes {fleet.workers()}, rows (id, fresh) {registered(url, STALLED_AFTER)}"
     log = fleet.stderr()[-8000:]
-    raise AssertionError(f"not 3 live after {LIVE_AGAIN:g} s: {seen}; the log ends:\n{log}")
+    raise AssertionError(
+        f"not 3 live after {LIVE_AGAIN:g} s: {seen}; the log ends:\n{log}\n{_stacks(fleet)}"
+    )
+
+
+def _stacks(fleet: Fleet) -> str:
+    """Where each worker waits: its threads' and tasks' stacks (``kill -USR1``), as written."""
+    before = len(fleet.stderr())
+    workers = fleet.workers()
+    for pid in workers:
+        os.kill(pid, signal.SIGUSR1)
+    with contextlib.suppress(AssertionError):  # a loop blocked for good writes no tasks
+        wait_until(lambda: fleet.stderr()[before:].count("asyncio tasks:") >= len(workers))
+    return f"the workers' stacks:\n{fleet.stderr()[before:][-30000:]}"
 
 
 def _a_line_per_job(log: str, ended: dict[str, dict[str, Any]], killed: int) -> None:

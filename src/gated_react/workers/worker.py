@@ -30,7 +30,7 @@ from gated_react.errors import exception_line
 from gated_react.hosting.otel import setup_tracing
 from gated_react.runs import Graph, saver_of
 from gated_react.settings import Settings
-from gated_react.workers import heartbeat
+from gated_react.workers import heartbeat, stacks
 from gated_react.workers import log as worker_log
 from gated_react.workers.connections import check_key, open_pool, pool_saver, store_lost
 from gated_react.workers.queue import QUEUE, TASK, install_queue, make_app, queue_store
@@ -182,6 +182,7 @@ async def work(
     setup_tracing(Settings())
     stopping = asyncio.Event()
     _on_signals(stopping)
+    stacks.on_signal()  # kill -USR1: where each thread and task waits
     pauses = backoff(RESTART_CAP)
     options = {
         "queues": [QUEUE],

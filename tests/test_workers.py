@@ -3,6 +3,8 @@ approvals through the queue; a killed worker's run finishes on another worker.""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +28,7 @@ from gated_react.workers import (
 )
 
 from .support.docs import page, python_blocks
+from .support.fleet import children
 from .support.helpers import REFUND_42, REFUND_GOAL
 from .support.openai_server import Delay, FakeOpenAI, reply
 from .support.procs import WAIT, wait_until
@@ -360,12 +363,19 @@ def test_the_supervisor_stops_its_workers_on_sigterm(pg_url: str, tmp_path: Path
     """SIGTERM the moment both workers are registered. It used to fail now and then: a worker
     registers itself before procrastinate installs its signal handlers, so a SIGTERM in between
     killed it (its row left behind) and ``max()`` of 0 and -15 still said 0. Workers now take
-    their signals from the start (``worker._on_signals``)."""
+    their signals from the start (``worker._on_signals``). A SIGUSR1 before shows where each
+    worker waits, and stops none (``workers/stacks.py``)."""
     command = ["-m", "gated_react.workers", "--store", pg_url, "-n", "2"]
     command += ["--graph", "tests.support.worker_graphs:refund"]
-    supervisor = subprocess.Popen([sys.executable, *command])
+    log = tmp_path / "fleet.log"
+    with log.open("wb") as err:
+        supervisor = subprocess.Popen([sys.executable, *command], stderr=err)
     try:
         wait_until(lambda: _workers_registered(pg_url) == 2)
+        for pid in children(supervisor.pid):  # where each waits; each goes on (then drains)
+            os.kill(pid, signal.SIGUSR1)
+        wait_until(lambda: log.read_text(errors="replace").count("asyncio tasks:") == 2)
+        assert "Current thread" in log.read_text(errors="replace")
         supervisor.terminate()
         assert supervisor.wait(WAIT) == 0
         assert _workers_registered(pg_url) == 0

@@ -14,6 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from gated_react._engine.langgraph_internals import (
+    answering,
     ask_human,
     can_pause,
     node,
@@ -112,6 +113,30 @@ def test_an_answer_is_taken_only_by_the_task_that_raised_the_same_question() -> 
     both = app.invoke(Command(resume="yes", goto="second"), config)
     assert [i.value for i in both["__interrupt__"]] == [{"q": "second"}]
     assert both["seen"] == ["first=yes"]
+
+
+def test_answering_is_true_only_for_the_pass_that_brings_an_answer() -> None:
+    """A bare ``Command(resume=v)`` (the scratchpad's null resume) and one keyed by the
+    question's id (its own resume values) each bring an answer to the task that asked; the
+    first pass, and the nodes after the answer, bring none."""
+    seen: list[tuple[str, bool]] = []
+
+    def asks(state: S, config: RunnableConfig) -> S:
+        seen.append(("asks", answering(config)))
+        ask_human({"q": "first"}, lambda raised, shown: raised == shown)
+        return {}
+
+    def after(state: S, config: RunnableConfig) -> S:
+        seen.append(("after", answering(config)))
+        return {}
+
+    app = _two_nodes(asks, after).compile(checkpointer=InMemorySaver())
+    for thread, keyed in (("bare", False), ("keyed", True)):
+        config: Any = {"configurable": {"thread_id": thread}}
+        (asked,) = app.invoke({}, config)["__interrupt__"]
+        app.invoke(Command(resume={asked.id: "yes"} if keyed else "yes"), config)
+    assert seen == [("asks", False), ("asks", True), ("after", False)] * 2
+    assert not answering({})
 
 
 def test_runtime_of_is_the_runtime_a_node_would_be_given() -> None:

@@ -15,7 +15,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from gated_react import Budget, Policy, build_graph, open_checkpointer, read
+from gated_react import Budget, Policy, build_graph, open_checkpointer, read, resume, run
 from gated_react.records.places import PLACES, forget
 from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
 from gated_react.store.checkpointer import StoreURL
@@ -255,3 +255,47 @@ def test_a_thread_deleted_by_another_process_and_begun_again_starts_its_limits_a
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert _limited_run(saver) == "success"
+
+
+def _asking_graph(saver: Any, *replies: str) -> Any:
+    """``lookup`` under approval, then an answer: 2 model calls a run under limits of 3
+    (``replies``: the model's from where a resumed run goes on)."""
+    policy = Policy(
+        allow=frozenset({"lookup"}), require_approval=frozenset({"lookup"}),
+        budget=Budget(thread_max_steps=3, max_steps=3),
+    )  # fmt: skip
+    model = ScriptedChatModel(replies=list(replies) or [call("lookup", q="x"), "done"])
+    return build_graph(model, [lookup], policy=policy, checkpointer=saver)
+
+
+ASKS_AGAIN = """
+import sys
+from gated_react import open_checkpointer, run
+from tests.records.test_places import GONE, KEY, _asking_graph
+with open_checkpointer(sys.argv[1], key=KEY) as saver:
+    print(run(_asking_graph(saver), "look x up", thread_id=GONE)["status"])
+"""
+
+
+def test_a_run_begun_again_elsewhere_and_answered_here_counts_its_new_record_only(
+    store_url: str,
+) -> None:
+    """The thread deleted and the same question asked again in another process, whose run
+    (the deleted run's id) waits on a human; the answer comes to the process that read the
+    deleted run: it reads the thread anew as it takes the answer. Before, it counted the
+    deleted run's 2 model calls with the new run's and stopped at ``max_steps``."""
+    with open_checkpointer(store_url, key=KEY) as saver:
+        graph = _asking_graph(saver)
+        assert run(graph, "look x up", thread_id=GONE)["status"] == "paused"
+        assert resume(graph, GONE, {"approved": True})["stop_reason"] == "success"
+        cli = [sys.executable, "-c", "from gated_react.cli import main; main()"]
+        env = {**os.environ, "GATED_REACT_STORE_KEY": KEY}
+        for command in ([*cli, "delete", GONE, "--db", store_url],
+                        [sys.executable, "-c", ASKS_AGAIN, store_url]):  # fmt: skip
+            done = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=PATIENCE, check=False
+            )
+            assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "paused"
+        answered = resume(_asking_graph(saver, "done"), GONE, {"approved": True})
+        assert answered["stop_reason"] == "success"

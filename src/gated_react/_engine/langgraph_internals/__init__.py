@@ -142,6 +142,15 @@ def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
     return handler.metadata.get(run_id) if run_id is not None else None
 
 
+def answering(config: RunnableConfig) -> bool:
+    """Whether this task takes a human's answer on this pass: a resume value waits for it
+    (its own, or a bare ``Command(resume=...)``'s, which the first question takes)."""
+    scratchpad = config.get("configurable", {}).get(CONFIG_KEY_SCRATCHPAD)
+    if scratchpad is None:
+        return False
+    return bool(scratchpad.resume) or scratchpad.get_null_resume(False) is not None
+
+
 def earlier_interrupt_ids(count: int) -> list[str]:
     """The ids of the ``count`` interrupts this task raised just before the one it is about to
     raise: LangGraph numbers a task's interrupts by the answers it already has."""

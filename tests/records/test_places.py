@@ -20,6 +20,7 @@ from gated_react.records.places import PLACES, forget
 from gated_react.records.run_log import STORE_INSERT, STORE_SCHEMA
 from gated_react.store.checkpointer import StoreURL
 from gated_react.store.locks import thread_lock
+from gated_react.store.rows import record_thread
 from gated_react.testing import ScriptedChatModel, call
 
 from ..support.helpers import as_subgraph
@@ -169,7 +170,8 @@ def test_a_thread_a_worker_runs_is_left_whole_and_the_others_go(pg_url: str) -> 
 def test_a_threads_subgraph_records_go_with_it(store_url: str) -> None:
     """A graph run as a subgraph keeps its records under ``<thread>|<namespace>``. Before:
     records were deleted by ``thread_id = ?``, so those stayed. A thread whose own id starts
-    with the deleted one and ``|`` is another thread: its records stay."""
+    with the deleted one and ``|`` is another thread: its records stay (its ``|`` doubled in
+    their thread id, ``store.rows.record_thread``)."""
     beside, inside = f"{GONE}|{KEPT}", f"{GONE}|agent"
     with open_checkpointer(store_url, key=KEY) as saver:
         for thread in (GONE, beside, KEPT):
@@ -182,7 +184,7 @@ def test_a_threads_subgraph_records_go_with_it(store_url: str) -> None:
     assert done.removed[GONE]["call records"] == len(gone)
     left = [row[0] for row in records(store_url)]
     assert left == [t for t in before if not t.startswith(inside)]
-    assert any(t.startswith(f"{beside}|agent") for t in left)
+    assert any(t.startswith(record_thread(beside, "agent")) for t in left)
     assert any(t.startswith(f"{KEPT}|agent") for t in left)
 
 

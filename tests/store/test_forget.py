@@ -23,10 +23,12 @@ from gated_react.store.forget import forgetting
 from gated_react.store.signed import unwrapped
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.helpers import as_subgraph
+
 KEY = "k" * 32
 THREAD = "t"
 OWN = [THREAD, "t|agent:1", "t|agent:1|inner:2"]  # its own records and its subgraphs'
-OTHERS = ["t|b", "t|b|agent:3", "tx", "u"]  # another thread "t|b" (and its subgraph's), others
+OTHERS = ["t||b", "t||b|agent:3", "t||", "tx", "u"]  # threads "t|b" (and its subgraph), "t|"
 
 
 @pytest.fixture(params=[False, True], ids=["sync", "async"])
@@ -66,7 +68,7 @@ async def _record_threads(is_async: bool, saver: Any) -> list[str]:
 def test_a_deleted_threads_records_go_and_no_other_threads(store_url: str, is_async: bool) -> None:
     async def scenario() -> tuple[list[str], list[str]]:
         async with opened(store_url, is_async) as saver:
-            for thread in (THREAD, "t|b", "tx", "u"):
+            for thread in (THREAD, "t|b", "tx", "u"):  # "t|" has its records, no checkpoint
                 await _call(is_async, saver, "put", *_checkpoint(thread))
             backend = backend_for(unwrapped(saver))
             wrote = [Record(t, "r", Kind.OPENED, "k", {}) for t in [*OWN, *OTHERS]]
@@ -154,3 +156,38 @@ def test_a_sqlite_backend_reads_its_deleted_rows_no_more(tmp_path: Path, is_asyn
             return list(await _call(is_async, backend, "after", THREAD, "r", 0))
 
     assert asyncio.run(scenario()) == []
+
+
+PAID: list[int] = []
+
+
+@tool
+def pay(amount: int) -> str:
+    """Pay an amount (not idempotent: it runs at most once per call)."""
+    PAID.append(amount)
+    return "paid"
+
+
+def test_a_thread_named_like_another_threads_subgraph_shares_nothing_with_it(
+    store_url: str,
+) -> None:
+    """Thread ``P`` runs the agent as its node ``agent``; a thread named ``P|agent`` is another
+    thread. Before, both kept their records under ``P|agent``: the thread counted the
+    subgraph's model calls (it stopped ``max_steps`` on its first run), and deleting it deleted
+    the subgraph's record, so a replay of ``P`` from before the node paid again."""
+    PAID.clear()
+    policy = Policy(budget=Budget(thread_max_steps=2))
+    model = ScriptedChatModel(replies=[call("pay", amount=49), "done"], cycle=True)
+    with open_checkpointer(store_url, key=KEY) as saver:
+        parent = as_subgraph(build_graph(model, [pay]), saver)
+        config: Any = {"configurable": {"thread_id": "P"}}
+        parent.invoke({"messages": [("user", "pay 49")]}, config)
+        assert PAID == [49]
+        named = build_graph(model, [pay], policy=policy, checkpointer=saver)
+        ran = named.invoke({"goal": "pay 49"}, {"configurable": {"thread_id": "P|agent"}})
+        assert ran["stop_reason"] == "success"  # its own 2 model calls, not P's as well
+        saver.delete_thread("P|agent")
+        before = next(s for s in parent.get_state_history(config) if s.next == ("agent",))
+        replayed = parent.invoke(None, before.config)
+    assert replayed["messages"][-1].text == "done"
+    assert PAID == [49, 49]  # P's payment once, the other thread's once: none paid again

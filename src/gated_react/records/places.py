@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gated_react.records import RecordError
 from gated_react.records.store import pg_connection
-from gated_react.store.rows import RECORDS, changed_outside, heads, owners
+from gated_react.store.rows import RECORDS, changed_outside, record_thread, thread_of
 
 Kind = Literal["sqlite", "postgres"]
 _BOTH: frozenset[Kind] = frozenset({"sqlite", "postgres"})
@@ -40,7 +40,7 @@ class Place:
     """A table of the workers' queue: only the rows of gated-react's task."""
     subgraphs: bool = False
     """Rows of the graphs a thread ran as subgraphs are kept under ``<thread>|<namespace>``
-    (the run records: ``store.rows.owners``)."""
+    (the run records: ``store.rows.record_thread``)."""
 
 
 PLACES: tuple[Place, ...] = (
@@ -131,36 +131,20 @@ def _deleted(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str
 
 def _parts(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, str]:
     """The thread ids ``place`` keeps the threads' rows under, each with its thread: its own
-    and its subgraphs' (``<thread>|<namespace>``), never those of another thread whose id
-    starts with one of these and ``|`` (``store.rows.owners``)."""
+    and its subgraphs' (``store.rows.record_thread``), never another thread's."""
     mark = "?" if kind == "sqlite" else "%s"
     starts = f"substr({place.thread}, 1, {mark}) = {mark}"
-    prefixes = [arg for t in threads for arg in (len(t) + 1, f"{t}|")]
+    kept = [record_thread(t) for t in threads]
+    prefixes = [arg for k in kept for arg in (len(k) + 1, f"{k}|")]
     held = run(
         f"SELECT DISTINCT {place.thread} FROM {place.table} WHERE {place.thread} IN"
         f" ({', '.join([mark] * len(threads))}) OR {' OR '.join([starts] * len(threads))}",
-        *threads,
+        *kept,
         *prefixes,
         every=True,
     )
-    found = [str(row[0]) for row in held]
-    candidates = sorted({h for f in found for h in heads(f)} - set(threads))
-    others = _threads_among(run, kind, candidates) if candidates else []
-    owned = owners([*threads, *others], found)
-    return {part: thread for thread in threads for part in owned.get(thread, ())}
-
-
-def _threads_among(run: Any, kind: Kind, ids: list[str]) -> list[str]:
-    """Of ``ids``, the threads of the store (a subgraph's records are never a thread's own:
-    its checkpoints are its thread's, under a namespace)."""
-    mark = "?" if kind == "sqlite" else "%s"
-    held = run(
-        f"SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id IN"
-        f" ({', '.join([mark] * len(ids))})",
-        *ids,
-        every=True,
-    )
-    return [str(row[0]) for row in held]
+    mine = set(threads)
+    return {part: owner for row in held if (owner := thread_of(part := str(row[0]))) in mine}
 
 
 def _not_running(run: Any, place: Place, threads: list[str], done: Forgotten) -> list[str]:

@@ -18,6 +18,7 @@ from gated_react._engine.conversation.steps import stranded
 from gated_react.errors import stranded_line
 from gated_react.state import RESULT_KEYS, Question, RunResult, ThreadResult, Usage
 from gated_react.stops import ended_status
+from gated_react.store.rows import record_thread
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -67,18 +68,19 @@ def shape(
 
 def run_book(saver: Any, thread_id: str) -> Book:
     """The record of the thread's latest run (an empty one when it has none)."""
-    return ledger_for(saver).last(thread_id)
+    return ledger_for(saver).last(record_thread(thread_id))
 
 
 async def arun_book(saver: Any, thread_id: str) -> Book:
     """Async twin of ``run_book`` (an async saver's records are read with await)."""
-    return await ledger_for(saver).alast(thread_id)
+    return await ledger_for(saver).alast(record_thread(thread_id))
 
 
 def output_book(saver: Any, thread_id: str, output: dict[str, Any]) -> Book:
     """The record of the run ``output`` answers (``result_of`` says which; with no question
     in it, the thread's latest run's, and none for a graph without a checkpointer)."""
     ledger, question = ledger_for(saver), audit.question(output.get("messages") or [])
+    thread_id = record_thread(thread_id)
     if question is None:
         return ledger.last(thread_id) if saver is not None else Book()
     if saver is not None:
@@ -90,6 +92,7 @@ def output_book(saver: Any, thread_id: str, output: dict[str, Any]) -> Book:
 async def aoutput_book(saver: Any, thread_id: str, output: dict[str, Any]) -> Book:
     """Async twin of ``output_book``."""
     ledger, question = ledger_for(saver), audit.question(output.get("messages") or [])
+    thread_id = record_thread(thread_id)
     if question is None:
         return await ledger.alast(thread_id) if saver is not None else Book()
     if saver is not None:

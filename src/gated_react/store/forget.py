@@ -11,7 +11,7 @@ thread's runs still counted, as before), never checkpoints without the records t
 calls ran. A process that read the thread reads it anew as its next run opens
 (``Ledger.renew``); a SQLite saver's own tail is dropped (``changed_outside``).
 
-One program for every saver (``_forgetting``): the statements, each sent the rows the one
+One program for every saver (``forgetting``): the statements, each sent the rows the one
 before read; a sync or async driver runs it on the saver's own connection and lock.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from typing import Any
 
-from gated_react.store.rows import RECORDS, heads, owners
+from gated_react.store.rows import RECORDS, record_thread, thread_of
 
 Query = tuple[str, Sequence[Any]]
 Rows = list[tuple[Any, ...]]
@@ -28,9 +28,8 @@ Program = Generator[Query, Rows, None]
 
 
 def forgetting(mark: str, thread: str) -> Program:
-    """Delete ``thread``'s records and its subgraphs' (``<thread>|<namespace>``), never those of
-    another thread whose id starts with it and ``|`` (``rows.owners``); ``mark``: the driver's
-    parameter mark (``?`` or ``%s``)."""
+    """Delete ``thread``'s records and its subgraphs' (``rows.record_thread``), never another
+    thread's; ``mark``: the driver's parameter mark (``?`` or ``%s``)."""
     table = (
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?"
         if mark == "?"
@@ -38,19 +37,13 @@ def forgetting(mark: str, thread: str) -> Program:
     )
     if not (yield table, (RECORDS,)):
         return  # a store no run wrote to yet
+    kept = record_thread(thread)
     found = yield (
         f"SELECT DISTINCT thread_id FROM {RECORDS} WHERE thread_id = {mark}"
         f" OR substr(thread_id, 1, {mark}) = {mark}",
-        (thread, len(thread) + 1, f"{thread}|"),
+        (kept, len(kept) + 1, f"{kept}|"),
     )
-    parts = [str(row[0]) for row in found]
-    candidates = sorted({head for part in parts for head in heads(part)} - {thread})
-    others: Rows = []
-    if candidates:
-        among = _marks(mark, candidates)
-        among_sql = f"SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id IN {among}"
-        others = yield among_sql, candidates
-    mine = owners([thread, *(str(row[0]) for row in others)], parts).get(thread, [])
+    mine = [part for row in found if thread_of(part := str(row[0])) == thread]
     if mine:
         yield f"DELETE FROM {RECORDS} WHERE thread_id IN {_marks(mark, mine)}", mine
 

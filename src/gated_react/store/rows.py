@@ -95,27 +95,30 @@ def _record(row: Any) -> RecordRow:
     return int(seq), thread, run, kind, key, record_body(body), record_at(at), str(mac)
 
 
-def heads(thread: str) -> list[str]:
-    """Each thread id ``thread`` could be a subgraph's part of (what precedes a ``|``)."""
-    parts = thread.split("|")
-    return ["|".join(parts[:n]) for n in range(1, len(parts))]
+def record_thread(thread: str, namespace: str = "") -> str:
+    """The id a thread's records are kept under (``RECORDS.thread_id``): the thread's id with
+    each ``|`` doubled, and for a graph it ran as a subgraph, ``|`` and the nodes it is nested
+    in (a namespace never starts with ``|``). A thread id may hold ``|``: doubled, it never
+    names another thread's subgraph (``thread_of`` reads it back)."""
+    kept = thread.replace("|", "||")
+    return f"{kept}|{namespace}" if namespace else kept
+
+
+def thread_of(record_thread: str) -> str:
+    """The thread whose records ``record_thread`` names (``record_thread``'s inverse)."""
+    at = record_thread.find("|")
+    while at >= 0 and record_thread.startswith("||", at):
+        at = record_thread.find("|", at + 2)
+    head = record_thread if at < 0 else record_thread[:at]
+    return head.replace("||", "|")
 
 
 def owners(threads: Iterable[str], record_threads: Iterable[str]) -> dict[str, list[str]]:
-    """The record threads of each thread: its own, and those of the graphs it ran as subgraphs
-    (``<thread>|<namespace>``, a namespace holding ``|`` too), each going to the longest thread
-    it starts with (a thread id may hold ``|`` itself). A record thread no thread has is its
-    own owner."""
-    known = set(threads)
-    found: dict[str, list[str]] = {thread: [] for thread in known}
+    """The record threads of each thread (its own, its subgraphs'), and of each thread the
+    records name that ``threads`` does not hold (a thread deleted, its records left)."""
+    found: dict[str, list[str]] = {thread: [] for thread in threads}
     for held in record_threads:
-        owner, head = held, held
-        while held not in known and "|" in head:
-            head = head.rpartition("|")[0]
-            if head in known:
-                owner = head
-                break
-        found.setdefault(owner, []).append(held)
+        found.setdefault(thread_of(held), []).append(held)
     return found
 
 

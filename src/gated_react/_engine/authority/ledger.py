@@ -30,6 +30,7 @@ from gated_react._engine.langgraph_internals import answering, run_key, saver_of
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.store.key import StoreKey
+from gated_react.store.rows import record_thread
 
 
 @dataclass
@@ -266,8 +267,7 @@ class Place:
     def of(cls, config: RunnableConfig) -> Place:
         saver = saver_of(config)
         thread, namespace = run_key(config)
-        where = str(thread) if not namespace else f"{thread}|{namespace}"
-        return cls(ledger_for(saver), where, saver is not None)
+        return cls(ledger_for(saver), record_thread(str(thread), namespace), saver is not None)
 
     def record(self, run: str, kind: Kind, key: str, **body: Any) -> Record:
         return Record(self.thread, run, kind, key, body)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         GatedReactError,
         MiddlewareRefused,
         MisroutedStep,
+        StoreError,
     )
     from gated_react.graph import build_graph
     from gated_react.interop import as_tool
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     )
     from gated_react.state import Question, RunInput, RunInputDict, RunResult, State, ThreadResult
     from gated_react.stops import Stop, StopReason
-    from gated_react.store.checkpointer import StoreError, aopen_checkpointer, open_checkpointer
+    from gated_react.store.checkpointer import aopen_checkpointer, open_checkpointer
     from gated_react.store.locks import ThreadBusy
     from gated_react.store.serializer import UnsafeCheckpoint
 
@@ -57,7 +58,7 @@ _HOMES = {
     "State": "state",
     "Stop": "stops",
     "StopReason": "stops",
-    "StoreError": "store.checkpointer",
+    "StoreError": "errors",
     "ThreadBusy": "store.locks",
     "ThreadExists": "runs",
     "ThreadResult": "state",

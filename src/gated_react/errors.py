@@ -47,6 +47,10 @@ class MiddlewareFailed(GatedReactError):
         return cls(name, f"{hook} raised {type(exc).__name__}: {text}")
 
 
+class StoreError(GatedReactError):
+    """The run store cannot be opened; the message is one line and carries no password."""
+
+
 class Unrecorded(GatedReactError):
     """A beat could not be written (the store's connection was lost, or it failed): the call
     under way is abandoned as a crash would leave it, since time nobody records would be

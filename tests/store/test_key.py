@@ -28,10 +28,10 @@ from gated_react import (
 )
 from gated_react._engine.authority.ledger import ledger_for
 from gated_react._engine.authority.records import Kind, Record
+from gated_react.errors import StoreError
 from gated_react.runs import run_book
 from gated_react.state import Extension
 from gated_react.store import signed
-from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import (
     SEALED,
     SEALED_BYTES,

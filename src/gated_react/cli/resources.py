@@ -134,8 +134,9 @@ def missing(url: str) -> bool:
     """True when ``url`` names an SQLite file that does not exist, given with ``--db`` or
     ``GATED_REACT_DB``: a command that only reads must not make it (a mistyped path would be a
     new, empty store, and its folders). The default store is made on first use."""
+    from gated_react.errors import StoreError
     from gated_react.settings import default_state_dir
-    from gated_react.store.checkpointer import StoreError, StoreURL
+    from gated_react.store.checkpointer import StoreURL
 
     if url == str(default_state_dir() / "runs.sqlite"):
         return False

@@ -17,11 +17,11 @@ from typing import Any
 
 import procrastinate
 
-from gated_react.errors import exception_line
+from gated_react.errors import StoreError, exception_line
 from gated_react.records.run_log import STORE_SCHEMA
 from gated_react.runs import NO_ANSWER
 from gated_react.state.calls import canonical_json
-from gated_react.store.checkpointer import StoreError, StoreURL
+from gated_react.store.checkpointer import StoreURL
 from gated_react.store.key import KeyInput, StoreKey, framed_digest, store_key
 
 QUEUE = "gated-react"

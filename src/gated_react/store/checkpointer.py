@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from gated_react.errors import GatedReactError, exception_line
+from gated_react.errors import StoreError, exception_line
 from gated_react.redact import redact
 from gated_react.store.key import KeyInput, StoreKey, store_key
 from gated_react.store.postgres import apg_setup, pg_kwargs, pg_setup
@@ -40,10 +40,6 @@ _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 # crashed or killed process loses nothing committed; only a power cut can lose the last commits.
 _SYNCHRONOUS = "PRAGMA synchronous = NORMAL"
 _PG_EXTRA = "Postgres support is not installed: pip install 'gated-react[postgres]'"
-
-
-class StoreError(GatedReactError):
-    """The run store cannot be opened; the message is one line and carries no password."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from gated_react.errors import GatedReactError
+from gated_react.errors import GatedReactError, StoreError
 from gated_react.store.signed import unwrapped
 
 
@@ -142,8 +142,6 @@ def _file_lock(db_path: str, thread_id: str) -> Iterator[None]:
 
 
 def _open_sidecar(sidecar: str) -> int:
-    from gated_react.store.checkpointer import StoreError
-
     try:
         return os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:  # e.g. a read-only store folder or file: one line, nothing changed

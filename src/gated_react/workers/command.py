@@ -7,9 +7,8 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from gated_react.errors import one_line
+from gated_react.errors import StoreError, one_line
 from gated_react.settings import Settings
-from gated_react.store.checkpointer import StoreError
 from gated_react.store.key import store_key
 from gated_react.workers import watch
 from gated_react.workers.queue import queue_store

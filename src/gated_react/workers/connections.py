@@ -18,9 +18,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from gated_react.errors import causes
+from gated_react.errors import StoreError, causes
 from gated_react.runs import Graph
-from gated_react.store.checkpointer import StoreError, StoreURL, aopen_checkpointer
+from gated_react.store.checkpointer import StoreURL, aopen_checkpointer
 from gated_react.store.coalesced import CoalescedPostgresSaver
 from gated_react.store.damage import DECODING
 from gated_react.store.key import TAG, KeyInput, row_signer, store_key, where_of

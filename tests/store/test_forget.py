@@ -20,6 +20,7 @@ from gated_react._engine.authority.records import Kind, Record
 from gated_react._engine.authority.sql import backend_for
 from gated_react.store.checkpointer import aopen_checkpointer, open_checkpointer
 from gated_react.store.forget import forgetting
+from gated_react.store.locks import ThreadBusy, athread_lock, thread_lock
 from gated_react.store.signed import unwrapped
 from gated_react.testing import ScriptedChatModel, call
 
@@ -191,3 +192,33 @@ def test_a_thread_named_like_another_threads_subgraph_shares_nothing_with_it(
         replayed = parent.invoke(None, before.config)
     assert replayed["messages"][-1].text == "done"
     assert PAID == [49, 49]  # P's payment once, the other thread's once: none paid again
+
+
+def test_a_thread_a_run_advances_is_not_deleted(store_url: str, is_async: bool) -> None:
+    """As ``gated-react delete`` leaves it: a run holding the thread's lock (in this process
+    or another) gets to finish it. Before, the checkpoints and records went under the run,
+    which wrote on into the thread: a thread that existed again without the records that
+    counted its calls."""
+
+    async def scenario() -> tuple[str, bool, list[str]]:
+        async with opened(store_url, is_async) as saver:
+            await _call(is_async, saver, "put", *_checkpoint(THREAD))
+            backend = backend_for(unwrapped(saver))
+            await _call(is_async, backend, "insert", [Record(THREAD, "r", Kind.OPENED, "k", {})])
+            held = athread_lock(saver, THREAD) if is_async else _async(thread_lock(saver, THREAD))
+            async with held:
+                with pytest.raises(ThreadBusy) as refused:
+                    await _call(is_async, saver, "delete_thread", THREAD)
+            kept = await _call(is_async, saver, "get_tuple", _checkpoint(THREAD)[0]) is not None
+            return str(refused.value), kept, await _record_threads(is_async, saver)
+
+    said, kept, left = asyncio.run(scenario())
+    assert said == f"thread {THREAD!r} is being advanced by another run; nothing was changed"
+    assert kept
+    assert left == [THREAD]
+
+
+@asynccontextmanager
+async def _async(held: Any) -> AsyncIterator[None]:
+    with held:
+        yield

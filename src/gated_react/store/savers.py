@@ -5,7 +5,9 @@ server asks of a custom checkpointer (``langgraph dev`` warns when one is missin
 "rollback"`` removes a cancelled run this way). A rolled-back run's checkpoints are the newest
 of its thread, so no checkpoint left behind replays writes from them.
 
-``delete_thread``: the thread's run records go too, after its checkpoints (``forget``).
+``delete_thread``: the thread's run records go too, after its checkpoints (``forget``), the
+thread held with its lock as ``gated-react delete`` holds it: one a run is advancing is left
+whole (``ThreadBusy``).
 
 ``aprune``: ``"delete"`` (the server's ``"delete_all"`` too) removes the threads. ``"keep_latest"``
 is refused, as LangGraph's own Postgres saver refuses it for such threads: ``messages`` is a
@@ -25,6 +27,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from gated_react.store import forget
+from gated_react.store.locks import athread_lock, thread_lock
 from gated_react.store.rows import changed_outside
 
 DELETE = frozenset({"delete", "delete_all"})
@@ -73,16 +76,18 @@ class SyncSqliteStore(SqliteSaver):
     """``SqliteSaver`` whose ``delete_thread`` deletes the thread's run records too."""
 
     def delete_thread(self, thread_id: str) -> None:
-        super().delete_thread(thread_id)
-        conn = self.conn
-        with self.lock:
-            changed_outside()  # what the ledger's backend kept of its rows is read again
-            try:
-                forget.run(forget.forgetting("?", str(thread_id)), lambda q, a: _rows(conn, q, a))
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
+        with thread_lock(self, str(thread_id)):  # a run advancing it: ThreadBusy, nothing goes
+            super().delete_thread(thread_id)
+            conn = self.conn
+            with self.lock:
+                changed_outside()  # what the ledger's backend kept of its rows is read again
+                try:
+                    program = forget.forgetting("?", str(thread_id))
+                    forget.run(program, lambda q, a: _rows(conn, q, a))
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
 
 
 def _rows(conn: Any, query: str, args: Sequence[Any]) -> forget.Rows:
@@ -99,17 +104,18 @@ class SqliteStore(AsyncSqliteSaver):
         self.lock = _RollingBack(self)  # type: ignore[assignment]
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await super().adelete_thread(thread_id)
         conn = self.conn
 
         async def rows(query: str, args: Sequence[Any]) -> forget.Rows:
             async with conn.execute(query, args) as cur:
                 return forget.tuples(await cur.fetchall())
 
-        async with self.lock:  # rolls back what an exception leaves
-            changed_outside()
-            await forget.arun(forget.forgetting("?", str(thread_id)), rows)
-            await conn.commit()
+        async with athread_lock(self, str(thread_id)):
+            await super().adelete_thread(thread_id)
+            async with self.lock:  # rolls back what an exception leaves
+                changed_outside()
+                await forget.arun(forget.forgetting("?", str(thread_id)), rows)
+                await conn.commit()
 
     async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""
@@ -149,14 +155,18 @@ def sync_postgres_store() -> type:
 
     class SyncPostgresStore(PostgresSaver):
         def delete_thread(self, thread_id: str) -> None:
-            super().delete_thread(thread_id)
+            with thread_lock(self, str(thread_id)):
+                super().delete_thread(thread_id)
+                self._forget(str(thread_id))
+
+        def _forget(self, thread_id: str) -> None:
             with self._cursor() as cur, cur.connection.transaction():
 
                 def rows(query: str, args: Sequence[Any]) -> forget.Rows:
                     cur.execute(query, args)
                     return forget.tuples(cur.fetchall() if cur.description else [])
 
-                forget.run(forget.forgetting("%s", str(thread_id)), rows)
+                forget.run(forget.forgetting("%s", thread_id), rows)
 
     return SyncPostgresStore
 
@@ -170,14 +180,18 @@ def postgres_store() -> type:
 
     class PostgresStore(AsyncPostgresSaver):
         async def adelete_thread(self, thread_id: str) -> None:
-            await super().adelete_thread(thread_id)
+            async with athread_lock(self, str(thread_id)):
+                await super().adelete_thread(thread_id)
+                await self._aforget(str(thread_id))
+
+        async def _aforget(self, thread_id: str) -> None:
             async with self._cursor() as cur, cur.connection.transaction():
 
                 async def rows(query: str, args: Sequence[Any]) -> forget.Rows:
                     await cur.execute(query, args)
                     return forget.tuples(await cur.fetchall() if cur.description else [])
 
-                await forget.arun(forget.forgetting("%s", str(thread_id)), rows)
+                await forget.arun(forget.forgetting("%s", thread_id), rows)
 
         async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
             runs = [str(run) for run in run_ids]

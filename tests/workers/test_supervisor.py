@@ -144,3 +144,21 @@ def test_in_burst_mode_a_worker_done_is_not_replaced(supervise: Start) -> None:
     time.sleep(1.0)  # a worker started by mistake would have said so by now
     assert fleet.started() == 2
     assert fleet.log() == ""
+
+
+TELLS = (
+    GRACEFUL + "signal.signal(signal.SIGUSR1, lambda *_: open(sys.argv[1], 'a').write('told\\n'))\n"
+    "open(sys.argv[1], 'a').write('up\\n')\nwhile True: time.sleep(1)\n"
+)
+
+
+def test_sigusr1_to_the_supervisor_reaches_every_worker_and_stops_none(supervise: Start) -> None:
+    """``kill -USR1 <supervisor>``: each worker shows where it waits (``workers/stacks.py``).
+    Before, the signal's default ended the supervisor and left its workers running on."""
+    fleet = supervise(TELLS, 3)
+    wait_until(lambda: fleet.started() == 3 and len(fleet.workers()) == 3)
+    workers = fleet.workers()
+    os.kill(fleet.proc.pid, signal.SIGUSR1)
+    wait_until(lambda: fleet.ups.read_text().count("told") == 3)
+    assert fleet.proc.poll() is None
+    assert fleet.workers() == workers

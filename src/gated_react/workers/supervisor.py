@@ -106,6 +106,7 @@ class Supervisor:
         ]
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGUSR1, self._pass_on)  # where each worker waits (stacks.py)
         try:
             while True:
                 self._tick()  # reap the dead, start the due
@@ -155,6 +156,11 @@ class Supervisor:
 
     def _on_signal(self, *_: object) -> None:
         self._stop()
+
+    def _pass_on(self, number: int, _: object) -> None:
+        for slot in self.slots:
+            if slot.proc is not None and slot.proc.poll() is None:
+                slot.proc.send_signal(number)
 
     def _stop(self) -> None:
         self.stops += 1

@@ -10,7 +10,7 @@ import sys
 from ..support.reaping import PATIENCE
 
 CHILD = """
-import asyncio, os, threading
+import asyncio, os, signal, threading
 from gated_react.workers import stacks
 
 def blocked_for_good(release):
@@ -23,17 +23,16 @@ async def main():
     shown = asyncio.get_running_loop().create_future()
     told = stacks.tasks
     stacks.tasks = lambda: (told(), shown.set_result(None))  # when the loop has written them
-    stacks.on_signal()
-    release = threading.Event()
-    threading.Thread(target=blocked_for_good, args=(release,), name="stuck").start()
-    event = asyncio.Event()
-    waiting = asyncio.create_task(waiting_here(event), name="waiting-task")
-    os.kill(os.getpid(), stacks.SIGNAL)
-    await shown
-    stacks.off()
+    release, event = threading.Event(), asyncio.Event()
+    with stacks.showing():
+        threading.Thread(target=blocked_for_good, args=(release,), name="stuck").start()
+        waiting = asyncio.create_task(waiting_here(event), name="waiting-task")
+        os.kill(os.getpid(), stacks.SIGNAL)
+        await shown
     event.set()
     await waiting
     release.set()
+    assert signal.getsignal(stacks.SIGNAL) is signal.SIG_DFL  # the block put back what it found
     print("went on")
 
 asyncio.run(main())

@@ -13,22 +13,40 @@ import asyncio
 import faulthandler
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
 SIGNAL = signal.SIGUSR1
 
 
-def on_signal() -> None:
-    """On ``SIGNAL``, the threads' stacks at once and the tasks' when the loop runs (this
-    loop's handler first: ``faulthandler`` chains to it)."""
+@contextmanager
+def showing() -> Iterator[None]:
+    """Within the block, on ``SIGNAL``: the threads' stacks at once and the tasks' when the
+    loop runs (this loop's handler first: ``faulthandler`` chains to it)."""
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(SIGNAL, tasks)
-    faulthandler.register(SIGNAL, file=sys.stderr, all_threads=True, chain=True)
+    err = _stderr()
+    if err is not None:
+        faulthandler.register(SIGNAL, file=err, all_threads=True, chain=True)
+    try:
+        yield
+    finally:
+        if err is not None:
+            faulthandler.unregister(SIGNAL)
+        loop.remove_signal_handler(SIGNAL)
 
 
-def off() -> None:
-    """Undo ``on_signal`` (the loop's handler, and ``faulthandler``'s)."""
-    faulthandler.unregister(SIGNAL)
-    asyncio.get_running_loop().remove_signal_handler(SIGNAL)
+def _stderr() -> TextIO | None:
+    """Standard error as ``faulthandler`` writes to it (a file descriptor), if it has one:
+    the process's own when ``sys.stderr`` was replaced by one without (a test's capture)."""
+    for err in (sys.stderr, sys.__stderr__):
+        try:
+            if err is not None and err.fileno() >= 0:
+                return err
+        except (AttributeError, OSError, ValueError):
+            continue
+    return None
 
 
 def tasks() -> None:

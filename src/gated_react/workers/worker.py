@@ -182,7 +182,6 @@ async def work(
     setup_tracing(Settings())
     stopping = asyncio.Event()
     _on_signals(stopping)
-    stacks.on_signal()  # kill -USR1: where each thread and task waits
     pauses = backoff(RESTART_CAP)
     options = {
         "queues": [QUEUE],
@@ -194,25 +193,26 @@ async def work(
         "install_signal_handlers": False,
     }
     target = queue_store(url).target
-    async with observed(
-        name, observe or Options(), stalled_after=stalled_after, store=target
-    ) as watch:
-        while not stopping.is_set():
-            began = time.monotonic()
-            try:
-                lost = await _serve(url, factory, stopping, watch, options)
-            except Exception as exc:
-                if not store_lost(exc):
-                    raise
-                lost = exc
-            if lost is None:
-                return
-            if time.monotonic() - began > 2 * RESTART_CAP:  # a new fault, not this one going on
-                pauses = backoff(RESTART_CAP)
-            pause = next(pauses)
-            worker_log.connection_lost(name, lost, retry_in=pause)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), pause)
+    with stacks.showing():  # kill -USR1: where each thread and task waits
+        async with observed(
+            name, observe or Options(), stalled_after=stalled_after, store=target
+        ) as watch:
+            while not stopping.is_set():
+                began = time.monotonic()
+                try:
+                    lost = await _serve(url, factory, stopping, watch, options)
+                except Exception as exc:
+                    if not store_lost(exc):
+                        raise
+                    lost = exc
+                if lost is None:
+                    return
+                if time.monotonic() - began > 2 * RESTART_CAP:  # a new fault, not this one going on
+                    pauses = backoff(RESTART_CAP)
+                pause = next(pauses)
+                worker_log.connection_lost(name, lost, retry_in=pause)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), pause)
 
 
 async def _serve(

@@ -123,7 +123,7 @@ async def aexecute(
 
 
 def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
-    call, started = plan.calls[index], time.monotonic()
+    call, started = plan.calls[index], plan.shares.started(index)
     running = Running(plan.place, plan.step.run, call, started)
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)
@@ -154,7 +154,7 @@ def run_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> R
 
 
 async def arun_one(deps: NodeDeps, plan: Plan, index: int, config: RunnableConfig) -> Ran:
-    call, started = plan.calls[index], time.monotonic()
+    call, started = plan.calls[index], plan.shares.started(index)
     running = Running(plan.place, plan.step.run, call, started)
     plan.attempts[index] = running.attempt
     config = masked_config(config, deps.secrets)

@@ -31,3 +31,14 @@ def test_every_call_has_its_share_from_the_first_moment() -> None:
     shares.begin([0, 1, 2], 10.0)
     assert shares.until() == pytest.approx(10.0 + 5.0 / 3)
     assert Shares().until() == math.inf  # no time limit
+
+
+def test_a_calls_seconds_count_from_when_its_share_began() -> None:
+    """Before: a call counted its seconds from when its thread got to it, after its share
+    began, so a call cut off at ``until()`` counted less than its share, and a run stopped
+    ``max_seconds`` showed 19.997 s of 20 (seen under load)."""
+    shares = Shares(0.05)
+    shares.begin([0], 100.0)
+    assert shares.started(0) == 100.0
+    assert shares.until() - shares.started(0) == pytest.approx(0.05)
+    assert shares.started(1) > 100.0  # a call the step did not begin: from now

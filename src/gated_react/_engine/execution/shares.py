@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 
 class Shares:
@@ -23,6 +24,12 @@ class Shares:
         call that signed in alone before the others would take the whole of what is left)."""
         with self._lock:
             self._running.update(dict.fromkeys(indices, at))
+
+    def started(self, index: int) -> float:
+        """When call ``index`` began, as its share counts it: what its seconds are counted
+        from, so a call cut off at ``until()`` counts all of the share it was given."""
+        with self._lock:
+            return self._running.get(index, time.monotonic())
 
     def end(self, index: int, at: float) -> None:
         """Call ``index`` ended at ``at``: what it took is used, the rest is the others'."""

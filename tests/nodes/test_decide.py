@@ -249,8 +249,10 @@ def test_a_long_model_call_is_counted_while_it_runs(
     beat, beats = Meter.beat, []
 
     def counted(meter: Meter) -> None:
+        before = len(records(config))
         beat(meter)
-        beats.append(1)
+        if len(records(config)) > before:  # a beat before the call's thread began records none
+            beats.append(1)
         if len(beats) == model.beats:
             model.release.set()
 
@@ -268,7 +270,7 @@ def test_a_long_model_call_is_counted_while_it_runs(
     (while_waiting,) = model.spent
     assert while_waiting.steps == 1
     assert while_waiting.seconds > 0  # counted before any reply (it was 0.0)
-    *waiting, last = kinds(config)  # the call's record and a beat each (one more under load)
+    *waiting, last = kinds(config)  # the call's record and a beat each
     assert (len(waiting) >= 3, set(waiting), last) == (True, {"model"}, "paid")
     paid = records(config)[-1]
     assert usage(config).seconds == paid.body["seconds"]  # the paid record settles it

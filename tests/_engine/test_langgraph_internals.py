@@ -7,6 +7,7 @@ import asyncio
 import threading
 from typing import Any, TypedDict
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal._constants import NS_SEP
 from langgraph.checkpoint.memory import InMemorySaver
@@ -14,10 +15,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from gated_react._engine.langgraph_internals import (
-    answering,
     ask_human,
     can_pause,
     node,
+    resuming,
     run_key,
     runtime_of,
     saver_of,
@@ -115,28 +116,39 @@ def test_an_answer_is_taken_only_by_the_task_that_raised_the_same_question() -> 
     assert both["seen"] == ["first=yes"]
 
 
-def test_answering_is_true_only_for_the_pass_that_brings_an_answer() -> None:
-    """A bare ``Command(resume=v)`` (the scratchpad's null resume) and one keyed by the
-    question's id (its own resume values) each bring an answer to the task that asked; the
-    first pass, and the nodes after the answer, bring none."""
+def test_resuming_is_true_only_in_the_first_step_of_a_pass_that_goes_on() -> None:
+    """A pass that brings an answer, and one that goes on after a crash (``input=None``), flag
+    the tasks of their first step; a new input, and every later step, do not."""
     seen: list[tuple[str, bool]] = []
+    crash = [True]
 
-    def asks(state: S, config: RunnableConfig) -> S:
-        seen.append(("asks", answering(config)))
-        ask_human({"q": "first"}, lambda raised, shown: raised == shown)
-        return {}
+    def probe(name: str, asks: bool = False, fails: bool = False) -> Any:
+        def body(state: S, config: RunnableConfig) -> S:
+            seen.append((name, resuming(config)))
+            if asks:
+                ask_human({"q": name}, lambda raised, shown: raised == shown)
+            if fails and crash:  # the first time only
+                crash.pop()
+                raise RuntimeError("the process died here")
+            return {}
 
-    def after(state: S, config: RunnableConfig) -> S:
-        seen.append(("after", answering(config)))
-        return {}
+        return body
 
-    app = _two_nodes(asks, after).compile(checkpointer=InMemorySaver())
-    for thread, keyed in (("bare", False), ("keyed", True)):
-        config: Any = {"configurable": {"thread_id": thread}}
-        (asked,) = app.invoke({}, config)["__interrupt__"]
-        app.invoke(Command(resume={asked.id: "yes"} if keyed else "yes"), config)
-    assert seen == [("asks", False), ("asks", True), ("after", False)] * 2
-    assert not answering({})
+    graph = _two_nodes(probe("asks", asks=True), probe("fails", fails=True))
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({}, config)
+    with pytest.raises(RuntimeError):
+        app.invoke(Command(resume="yes"), config)
+    app.invoke(None, config)
+    app.invoke({}, config)
+    assert seen == [
+        ("asks", False),  # a new input
+        ("asks", True), ("fails", False),  # the answer's pass, then its next step
+        ("fails", True),  # on after the crash
+        ("asks", False),  # a new input again
+    ]  # fmt: skip
+    assert not resuming({})
 
 
 def test_runtime_of_is_the_runtime_a_node_would_be_given() -> None:

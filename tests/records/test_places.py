@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
 
 from gated_react import Budget, Policy, build_graph, open_checkpointer, read, resume, run
 from gated_react.records.places import PLACES, forget
@@ -301,3 +301,63 @@ def test_a_run_begun_again_elsewhere_and_answered_here_counts_its_new_record_onl
         assert done.stdout.strip() == "paused"
         answered = resume(_asking_graph(saver, "done"), GONE, {"approved": True})
         assert answered["stop_reason"] == "success"
+
+
+CRASH_VAR = "GATED_REACT_TEST_CRASH_IN_TOOL"
+
+
+def _fragile(q: str) -> str:
+    """Look something up (the process dies in it where ``CRASH_VAR`` is set)."""
+    if os.environ.get(CRASH_VAR):
+        os._exit(3)
+    return f"found {q}"
+
+
+# idempotent: the resumed run runs it again (a tool that is not asks whether it ran)
+fragile = StructuredTool.from_function(_fragile, name="fragile", metadata={"idempotent": True})
+
+
+def _fragile_graph(saver: Any, *replies: str) -> Any:
+    """``fragile``, then an answer: 2 model calls a run under limits of 3."""
+    policy = Policy(
+        allow=frozenset({"fragile"}), budget=Budget(thread_max_steps=3, max_steps=3)
+    )  # fmt: skip
+    model = ScriptedChatModel(replies=list(replies) or [call("fragile", q="x"), "done"])
+    return build_graph(model, [fragile], policy=policy, checkpointer=saver)
+
+
+DIES = """
+import sys
+from tests.records.test_places import GONE, KEY, _fragile_graph
+from gated_react import open_checkpointer
+with open_checkpointer(sys.argv[1], key=KEY) as saver:
+    config = {"configurable": {"thread_id": GONE}}
+    _fragile_graph(saver).invoke({"goal": "look x up"}, config, durability="sync")
+"""
+
+
+def test_a_run_begun_again_elsewhere_and_resumed_here_after_a_crash_counts_its_new_record(
+    store_url: str,
+) -> None:
+    """As the answered run above, the new run's process killed inside its tool call: the
+    process that read the deleted run resumes it (``input=None``) and reads the thread anew
+    as it goes on. Before, it stopped ``max_steps`` on the deleted run's model calls."""
+    config: Any = {"configurable": {"thread_id": GONE}}
+    with open_checkpointer(store_url, key=KEY) as saver:
+        assert _fragile_graph(saver).invoke({"goal": "look x up"}, config)["stop_reason"] == (
+            "success"
+        )
+        cli = [sys.executable, "-c", "from gated_react.cli import main; main()"]
+        env = {**os.environ, "GATED_REACT_STORE_KEY": KEY}
+        deleted = subprocess.run(
+            [*cli, "delete", GONE, "--db", store_url], env=env, capture_output=True,
+            text=True, timeout=PATIENCE, check=False,
+        )  # fmt: skip
+        assert deleted.returncode == 0, deleted.stderr
+        died = subprocess.run(
+            [sys.executable, "-c", DIES, store_url], env={**env, CRASH_VAR: "1"},
+            capture_output=True, text=True, timeout=PATIENCE, check=False,
+        )  # fmt: skip
+        assert died.returncode == 3, died.stderr
+        resumed = _fragile_graph(saver, "done").invoke(None, config)
+        assert resumed["stop_reason"] == "success"

@@ -78,7 +78,7 @@ def decide(state: DecideChannels, config: RunnableConfig, *, deps: NodeDeps) -> 
     """Sync body: the model is called for at most the active seconds left in the budget (on a
     worker thread that is abandoned then)."""
     place = Place.of(config)
-    place.answered(config)  # a resume: read the thread anew if deleted
+    place.resumed(config)  # read the thread anew if it was deleted
     held = _held_run(state)
     unfinished = held is not None and place.ledger.book(place.thread, held).tally.ended is None
     opened = _opened(state, place, unfinished)
@@ -120,7 +120,7 @@ async def adecide(
 ) -> dict[str, Any]:
     """Async body: the same, awaiting the model; the call is cancelled when time runs out."""
     place = Place.of(config)
-    await place.aanswered(config)  # a resume: read the thread anew if deleted
+    await place.aresumed(config)  # read the thread anew if it was deleted
     held = _held_run(state)
     unfinished = (
         held is not None and (await place.ledger.abook(place.thread, held)).tally.ended is None

@@ -59,7 +59,7 @@ class ExecuteChannels(TypedDict, total=False):
 def execute(state: ExecuteChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Sync body: one call runs here, several on threads of their own."""
     place = Place.of(config)
-    place.answered(config)  # a resume: read the thread anew if deleted
+    place.resumed(config)  # read the thread anew if it was deleted
     step = run_step(state, "execute", place.saved, config)
     deps.spans.note(config, place, step.run)
     ledger = place.ledger
@@ -98,7 +98,7 @@ async def aexecute(
 ) -> dict[str, Any]:
     """Async body: the calls are awaited together."""
     place = Place.of(config)
-    await place.aanswered(config)  # a resume: read the thread anew if deleted
+    await place.aresumed(config)  # read the thread anew if it was deleted
     step = run_step(state, "execute", place.saved, config)
     deps.spans.note(config, place, step.run)
     ledger = place.ledger

@@ -35,6 +35,7 @@ def finish(
     if config is None:  # a node called by hand
         return finished(step, 0)
     place = Place.of(config)
+    place.resumed(config)  # read the thread anew if it was deleted
     update = finished(step, place.ledger.book(place.thread, step.run).tally.usage().steps)
     place.ledger.append([_ended(place, step, update)])
     return update
@@ -44,6 +45,7 @@ async def afinish(state: FinishChannels, config: RunnableConfig) -> dict[str, An
     """Async twin of ``finish``."""
     step = step_of(state, "finish")
     place = Place.of(config)
+    await place.aresumed(config)  # read the thread anew if it was deleted
     book = await place.ledger.abook(place.thread, step.run)
     update = finished(step, book.tally.usage().steps)
     await place.ledger.aappend([_ended(place, step, update)])

@@ -41,7 +41,7 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
     """Let the proposed calls through (their permits recorded), settle them with what the
     model is shown instead, or stop the run."""
     place = Place.of(config)
-    place.answered(config)  # a resume: read the thread anew if deleted
+    place.resumed(config)  # read the thread anew if it was deleted
     step = run_step(state, "gate", place.saved, config)
     book = place.ledger.book(place.thread, step.run)
     whole = place.whole(deps.policy.budget, tools=True)
@@ -62,7 +62,7 @@ def gate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict
 async def agate(state: GateChannels, config: RunnableConfig, *, deps: NodeDeps) -> dict[str, Any]:
     """Async twin of ``gate``."""
     place = Place.of(config)
-    await place.aanswered(config)  # a resume: read the thread anew if deleted
+    await place.aresumed(config)  # read the thread anew if it was deleted
     step = run_step(state, "gate", place.saved, config)
     book = await place.ledger.abook(place.thread, step.run)
     whole = await place.awhole(deps.policy.budget, tools=True)

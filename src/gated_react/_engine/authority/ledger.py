@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.authority.backends import Backend, MemoryBackend
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react._engine.authority.spend import Tally
-from gated_react._engine.langgraph_internals import answering, run_key, saver_of
+from gated_react._engine.langgraph_internals import resuming, run_key, saver_of
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.store.key import StoreKey
@@ -272,15 +272,16 @@ class Place:
     def record(self, run: str, kind: Kind, key: str, **body: Any) -> Record:
         return Record(self.thread, run, kind, key, body)
 
-    def answered(self, config: RunnableConfig) -> None:
-        """On the pass that brings a human's answer, before the node that asked reads the
-        record: the question may have been asked in another process, of the thread deleted
-        and begun again there since this one read it (``Ledger.renew``)."""
-        if answering(config):
+    def resumed(self, config: RunnableConfig) -> None:
+        """On a pass's first step that goes on from a stored checkpoint (a human's answer, a
+        resume after a crash), before the node reads the record: the run may have been begun
+        in another process, of the thread deleted and begun again there since this one read
+        it (``Ledger.renew``)."""
+        if resuming(config):
             self.ledger.renew(self.thread)
 
-    async def aanswered(self, config: RunnableConfig) -> None:
-        if answering(config):
+    async def aresumed(self, config: RunnableConfig) -> None:
+        if resuming(config):
             await self.ledger.arenew(self.thread)
 
     @property

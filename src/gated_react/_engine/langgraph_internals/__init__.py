@@ -22,6 +22,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     CONFIG_KEY_RESUME_MAP,
+    CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     INTERRUPT,
@@ -142,13 +143,11 @@ def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
     return handler.metadata.get(run_id) if run_id is not None else None
 
 
-def answering(config: RunnableConfig) -> bool:
-    """Whether this task takes a human's answer on this pass: a resume value waits for it
-    (its own, or a bare ``Command(resume=...)``'s, which the first question takes)."""
-    scratchpad = config.get("configurable", {}).get(CONFIG_KEY_SCRATCHPAD)
-    if scratchpad is None:
-        return False
-    return bool(scratchpad.resume) or scratchpad.get_null_resume(False) is not None
+def resuming(config: RunnableConfig) -> bool:
+    """Whether this task is of a pass's first step that goes on from a stored checkpoint (a
+    human's answer, ``input=None`` after a crash, a ``Command``): LangGraph flags the tasks
+    of that step, and no later one."""
+    return bool(config.get("configurable", {}).get(CONFIG_KEY_RESUMING))
 
 
 def earlier_interrupt_ids(count: int) -> list[str]:

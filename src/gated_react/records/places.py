@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gated_react.records import RecordError
 from gated_react.records.store import pg_connection
-from gated_react.store.rows import RECORDS, changed_outside, record_thread, thread_of
+from gated_react.store.rows import RECORDS, changed_outside, owned, parts_of
 
 Kind = Literal["sqlite", "postgres"]
 _BOTH: frozenset[Kind] = frozenset({"sqlite", "postgres"})
@@ -132,19 +132,11 @@ def _deleted(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str
 def _parts(run: Any, kind: Kind, place: Place, threads: list[str]) -> dict[str, str]:
     """The thread ids ``place`` keeps the threads' rows under, each with its thread: its own
     and its subgraphs' (``store.rows.record_thread``), never another thread's."""
-    mark = "?" if kind == "sqlite" else "%s"
-    starts = f"substr({place.thread}, 1, {mark}) = {mark}"
-    kept = [record_thread(t) for t in threads]
-    prefixes = [arg for k in kept for arg in (len(k) + 1, f"{k}|")]
+    clause, params = parts_of(threads, "?" if kind == "sqlite" else "%s", place.thread)
     held = run(
-        f"SELECT DISTINCT {place.thread} FROM {place.table} WHERE {place.thread} IN"
-        f" ({', '.join([mark] * len(threads))}) OR {' OR '.join([starts] * len(threads))}",
-        *kept,
-        *prefixes,
-        every=True,
+        f"SELECT DISTINCT {place.thread} FROM {place.table} WHERE {clause}", *params, every=True
     )
-    mine = set(threads)
-    return {part: owner for row in held if (owner := thread_of(part := str(row[0]))) in mine}
+    return owned((str(row[0]) for row in held), set(threads))
 
 
 def _not_running(run: Any, place: Place, threads: list[str], done: Forgotten) -> list[str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from typing import Any
 
-from gated_react.store.rows import RECORDS, record_thread, thread_of
+from gated_react.store.rows import RECORDS, owned, parts_of
 
 Query = tuple[str, Sequence[Any]]
 Rows = list[tuple[Any, ...]]
@@ -37,13 +37,9 @@ def forgetting(mark: str, thread: str) -> Program:
     )
     if not (yield table, (RECORDS,)):
         return  # a store no run wrote to yet
-    kept = record_thread(thread)
-    found = yield (
-        f"SELECT DISTINCT thread_id FROM {RECORDS} WHERE thread_id = {mark}"
-        f" OR substr(thread_id, 1, {mark}) = {mark}",
-        (kept, len(kept) + 1, f"{kept}|"),
-    )
-    mine = [part for row in found if thread_of(part := str(row[0])) == thread]
+    clause, params = parts_of([thread], mark)
+    found = yield f"SELECT DISTINCT thread_id FROM {RECORDS} WHERE {clause}", params
+    mine = list(owned((str(row[0]) for row in found), {thread}))
     if mine:
         yield f"DELETE FROM {RECORDS} WHERE thread_id IN {_marks(mark, mine)}", mine
 

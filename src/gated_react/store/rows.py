@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
@@ -111,6 +111,22 @@ def thread_of(record_thread: str) -> str:
         at = record_thread.find("|", at + 2)
     head = record_thread if at < 0 else record_thread[:at]
     return head.replace("||", "|")
+
+
+def parts_of(threads: Sequence[str], mark: str, column: str = "thread_id") -> tuple[str, list[Any]]:
+    """A ``WHERE`` clause on ``column`` for the record threads that may be ``threads``' own or
+    their subgraphs' (``owned`` tells which are), and its parameters (``mark``: ``?`` or
+    ``%s``)."""
+    kept = [record_thread(thread) for thread in threads]
+    starts = f"substr({column}, 1, {mark}) = {mark}"
+    clause = f"{column} IN ({', '.join([mark] * len(kept))}) OR {' OR '.join([starts] * len(kept))}"
+    return clause, [*kept, *(arg for k in kept for arg in (len(k) + 1, f"{k}|"))]
+
+
+def owned(found: Iterable[str], threads: Collection[str]) -> dict[str, str]:
+    """Of the record threads ``found``, each that is one of ``threads``' own or its
+    subgraphs', with its thread."""
+    return {part: owner for part in found if (owner := thread_of(part)) in threads}
 
 
 def owners(threads: Iterable[str], record_threads: Iterable[str]) -> dict[str, list[str]]:

@@ -4,6 +4,7 @@ client reads of it is the public part."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from pathlib import Path
@@ -17,9 +18,11 @@ from langchain_core.messages import (
     RemoveMessage,
     ToolMessage,
 )
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.types import Command
 
 from gated_react import build_graph
 from gated_react.state import (
@@ -38,6 +41,7 @@ from gated_react.state import (
     conversation,
 )
 from gated_react.state.conversation import add_messages_fast as _add_messages
+from gated_react.state.input_ids import with_input_ids
 from gated_react.testing import ScriptedChatModel
 from gated_react.tools.support import SUPPORT_TOOLS
 
@@ -291,3 +295,49 @@ def test_the_reducer_keeps_no_conversation_that_nothing_else_holds(
     alive = _add_messages([HumanMessage("goal", id="a")], [[AIMessage("x", id="b")]])
     other = _add_messages([HumanMessage("goal", id="c")], [[AIMessage("y", id="d")]])
     assert {id(alive), id(other)} <= set(conversation._KNOWN)  # both still held by their runs
+
+
+def test_every_input_message_gets_an_id_once_and_the_callers_objects_stay_as_they_were() -> None:
+    """``with_input_ids``: each form a client sends a message in (a dict, a message, a pair, a
+    string, alone or in a list, in an input or a ``Command``'s update) gets an id; one with an
+    id, anything that is not a message, and the caller's objects are left as they are."""
+    said = {"role": "user", "content": "pay a"}
+    human = HumanMessage("pay b")
+    sent = {"messages": [said, human, ("user", "pay c"), "pay d"], "goal": None}
+    named = with_input_ids(sent)
+    ids = [m["id"] if isinstance(m, dict) else m.id for m in named["messages"]]
+    assert all(ids)
+    assert len(set(ids)) == 4
+    assert named["goal"] is None
+    assert "id" not in said
+    assert human.id is None
+    assert [m["content"] if isinstance(m, dict) else m.content for m in named["messages"]] == [
+        "pay a", "pay b", "pay c", "pay d",
+    ]  # fmt: skip
+    assert with_input_ids(named) is named  # every message has its id: nothing to change
+    assert with_input_ids({"messages": "hi"})["messages"].id
+    assert with_input_ids({"goal": "pay a"}) == {"goal": "pay a"}
+    assert with_input_ids(None) is None
+    odd = {"messages": [{"no": "role"}, 3]}
+    assert with_input_ids(odd) is odd  # left for the reducer to refuse
+    command = with_input_ids(Command(resume={"approved": True}, update={"messages": [said]}))
+    assert command.resume == {"approved": True}
+    assert command.update["messages"][0]["id"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_replay_of_an_input_sent_without_ids_asks_the_same_question(mode: str) -> None:
+    """The input checkpoint holds the ids given when the input was sent: every replay of it
+    opens the same run (LangGraph alone gives the message a new id at each replay)."""
+    model = ScriptedChatModel(replies=["hello"], cycle=True)
+    graph = build_graph(model, [], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    sent = {"messages": [{"role": "user", "content": "hi"}]}
+    if mode == "sync":
+        graph.invoke(sent, config)
+    else:
+        asyncio.run(graph.ainvoke(sent, config))
+    asked = graph.get_state(config).values["messages"][0].id
+    (started,) = [s for s in graph.get_state_history(config) if s.metadata["source"] == "input"]
+    replayed = [graph.invoke(None, started.config)["messages"][0].id for _ in range(2)]
+    assert replayed == [asked, asked]

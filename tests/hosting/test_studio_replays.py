@@ -131,3 +131,31 @@ def test_rest_fork_of_an_old_checkpoint_continued_pays_again_unasked(server: Dev
     out = drive(server, scenario)
     paid = len(_payments(server)) - before
     assert paid == 1, f"the payment ran {paid} times, unasked; the run says {out['stop_reason']}"
+
+
+def test_rest_replay_of_the_input_checkpoint_of_a_message_without_an_id_pays_once(
+    server: DevServer,
+) -> None:
+    """A chat client's question (``{"role": "user", "content": ...}``, no id) then
+    ``runs.wait(input=None, checkpoint_id=<the run's input checkpoint>)`` twice: every replay
+    asks the same question (the id given when the input was sent is in the input checkpoint),
+    so the record answers the payment; without it each replay was a new run and paid."""
+
+    async def scenario(client: LangGraphClient) -> Any:
+        tid = (await client.threads.create())["thread_id"]
+        said = {"messages": [{"role": "user", "content": "pay a"}]}
+        first = await client.runs.wait(tid, "payments", input=said)
+        history = await client.threads.get_history(tid, limit=50)
+        (started,) = [s for s in history if s["metadata"]["source"] == "input"]
+        old = started["checkpoint"]["checkpoint_id"]
+        replays = [
+            await client.runs.wait(tid, "payments", input=None, checkpoint_id=old) for _ in range(2)
+        ]
+        return first, replays
+
+    before = len(_payments(server))
+    first, replays = drive(server, scenario)
+    assert len(_payments(server)) - before == 1
+    asked = first["messages"][0]["id"]
+    assert [out["messages"][0]["id"] for out in replays] == [asked, asked]
+    assert [out["stop_reason"] for out in replays] == ["success", "success"]

@@ -357,17 +357,8 @@ def test_a_chat_uis_regenerate_is_a_new_request_and_pays(
     assert PAID == ["a", "a", "a"]
 
 
-NEW_ID_ON_REPLAY = pytest.mark.xfail(
-    strict=True,
-    reason="src: a run is named by its question's id, and LangGraph stamps a new random id on "
-    "an input message a chat client sent without one each time the input checkpoint is "
-    "replayed (ensure_message_ids): each replay is a new run with a record of its own, and "
-    "pays again (6 payments for 1 run and 5 replays)",
-)
-
-
 @pytest.mark.parametrize("durability", ["sync", "async"])
-@pytest.mark.parametrize("kind", [pytest.param("messages", marks=NEW_ID_ON_REPLAY), "goal"])
+@pytest.mark.parametrize("kind", ["messages", "goal"])
 def test_a_replay_of_the_runs_input_does_not_pay_again(
     tmp_path: Path, kind: str, durability: Any
 ) -> None:

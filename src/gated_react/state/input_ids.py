@@ -1,0 +1,78 @@
+"""Every message a run's input brings is given its id when the input is sent, so the id is
+stored with the input.
+
+A run is named by its question's id (``_engine/conversation/turns.py``). LangGraph keeps an
+invocation's input in the input checkpoint as it was sent and maps it to channel writes each
+time that checkpoint is run, giving a message that came without an id a new random one each
+time (``ensure_message_ids``): a time travel to the input checkpoint of a question a chat
+client sent without an id would be a new run with a record of its own, and run again the calls
+the first run made (a payment made once per replay). With the id given here, the input
+checkpoint holds it, every replay asks the same question (the same run, whose record says what
+ran), and a new submission of the same words (a chat UI's regenerate) is a new question.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage, convert_to_messages
+from langgraph.types import Command
+
+_ROLES = ("role", "type")
+
+
+def with_input_ids(value: Any) -> Any:
+    """``value`` (an invocation's input, or a ``Command``) with an id on every message of its
+    ``messages`` that has none; anything else, and the caller's objects, unchanged."""
+    if isinstance(value, Command):
+        update = value.update
+        if isinstance(update, Mapping) and "messages" in update:
+            named = _named(update["messages"])
+            if named is not update["messages"]:
+                return Command(
+                    graph=value.graph, update={**update, "messages": named},
+                    resume=value.resume, goto=value.goto,
+                )  # fmt: skip
+        return value
+    if isinstance(value, Mapping) and "messages" in value:
+        named = _named(value["messages"])
+        return value if named is value["messages"] else {**value, "messages": named}
+    return value
+
+
+def _named(messages: Any) -> Any:
+    if not isinstance(messages, list | tuple) or _is_pair(messages):
+        return _one(messages)
+    items = [_one(item) for item in messages]
+    if all(new is old for new, old in zip(items, messages, strict=True)):
+        return messages
+    return items
+
+
+def _one(item: Any) -> Any:
+    """One message with an id (a new random one if it had none); what is not a message (or
+    does not convert to one) is left for the reducer to refuse."""
+    if isinstance(item, BaseMessage):
+        return item if item.id else item.model_copy(update={"id": _new()})
+    if isinstance(item, Mapping):
+        if not any(key in item for key in _ROLES) or item.get("id"):
+            return item
+        return {**item, "id": _new()}
+    if isinstance(item, str) or _is_pair(item):
+        try:
+            (message,) = convert_to_messages([item])
+        except (TypeError, ValueError, NotImplementedError):
+            return item
+        return message.model_copy(update={"id": message.id or _new()})
+    return item
+
+
+def _is_pair(item: Any) -> bool:
+    """A ``(role, content)`` pair, as LangChain takes a message."""
+    return isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+
+
+def _new() -> str:
+    return str(uuid.uuid4())

@@ -361,3 +361,40 @@ def test_a_run_begun_again_elsewhere_and_resumed_here_after_a_crash_counts_its_n
         assert died.returncode == 3, died.stderr
         resumed = _fragile_graph(saver, "done").invoke(None, config)
         assert resumed["stop_reason"] == "success"
+
+
+STOPS_AFTER = """
+import sys
+from tests.records.test_places import GONE, KEY, _fragile_graph
+from gated_react import open_checkpointer
+with open_checkpointer(sys.argv[1], key=KEY) as saver:
+    config = {"configurable": {"thread_id": GONE}}
+    _fragile_graph(saver).invoke({"goal": "look x up"}, config, interrupt_after=[sys.argv[2]])
+"""
+
+
+@pytest.mark.parametrize(
+    ("stopped_after", "goes_on_at"), [("decide", "validate"), ("execute", "observe")]
+)
+def test_a_run_begun_again_elsewhere_and_going_on_here_at_a_node_that_reads_no_record(
+    store_url: str, stopped_after: str, goes_on_at: str
+) -> None:
+    """As the crash above, the new run's pass ended between two nodes, so the pass here goes
+    on at validate or observe, which read no record: they drop what this process read of the
+    thread, and the gate or decide after them reads it anew. Before, the next node counted
+    the deleted run's model calls and the run stopped ``max_steps``."""
+    config: Any = {"configurable": {"thread_id": GONE}}
+    with open_checkpointer(store_url, key=KEY) as saver:
+        first = _fragile_graph(saver).invoke({"goal": "look x up"}, config)
+        assert first["stop_reason"] == "success"
+        cli = [sys.executable, "-c", "from gated_react.cli import main; main()"]
+        env = {**os.environ, "GATED_REACT_STORE_KEY": KEY}
+        for command in ([*cli, "delete", GONE, "--db", store_url],
+                        [sys.executable, "-c", STOPS_AFTER, store_url, stopped_after]):  # fmt: skip
+            done = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=PATIENCE, check=False
+            )
+            assert done.returncode == 0, done.stderr
+        graph = _fragile_graph(saver, "done")
+        assert graph.get_state(config).next == (goes_on_at,)
+        assert graph.invoke(None, config)["stop_reason"] == "success"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from gated_react._engine.authority.ledger import Place
 from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import step_of
 from gated_react._engine.deps import NodeDeps
@@ -22,6 +23,7 @@ class ObserveChannels(TypedDict, total=False):
 
 def observe(state: ObserveChannels, *, deps: NodeDeps) -> dict[str, Any]:
     """Route on the step's results: writes nothing, unless the run ends on a direct result."""
+    Place.reread()  # a pass resumed here: decide reads the thread anew
     step = step_of(state, "observe")
     if step.ending is not None:
         return {}

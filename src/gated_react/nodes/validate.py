@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import AIMessage
 
+from gated_react._engine.authority.ledger import Place
 from gated_react._engine.conversation.chat import not_run, proposal, proposed, result, with_ids
 from gated_react._engine.conversation.step_channel import stored
 from gated_react._engine.conversation.steps import ending, step_of
@@ -43,6 +44,7 @@ class ValidateChannels(TypedDict, total=False):
 def validate(state: ValidateChannels, *, deps: NodeDeps) -> dict[str, Any]:
     """Parse the reply with the policy's protocol and apply the contract (to every call of a
     reply that holds several)."""
+    Place.reread()  # a pass resumed here: the gate reads the thread anew
     step = step_of(state, "validate")
     reply = step.reply
     if reply is None:

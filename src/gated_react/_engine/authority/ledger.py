@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from gated_react._engine.authority.backends import Backend, MemoryBackend
 from gated_react._engine.authority.records import Kind, Record, process_key
 from gated_react._engine.authority.spend import Tally
-from gated_react._engine.langgraph_internals import resuming, run_key, saver_of
+from gated_react._engine.langgraph_internals import resuming, run_key, running_config, saver_of
 from gated_react.policy import Budget
 from gated_react.state import Usage
 from gated_react.store.key import StoreKey
@@ -129,12 +129,12 @@ class Ledger:
         read in this process."""
         held = self._oldest(thread)
         if held is not None and not self._still(held, self.backend.first(thread)):
-            self._forget_thread(thread)
+            self.forget_thread(thread)
 
     async def arenew(self, thread: str) -> None:
         held = self._oldest(thread)
         if held is not None and not self._still(held, await self.backend.afirst(thread)):
-            self._forget_thread(thread)
+            self.forget_thread(thread)
 
     def about(self, keys: Sequence[str]) -> list[Record]:
         """Every record about these call keys or call ids, in any thread."""
@@ -173,7 +173,8 @@ class Ledger:
         and written again starts after every number read of it before."""
         return stored is not None and stored <= held
 
-    def _forget_thread(self, thread: str) -> None:
+    def forget_thread(self, thread: str) -> None:
+        """Drop what was read of ``thread``: its books are read from the store again."""
         with self._lock:
             for key in [key for key in self._books if key[0] == thread]:
                 del self._books[key]
@@ -283,6 +284,18 @@ class Place:
     async def aresumed(self, config: RunnableConfig) -> None:
         if resuming(config):
             await self.ledger.arenew(self.thread)
+
+    @classmethod
+    def reread(cls) -> None:
+        """``resumed`` for a node that reads no record (validate, observe), sync or async
+        alike: on a pass's first step that goes on from a stored checkpoint, what this process
+        read of the thread is dropped, and the next node that reads the record reads it anew
+        (LangGraph flags a pass's first step only, so that node could not tell). Nothing
+        outside a graph (a node called by hand)."""
+        config = running_config()
+        if config is not None and resuming(config):
+            place = cls.of(config)
+            place.ledger.forget_thread(place.thread)
 
     @property
     def awaited(self) -> bool:

@@ -143,6 +143,14 @@ def node_place(handler: StreamMessagesHandler, config: RunnableConfig) -> Any:
     return handler.metadata.get(run_id) if run_id is not None else None
 
 
+def running_config() -> RunnableConfig | None:
+    """The running task's config (what a node is given), or None outside a graph."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
 def resuming(config: RunnableConfig) -> bool:
     """Whether this task is of a pass's first step that goes on from a stored checkpoint (a
     human's answer, ``input=None`` after a crash, a ``Command``): LangGraph flags the tasks

@@ -17,13 +17,20 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.types import Command
 
-from gated_react import Policy, as_tool, build_graph, open_checkpointer, result_of
+from gated_react import (
+    Policy,
+    as_tool,
+    build_graph,
+    open_checkpointer,
+    result_of,
+    with_input_ids,
+)
 from gated_react.state import RunReply
 from gated_react.testing import ScriptedChatModel, call
 from gated_react.tools.support import SUPPORT_TOOLS
 
 from .support.docs import page, section
-from .support.helpers import REFUND_42, REFUND_GOAL
+from .support.helpers import REFUND_42, REFUND_GOAL, as_subgraph
 from .support.results import ainvoked, invoked
 
 RESULT = set(RunReply.model_fields)
@@ -362,4 +369,47 @@ def test_a_replay_or_fork_of_the_parent_is_the_same_run_of_the_agent_inside() ->
     desk.invoke(None, before.config)  # Studio's "re-run from here"
     forked = desk.update_state(before.config, {"handled_by": ["edited"]}, as_node="route")
     desk.invoke(None, forked)
+    assert paid == ["bob"]
+
+
+def _paying_parent(paid: list[str]) -> Any:
+    """A parent graph whose one node is the agent, its state a conversation (``Outer``), and
+    the agent's tool a payment that counts itself."""
+    from langchain_core.tools import tool
+
+    @tool
+    def pay(to: str) -> str:
+        """Pay someone."""
+        paid.append(to)
+        return f"paid {to}"
+
+    def reply(messages: list[Any]) -> Any:
+        return (
+            "paid" if any(isinstance(m, ToolMessage) for m in messages) else call("pay", to="bob")
+        )
+
+    agent = build_graph(ScriptedChatModel(replies=[reply], cycle=True), [pay])
+    return as_subgraph(agent, InMemorySaver())
+
+
+PARENT_STAMPS = pytest.mark.xfail(
+    strict=True,
+    reason="src: the parent's add_messages gives its input's id-less message a new id at each "
+    "replay of its input checkpoint, and the agent's run is named by its question's id: each "
+    "replay is a new run that pays again (with_input_ids on the parent's input avoids it)",
+)
+
+
+@pytest.mark.parametrize("named", [True, pytest.param(False, marks=PARENT_STAMPS)])
+def test_a_parents_input_replayed_is_one_run_of_the_agent_inside(named: bool) -> None:
+    """A parent graph's input checkpoint replayed 3 times (found by an outside tester: 4
+    payments for one question): one payment when the input went through ``with_input_ids``."""
+    paid: list[str] = []
+    parent = _paying_parent(paid)
+    config: Any = {"configurable": {"thread_id": "p"}}
+    sent: Any = {"messages": [{"role": "user", "content": "pay bob"}]}
+    parent.invoke(with_input_ids(sent) if named else sent, config)
+    (started,) = [s for s in parent.get_state_history(config) if s.metadata["source"] == "input"]
+    for _ in range(3):
+        parent.invoke(None, started.config)
     assert paid == ["bob"]

@@ -48,6 +48,7 @@ PUBLIC = [
     "result_of",
     "resume",
     "run",
+    "with_input_ids",
 ]
 
 

@@ -316,6 +316,14 @@ def test_every_input_message_gets_an_id_once_and_the_callers_objects_stay_as_the
     ]  # fmt: skip
     assert with_input_ids(named) is named  # every message has its id: nothing to change
     assert with_input_ids({"messages": "hi"})["messages"].id
+    # a pair sent as JSON is a list (langgraph_sdk sends ("user", ...) so): one message
+    (pair,) = with_input_ids({"messages": [["user", "pay e"]]})["messages"]
+    assert (pair.type, pair.content) == ("human", "pay e")
+    assert pair.id
+    # a list of two strings is two messages, as add_messages reads it
+    assert [m.content for m in with_input_ids({"messages": ["user", "hi"]})["messages"]] == [
+        "user", "hi",
+    ]  # fmt: skip
     assert with_input_ids({"goal": "pay a"}) == {"goal": "pay a"}
     assert with_input_ids(None) is None
     odd = {"messages": [{"no": "role"}, 3]}

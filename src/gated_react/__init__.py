@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         run,
     )
     from gated_react.state import Question, RunInput, RunInputDict, RunResult, State, ThreadResult
+    from gated_react.state.input_ids import with_input_ids
     from gated_react.stops import Stop, StopReason
     from gated_react.store.checkpointer import aopen_checkpointer, open_checkpointer
     from gated_react.store.locks import ThreadBusy
@@ -79,6 +80,7 @@ _HOMES = {
     "result_of": "runs",
     "resume": "runs",
     "run": "runs",
+    "with_input_ids": "state.input_ids",
 }
 
 __all__ = [
@@ -118,6 +120,7 @@ __all__ = [
     "result_of",
     "resume",
     "run",
+    "with_input_ids",
 ]
 
 

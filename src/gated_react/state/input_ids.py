@@ -43,7 +43,7 @@ def with_input_ids(value: Any) -> Any:
 
 
 def _named(messages: Any) -> Any:
-    if not isinstance(messages, list | tuple) or _is_pair(messages):
+    if not isinstance(messages, list | tuple) or (type(messages) is tuple and _is_pair(messages)):
         return _one(messages)
     items = [_one(item) for item in messages]
     if all(new is old for new, old in zip(items, messages, strict=True)):
@@ -70,8 +70,9 @@ def _one(item: Any) -> Any:
 
 
 def _is_pair(item: Any) -> bool:
-    """A ``(role, content)`` pair, as LangChain takes a message."""
-    return isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+    """A ``(role, content)`` pair, as LangChain takes a message: a tuple, or the list a tuple
+    becomes in JSON (``langgraph_sdk`` sends ``("user", ...)`` so)."""
+    return isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
 
 
 def _new() -> str:

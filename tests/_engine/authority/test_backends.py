@@ -1,18 +1,31 @@
 """Where records live in memory (``MemoryBackend``): in order, one run at a time, claimed at
 most once per call key, found by key or call id in any thread, the newest runs kept when
-bounded, a thread forgotten alone."""
+bounded, a thread forgotten alone, and with its saver's thread when the saver deletes one."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from gated_react import Budget, Policy, build_graph
 from gated_react._engine.authority.backends import MemoryBackend
 from gated_react._engine.authority.records import Kind, Record
 from gated_react.store.key import StoreKey
+from gated_react.testing import ScriptedChatModel, call
 
 KEY = StoreKey("k" * 32)
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
 
 
 def _rec(thread: str, run: str, kind: Kind, key: str, **body: Any) -> Record:
@@ -123,3 +136,40 @@ def test_a_call_id_every_run_reuses_finds_each_record_and_loses_none_when_one_th
     assert [r.seq for r in backend.about(["call_0"])] == list(range(2, 21, 2))
     assert backend.insert([_rec("t1", "r99", Kind.DONE, "k99", call="call_0")]) == [21]
     assert [r.seq for r in backend.about(["call_0"])][-2:] == [20, 21]  # never a number again
+
+
+def test_a_savers_delete_thread_drops_the_threads_records_and_its_subgraphs() -> None:
+    """Beside a saver (``beside``), the saver's ``delete_thread`` and ``adelete_thread`` drop the
+    thread's own and its subgraphs' records after its checkpoints; a thread whose id merely
+    starts the same keeps its records."""
+    saver = InMemorySaver()
+    backend = MemoryBackend().beside(saver)
+    for thread in ("t", "t|agent:1", "t||x", "u"):
+        backend.insert([_rec(thread, "r", Kind.PERMIT, f"k-{thread}")])
+    saver.delete_thread("t")
+    assert sorted(backend._threads) == ["t||x", "u"]  # "t|x" names thread "t|x", not t's part
+    asyncio.run(saver.adelete_thread("u"))
+    assert sorted(backend._threads) == ["t||x"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_in_memory_thread_deleted_and_begun_again_starts_its_limits_anew(mode: str) -> None:
+    """LangGraph's ``InMemorySaver.delete_thread`` (an app's ``graph.checkpointer``): the
+    thread begun again under its id counts its new runs only. Before, its third run stopped at
+    the thread's limit on the deleted runs' model calls."""
+    saver = InMemorySaver()
+
+    def limited() -> str:
+        graph = build_graph(
+            ScriptedChatModel(replies=[call("lookup", q="x"), "done"]), [lookup],
+            policy=Policy(budget=Budget(thread_max_steps=3, max_steps=3)), checkpointer=saver,
+        )  # fmt: skip
+        out = graph.invoke({"goal": "look x up"}, {"configurable": {"thread_id": "t"}})
+        return str(out["stop_reason"])
+
+    assert [limited(), limited()] == ["success", "max_steps"]
+    if mode == "sync":
+        saver.delete_thread("t")
+    else:
+        asyncio.run(saver.adelete_thread("t"))
+    assert limited() == "success"

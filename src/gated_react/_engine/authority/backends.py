@@ -5,12 +5,14 @@ saver's checkpoints is the other backend (``sql``)."""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import operator
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from gated_react._engine.authority.records import Kind, Record
+from gated_react.store.rows import owned
 
 
 class Backend(Protocol):
@@ -129,6 +131,34 @@ class MemoryBackend:
 
     async def aforget(self, thread: str) -> int:
         return self.forget(thread)
+
+    def forget_owned(self, thread: str) -> int:
+        """Drop the records of ``thread`` (a thread's id) and of its subgraphs."""
+        with self._lock:
+            parts = owned({k[0] for k in self._runs}, {thread})
+            return self._drop([k for k in self._runs if k[0] in parts])
+
+    def beside(self, saver: Any) -> MemoryBackend:
+        """This backend, the records of ``saver``'s checkpoints: the saver's ``delete_thread``
+        (LangGraph's, on an ``InMemorySaver`` or any saver that keeps records in memory) drops
+        the thread's records after its checkpoints, as the SQL savers' does (``store/forget``).
+        A saver that takes no attributes keeps its own method."""
+        delete = getattr(saver, "delete_thread", None)
+        adelete = getattr(saver, "adelete_thread", None)
+        if delete is None or adelete is None:  # no saver LangGraph made: nothing to hook
+            return self
+
+        def delete_thread(thread_id: str) -> None:
+            delete(thread_id)
+            self.forget_owned(str(thread_id))
+
+        async def adelete_thread(thread_id: str) -> None:
+            await adelete(thread_id)
+            self.forget_owned(str(thread_id))
+
+        with contextlib.suppress(TypeError):
+            vars(saver).update(delete_thread=delete_thread, adelete_thread=adelete_thread)
+        return self
 
     def _drop(self, runs: list[tuple[str, str]]) -> int:
         """Drop runs' records (the lock held)."""

@@ -251,7 +251,8 @@ def _made_for(saver: Any) -> Ledger:
     from gated_react._engine.authority.sql import backend_for
     from gated_react.store.signed import key_of, unwrapped
 
-    backend = backend_for(unwrapped(saver)) or MemoryBackend()
+    inner = unwrapped(saver)
+    backend = backend_for(inner) or MemoryBackend().beside(inner)
     return Ledger(backend, key_of(saver))
 
 

@@ -328,6 +328,9 @@ def test_every_input_message_gets_an_id_once_and_the_callers_objects_stay_as_the
     assert with_input_ids(None) is None
     odd = {"messages": [{"no": "role"}, 3]}
     assert with_input_ids(odd) is odd  # left for the reducer to refuse
+    pairs = with_input_ids(Command(update=[("messages", [said]), ("goal", None)], goto="decide"))
+    assert pairs.update[0][1][0]["id"]
+    assert (pairs.update[1], pairs.goto) == (("goal", None), "decide")
     command = with_input_ids(Command(resume={"approved": True}, update={"messages": [said]}))
     assert command.resume == {"approved": True}
     assert command.update["messages"][0]["id"]

@@ -27,19 +27,27 @@ def with_input_ids(value: Any) -> Any:
     """``value`` (an invocation's input, or a ``Command``) with an id on every message of its
     ``messages`` that has none; anything else, and the caller's objects, unchanged."""
     if isinstance(value, Command):
-        update = value.update
-        if isinstance(update, Mapping) and "messages" in update:
-            named = _named(update["messages"])
-            if named is not update["messages"]:
-                return Command(
-                    graph=value.graph, update={**update, "messages": named},
-                    resume=value.resume, goto=value.goto,
-                )  # fmt: skip
-        return value
+        update = _update_ids(value.update)
+        if update is value.update:
+            return value
+        return Command(graph=value.graph, update=update, resume=value.resume, goto=value.goto)
     if isinstance(value, Mapping) and "messages" in value:
         named = _named(value["messages"])
         return value if named is value["messages"] else {**value, "messages": named}
     return value
+
+
+def _update_ids(update: Any) -> Any:
+    """A ``Command``'s update (a mapping, or ``(channel, value)`` pairs) with ids given."""
+    if isinstance(update, Mapping):
+        return with_input_ids(update)
+    if not isinstance(update, list | tuple):
+        return update
+    pairs = [
+        (pair[0], _named(pair[1])) if _is_pair(pair) and pair[0] == "messages" else pair
+        for pair in update
+    ]
+    return update if all(new is old for new, old in zip(pairs, update, strict=True)) else pairs
 
 
 def _named(messages: Any) -> Any:

@@ -21,6 +21,7 @@ from gated_react import (
     Policy,
     as_tool,
     build_graph,
+    naming_inputs,
     open_checkpointer,
     result_of,
     with_input_ids,
@@ -396,20 +397,34 @@ PARENT_STAMPS = pytest.mark.xfail(
     strict=True,
     reason="src: the parent's add_messages gives its input's id-less message a new id at each "
     "replay of its input checkpoint, and the agent's run is named by its question's id: each "
-    "replay is a new run that pays again (with_input_ids on the parent's input avoids it)",
+    "replay is a new run that pays again (with_input_ids or naming_inputs avoid it)",
 )
 
 
-@pytest.mark.parametrize("named", [True, pytest.param(False, marks=PARENT_STAMPS)])
-def test_a_parents_input_replayed_is_one_run_of_the_agent_inside(named: bool) -> None:
+@pytest.mark.parametrize(
+    "named", ["input", "graph", "graph-async", pytest.param("no", marks=PARENT_STAMPS)]
+)
+def test_a_parents_input_replayed_is_one_run_of_the_agent_inside(named: str) -> None:
     """A parent graph's input checkpoint replayed 3 times (found by an outside tester: 4
-    payments for one question): one payment when the input went through ``with_input_ids``."""
+    payments for one question): one payment when the input went through ``with_input_ids``,
+    or the parent through ``naming_inputs`` (a copy by ``with_config`` too)."""
     paid: list[str] = []
     parent = _paying_parent(paid)
+    if named.startswith("graph"):
+        parent = naming_inputs(parent).with_config(recursion_limit=50)
+        assert naming_inputs(parent) is parent
     config: Any = {"configurable": {"thread_id": "p"}}
     sent: Any = {"messages": [{"role": "user", "content": "pay bob"}]}
-    parent.invoke(with_input_ids(sent) if named else sent, config)
+    if named == "graph-async":
+        asyncio.run(parent.ainvoke(sent, config))
+    else:
+        parent.invoke(with_input_ids(sent) if named == "input" else sent, config)
     (started,) = [s for s in parent.get_state_history(config) if s.metadata["source"] == "input"]
     for _ in range(3):
         parent.invoke(None, started.config)
     assert paid == ["bob"]
+
+
+def test_a_graph_build_graph_made_names_its_inputs_already() -> None:
+    agent = build_graph(ScriptedChatModel(replies=["hi"]), [])
+    assert naming_inputs(agent) is agent

@@ -43,6 +43,7 @@ PUBLIC = [
     "arun",
     "as_tool",
     "build_graph",
+    "naming_inputs",
     "open_checkpointer",
     "read",
     "result_of",

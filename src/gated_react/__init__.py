@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         run,
     )
     from gated_react.state import Question, RunInput, RunInputDict, RunResult, State, ThreadResult
-    from gated_react.state.input_ids import with_input_ids
+    from gated_react.state.input_ids import naming_inputs, with_input_ids
     from gated_react.stops import Stop, StopReason
     from gated_react.store.checkpointer import aopen_checkpointer, open_checkpointer
     from gated_react.store.locks import ThreadBusy
@@ -80,6 +80,7 @@ _HOMES = {
     "result_of": "runs",
     "resume": "runs",
     "run": "runs",
+    "naming_inputs": "state.input_ids",
     "with_input_ids": "state.input_ids",
 }
 
@@ -115,6 +116,7 @@ __all__ = [
     "arun",
     "as_tool",
     "build_graph",
+    "naming_inputs",
     "open_checkpointer",
     "read",
     "result_of",

@@ -23,9 +23,10 @@ from langchain_core.tools import tool
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Command
 
-from gated_react import build_graph
+from gated_react import build_graph, naming_inputs
 from gated_react.testing import ScriptedChatModel, call
 
+from ..support.helpers import as_subgraph
 from ..support.studio_server import DevServer, drive
 
 pytestmark = pytest.mark.studio
@@ -47,13 +48,21 @@ def _model(messages: list[BaseMessage]) -> Any:
 
 
 agent = build_graph(ScriptedChatModel(replies=[_model], cycle=True), [pay], name="payments")
+desk = naming_inputs(
+    as_subgraph(build_graph(ScriptedChatModel(replies=[_model], cycle=True), [pay]), None)
+)
+"""A parent graph of the user's own running the agent as its node, served as ``naming_inputs``
+makes it."""
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     workdir = tmp_path_factory.mktemp("replays")
     config = workdir / "langgraph.json"
-    graphs = {"payments": {"path": "tests.hosting.test_studio_replays:agent"}}
+    graphs = {
+        "payments": {"path": "tests.hosting.test_studio_replays:agent"},
+        "desk": {"path": "tests.hosting.test_studio_replays:desk"},
+    }
     checkpointer = {"backend": "custom", "path": "gated_react.hosting.studio.checkpointer"}
     config.write_text(
         json.dumps({"dependencies": [str(REPO)], "graphs": graphs, "checkpointer": checkpointer})
@@ -159,3 +168,26 @@ def test_rest_replay_of_the_input_checkpoint_of_a_message_without_an_id_pays_onc
     asked = first["messages"][0]["id"]
     assert [out["messages"][0]["id"] for out in replays] == [asked, asked]
     assert [out["stop_reason"] for out in replays] == ["success", "success"]
+
+
+def test_rest_replay_of_a_served_parents_input_checkpoint_pays_once(server: DevServer) -> None:
+    """The agent as the node of a parent graph served through ``naming_inputs``: a chat
+    client's question without an id, then the parent's input checkpoint replayed twice through
+    the REST API; one payment (the parent's ``add_messages`` alone would give the question a
+    new id at each replay, and each would be a new run of the agent)."""
+
+    async def scenario(client: LangGraphClient) -> Any:
+        tid = (await client.threads.create())["thread_id"]
+        said = {"messages": [{"role": "user", "content": "pay a"}]}
+        await client.runs.wait(tid, "desk", input=said)
+        history = await client.threads.get_history(tid, limit=50)
+        (started,) = [s for s in history if s["metadata"]["source"] == "input"]
+        old = started["checkpoint"]["checkpoint_id"]
+        return [
+            await client.runs.wait(tid, "desk", input=None, checkpoint_id=old) for _ in range(2)
+        ]
+
+    before = len(_payments(server))
+    replays = drive(server, scenario)
+    assert len(_payments(server)) - before == 1
+    assert [out["messages"][-1]["content"] for out in replays] == ["done", "done"]

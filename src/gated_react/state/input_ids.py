@@ -14,11 +14,15 @@ ran), and a new submission of the same words (a chat UI's regenerate) is a new q
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+
+G = TypeVar("G", bound=CompiledStateGraph[Any, Any, Any, Any])
 
 _ROLES = ("role", "type")
 
@@ -85,3 +89,32 @@ def _is_pair(item: Any) -> bool:
 
 def _new() -> str:
     return str(uuid.uuid4())
+
+
+def naming_inputs(graph: G) -> G:
+    """``graph`` (a compiled graph of your own, one that runs the agent as a node) that gives
+    the messages of every input its ids first (``with_input_ids``), however it is invoked or
+    served (``langgraph.json`` may name the result): a replay of its input checkpoint is then
+    one run of the agent inside. A graph ``build_graph`` made does so already."""
+    kind = type(graph)
+    if issubclass(kind, NamedInputs):
+        return graph
+    named = type(f"Naming{kind.__name__}", (NamedInputs, kind), {})
+    attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+    return named(**attrs)  # type: ignore[no-any-return]
+
+
+class NamedInputs(CompiledStateGraph[Any, Any, Any, Any]):
+    """A compiled graph whose two methods every invocation goes through (``invoke``,
+    ``ainvoke``, ``batch``, ``astream_events``, a server's runs) name the input's messages
+    first. ``build_graph``'s graphs are of this class."""
+
+    def stream(  # LangGraph's keywords pass through unchanged
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        return super().stream(with_input_ids(input), config, **kwargs)
+
+    def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        return super().astream(with_input_ids(input), config, **kwargs)

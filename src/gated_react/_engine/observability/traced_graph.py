@@ -7,8 +7,8 @@ instructions a step (0.8%). The handler is added when a run starts instead (``st
 ``astream``, which ``invoke``, ``ainvoke``, ``batch``, ``astream_events`` and the server's
 runs go through), so an SDK installed after the graph was built records from its next run on.
 
-The same two methods give every message an input brings its id before LangGraph stores the
-input (``state/input_ids.py``: a replay of the input checkpoint is then the same run).
+The graph names its input's messages too (``NamedInputs``, ``state/input_ids.py``: a replay of
+the input checkpoint is then the same run).
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from gated_react._engine.observability.agent_spans import AgentSpans, api_alone
-from gated_react.state.input_ids import with_input_ids
+from gated_react.state.input_ids import NamedInputs
 
 
-class TracedGraph(CompiledStateGraph[Any, Any, Any, Any]):
-    """A compiled graph whose runs carry ``spans`` while an SDK can record, and whose input
-    messages carry their ids when stored. LangGraph's
+class TracedGraph(NamedInputs):
+    """A compiled graph whose runs carry ``spans`` while an SDK can record. LangGraph's
     ``copy`` (``with_config`` makes one) passes ``spans`` on with every other attribute."""
 
     def __init__(self, *, spans: AgentSpans | None = None, **kwargs: Any) -> None:
@@ -42,12 +41,12 @@ class TracedGraph(CompiledStateGraph[Any, Any, Any, Any]):
     def stream(  # LangGraph's keywords pass through unchanged
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        return super().stream(with_input_ids(input), self._traced(config), **kwargs)
+        return super().stream(input, self._traced(config), **kwargs)
 
     def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        return super().astream(with_input_ids(input), self._traced(config), **kwargs)
+        return super().astream(input, self._traced(config), **kwargs)
 
     def _traced(self, config: RunnableConfig | None) -> RunnableConfig | None:
         """``config`` with the handler among its callbacks where the graph's own config would

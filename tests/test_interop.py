@@ -413,6 +413,7 @@ def test_a_parents_input_replayed_is_one_run_of_the_agent_inside(named: str) -> 
     if named.startswith("graph"):
         parent = naming_inputs(parent).with_config(recursion_limit=50)
         assert naming_inputs(parent) is parent
+        assert type(naming_inputs(_paying_parent([]))) is type(parent)  # one class per kind
     config: Any = {"configurable": {"thread_id": "p"}}
     sent: Any = {"messages": [{"role": "user", "content": "pay bob"}]}
     if named == "graph-async":

@@ -177,14 +177,16 @@ def _until_three_live(fleet: Fleet, url: str) -> None:
 
 
 def _stacks(fleet: Fleet) -> str:
-    """Where each worker waits: its threads' and tasks' stacks (``kill -USR1``), as written."""
-    before = len(fleet.stderr())
-    workers = fleet.workers()
-    for pid in workers:
+    """Where each worker waits: its threads' and tasks' stacks (``kill -USR1``), as written,
+    one worker at a time under its pid (signalled together, their dumps interleave)."""
+    dumps = []
+    for pid in fleet.workers():
+        before = len(fleet.stderr())
         os.kill(pid, signal.SIGUSR1)
-    with contextlib.suppress(AssertionError):  # a loop blocked for good writes no tasks
-        wait_until(lambda: fleet.stderr()[before:].count("asyncio tasks:") >= len(workers))
-    return f"the workers' stacks:\n{fleet.stderr()[before:][-30000:]}"
+        with contextlib.suppress(AssertionError):  # a loop blocked for good writes no tasks
+            wait_until(lambda at=before: "asyncio tasks:" in fleet.stderr()[at:])
+        dumps.append(f"worker pid {pid}:\n{fleet.stderr()[before:][-12000:]}")
+    return "the workers' stacks:\n" + "\n".join(dumps)
 
 
 def _a_line_per_job(log: str, ended: dict[str, dict[str, Any]], killed: int) -> None:

@@ -13,6 +13,7 @@ ran), and a new submission of the same words (a chat UI's regenerate) is a new q
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, TypeVar
@@ -99,9 +100,19 @@ def naming_inputs(graph: G) -> G:
     kind = type(graph)
     if issubclass(kind, NamedInputs):
         return graph
-    named = type(f"Naming{kind.__name__}", (NamedInputs, kind), {})
-    attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
-    return named(**attrs)  # type: ignore[no-any-return]
+    return _naming(kind)(**graph_attrs(graph))  # type: ignore[no-any-return]
+
+
+def graph_attrs(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+    """What a compiled graph is made of, to make it again as a subclass (as LangGraph's
+    ``copy`` makes a graph again from its attributes)."""
+    return {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
+
+
+@functools.cache
+def _naming(kind: type) -> type:
+    """``kind`` with its inputs named: one class per kind, however often a graph is wrapped."""
+    return type(f"Naming{kind.__name__}", (NamedInputs, kind), {})
 
 
 class NamedInputs(CompiledStateGraph[Any, Any, Any, Any]):

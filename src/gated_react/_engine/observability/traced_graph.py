@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from gated_react._engine.observability.agent_spans import AgentSpans, api_alone
-from gated_react.state.input_ids import NamedInputs
+from gated_react.state.input_ids import NamedInputs, graph_attrs
 
 
 class TracedGraph(NamedInputs):
@@ -35,8 +35,7 @@ class TracedGraph(NamedInputs):
     @classmethod
     def of(cls, graph: CompiledStateGraph[Any, Any, Any, Any], spans: AgentSpans) -> Self:
         """``graph`` (as ``compile`` made it) as a traced graph, as LangGraph copies one."""
-        attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
-        return cls(spans=spans, **attrs)
+        return cls(spans=spans, **graph_attrs(graph))
 
     def stream(  # LangGraph's keywords pass through unchanged
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
